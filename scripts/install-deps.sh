@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what building and testing need: Debian packages (only those
+# missing, so a prepared machine pays nothing) and a Python venv for the tests.
+set -euo pipefail
+venv=${1:-build/venv}
+
+packages=(cmake ninja-build g++ pkg-config clang-format
+  libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libseccomp-dev libcap-dev libsqlite3-dev libarchive-dev libtomlplusplus-dev libgtest-dev
+  bubblewrap hyperfine iproute2 python3-venv)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=(); [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+stamp="$venv/.deps-stamp"
+reqs=(tests/requirements.txt sdk/python/pyproject.toml)
+if [[ ! -f $stamp ]] || [[ -n $(find "${reqs[@]}" -newer "$stamp" 2>/dev/null) ]]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+  "$venv/bin/pip" install -q -r tests/requirements.txt
+  [[ -f sdk/python/pyproject.toml ]] && "$venv/bin/pip" install -q -e sdk/python
+  touch "$stamp"
+fi

@@ -1,0 +1,14 @@
+#include "common/error.h"
+
+#include <cstring>
+
+namespace abx {
+
+std::string Error::message() const {
+  std::string out = step;
+  if (errnum != 0) out += std::string(": ") + std::strerror(errnum);
+  if (!detail.empty()) out += (errnum != 0 ? " (" : ": ") + detail + (errnum != 0 ? ")" : "");
+  return out;
+}
+
+}  // namespace abx

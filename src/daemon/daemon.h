@@ -1,0 +1,27 @@
+// The daemon (`abx serve`): control plane + sandbox plane on one HTTP/1.1
+// address, E2B's wire protocol, state in SQLite so it survives restarts.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace abx::daemon {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:49980";  // host:port; port 0 picks a free one
+  std::filesystem::path data_dir;          // sqlite db, sandboxes/, templates/, api_key
+  std::string log_level = "info";          // trace|debug|info|warn|error
+  std::filesystem::path init_binary;       // abx-init; default: beside /proc/self/exe
+  // Written once the server listens: "http://127.0.0.1:PORT\n". Lets the CLI
+  // and tests find a daemon started with port 0.
+  std::filesystem::path address_file;
+};
+
+// Runs until SIGINT/SIGTERM. Returns the process exit code.
+int serve(const ServeOptions& options);
+
+// Path of the key file the daemon accepts (created 0600 on first start):
+// <data_dir>/api_key, holding one `e2b_<40 hex>` key.
+std::filesystem::path api_key_path(const std::filesystem::path& data_dir);
+
+}  // namespace abx::daemon

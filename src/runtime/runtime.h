@@ -1,0 +1,157 @@
+// The local runtime's interface: everything the daemon may know about how a
+// sandbox is made. Nothing here knows HTTP; nothing outside src/runtime knows
+// namespaces, mounts, cgroups or seccomp.
+//
+// Model: a sandbox is one PID-1 process (abx-init) inside fresh user, pid,
+// mount, ipc, uts, cgroup and net namespaces, rooted in an overlayfs. The
+// daemon talks to it over a unix socket whose path lives in the sandbox's
+// state directory on the host, so a restarted daemon can reconnect
+// (`Runtime::adopt`). Starting a command is one request to init; init forks,
+// execs and hands the pipes (or the PTY master) back by fd passing.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/unique_fd.h"
+
+namespace abx::runtime {
+
+namespace fs = std::filesystem;
+
+// Resource limits; zero means "runtime default". Users may override at create.
+struct Limits {
+  uint64_t memory_bytes = 0;  // default 512 MiB (memory.limit + memsw on v1, memory.max on v2)
+  uint64_t pids = 0;          // default 256
+  uint32_t cpu_millicores = 0;  // default 1000 (one CPU)
+  uint64_t disk_bytes = 0;    // size of the tmpfs holding the writable layer; default 1 GiB
+};
+
+// A read-only bind of a host path into the sandbox (used by the `host` template).
+struct BindMount {
+  fs::path host_path;
+  fs::path sandbox_path;  // absolute, inside the sandbox
+};
+
+// What the root filesystem is made of. Produced by src/templates.
+struct RootfsSpec {
+  std::vector<fs::path> lower_layers;  // overlay lowerdirs, topmost first, read-only
+  std::vector<BindMount> read_only_binds;  // mounted after the overlay, before pivot_root
+};
+
+struct SandboxSpec {
+  std::string id;  // [a-z0-9]+, unique
+  RootfsSpec rootfs;
+  Limits limits;
+  std::string hostname;  // default: id
+};
+
+// Everything needed to find a live sandbox again after the daemon restarts.
+// The daemon persists it verbatim.
+struct SandboxRecord {
+  std::string id;
+  pid_t init_pid = 0;              // host pid of the sandbox's PID 1
+  uint64_t init_start_time = 0;    // /proc/<pid>/stat starttime: guards against pid reuse
+  fs::path state_dir;              // host dir holding the control socket
+  uid_t host_uid_base = 0;         // sandbox uid 0 maps to this host uid
+  Limits limits;                   // effective limits (defaults filled in)
+};
+
+struct ProcessSpec {
+  std::vector<std::string> argv;  // argv[0] is resolved inside the sandbox, e.g. /bin/bash
+  std::map<std::string, std::string> env;  // the complete environment
+  std::string cwd = "/home/user";
+  uint32_t uid = 1000;  // sandbox uid (1000 = `user`, 0 = `root`)
+  uint32_t gid = 1000;
+  bool pty = false;
+  uint16_t pty_cols = 80, pty_rows = 24;
+  bool stdin_pipe = true;  // false: stdin is /dev/null
+};
+
+struct Process {
+  int pid = 0;            // pid inside the sandbox (what E2B calls the pid)
+  UniqueFd stdin_fd;      // write end, or invalid (no stdin pipe / pty)
+  UniqueFd stdout_fd;     // read end (invalid with a pty)
+  UniqueFd stderr_fd;     // read end (invalid with a pty)
+  UniqueFd pty_fd;        // pty master, read+write (only with pty)
+  // Becomes readable when the process has been reaped: it then yields one
+  // int32 wait status (as from waitpid) and EOF. EOF without a status means
+  // the sandbox died.
+  UniqueFd exit_fd;
+};
+
+// Decode a wait status into E2B's terms.
+struct ExitInfo {
+  int exit_code = 0;    // exit status, or 128+signal, or -1 if unknown
+  bool exited = false;  // true if the process exited normally
+  std::string status;   // "exit status 0" / "signal: killed" (Go's os.ProcessState wording)
+};
+ExitInfo decode_wait_status(int status);
+
+class Sandbox {
+ public:
+  virtual ~Sandbox() = default;
+  virtual const SandboxRecord& record() const = 0;
+
+  // Start a process inside the sandbox. Thread-safe.
+  virtual Result<Process> spawn(const ProcessSpec& spec) = 0;
+
+  // Send a signal to a process (pid inside the sandbox). Thread-safe.
+  virtual Status signal(int pid, int signo) = 0;
+
+  // An O_PATH directory fd of the sandbox's root as the host sees it; use it
+  // only with openat2(RESOLVE_IN_ROOT) (see runtime/sandbox_fs.h).
+  virtual int root_fd() const = 0;
+
+  // Host uid/gid for a sandbox uid/gid (for chown of files the daemon writes).
+  virtual uid_t host_uid(uint32_t sandbox_uid) const = 0;
+  virtual gid_t host_gid(uint32_t sandbox_gid) const = 0;
+
+  // Current memory/cpu use from the sandbox's cgroups.
+  struct Usage {
+    uint64_t memory_bytes = 0;
+    uint64_t cpu_usage_ns = 0;
+  };
+  virtual Usage usage() const = 0;
+};
+
+struct RuntimeConfig {
+  fs::path state_dir;     // per-sandbox state dirs go under here (mode 0700)
+  fs::path init_binary;   // the abx-init executable (loaded once into a sealed memfd)
+  Limits default_limits;  // applied where a SandboxSpec leaves a limit at 0
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+
+  // Create and start a sandbox; returns once its init is ready for spawn().
+  virtual Result<std::unique_ptr<Sandbox>> create(const SandboxSpec& spec) = 0;
+
+  // Reconnect to a sandbox created by an earlier daemon. Fails (and the
+  // caller should destroy()) if the init is gone or the pid was reused.
+  virtual Result<std::unique_ptr<Sandbox>> adopt(const SandboxRecord& record) = 0;
+
+  // Kill everything in the sandbox and remove its cgroups and state dir.
+  // Idempotent: destroying a dead or half-made sandbox cleans what is left.
+  virtual Status destroy(const SandboxRecord& record) = 0;
+
+  // Remove cgroups and state dirs of sandboxes not in `live_ids` (left by a
+  // daemon that was killed mid-create).
+  virtual void sweep_orphans(const std::vector<std::string>& live_ids) = 0;
+
+  // Human-readable notes about degraded features (e.g. "cgroup limits
+  // unavailable: not delegated"), logged once at daemon start.
+  virtual std::vector<std::string> warnings() const = 0;
+};
+
+Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config);
+
+}  // namespace abx::runtime

@@ -1,0 +1,56 @@
+// File operations inside a sandbox's root, done by the daemon on the host.
+// Every path is resolved with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+// against the sandbox's root fd, so `..` and symlinks inside the sandbox can
+// never reach a host file.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/unique_fd.h"
+#include "runtime/runtime.h"
+
+namespace abx::runtime::sandbox_fs {
+
+enum class FileType { kFile, kDirectory, kSymlink, kOther };
+
+struct EntryInfo {
+  std::string name;
+  std::string path;  // absolute inside the sandbox
+  FileType type = FileType::kOther;
+  uint64_t size = 0;
+  uint32_t mode = 0;       // st_mode & 07777
+  std::string owner;       // "user", "root" or the uid as text
+  std::string group;
+  int64_t mtime_sec = 0;
+  int64_t mtime_nsec = 0;
+  std::string symlink_target;  // only for symlinks
+};
+
+// Errors carry errno: ENOENT → not found, EEXIST → already exists,
+// ENOTDIR/EISDIR → invalid argument, ENOSPC/EDQUOT → out of disk.
+
+// Open for reading (O_RDONLY) a regular file.
+Result<UniqueFd> open_read(const Sandbox& sb, const std::string& path);
+
+// Create or truncate a regular file for writing, creating missing parent
+// directories, all owned by `owner_uid` (a sandbox uid).
+Result<UniqueFd> open_write(const Sandbox& sb, const std::string& path, uint32_t owner_uid);
+
+Result<EntryInfo> stat(const Sandbox& sb, const std::string& path);
+// depth >= 1; depth 1 lists direct children only.
+Result<std::vector<EntryInfo>> list_dir(const Sandbox& sb, const std::string& path, int depth);
+// Creates parents as needed; EEXIST if `path` already exists.
+Status make_dir(const Sandbox& sb, const std::string& path, uint32_t owner_uid);
+Status move(const Sandbox& sb, const std::string& from, const std::string& to);
+// Removes a file or a whole directory tree.
+Status remove(const Sandbox& sb, const std::string& path);
+
+// Resolve a user-given path: relative paths are taken from `home`, "~" expands to it.
+std::string absolute_path(const std::string& path, const std::string& home);
+
+}  // namespace abx::runtime::sandbox_fs
