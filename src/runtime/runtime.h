@@ -147,6 +147,12 @@ class Runtime {
   // daemon that was killed mid-create).
   virtual void sweep_orphans(const std::vector<std::string>& live_ids) = 0;
 
+  // Host uid/gid that a sandbox uid/gid maps to (the same for every sandbox
+  // of this runtime). Template files that sandbox root or `user` must own are
+  // chowned to these.
+  virtual uid_t host_uid(uint32_t sandbox_uid) const = 0;
+  virtual gid_t host_gid(uint32_t sandbox_gid) const = 0;
+
   // Human-readable notes about degraded features (e.g. "cgroup limits
   // unavailable: not delegated"), logged once at daemon start.
   virtual std::vector<std::string> warnings() const = 0;

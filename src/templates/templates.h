@@ -18,7 +18,10 @@ struct TemplateInfo {
 
 class TemplateStore {
  public:
-  explicit TemplateStore(std::filesystem::path data_dir);
+  // `runtime` tells which host ids sandbox root and `user` map to, so the
+  // template's writable-at-first-use dirs (/, /home/user, /tmp) get owners the
+  // sandbox can use. It must outlive the store.
+  TemplateStore(std::filesystem::path data_dir, const runtime::Runtime& runtime);
   // Resolve a name or alias ("base", "host", "code-interpreter-v1") and make
   // sure its files exist, preparing them on first use.
   Result<runtime::RootfsSpec> rootfs(const std::string& name);
@@ -28,6 +31,7 @@ class TemplateStore {
 
  private:
   std::filesystem::path dir_;
+  const runtime::Runtime& runtime_;
 };
 
 }  // namespace abx::templates

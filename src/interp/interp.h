@@ -1,0 +1,65 @@
+// Code-interpreter contexts: long-lived interpreter processes inside a
+// sandbox, stateful across executions, speaking E2B's NDJSON result lines.
+// Knows nothing of HTTP: the daemon's port-49999 routes call this and write
+// the emitted lines to the response.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "runtime/runtime.h"
+
+namespace abx::interp {
+
+struct ContextInfo {
+  std::string id;        // [a-z0-9-]
+  std::string language;  // "python", "javascript", "bash"
+  std::string cwd;       // default /home/user
+};
+
+struct ExecuteRequest {
+  std::string code;
+  std::string context_id;  // empty: the default context of `language`
+  std::string language;    // empty: python
+  std::map<std::string, std::string> env_vars;  // applied for this execution only
+};
+
+// Receives one E2B NDJSON line at a time: a complete JSON object without the
+// trailing newline ({"type":"stdout","text":..,"timestamp":..}, "result",
+// "error", "number_of_executions", "keepalive", "end_of_execution").
+using LineSink = std::function<void(const std::string& line)>;
+
+class Interpreter {
+ public:
+  // `sandbox` must outlive the Interpreter. `sandbox_env` are the sandbox's
+  // environment variables (from create), given to every context.
+  static std::unique_ptr<Interpreter> create(runtime::Sandbox& sandbox,
+                                             std::map<std::string, std::string> sandbox_env);
+  virtual ~Interpreter() = default;
+
+  // Errors: unknown language → Error{"context language", EINVAL, "..."}.
+  virtual Result<ContextInfo> create_context(const std::string& language,
+                                             const std::string& cwd) = 0;
+  virtual std::vector<ContextInfo> list_contexts() = 0;
+  // Unknown id → Error with errnum ENOENT.
+  virtual Status restart_context(const std::string& id) = 0;
+  virtual Status remove_context(const std::string& id) = 0;
+
+  // Runs `request` and blocks until it finishes. Emits the NDJSON lines as
+  // they happen, ending with {"type":"end_of_execution"}. When `timeout`
+  // passes or `cancelled` becomes true (client went away) the running code
+  // is interrupted (KeyboardInterrupt), not the context. Thread-safe;
+  // executions in one context run one at a time.
+  // Errors before any line is emitted: unknown context → ENOENT; both
+  // context_id and language given → EINVAL.
+  virtual Status execute(const ExecuteRequest& request, const LineSink& emit,
+                         const std::atomic<bool>& cancelled, std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace abx::interp
