@@ -1,0 +1,201 @@
+"""The control plane as E2B's SDKs see it, and the daemon's guarantees:
+TTL enforcement, restart survival, and cleanup that leaves nothing behind."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from conftest import start_daemon, stop_daemon
+from helpers import sandbox_host_pids
+
+
+def create(api: httpx.Client, **body) -> dict:
+    r = api.post("/sandboxes", json={"templateID": "base", **body})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def run(daemon, sandbox: dict, cmd: str, user: str | None = None, timeout_ms: int = 30000):
+    """process.Process/Start over the Connect protocol; returns (stdout, stderr, end event)."""
+    headers = {
+        "E2b-Sandbox-Id": sandbox["sandboxID"], "E2b-Sandbox-Port": "49983",
+        "Content-Type": "application/connect+json", "Connect-Protocol-Version": "1",
+        "Connect-Timeout-Ms": str(timeout_ms),
+    }
+    if sandbox.get("envdAccessToken"):
+        headers["X-Access-Token"] = sandbox["envdAccessToken"]
+    if user:
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:".encode()).decode()
+    msg = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", cmd]}}).encode()
+    body = struct.pack(">BI", 0, len(msg)) + msg
+    r = httpx.post(daemon.url + "/process.Process/Start", content=body, headers=headers, timeout=60)
+    assert r.status_code == 200, r.text
+    data, frames = r.content, []
+    while data:
+        flags, n = struct.unpack(">BI", data[:5])
+        frames.append((flags, json.loads(data[5:5 + n])))
+        data = data[5 + n:]
+    assert "start" in frames[0][1]["event"], "the first event must be start"
+    out, err, end = b"", b"", None
+    for flags, msg in frames:
+        ev = msg.get("event", {})
+        if "data" in ev:
+            out += base64.b64decode(ev["data"].get("stdout", ""))
+            err += base64.b64decode(ev["data"].get("stderr", ""))
+        if "end" in ev:
+            end = ev["end"]
+    assert frames[-1][0] & 2, "the stream must close with an end-of-stream frame"
+    return out.decode(), err.decode(), end
+
+
+def leftovers(data_dir: Path) -> dict[str, object]:
+    """What a sandbox can leave on the host: mounts, cgroup dirs, net devices."""
+    cgroups = sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/abx/*/*") if p.is_dir())
+    cgroups += sorted(str(p) for p in Path("/sys/fs/cgroup").glob("abx/*/*") if p.is_dir())
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return {
+        "mounts": Path("/proc/mounts").read_text().count("\n"),
+        "cgroups": cgroups,
+        "links": len(links.splitlines()),
+        "sandbox_dirs": sorted(p.name for p in (data_dir / "sandboxes").glob("*")),
+    }
+
+
+def test_health_needs_no_key(daemon):
+    assert httpx.get(daemon.url + "/health").status_code == 204
+
+
+def test_requests_without_a_valid_key_get_401(daemon):
+    for headers in ({}, {"X-API-KEY": "e2b_" + "1" * 40}):
+        r = httpx.get(daemon.url + "/v2/sandboxes", headers=headers)
+        assert r.status_code == 401
+        assert r.json()["code"] == 401 and r.json()["message"]
+
+
+def test_create_returns_the_fields_the_sdks_require(daemon):
+    with daemon.api() as api:
+        sb = create(api, timeout=60, metadata={"k": "v"}, secure=True)
+        try:
+            for field in ("templateID", "sandboxID", "clientID", "envdVersion", "envdAccessToken"):
+                assert sb.get(field), field
+            assert sb["sandboxID"].isalnum() and sb["sandboxID"].islower()
+            detail = api.get(f"/sandboxes/{sb['sandboxID']}").json()
+            for field in ("startedAt", "endAt", "cpuCount", "memoryMB", "diskSizeMB", "state"):
+                assert field in detail, field
+            assert detail["state"] == "running" and detail["metadata"] == {"k": "v"}
+        finally:
+            assert api.delete(f"/sandboxes/{sb['sandboxID']}").status_code == 204
+
+
+def test_bad_input_gets_400_naming_the_field(daemon):
+    with daemon.api() as api:
+        r = api.post("/sandboxes", content=b"{not json", headers={"Content-Type": "application/json"})
+        assert r.status_code == 400
+        r = api.post("/sandboxes", json={"templateID": "base", "timeout": "soon"})
+        assert r.status_code == 400 and "timeout" in r.json()["message"]
+        r = api.post("/sandboxes", json={"timeout": 10})
+        assert r.status_code == 400 and "templateID" in r.json()["message"]
+        r = api.post("/sandboxes", json={"templateID": "no-such-template"})
+        assert r.status_code == 400 and "no-such-template" in r.json()["message"]
+
+
+def test_unknown_sandbox_gets_404_and_502(daemon):
+    with daemon.api() as api:
+        r = api.get("/sandboxes/izzzzzzzzzzzzzzzzzzzz")
+        assert r.status_code == 404 and "izzzzzzzzzzzzzzzzzzzz" in r.json()["message"]
+        assert api.delete("/sandboxes/izzzzzzzzzzzzzzzzzzzz").status_code == 404
+    r = httpx.get(daemon.url + "/health", headers={"E2b-Sandbox-Id": "izzzzzzzzzzzzzzzzzzzz",
+                                                   "E2b-Sandbox-Port": "49983"})
+    assert r.status_code == 502
+
+
+def test_commands_stream_and_report_exit_codes(daemon):
+    with daemon.api() as api:
+        sb = create(api)
+        try:
+            out, err, end = run(daemon, sb, "echo hi; echo oops >&2; exit 7")
+            assert (out, err) == ("hi\n", "oops\n")
+            assert end["exitCode"] == 7
+            out, _, end = run(daemon, sb, "id -u", user="root")
+            assert out == "0\n" and end.get("exitCode", 0) == 0
+        finally:
+            api.delete(f"/sandboxes/{sb['sandboxID']}")
+
+
+def test_set_timeout_moves_the_end_time(daemon):
+    with daemon.api() as api:
+        sb = create(api, timeout=30)
+        try:
+            before = api.get(f"/sandboxes/{sb['sandboxID']}").json()["endAt"]
+            assert api.post(f"/sandboxes/{sb['sandboxID']}/timeout",
+                            json={"timeout": 600}).status_code == 204
+            after = api.get(f"/sandboxes/{sb['sandboxID']}").json()["endAt"]
+            assert after > before
+        finally:
+            api.delete(f"/sandboxes/{sb['sandboxID']}")
+
+
+def test_end_time_is_enforced_and_cleans_up(daemon):
+    with daemon.api() as api:
+        sb = create(api, timeout=1)
+        sandbox_id = sb["sandboxID"]
+        assert sandbox_host_pids(sandbox_id)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and api.get(f"/sandboxes/{sandbox_id}").status_code != 404:
+            time.sleep(0.2)
+        assert api.get(f"/sandboxes/{sandbox_id}").status_code == 404
+    assert sandbox_host_pids(sandbox_id) == []
+    assert not (daemon.data_dir / "sandboxes" / sandbox_id).exists()
+
+
+def test_kill_leaves_no_mount_cgroup_netdev_or_process(daemon):
+    before = leftovers(daemon.data_dir)
+    with daemon.api() as api:
+        ids = [create(api)["sandboxID"] for _ in range(3)]
+        during = leftovers(daemon.data_dir)
+        assert len(during["sandbox_dirs"]) >= len(before["sandbox_dirs"]) + 3
+        for sandbox_id in ids:
+            assert api.delete(f"/sandboxes/{sandbox_id}").status_code == 204
+    assert leftovers(daemon.data_dir) == before
+    for sandbox_id in ids:
+        assert sandbox_host_pids(sandbox_id) == []
+
+
+def test_sandboxes_survive_a_daemon_killed_with_sigkill(tmp_path):
+    d = start_daemon(tmp_path / "state")
+    try:
+        with d.api() as api:
+            keep = create(api, timeout=300)
+            expire = create(api, timeout=2)
+        d.proc.kill()  # SIGKILL to the daemon alone, as a crash would
+        d.proc.wait()
+        time.sleep(3)  # `expire` passes its end time while no daemon runs
+        d = start_daemon(tmp_path / "state")
+        with d.api() as api:
+            assert api.get(f"/sandboxes/{keep['sandboxID']}").status_code == 200
+            out, _, _ = run(d, keep, "echo still here")
+            assert out == "still here\n"
+            assert api.get(f"/sandboxes/{expire['sandboxID']}").status_code == 404
+        assert sandbox_host_pids(expire["sandboxID"]) == []
+    finally:
+        stop_daemon(d)
+    assert sandbox_host_pids(keep["sandboxID"]) == []
+
+
+def test_fifty_sandboxes_at_once(daemon):
+    import concurrent.futures as cf
+    with daemon.api() as api, cf.ThreadPoolExecutor(16) as pool:
+        sandboxes = list(pool.map(lambda _: create(api), range(50)))
+        outputs = list(pool.map(lambda sb: run(daemon, sb, "echo $((6*7))")[0], sandboxes))
+        assert outputs == ["42\n"] * 50
+        codes = list(pool.map(lambda sb: api.delete(f"/sandboxes/{sb['sandboxID']}").status_code,
+                              sandboxes))
+        assert codes == [204] * 50

@@ -1,0 +1,33 @@
+"""With no daemon running, the CLI starts one for the user, says so once, and
+`abx daemon start|stop|status` manage it."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+from conftest import ABX_BIN
+
+
+def run(env, *args):
+    return subprocess.run([str(ABX_BIN), *args], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL, timeout=60)
+
+
+def test_cli_starts_a_daemon_once_and_daemon_commands_manage_it(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ABX_SANDBOX_")}
+    env.update(ABX_STATE_DIR=str(tmp_path / "state"), ABX_CONFIG_DIR=str(tmp_path / "config"))
+    try:
+        assert run(env, "daemon", "status").returncode == 3
+        first = run(env, "list")
+        assert first.returncode == 0, first.stderr
+        assert "started the local daemon" in first.stderr
+        key_file = tmp_path / "state" / "api_key"
+        assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+        second = run(env, "list")
+        assert second.returncode == 0 and "started" not in second.stderr
+        status = run(env, "daemon", "status")
+        assert status.returncode == 0 and "running" in status.stdout
+    finally:
+        stopped = run(env, "daemon", "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert run(env, "daemon", "status").returncode == 3

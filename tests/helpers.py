@@ -1,0 +1,38 @@
+"""Helpers for tests that drive the real `abx` binary."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from conftest import ABX_BIN, Daemon
+
+
+def abx(daemon: Daemon, *args: str, input: str | bytes | None = None, timeout: float = 60,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run `abx ARGS...` against `daemon`; returns the completed process (text mode)."""
+    full_env = daemon.env()
+    if env:
+        full_env.update(env)
+    return subprocess.run([str(ABX_BIN), *args], input=input, capture_output=True,
+                          text=not isinstance(input, bytes), timeout=timeout, env=full_env,
+                          stdin=None if input is not None else subprocess.DEVNULL)
+
+
+def create(daemon: Daemon, *extra: str) -> str:
+    r = abx(daemon, "create", "--template", "base", *extra)
+    assert r.returncode == 0, r.stderr
+    sandbox_id = r.stdout.strip()
+    assert sandbox_id, "create printed no id"
+    return sandbox_id
+
+
+def sandbox_host_pids(sandbox_id: str) -> list[int]:
+    """Host pids whose cgroup path names the sandbox (any controller)."""
+    pids = []
+    for status in Path("/proc").glob("[0-9]*/cgroup"):
+        try:
+            if sandbox_id in status.read_text():
+                pids.append(int(status.parent.name))
+        except OSError:
+            continue
+    return pids

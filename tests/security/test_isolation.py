@@ -1,0 +1,138 @@
+"""A sandbox cannot read host files, see host processes, reach host loopback
+services, escape through upload/download paths, or exceed its limits."""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+
+import httpx
+import pytest
+
+from helpers import abx, create
+
+
+@pytest.fixture(scope="module")
+def sandbox(daemon):
+    sandbox_id = create(daemon)
+    yield sandbox_id
+    abx(daemon, "kill", sandbox_id, "--yes")
+
+
+def sh(daemon, sandbox_id, script, **kw):
+    return abx(daemon, "exec", sandbox_id, "--", "sh", "-c", script, **kw)
+
+
+def test_host_files_are_not_readable(daemon, sandbox, tmp_path):
+    secret = tmp_path / f"secret-{uuid.uuid4().hex}"
+    secret.write_text("host secret\n")
+    r = sh(daemon, sandbox, f"cat {secret}; cat /etc/shadow; ls /root/.pyenv")
+    assert "host secret" not in r.stdout
+    assert r.returncode != 0
+    r = sh(daemon, sandbox, "grep -c . /etc/passwd")
+    host_users = sum(1 for _ in open("/etc/passwd"))
+    assert int(r.stdout) < host_users  # the synthetic /etc, not the host's
+
+
+def test_host_processes_are_invisible(daemon, sandbox):
+    r = sh(daemon, sandbox, "ls /proc | grep -c '^[0-9]'")
+    assert int(r.stdout) < 10
+    r = sh(daemon, sandbox, f"test -e /proc/{daemon.proc.pid}/cmdline && cat /proc/{daemon.proc.pid}/cmdline")
+    assert "serve" not in r.stdout
+
+
+def test_root_inside_is_not_root_outside(daemon, sandbox):
+    r = abx(daemon, "exec", "--user", "root", sandbox, "--", "cat", "/proc/self/uid_map")
+    inside, outside, _count = r.stdout.split()[:3]
+    assert inside == "0" and outside != "0"
+
+
+def test_host_loopback_services_are_unreachable(daemon, sandbox):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+    try:
+        r = sh(daemon, sandbox, f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)\"")
+        assert r.returncode != 0
+        assert not accepted
+        r = sh(daemon, sandbox, "ls /sys/class/net 2>/dev/null || cat /proc/net/dev")
+        assert "eth0" not in r.stdout and "veth" not in r.stdout
+    finally:
+        server.close()
+
+
+def test_privileged_syscalls_are_refused(daemon, sandbox):
+    r = abx(daemon, "exec", "--user", "root", sandbox, "--", "sh", "-c",
+            "mount -t tmpfs none /mnt 2>&1; unshare -U true 2>&1; echo done")
+    assert "done" in r.stdout
+    assert "Operation not permitted" in r.stdout or "not permitted" in r.stdout.lower()
+    r = abx(daemon, "exec", "--user", "root", sandbox, "--", "sh", "-c", "ls /mnt | wc -l")
+    assert r.stdout.strip() == "0"
+
+
+def test_upload_paths_cannot_escape_the_sandbox(daemon, sandbox, tmp_path):
+    marker = f"escape-{uuid.uuid4().hex}"
+    src = tmp_path / "payload.txt"
+    src.write_text("payload\n")
+    abx(daemon, "upload", sandbox, str(src), f"/../../../../../tmp/{marker}")
+    assert not os.path.exists(f"/tmp/{marker}")
+    # a symlink planted inside the sandbox points at a host directory
+    sh(daemon, sandbox, f"ln -sfn /tmp /home/user/hostlink")
+    abx(daemon, "upload", sandbox, str(src), f"/home/user/hostlink/{marker}")
+    assert not os.path.exists(f"/tmp/{marker}")
+
+
+def test_download_through_a_symlink_reads_the_sandbox_not_the_host(daemon, sandbox, tmp_path):
+    sh(daemon, sandbox, "ln -sfn /etc/passwd /home/user/pw")
+    out = tmp_path / "pw"
+    r = abx(daemon, "download", sandbox, "/home/user/pw", str(out))
+    if r.returncode == 0:
+        assert out.read_text() != open("/etc/passwd").read()
+
+
+def test_memory_hog_is_killed_and_others_keep_working(daemon):
+    with daemon.api() as api:
+        r = api.post("/sandboxes", json={"templateID": "base", "memoryMB": 128})
+        assert r.status_code == 201, r.text
+        sandbox_id = r.json()["sandboxID"]
+    try:
+        r = sh(daemon, sandbox_id, "python3 -c \"b = bytearray(512 * 1024 * 1024); print('survived')\"")
+        assert r.returncode != 0 and "survived" not in r.stdout
+        assert sh(daemon, sandbox_id, "echo alive").stdout == "alive\n"
+    finally:
+        abx(daemon, "kill", sandbox_id, "--yes")
+
+
+def test_fork_bomb_is_contained(daemon, sandbox):
+    r = sh(daemon, sandbox, "for i in $(seq 1 2000); do sleep 30 & done 2>/dev/null; echo started; "
+                             "jobs -p | wc -l; kill $(jobs -p) 2>/dev/null; true", timeout=120)
+    started = int(r.stdout.split()[-1])
+    assert started < 2000
+    assert sh(daemon, sandbox, "echo alive").stdout == "alive\n"
+
+
+def test_output_flood_is_streamed_and_daemon_keeps_serving(daemon, sandbox):
+    r = sh(daemon, sandbox, "head -c 50000000 /dev/zero | base64", timeout=120)
+    assert r.returncode == 0
+    assert len(r.stdout) > 60_000_000
+    assert httpx.get(daemon.url + "/health").status_code == 204
+
+
+def test_full_disk_upload_fails_with_507_and_sandbox_stays_usable(daemon, tmp_path):
+    with daemon.api() as api:
+        r = api.post("/sandboxes", json={"templateID": "base", "diskSizeMB": 16, "secure": False})
+        assert r.status_code == 201, r.text
+        sandbox_id = r.json()["sandboxID"]
+    try:
+        big = os.urandom(32 * 1024 * 1024)
+        r = httpx.post(daemon.url + "/files", params={"path": "/home/user/big.bin"}, content=big,
+                       headers={"E2b-Sandbox-Id": sandbox_id, "E2b-Sandbox-Port": "49983",
+                                "Content-Type": "application/octet-stream"}, timeout=60)
+        assert r.status_code == 507
+        assert sh(daemon, sandbox_id, "ls /home/user/big.bin 2>&1; echo ok > /home/user/small && cat /home/user/small").stdout.endswith("ok\n")
+    finally:
+        abx(daemon, "kill", sandbox_id, "--yes")
