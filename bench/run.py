@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""`make bench`: Agent Sandbox against its peers, measured side by side in one run.
+
+Every figure that matters is a ratio against a peer run interleaved in the same
+rounds (bubblewrap with comparable namespaces, plain processes), so a noisy
+host moves both sides alike. Results go to bench/RESULTS.md with the command.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+from conftest import start_daemon, stop_daemon  # noqa: E402
+
+BWRAP = ["bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
+         "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin", "--ro-bind",
+         "/etc", "/etc", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
+         "--die-with-parent", "--new-session", "--clearenv"]
+PY = "/usr/bin/python3"
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def timed(cmd: list[str], env=None) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return (time.perf_counter() - t) * 1000
+
+
+def connect_start(daemon, sandbox_id: str, cmd: str) -> None:
+    msg = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}).encode()
+    r = httpx.post(daemon.url + "/process.Process/Start",
+                   content=struct.pack(">BI", 0, len(msg)) + msg,
+                   headers={"E2b-Sandbox-Id": sandbox_id, "E2b-Sandbox-Port": "49983",
+                            "Content-Type": "application/connect+json"}, timeout=60)
+    r.raise_for_status()
+
+
+def one_shot(abx: str, daemon, rounds: int) -> dict[str, list[float]]:
+    env = daemon.env()
+    def abx_oneshot() -> float:
+        t = time.perf_counter()
+        sid = subprocess.run([abx, "create", "--template", "base"], check=True, env=env,
+                             capture_output=True, text=True).stdout.strip()
+        subprocess.run([abx, "exec", sid, "--", PY, "-c", "pass"], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run([abx, "kill", sid, "--yes"], check=True, env=env, stdout=subprocess.DEVNULL)
+        return (time.perf_counter() - t) * 1000
+    cases = {"abx create+exec+kill": abx_oneshot,
+             "bwrap": lambda: timed(BWRAP + [PY, "-c", "pass"]),
+             "plain python3": lambda: timed([PY, "-c", "pass"])}
+    for fn in cases.values():
+        fn()  # warm up
+    out: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(rounds):
+        for name in random.sample(list(cases), len(cases)):
+            out[name].append(cases[name]())
+    return out
+
+
+def daemon_side(daemon, rounds: int) -> dict[str, list[float]]:
+    create, exec_true, kill = [], [], []
+    with daemon.api() as api:
+        for _ in range(rounds):
+            t = time.perf_counter()
+            r = api.post("/sandboxes", json={"templateID": "base", "secure": False})
+            create.append((time.perf_counter() - t) * 1000)
+            sid = r.json()["sandboxID"]
+            connect_start(daemon, sid, "true")
+            t = time.perf_counter()
+            connect_start(daemon, sid, "true")
+            exec_true.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            api.delete(f"/sandboxes/{sid}")
+            kill.append((time.perf_counter() - t) * 1000)
+    return {"create": create, "exec true": exec_true, "kill": kill}
+
+
+def interpreter(daemon, rounds: int) -> dict[str, list[float]]:
+    cold, warm = [], []
+    headers = lambda sid: {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49999"}
+    with daemon.api() as api:
+        for _ in range(max(3, rounds // 5)):
+            sid = api.post("/sandboxes", json={"templateID": "base", "secure": False}).json()["sandboxID"]
+            t = time.perf_counter()
+            httpx.post(daemon.url + "/execute", json={"code": "1+1"}, headers=headers(sid), timeout=60).raise_for_status()
+            cold.append((time.perf_counter() - t) * 1000)
+            with httpx.Client(base_url=daemon.url, headers=headers(sid), timeout=60) as c:
+                for _ in range(rounds):
+                    t = time.perf_counter()
+                    c.post("/execute", json={"code": "1+1"}).raise_for_status()
+                    warm.append((time.perf_counter() - t) * 1000)
+            api.delete(f"/sandboxes/{sid}")
+    native = [timed([PY, "-c", "pass"]) for _ in range(10)]
+    return {"run_code cold (first in a new sandbox)": cold, "run_code warm (1+1)": warm,
+            "python3 -c pass (native)": native}
+
+
+def meminfo_used_kib() -> int:
+    info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return int(info["MemTotal"].split()[0]) - int(info["MemAvailable"].split()[0])
+
+
+def idle_memory(daemon, count: int) -> dict[str, float]:
+    """System memory (MemTotal - MemAvailable) per idle sandbox, ours vs bwrap."""
+    results = {}
+    subprocess.run(["sync"])
+    time.sleep(1)
+    base = meminfo_used_kib()
+    ids = []
+    with daemon.api() as api:
+        try:
+            for _ in range(count):
+                ids.append(api.post("/sandboxes", json={"templateID": "base", "secure": False,
+                                                        "timeout": 3600}).json()["sandboxID"])
+            time.sleep(2)
+            results["abx"] = (meminfo_used_kib() - base) / count / 1024
+        finally:
+            for sid in ids:
+                api.delete(f"/sandboxes/{sid}")
+    time.sleep(2)
+    base = meminfo_used_kib()
+    procs = [subprocess.Popen(BWRAP + ["/usr/bin/sleep", "infinity"]) for _ in range(count)]
+    try:
+        time.sleep(2)
+        results["bwrap"] = (meminfo_used_kib() - base) / count / 1024
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+    return results
+
+
+def table(rows: list[tuple]) -> str:
+    head = "| what | p50 ms | p99 ms | n |\n|---|---|---|---|\n"
+    return head + "".join(f"| {n} | {pct(v, 50):.1f} | {pct(v, 99):.1f} | {len(v)} |\n" for n, v in rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--abx", default=str(REPO / "build" / "abx"))
+    ap.add_argument("--out", default=str(REPO / "bench" / "RESULTS.md"))
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--idle", type=int, default=1000, help="sandboxes alive for the memory figure")
+    args = ap.parse_args()
+    if not shutil.which("bwrap"):
+        sys.exit("bench: bubblewrap is missing; run `make deps` first")
+    os.environ["ABX_BIN"] = args.abx
+    state = Path(tempfile.mkdtemp(prefix="abx-bench-"))
+    daemon = start_daemon(state)
+    try:
+        oneshot = one_shot(args.abx, daemon, args.rounds)
+        side = daemon_side(daemon, args.rounds * 3)
+        interp = interpreter(daemon, args.rounds)
+        memory = idle_memory(daemon, args.idle)
+    finally:
+        stop_daemon(daemon)
+        shutil.rmtree(state, ignore_errors=True)
+
+    ratio_bwrap = pct(oneshot["abx create+exec+kill"], 50) / pct(oneshot["bwrap"], 50)
+    ratio_plain = pct(oneshot["abx create+exec+kill"], 50) / pct(oneshot["plain python3"], 50)
+    cold_ratio = pct(interp["run_code cold (first in a new sandbox)"], 50) / pct(interp["python3 -c pass (native)"], 50)
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    text = f"""# Benchmark results
+
+Produced by `make bench` (`{' '.join(['bench/run.py', '--rounds', str(args.rounds), '--idle', str(args.idle)])}`)
+on {now}, {platform.node()} ({os.cpu_count()} cores, kernel {platform.release()}). Peers run interleaved in
+the same rounds; compare ratios, not absolute numbers (this VM pays ~2 ms per exec).
+
+## One-shot: create → exec `python3 -c pass` → kill, through the `abx` CLI
+
+{table(list(oneshot.items()))}
+- abx / bwrap = **{ratio_bwrap:.2f}×** (target ≤ 0.9×); abx / plain python3 = {ratio_plain:.2f}×.
+  The abx figure includes three CLI processes (create, exec, kill) and their HTTP round trips.
+
+## Daemon-side latency (HTTP API, one sandbox at a time)
+
+{table(list(side.items()))}
+- targets: create p50 ≤ 5 ms, exec p50 ≤ 3 ms.
+
+## Code interpreter
+
+{table(list(interp.items()))}
+- cold run_code / native python3 start = **{cold_ratio:.2f}×** (target ≤ 2×); warm target p50 ≤ 3 ms.
+
+## Memory per idle sandbox ({args.idle} alive, MemTotal − MemAvailable delta)
+
+| runtime | MiB per idle sandbox |
+|---|---|
+""" + "".join(f"| {k} | {v:.2f} |\n" for k, v in memory.items()) + "\n- target ≤ 1 MiB.\n"
+    Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
