@@ -31,7 +31,7 @@ unit:
 	$(ASAN_BUILD)/abx_unit_tests --gtest_brief=1
 
 e2e:
-	ABX_BIN=$(CURDIR)/$(BUILD)/abx $(PY) -m pytest -q tests/e2e tests/security
+	ABX_BIN=$(CURDIR)/$(BUILD)/abx $(PY) -m pytest -q
 
 bench: deps build
 	$(PY) bench/run.py --abx $(CURDIR)/$(BUILD)/abx --out bench/RESULTS.md
