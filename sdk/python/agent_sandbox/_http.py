@@ -1,0 +1,158 @@
+"""Transport-neutral HTTP pieces: a request description and the mapping of failures to errors."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+
+import httpx
+
+from .errors import (
+    AlreadyExistsError,
+    AuthenticationError,
+    InvalidArgumentError,
+    NotFoundError,
+    RateLimitError,
+    SandboxException,
+    SandboxNotFound,
+    TimeoutError,
+    UnsupportedError,
+)
+
+MAX_RATE_LIMIT_RETRIES = 5
+MAX_RETRY_AFTER = 10.0
+
+# Statuses a non-Connect proxy may answer with, as Connect codes (what E2B's SDK does).
+_STATUS_CODES = {400: "invalid_argument", 401: "unauthenticated", 403: "permission_denied",
+                 404: "not_found", 409: "already_exists", 413: "resource_exhausted",
+                 429: "resource_exhausted", 501: "unimplemented", 502: "unavailable",
+                 503: "unavailable", 504: "deadline_exceeded"}
+
+
+@dataclass
+class Call:
+    """One HTTP request, described without sending it, plus what it is about (for errors)."""
+
+    method: str
+    url: str
+    plane: str  # "control", "envd" or "jupyter": decides how failures read
+    subject: str  # e.g. "sandbox i1x2", "/home/user/a.txt", "process 42"
+    headers: Dict[str, str] = field(default_factory=dict)
+    params: Optional[Dict[str, Any]] = None
+    json: Any = None
+    content: Any = None
+    files: Any = None
+    timeout: Any = None  # None: the client's default; else an httpx timeout value
+
+    def send_kwargs(self) -> Dict[str, Any]:
+        """Keyword arguments for httpx's `build_request`."""
+        kwargs: Dict[str, Any] = {"headers": self.headers}
+        for name in ("params", "json", "content", "files"):
+            value = getattr(self, name)
+            if value is not None:
+                kwargs[name] = value
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
+        return kwargs
+
+
+def retry_delay(status: int, headers: Mapping[str, str], attempt: int) -> Optional[float]:
+    """Seconds to wait before retrying a 429, or None when retries are used up."""
+    if status != 429 or attempt >= MAX_RATE_LIMIT_RETRIES:
+        return None
+    try:
+        delay = float(headers.get("retry-after", ""))
+    except ValueError:
+        delay = 0.5 * 2**attempt
+    return min(max(delay, 0.0), MAX_RETRY_AFTER)
+
+
+def parse_error_body(body: bytes) -> Tuple[Optional[str], str]:
+    """(Connect code or None, message) from a JSON or plain-text error body."""
+    text = body.decode(errors="replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None, text
+    if not isinstance(data, dict):
+        return None, text
+    code = data.get("code")
+    message = str(data.get("message") or text)
+    return (code if isinstance(code, str) else None), message
+
+
+def error_from_response(call: Call, status: int, body: bytes) -> SandboxException:
+    """The typed error for a failed HTTP response to `call`."""
+    code, message = parse_error_body(body)
+    if status == 429:
+        return RateLimitError(f"{call.subject}: rate limited by the server ({message}); "
+                              "wait and retry, or create fewer sandboxes at once")
+    if status == 401 or code == "unauthenticated":
+        what = "API key" if call.plane == "control" else "sandbox access token"
+        return AuthenticationError(f"{call.subject}: the server rejected the {what} ({message}); "
+                                   "check api_key= / ABX_SANDBOX_API_KEY")
+    if call.plane == "control":
+        return _control_error(call, status, message)
+    if status == 502:
+        return _proxy_error(call, message)
+    return error_from_code(call, code or _STATUS_CODES.get(status, "unknown"), message, status)
+
+
+def error_from_code(call: Call, code: str, message: str, status: int = 200) -> SandboxException:
+    """The typed error for a Connect error code (unary body or end-of-stream frame)."""
+    if code == "not_found":
+        return NotFoundError(f"{call.subject}: not found ({message})")
+    if code == "already_exists":
+        return AlreadyExistsError(f"{call.subject}: already exists ({message})")
+    if code == "invalid_argument":
+        return InvalidArgumentError(f"{call.subject}: invalid argument ({message})")
+    if code == "deadline_exceeded":
+        return TimeoutError(f"{call.subject}: deadline exceeded ({message}); "
+                            "pass a larger timeout= (0 means none for commands)")
+    if code == "unavailable":
+        return TimeoutError(f"{call.subject}: the sandbox is not reachable ({message}); "
+                            "it may have timed out: extend it with set_timeout()")
+    if code == "unauthenticated":
+        return AuthenticationError(f"{call.subject}: {message}")
+    if code == "unimplemented":
+        return UnsupportedError(f"{call.subject}: the server does not implement this call ({message})")
+    return SandboxException(f"{call.subject}: {code} (HTTP {status}): {message}")
+
+
+def _control_error(call: Call, status: int, message: str) -> SandboxException:
+    if status == 404:
+        return SandboxNotFound(f"{call.subject} not found: it was killed or its timeout expired "
+                               f"({message}); create a new sandbox")
+    if status == 400:
+        return InvalidArgumentError(f"{call.subject}: {message}")
+    if status in (502, 504):
+        return TimeoutError(f"{call.subject}: the server timed out ({message}); retry later")
+    return SandboxException(f"{call.subject}: HTTP {status}: {message}")
+
+
+def _proxy_error(call: Call, message: str) -> SandboxException:
+    lowered = message.lower()
+    if "not found" in lowered:
+        return SandboxNotFound(f"{call.subject}: the sandbox was not found ({message}); "
+                               "it was killed or its timeout expired")
+    if "port" in lowered:
+        return SandboxException(f"{call.subject}: {message}; is the server inside the sandbox running?")
+    return TimeoutError(f"{call.subject}: the sandbox is not reachable ({message}); "
+                        "it may have timed out: extend it with set_timeout()")
+
+
+@contextlib.contextmanager
+def transport_errors(call: Call) -> Iterator[None]:
+    """Turns httpx's network failures into SDK errors that say what to do."""
+    try:
+        yield
+    except httpx.TimeoutException as error:
+        raise TimeoutError(f"{call.subject}: no answer from {call.url} in time ({type(error).__name__}); "
+                           "pass a larger timeout= or request_timeout=") from error
+    except httpx.ConnectError as error:
+        raise SandboxException(f"{call.subject}: cannot connect to {call.url} ({error}); is the "
+                               "server running? (local: `abx daemon start`)") from error
+    except httpx.TransportError as error:
+        raise SandboxException(f"{call.subject}: connection to {call.url} failed ({error})") from error

@@ -1,0 +1,445 @@
+"""Every SDK operation, written once as a generator that yields `Call`s and receives responses.
+
+The async and sync clients drive these generators with their own HTTP client, so
+request building, parsing and error handling exist in one place.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import posixpath
+import urllib.parse
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple, TypeVar, Union
+
+import httpx
+
+from ._config import ENVD_PORT, JUPYTER_PORT, ConnectionConfig, sandbox_headers
+from ._connect import encode_envelope
+from ._http import Call
+from .errors import AlreadyExistsError, NotFoundError, SandboxNotFound
+from .models import (
+    Context,
+    EntryInfo,
+    FileData,
+    FilesystemEvent,
+    FilesystemEventType,
+    FileType,
+    ProcessInfo,
+    SandboxInfo,
+    SandboxQuery,
+    WriteEntry,
+    WriteInfo,
+)
+
+T = TypeVar("T")
+Op = Generator[Call, httpx.Response, T]
+"""An operation: yields requests, gets each one's (successful) response, returns a value."""
+
+KEEPALIVE_SECONDS = 30
+LIST_PAGE_SIZE = 100
+DEFAULT_USER = "user"
+
+
+@dataclass
+class Target:
+    """One sandbox as seen by the client: where to reach it and with what token."""
+
+    config: ConnectionConfig
+    sandbox_id: str
+    access_token: Optional[str] = None
+    envd_version: Optional[str] = None
+    domain: Optional[str] = None
+
+    def url(self, port: int, path: str) -> str:
+        """Absolute URL of `path` on `port` inside the sandbox."""
+        return self.config.sandbox_url(self.sandbox_id, port, self.domain) + path
+
+    def headers(self, port: int, user: Optional[str] = None) -> Dict[str, str]:
+        """Routing, access-token and (optional) user headers for `port`."""
+        headers = sandbox_headers(self.sandbox_id, port, self.access_token)
+        if user:
+            token = base64.b64encode(f"{user}:".encode()).decode()
+            headers["Authorization"] = f"Basic {token}"
+        return headers
+
+
+def absolute_path(path: str, user: Optional[str] = None) -> str:
+    """Resolves a path relative to the user's home, as a shell in the sandbox would."""
+    if path.startswith("/"):
+        return path
+    home = "/root" if user == "root" else f"/home/{user or DEFAULT_USER}"
+    return posixpath.normpath(posixpath.join(home, path))
+
+
+# ---------------------------------------------------------------- control plane
+
+
+def _control(config: ConnectionConfig, method: str, path: str, subject: str, **kwargs: Any) -> Call:
+    return Call(method, config.api_url + path, "control", subject, headers=config.control_headers(),
+                **kwargs)
+
+
+def create_sandbox(config: ConnectionConfig, template: str, timeout: int,
+                   envs: Optional[Dict[str, str]], metadata: Optional[Dict[str, str]],
+                   allow_internet_access: bool) -> Op[Target]:
+    """POST /sandboxes; the response's envdAccessToken authorizes the sandbox plane."""
+    body = {"templateID": template, "timeout": timeout, "secure": True,
+            "allow_internet_access": allow_internet_access,
+            "metadata": metadata or {}, "envVars": envs or {}}
+    response = yield _control(config, "POST", "/sandboxes", f"create sandbox from {template!r}",
+                              json=body)
+    return _target_from(config, response.json())
+
+
+def connect_sandbox(config: ConnectionConfig, sandbox_id: str, timeout: int) -> Op[Target]:
+    """POST /sandboxes/{id}/connect: resumes a paused sandbox, extends the TTL of a running one."""
+    response = yield _control(config, "POST", f"/sandboxes/{sandbox_id}/connect",
+                              f"sandbox {sandbox_id}", json={"timeout": timeout})
+    return _target_from(config, response.json())
+
+
+def _target_from(config: ConnectionConfig, body: Dict[str, Any]) -> Target:
+    return Target(config, body["sandboxID"], body.get("envdAccessToken"), body.get("envdVersion"),
+                  body.get("domain"))
+
+
+def kill_sandbox(config: ConnectionConfig, sandbox_id: str) -> Op[bool]:
+    """DELETE /sandboxes/{id}; False if it did not exist."""
+    try:
+        yield _control(config, "DELETE", f"/sandboxes/{sandbox_id}", f"sandbox {sandbox_id}")
+    except SandboxNotFound:
+        return False
+    return True
+
+
+def set_timeout(config: ConnectionConfig, sandbox_id: str, seconds: int) -> Op[None]:
+    """POST /sandboxes/{id}/timeout: the sandbox now ends `seconds` from now."""
+    yield _control(config, "POST", f"/sandboxes/{sandbox_id}/timeout", f"sandbox {sandbox_id}",
+                   json={"timeout": seconds})
+
+
+def get_info(config: ConnectionConfig, sandbox_id: str) -> Op[SandboxInfo]:
+    """GET /sandboxes/{id}."""
+    response = yield _control(config, "GET", f"/sandboxes/{sandbox_id}", f"sandbox {sandbox_id}")
+    return sandbox_info(response.json())
+
+
+def list_sandboxes(config: ConnectionConfig, query: Optional[SandboxQuery],
+                   limit: Optional[int]) -> Op[List[SandboxInfo]]:
+    """GET /v2/sandboxes, following X-Next-Token until `limit` sandboxes or the last page."""
+    params: Dict[str, Any] = {"limit": min(limit or LIST_PAGE_SIZE, LIST_PAGE_SIZE)}
+    if query and query.metadata:
+        params["metadata"] = urllib.parse.urlencode(query.metadata)
+    if query and query.state:
+        params["state"] = ",".join(query.state)
+    found: List[SandboxInfo] = []
+    while True:
+        response = yield _control(config, "GET", "/v2/sandboxes", "list sandboxes",
+                                  params=dict(params))
+        found.extend(sandbox_info(item) for item in response.json())
+        token = response.headers.get("x-next-token")
+        if not token or (limit is not None and len(found) >= limit):
+            return found[:limit] if limit is not None else found
+        params["nextToken"] = token
+
+
+def sandbox_info(body: Dict[str, Any]) -> SandboxInfo:
+    """SandboxInfo from a ListedSandbox / SandboxDetail object."""
+    return SandboxInfo(sandbox_id=body["sandboxID"], template_id=body.get("templateID", ""),
+                       name=body.get("alias"), metadata=body.get("metadata") or {},
+                       started_at=parse_time(body.get("startedAt")),
+                       end_at=parse_time(body.get("endAt")), state=body.get("state", "running"),
+                       cpu_count=body.get("cpuCount"), memory_mb=body.get("memoryMB"),
+                       envd_version=body.get("envdVersion"))
+
+
+def parse_time(value: Optional[str]) -> Optional[datetime]:
+    """RFC 3339 → aware datetime (nanoseconds are cut to what Python holds)."""
+    if not value:
+        return None
+    text = value.replace("Z", "+00:00")
+    if "." in text:
+        head, _, tail = text.partition(".")
+        digits = "".join(c for c in tail if c.isdigit())
+        text = f"{head}.{digits[:6].ljust(6, '0')}{tail[len(digits):]}"
+    parsed = datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+# ---------------------------------------------------------------- envd RPC
+
+
+def rpc_call(target: Target, method: str, body: Dict[str, Any], subject: str,
+             user: Optional[str] = None) -> Call:
+    """A Connect unary call, JSON codec."""
+    headers = target.headers(ENVD_PORT, user)
+    headers.update({"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
+    return Call("POST", target.url(ENVD_PORT, f"/{method}"), "envd", subject, headers=headers,
+                json=body)
+
+
+def stream_call(target: Target, method: str, body: Dict[str, Any], subject: str,
+                user: Optional[str] = None, timeout_ms: int = 0) -> Call:
+    """A Connect server-streaming call: one enveloped request, reads stay open."""
+    headers = target.headers(ENVD_PORT, user)
+    headers.update({"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1",
+                    "Connect-Content-Encoding": "identity", "Connect-Accept-Encoding": "identity",
+                    "Keepalive-Ping-Interval": str(KEEPALIVE_SECONDS)})
+    if timeout_ms:
+        headers["Connect-Timeout-Ms"] = str(timeout_ms)
+    read = timeout_ms / 1000 + 3 * KEEPALIVE_SECONDS if timeout_ms else None
+    return Call("POST", target.url(ENVD_PORT, f"/{method}"), "envd", subject, headers=headers,
+                content=encode_envelope(body),
+                timeout=httpx.Timeout(target.config.request_timeout, read=read))
+
+
+# ---------------------------------------------------------------- files
+
+
+def read_call(target: Target, path: str, user: Optional[str], stream: bool = False) -> Call:
+    """GET /files?path=: the file's raw bytes."""
+    path = absolute_path(path, user)
+    params = {"path": path, **({"username": user} if user else {})}
+    timeout = httpx.Timeout(target.config.request_timeout, read=None) if stream else None
+    return Call("GET", target.url(ENVD_PORT, "/files"), "envd", path,
+                headers=target.headers(ENVD_PORT), params=params, timeout=timeout)
+
+
+def read_file(target: Target, path: str, user: Optional[str]) -> Op[bytes]:
+    """The whole file."""
+    response = yield read_call(target, path, user)
+    return response.content
+
+
+class _TextAsBytes:
+    """Lets a text-mode file be uploaded in chunks: httpx wants binary readers."""
+
+    def __init__(self, text_file: Any) -> None:
+        self._file = text_file
+
+    def read(self, size: int = -1) -> bytes:
+        return self._file.read(size).encode()
+
+
+def _upload_part(path: str, data: FileData) -> Tuple[str, Tuple[str, Any, str]]:
+    if isinstance(data, str):
+        data = data.encode()
+    elif isinstance(data, io.TextIOBase):
+        data = _TextAsBytes(data)
+    return ("file", (path, data, "application/octet-stream"))
+
+
+def write_files(target: Target, path_or_entries: Union[str, Sequence[WriteEntry]],
+                data: Optional[FileData], user: Optional[str]) -> Op[List[WriteInfo]]:
+    """POST /files as multipart: one part per file, the filename being its full path.
+
+    File-like data is streamed by httpx in chunks, never read whole.
+    """
+    if isinstance(path_or_entries, str):
+        if data is None:
+            raise TypeError("files.write(path, data): data is missing")
+        entries = [WriteEntry(absolute_path(path_or_entries, user), data)]
+        params: Dict[str, str] = {"path": entries[0].path}
+        subject = entries[0].path
+    else:
+        entries = [WriteEntry(absolute_path(e.path, user), e.data) for e in path_or_entries]
+        params = {}
+        subject = f"{len(entries)} files"
+    if user:
+        params["username"] = user
+    call = Call("POST", target.url(ENVD_PORT, "/files"), "envd", subject,
+                headers=target.headers(ENVD_PORT), params=params,
+                files=[_upload_part(e.path, e.data) for e in entries])
+    response = yield call
+    return [WriteInfo(name=item.get("name", ""), path=item.get("path", ""),
+                      type=_file_type(item.get("type"))) for item in response.json()]
+
+
+_FILE_TYPES = {"FILE_TYPE_FILE": FileType.FILE, "file": FileType.FILE,
+               "FILE_TYPE_DIRECTORY": FileType.DIR, "dir": FileType.DIR,
+               "directory": FileType.DIR, "FILE_TYPE_SYMLINK": FileType.SYMLINK,
+               "symlink": FileType.SYMLINK}
+
+
+def _file_type(value: Optional[str]) -> FileType:
+    return _FILE_TYPES.get(value or "", FileType.UNKNOWN)
+
+
+def entry_info(body: Dict[str, Any]) -> EntryInfo:
+    """EntryInfo from its proto3-JSON form."""
+    return EntryInfo(name=body.get("name", ""), path=body.get("path", ""),
+                     type=_file_type(body.get("type")), size=int(body.get("size") or 0),
+                     mode=int(body.get("mode") or 0), permissions=body.get("permissions", ""),
+                     owner=body.get("owner", ""), group=body.get("group", ""),
+                     modified_time=parse_time(body.get("modifiedTime")),
+                     symlink_target=body.get("symlinkTarget"))
+
+
+def list_dir(target: Target, path: str, depth: int, user: Optional[str]) -> Op[List[EntryInfo]]:
+    """Filesystem/ListDir."""
+    path = absolute_path(path, user)
+    response = yield rpc_call(target, "filesystem.Filesystem/ListDir",
+                              {"path": path, "depth": depth}, path, user)
+    return [entry_info(e) for e in response.json().get("entries", [])]
+
+
+def stat(target: Target, path: str, user: Optional[str]) -> Op[EntryInfo]:
+    """Filesystem/Stat."""
+    path = absolute_path(path, user)
+    response = yield rpc_call(target, "filesystem.Filesystem/Stat", {"path": path}, path, user)
+    return entry_info(response.json().get("entry", {}))
+
+
+def exists(target: Target, path: str, user: Optional[str]) -> Op[bool]:
+    """Stat, with not-found as False."""
+    try:
+        yield from stat(target, path, user)
+    except NotFoundError:
+        return False
+    return True
+
+
+def make_dir(target: Target, path: str, user: Optional[str]) -> Op[bool]:
+    """Filesystem/MakeDir (with parents); False if it already existed."""
+    path = absolute_path(path, user)
+    try:
+        yield rpc_call(target, "filesystem.Filesystem/MakeDir", {"path": path}, path, user)
+    except AlreadyExistsError:
+        return False
+    return True
+
+
+def rename(target: Target, old: str, new: str, user: Optional[str]) -> Op[EntryInfo]:
+    """Filesystem/Move."""
+    body = {"source": absolute_path(old, user), "destination": absolute_path(new, user)}
+    response = yield rpc_call(target, "filesystem.Filesystem/Move", body, body["source"], user)
+    return entry_info(response.json().get("entry", {}))
+
+
+def remove(target: Target, path: str, user: Optional[str]) -> Op[None]:
+    """Filesystem/Remove (recursive for directories)."""
+    path = absolute_path(path, user)
+    yield rpc_call(target, "filesystem.Filesystem/Remove", {"path": path}, path, user)
+
+
+def watch_call(target: Target, path: str, recursive: bool, user: Optional[str]) -> Call:
+    """Filesystem/WatchDir stream."""
+    path = absolute_path(path, user)
+    return stream_call(target, "filesystem.Filesystem/WatchDir",
+                       {"path": path, "recursive": recursive}, f"watch {path}", user)
+
+
+def filesystem_event(event: Dict[str, Any]) -> FilesystemEvent:
+    """FilesystemEvent from its proto3-JSON form (EVENT_TYPE_CREATE → create)."""
+    kind = str(event.get("type", "")).replace("EVENT_TYPE_", "").lower()
+    return FilesystemEvent(name=event.get("name", ""), type=FilesystemEventType(kind))
+
+
+
+# ---------------------------------------------------------------- processes
+
+
+def start_call(target: Target, cmd: str, envs: Optional[Dict[str, str]], cwd: Optional[str],
+               user: Optional[str], timeout: float, stdin: bool) -> Call:
+    """Process/Start: `cmd` runs as `/bin/bash -l -c cmd`."""
+    process: Dict[str, Any] = {"cmd": "/bin/bash", "args": ["-l", "-c", cmd], "envs": envs or {}}
+    if cwd:
+        process["cwd"] = absolute_path(cwd, user)
+    return stream_call(target, "process.Process/Start", {"process": process, "stdin": stdin},
+                       f"command {cmd!r}", user, int(timeout * 1000))
+
+
+def connect_call(target: Target, pid: int, timeout: float) -> Call:
+    """Process/Connect: the output stream of a running process."""
+    return stream_call(target, "process.Process/Connect", {"process": {"pid": pid}},
+                       f"process {pid}", timeout_ms=int(timeout * 1000))
+
+
+def list_processes(target: Target) -> Op[List[ProcessInfo]]:
+    """Process/List."""
+    response = yield rpc_call(target, "process.Process/List", {}, "list processes")
+    found = []
+    for item in response.json().get("processes", []):
+        config = item.get("config", {})
+        found.append(ProcessInfo(pid=int(item.get("pid", 0)), cmd=config.get("cmd", ""),
+                                 args=config.get("args", []), envs=config.get("envs", {}),
+                                 cwd=config.get("cwd"), tag=item.get("tag")))
+    return found
+
+
+def kill_process(target: Target, pid: int) -> Op[bool]:
+    """Process/SendSignal SIGKILL; False if there is no such process."""
+    try:
+        yield rpc_call(target, "process.Process/SendSignal",
+                       {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}, f"process {pid}")
+    except NotFoundError:
+        return False
+    return True
+
+
+def send_stdin(target: Target, pid: int, data: Union[str, bytes]) -> Op[None]:
+    """Process/SendInput."""
+    raw = data.encode() if isinstance(data, str) else data
+    yield rpc_call(target, "process.Process/SendInput",
+                   {"process": {"pid": pid}, "input": {"stdin": base64.b64encode(raw).decode()}},
+                   f"process {pid}")
+
+
+def close_stdin(target: Target, pid: int) -> Op[None]:
+    """Process/CloseStdin: the process reads EOF."""
+    yield rpc_call(target, "process.Process/CloseStdin", {"process": {"pid": pid}},
+                   f"process {pid}")
+
+
+# ---------------------------------------------------------------- code interpreter
+
+
+def _jupyter(target: Target, method: str, path: str, subject: str, **kwargs: Any) -> Call:
+    return Call(method, target.url(JUPYTER_PORT, path), "jupyter", subject,
+                headers=target.headers(JUPYTER_PORT), **kwargs)
+
+
+def execute_call(target: Target, code: str, language: Optional[str], context: Optional[Context],
+                 envs: Optional[Dict[str, str]], timeout: Optional[float]) -> Call:
+    """POST /execute: NDJSON lines until the code finishes."""
+    body = {"code": code, "context_id": context.id if context else None,
+            "language": None if context else language, "env_vars": envs}
+    read = timeout if timeout else None
+    return _jupyter(target, "POST", "/execute", "run_code", json=body,
+                    timeout=httpx.Timeout(target.config.request_timeout, read=read))
+
+
+def _context(body: Dict[str, Any]) -> Context:
+    return Context(id=body["id"], language=body.get("language", ""), cwd=body.get("cwd", ""))
+
+
+def create_context(target: Target, language: Optional[str], cwd: Optional[str]) -> Op[Context]:
+    """POST /contexts."""
+    body = {k: v for k, v in (("language", language), ("cwd", cwd)) if v}
+    response = yield _jupyter(target, "POST", "/contexts", "create code context", json=body)
+    return _context(response.json())
+
+
+def list_contexts(target: Target) -> Op[List[Context]]:
+    """GET /contexts."""
+    response = yield _jupyter(target, "GET", "/contexts", "list code contexts")
+    return [_context(item) for item in response.json()]
+
+
+def restart_context(target: Target, context_id: str) -> Op[None]:
+    """POST /contexts/{id}/restart: fresh interpreter, state lost."""
+    yield _jupyter(target, "POST", f"/contexts/{context_id}/restart", f"code context {context_id}")
+
+
+def remove_context(target: Target, context_id: str) -> Op[None]:
+    """DELETE /contexts/{id}."""
+    yield _jupyter(target, "DELETE", f"/contexts/{context_id}", f"code context {context_id}")
+
+
+def envd_health_call(target: Target) -> Call:
+    """GET /health of the sandbox's envd: answers while the sandbox runs."""
+    return Call("GET", target.url(ENVD_PORT, "/health"), "envd", f"sandbox {target.sandbox_id}",
+                headers=target.headers(ENVD_PORT))

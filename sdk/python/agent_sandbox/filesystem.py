@@ -1,0 +1,131 @@
+"""`sandbox.files` for the async client."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import AsyncIterator, Callable, List, Literal, Optional, Sequence, Union, overload
+
+import httpx
+
+from . import _ops
+from ._async_transport import AsyncMessageStream, AsyncTransport, call_handler
+from ._http import Call, transport_errors
+from .errors import SandboxException
+from .models import EntryInfo, FileData, FilesystemEvent, WriteEntry, WriteInfo
+
+EventHandler = Callable[[FilesystemEvent], object]
+
+
+class Filesystem:
+    """Files inside one sandbox. Relative paths are relative to the user's home (/home/user)."""
+
+    def __init__(self, transport: AsyncTransport, target: _ops.Target) -> None:
+        self._transport = transport
+        self._target = target
+
+    @overload
+    async def read(self, path: str, format: Literal["text"] = "text",
+                   user: Optional[str] = None) -> str: ...
+
+    @overload
+    async def read(self, path: str, format: Literal["bytes"], user: Optional[str] = None) -> bytes: ...
+
+    @overload
+    async def read(self, path: str, format: Literal["stream"],
+                   user: Optional[str] = None) -> AsyncIterator[bytes]: ...
+
+    async def read(self, path: str, format: str = "text",
+                   user: Optional[str] = None) -> Union[str, bytes, AsyncIterator[bytes]]:
+        """Reads a file as text (UTF-8), bytes, or a stream of chunks (never loaded whole)."""
+        if format == "stream":
+            call = _ops.read_call(self._target, path, user, stream=True)
+            return _chunks(call, await self._transport.send(call, stream=True))
+        if format not in ("text", "bytes"):
+            raise ValueError(f"format must be 'text', 'bytes' or 'stream', not {format!r}")
+        data = await self._transport.run(_ops.read_file(self._target, path, user))
+        return data.decode() if format == "text" else data
+
+    @overload
+    async def write(self, path: str, data: FileData, user: Optional[str] = None) -> WriteInfo: ...
+
+    @overload
+    async def write(self, path: Sequence[WriteEntry], data: None = None,
+                    user: Optional[str] = None) -> List[WriteInfo]: ...
+
+    async def write(self, path: Union[str, Sequence[WriteEntry]], data: Optional[FileData] = None,
+                    user: Optional[str] = None) -> Union[WriteInfo, List[WriteInfo]]:
+        """Writes one file (str, bytes or a file-like object, streamed), or many in one request.
+
+        Parent directories are created; an existing file is replaced.
+        """
+        written = await self._transport.run(_ops.write_files(self._target, path, data, user))
+        if isinstance(path, str):
+            return written[0] if written else WriteInfo(name=path.rsplit("/", 1)[-1], path=path)
+        return written
+
+    async def list(self, path: str, depth: int = 1, user: Optional[str] = None) -> List[EntryInfo]:
+        """Entries of a directory, `depth` levels deep."""
+        return await self._transport.run(_ops.list_dir(self._target, path, depth, user))
+
+    async def exists(self, path: str, user: Optional[str] = None) -> bool:
+        """True if the path exists."""
+        return await self._transport.run(_ops.exists(self._target, path, user))
+
+    async def get_info(self, path: str, user: Optional[str] = None) -> EntryInfo:
+        """Type, size, mode, owner and times of a path."""
+        return await self._transport.run(_ops.stat(self._target, path, user))
+
+    async def make_dir(self, path: str, user: Optional[str] = None) -> bool:
+        """Creates a directory and its parents; False if it already existed."""
+        return await self._transport.run(_ops.make_dir(self._target, path, user))
+
+    async def rename(self, old_path: str, new_path: str, user: Optional[str] = None) -> EntryInfo:
+        """Moves a file or directory."""
+        return await self._transport.run(_ops.rename(self._target, old_path, new_path, user))
+
+    async def remove(self, path: str, user: Optional[str] = None) -> None:
+        """Removes a file or a directory tree."""
+        await self._transport.run(_ops.remove(self._target, path, user))
+
+    async def watch_dir(self, path: str, on_event: EventHandler, recursive: bool = False,
+                        user: Optional[str] = None) -> "WatchHandle":
+        """Calls `on_event` for each change in `path` until `stop()` is called."""
+        call = _ops.watch_call(self._target, path, recursive, user)
+        stream = await self._transport.connect_stream(call)
+        first = await stream.next_or_none()
+        if first is None or "start" not in first:
+            await stream.aclose()
+            raise SandboxException(f"{call.subject}: expected a start event, got {first!r}")
+        return WatchHandle(stream, on_event)
+
+
+class WatchHandle:
+    """A running directory watch."""
+
+    def __init__(self, stream: AsyncMessageStream, on_event: EventHandler) -> None:
+        self._stream = stream
+        self._task = asyncio.create_task(self._deliver(on_event))
+
+    async def _deliver(self, on_event: EventHandler) -> None:
+        async for message in self._stream:
+            event = message.get("filesystem")
+            if event:
+                await call_handler(on_event, _ops.filesystem_event(event))
+
+    async def stop(self) -> None:
+        """Stops watching and closes the stream."""
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        await self._stream.aclose()
+
+
+async def _chunks(call: Call, response: httpx.Response) -> AsyncIterator[bytes]:
+    try:
+        with transport_errors(call):
+            async for chunk in response.aiter_bytes():
+                yield chunk
+    finally:
+        await response.aclose()

@@ -1,0 +1,232 @@
+"""Plain data returned by (or given to) the SDK: no I/O here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import IO, Any, Dict, List, Optional, Union
+
+FileData = Union[str, bytes, IO[bytes], IO[str]]
+"""What `files.write` accepts: text, bytes, or a file-like object (streamed)."""
+
+
+@dataclass
+class SandboxInfo:
+    """A sandbox as the control plane describes it."""
+
+    sandbox_id: str
+    template_id: str
+    name: Optional[str] = None
+    metadata: Dict[str, str] = field(default_factory=dict)
+    started_at: Optional[datetime] = None
+    end_at: Optional[datetime] = None
+    state: str = "running"
+    cpu_count: Optional[int] = None
+    memory_mb: Optional[int] = None
+    envd_version: Optional[str] = None
+
+
+@dataclass
+class SandboxQuery:
+    """Filter for `Sandbox.list`: metadata must all match; state is running and/or paused."""
+
+    metadata: Optional[Dict[str, str]] = None
+    state: Optional[List[str]] = None
+
+
+class FileType(str, Enum):
+    """Kind of a filesystem entry."""
+
+    FILE = "file"
+    DIR = "dir"
+    SYMLINK = "symlink"
+    UNKNOWN = "unknown"
+
+
+@dataclass
+class EntryInfo:
+    """A file, directory or symlink inside the sandbox."""
+
+    name: str
+    path: str
+    type: FileType
+    size: int = 0
+    mode: int = 0
+    permissions: str = ""
+    owner: str = ""
+    group: str = ""
+    modified_time: Optional[datetime] = None
+    symlink_target: Optional[str] = None
+
+
+@dataclass
+class WriteInfo:
+    """A file that `files.write` created or replaced."""
+
+    name: str
+    path: str
+    type: FileType = FileType.FILE
+
+
+@dataclass
+class WriteEntry:
+    """One file of a multi-file `files.write`."""
+
+    path: str
+    data: FileData
+
+
+class FilesystemEventType(str, Enum):
+    """What happened to a watched path."""
+
+    CREATE = "create"
+    WRITE = "write"
+    REMOVE = "remove"
+    RENAME = "rename"
+    CHMOD = "chmod"
+
+
+@dataclass
+class FilesystemEvent:
+    """A change inside a watched directory; `name` is relative to it."""
+
+    name: str
+    type: FilesystemEventType
+
+
+@dataclass
+class CommandResult:
+    """Output and exit status of a finished command."""
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    error: Optional[str] = None
+
+
+@dataclass
+class ProcessInfo:
+    """A process started through `commands` that is still running."""
+
+    pid: int
+    cmd: str
+    args: List[str] = field(default_factory=list)
+    envs: Dict[str, str] = field(default_factory=dict)
+    cwd: Optional[str] = None
+    tag: Optional[str] = None
+
+
+@dataclass
+class Context:
+    """A stateful code-interpreter context (one interpreter process)."""
+
+    id: str
+    language: str
+    cwd: str
+
+
+@dataclass
+class Logs:
+    """Chunks the code printed, in order."""
+
+    stdout: List[str] = field(default_factory=list)
+    stderr: List[str] = field(default_factory=list)
+
+
+@dataclass
+class ExecutionError:
+    """An uncaught exception raised by executed code."""
+
+    name: str
+    value: str
+    traceback: str
+
+
+_RESULT_FORMATS = ("text", "html", "markdown", "svg", "png", "jpeg", "pdf", "latex", "json",
+                   "javascript", "data", "chart")
+
+
+@dataclass
+class Result:
+    """A rich value produced by executed code (last expression or a display call)."""
+
+    text: Optional[str] = None
+    html: Optional[str] = None
+    markdown: Optional[str] = None
+    svg: Optional[str] = None
+    png: Optional[str] = None
+    jpeg: Optional[str] = None
+    pdf: Optional[str] = None
+    latex: Optional[str] = None
+    json: Optional[Any] = None
+    javascript: Optional[str] = None
+    data: Optional[Any] = None
+    chart: Optional[Any] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+    is_main_result: bool = False
+
+    def formats(self) -> List[str]:
+        """Names of the formats this result carries (e.g. ["text", "png"])."""
+        present = [name for name in _RESULT_FORMATS if getattr(self, name) is not None]
+        return present + list(self.extra)
+
+    @classmethod
+    def from_json(cls, line: Dict[str, Any]) -> "Result":
+        """Builds a result from an NDJSON `result` line."""
+        known = {name: line[name] for name in _RESULT_FORMATS if name in line}
+        ignored = set(_RESULT_FORMATS) | {"type", "is_main_result", "extra"}
+        extra = dict(line.get("extra") or {})
+        extra.update({k: v for k, v in line.items() if k not in ignored})
+        return cls(**known, extra=extra, is_main_result=bool(line.get("is_main_result")))
+
+
+@dataclass
+class Execution:
+    """Everything one `run_code` call produced."""
+
+    results: List[Result] = field(default_factory=list)
+    logs: Logs = field(default_factory=Logs)
+    error: Optional[ExecutionError] = None
+    execution_count: Optional[int] = None
+
+    @property
+    def stdout(self) -> str:
+        """All stdout text, joined."""
+        return "".join(self.logs.stdout)
+
+    @property
+    def stderr(self) -> str:
+        """All stderr text, joined."""
+        return "".join(self.logs.stderr)
+
+    @property
+    def main_result(self) -> Optional[Result]:
+        """The value of the last expression, if it had one."""
+        return next((r for r in self.results if r.is_main_result), None)
+
+    @property
+    def text(self) -> str:
+        """What the code printed to stdout, then the text of the main result (if any)."""
+        main = self.main_result
+        if main is None or main.text is None:
+            return self.stdout
+        printed = self.stdout
+        if printed and not printed.endswith("\n"):
+            printed += "\n"
+        return printed + main.text
+
+    @property
+    def exit_code(self) -> int:
+        """0 on success, 1 after an uncaught exception, the code given to `sys.exit`."""
+        if self.error is None:
+            return 0
+        if self.error.name == "SystemExit":
+            value = self.error.value.strip()
+            if value in ("", "None"):
+                return 0
+            try:
+                return int(value)
+            except ValueError:
+                return 1
+        return 1

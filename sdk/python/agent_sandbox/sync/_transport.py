@@ -1,0 +1,132 @@
+"""The sync client's HTTP layer: drives the shared operations with httpx.Client."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, Iterator, Optional, Union
+
+import httpx
+
+from .. import _daemon, _ops
+from .._config import ConnectionConfig
+from .._http import Call, error_from_response, retry_delay, transport_errors
+from .._streams import ConnectMessages, NdjsonMessages
+from ..errors import SandboxException
+
+Decoder = Union[ConnectMessages, NdjsonMessages]
+
+
+class MessageStream:
+    """Messages of one streamed response; close it (or read to the end) to free the connection."""
+
+    def __init__(self, call: Call, response: httpx.Response, decoder: Decoder) -> None:
+        self._call = call
+        self._response = response
+        self._decoder = decoder
+        self._messages = self._read()
+
+    def __iter__(self) -> "MessageStream":
+        return self
+
+    def __next__(self) -> Dict[str, Any]:
+        return next(self._messages)
+
+    def _read(self) -> Iterator[Dict[str, Any]]:
+        try:
+            with transport_errors(self._call):
+                for chunk in self._response.iter_bytes():
+                    yield from self._decoder.feed(chunk)
+            self._decoder.finish()
+        finally:
+            self._response.close()
+
+    def next_or_none(self) -> Optional[Dict[str, Any]]:
+        """The next message, or None at the end of the stream."""
+        return next(self._messages, None)
+
+    def close(self) -> None:
+        """Stops reading and closes the connection."""
+        self._messages.close()
+        self._response.close()
+
+    def abort(self) -> None:
+        """Closes the connection under a reader in another thread (which then stops)."""
+        self._response.close()
+
+
+class Transport:
+    """One httpx.Client (HTTP/1.1) per Sandbox, for both planes."""
+
+    def __init__(self, config: ConnectionConfig) -> None:
+        self.config = config
+        self.client = httpx.Client(timeout=config.request_timeout)
+
+    def send(self, call: Call, stream: bool = False) -> httpx.Response:
+        """Sends `call`, retrying 429s; raises the typed error for any other failure."""
+        attempt = 0
+        while True:
+            with transport_errors(call):
+                request = self.client.build_request(call.method, call.url, **call.send_kwargs())
+                response = self.client.send(request, stream=stream)
+                if response.status_code < 400:
+                    return response
+                body = response.read()
+                response.close()
+            delay = retry_delay(response.status_code, response.headers, attempt)
+            if delay is None:
+                raise error_from_response(call, response.status_code, body)
+            attempt += 1
+            time.sleep(delay)
+
+    def run(self, op: "_ops.Op[Any]") -> Any:
+        """Drives a shared operation to its result."""
+        try:
+            call = next(op)
+            while True:
+                try:
+                    response = self.send(call)
+                except SandboxException as error:
+                    call = op.throw(error)
+                else:
+                    call = op.send(response)
+        except StopIteration as done:
+            return done.value
+
+    def connect_stream(self, call: Call) -> MessageStream:
+        """Opens a Connect server stream."""
+        return MessageStream(call, self.send(call, stream=True), ConnectMessages(call))
+
+    def ndjson_stream(self, call: Call) -> MessageStream:
+        """Opens an NDJSON stream."""
+        return MessageStream(call, self.send(call, stream=True), NdjsonMessages(call))
+
+    def ensure_local_daemon(self, reresolve: Callable[[], ConnectionConfig]) -> None:
+        """For the local provider: makes sure a daemon answers, starting one if needed."""
+        if self.config.provider != "local" or self.config.api_url in _daemon.healthy_urls:
+            return
+        if self._healthy(self.config.api_url):
+            return
+        _daemon.start_daemon()
+        deadline = time.monotonic() + _daemon.HEALTH_WAIT
+        while time.monotonic() < deadline:
+            self.config = reresolve()
+            if self._healthy(self.config.api_url):
+                return
+            time.sleep(0.1)
+        raise _daemon.not_answering(self.config.api_url)
+
+    def _healthy(self, url: str) -> bool:
+        if not url:
+            return False
+        try:
+            response = self.client.get(url + "/health", timeout=2.0)
+        except httpx.HTTPError:
+            return False
+        if response.status_code < 300:
+            _daemon.healthy_urls.add(url)
+            return True
+        return False
+
+    def close(self) -> None:
+        """Closes every connection."""
+        self.client.close()

@@ -1,0 +1,139 @@
+"""`sandbox.files` for the sync client."""
+
+from __future__ import annotations
+
+import threading
+from typing import Iterator, List, Literal, Optional, Sequence, Union, overload
+
+import httpx
+
+from .. import _ops
+from .._http import Call, transport_errors
+from ..errors import SandboxException
+from ..models import EntryInfo, FileData, FilesystemEvent, WriteEntry, WriteInfo
+from ._transport import MessageStream, Transport
+
+
+class Filesystem:
+    """Files inside one sandbox. Relative paths are relative to the user's home (/home/user)."""
+
+    def __init__(self, transport: Transport, target: _ops.Target) -> None:
+        self._transport = transport
+        self._target = target
+
+    @overload
+    def read(self, path: str, format: Literal["text"] = "text", user: Optional[str] = None) -> str: ...
+
+    @overload
+    def read(self, path: str, format: Literal["bytes"], user: Optional[str] = None) -> bytes: ...
+
+    @overload
+    def read(self, path: str, format: Literal["stream"],
+             user: Optional[str] = None) -> Iterator[bytes]: ...
+
+    def read(self, path: str, format: str = "text",
+             user: Optional[str] = None) -> Union[str, bytes, Iterator[bytes]]:
+        """Reads a file as text (UTF-8), bytes, or a stream of chunks (never loaded whole)."""
+        if format == "stream":
+            call = _ops.read_call(self._target, path, user, stream=True)
+            return _chunks(call, self._transport.send(call, stream=True))
+        if format not in ("text", "bytes"):
+            raise ValueError(f"format must be 'text', 'bytes' or 'stream', not {format!r}")
+        data = self._transport.run(_ops.read_file(self._target, path, user))
+        return data.decode() if format == "text" else data
+
+    @overload
+    def write(self, path: str, data: FileData, user: Optional[str] = None) -> WriteInfo: ...
+
+    @overload
+    def write(self, path: Sequence[WriteEntry], data: None = None,
+              user: Optional[str] = None) -> List[WriteInfo]: ...
+
+    def write(self, path: Union[str, Sequence[WriteEntry]], data: Optional[FileData] = None,
+              user: Optional[str] = None) -> Union[WriteInfo, List[WriteInfo]]:
+        """Writes one file (str, bytes or a file-like object, streamed), or many in one request.
+
+        Parent directories are created; an existing file is replaced.
+        """
+        written = self._transport.run(_ops.write_files(self._target, path, data, user))
+        if isinstance(path, str):
+            return written[0] if written else WriteInfo(name=path.rsplit("/", 1)[-1], path=path)
+        return written
+
+    def list(self, path: str, depth: int = 1, user: Optional[str] = None) -> List[EntryInfo]:
+        """Entries of a directory, `depth` levels deep."""
+        return self._transport.run(_ops.list_dir(self._target, path, depth, user))
+
+    def exists(self, path: str, user: Optional[str] = None) -> bool:
+        """True if the path exists."""
+        return self._transport.run(_ops.exists(self._target, path, user))
+
+    def get_info(self, path: str, user: Optional[str] = None) -> EntryInfo:
+        """Type, size, mode, owner and times of a path."""
+        return self._transport.run(_ops.stat(self._target, path, user))
+
+    def make_dir(self, path: str, user: Optional[str] = None) -> bool:
+        """Creates a directory and its parents; False if it already existed."""
+        return self._transport.run(_ops.make_dir(self._target, path, user))
+
+    def rename(self, old_path: str, new_path: str, user: Optional[str] = None) -> EntryInfo:
+        """Moves a file or directory."""
+        return self._transport.run(_ops.rename(self._target, old_path, new_path, user))
+
+    def remove(self, path: str, user: Optional[str] = None) -> None:
+        """Removes a file or a directory tree."""
+        self._transport.run(_ops.remove(self._target, path, user))
+
+    def watch_dir(self, path: str, recursive: bool = False,
+                  user: Optional[str] = None) -> "WatchHandle":
+        """Starts watching `path`; collect changes with `get_new_events()`, end with `stop()`."""
+        call = _ops.watch_call(self._target, path, recursive, user)
+        stream = self._transport.connect_stream(call)
+        first = stream.next_or_none()
+        if first is None or "start" not in first:
+            stream.close()
+            raise SandboxException(f"{call.subject}: expected a start event, got {first!r}")
+        return WatchHandle(stream)
+
+
+class WatchHandle:
+    """A running directory watch; a background thread reads the stream."""
+
+    def __init__(self, stream: MessageStream) -> None:
+        self._stream = stream
+        self._events: List[FilesystemEvent] = []
+        self._lock = threading.Lock()
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._collect, daemon=True)
+        self._thread.start()
+
+    def _collect(self) -> None:
+        try:
+            for message in self._stream:
+                event = message.get("filesystem")
+                if event:
+                    with self._lock:
+                        self._events.append(_ops.filesystem_event(event))
+        except Exception as error:  # surfaced by get_new_events
+            self._error = error
+
+    def get_new_events(self) -> List[FilesystemEvent]:
+        """Changes seen since the last call."""
+        with self._lock:
+            events, self._events = self._events, []
+        if not events and self._error is not None:
+            raise self._error
+        return events
+
+    def stop(self) -> None:
+        """Stops watching and closes the stream."""
+        self._stream.abort()
+        self._thread.join(timeout=5)
+
+
+def _chunks(call: Call, response: httpx.Response) -> Iterator[bytes]:
+    try:
+        with transport_errors(call):
+            yield from response.iter_bytes()
+    finally:
+        response.close()
