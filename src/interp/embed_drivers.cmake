@@ -1,0 +1,17 @@
+# cmake -P script: writes OUTPUT, a .cc defining one function per driver in
+# DRIVERS (python_driver.py → abx::interp::python_driver_source()).
+set(code "// Generated from src/interp/*_driver.* by embed_drivers.cmake; do not edit.\n")
+string(APPEND code "#include \"interp/driver_sources.h\"\n\nnamespace abx::interp {\n")
+foreach(driver ${DRIVERS})
+  file(READ ${driver} text)
+  if(text MATCHES "\\)abx_driver\"")
+    message(FATAL_ERROR "${driver} contains the raw string delimiter )abx_driver\"")
+  endif()
+  get_filename_component(stem ${driver} NAME_WE)
+  string(APPEND code "\nstd::string_view ${stem}_source() {\n")
+  string(APPEND code "  static constexpr char kText[] = R\"abx_driver(${text})abx_driver\";\n")
+  string(APPEND code "  return {kText, sizeof(kText) - 1};\n}\n")
+endforeach()
+string(APPEND code "\n}  // namespace abx::interp\n")
+file(WRITE ${OUTPUT}.tmp "${code}")
+file(COPY_FILE ${OUTPUT}.tmp ${OUTPUT} ONLY_IF_DIFFERENT)

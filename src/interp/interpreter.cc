@@ -1,0 +1,187 @@
+// The Interpreter of one sandbox: its contexts by id, the default context of
+// each language, and the checks that a language can run in this sandbox.
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <mutex>
+#include <regex>
+
+#include "common/ids.h"
+#include "interp/context.h"
+#include "interp/interp.h"
+#include "interp/languages.h"
+
+namespace abx::interp {
+
+namespace {
+
+constexpr const char* kDefaultCwd = "/home/user";
+constexpr int kAvailabilityTimeoutMs = 5000;
+
+std::map<std::string, std::string> context_env(std::map<std::string, std::string> sandbox_env) {
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", "/home/user"},
+      {"USER", "user"},
+      {"LANG", "C.UTF-8"},
+      {"MPLBACKEND", "Agg"},  // matplotlib renders to PNG, never to a display
+  };
+  for (auto& [name, value] : sandbox_env) env[name] = std::move(value);
+  return env;
+}
+
+// E2B's context ids are Jupyter kernel UUIDs; ours look the same.
+std::string new_context_id() {
+  const std::string hex = ids::random_hex(16);
+  return fmt::format("{}-{}-{}-{}-{}", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4),
+                     hex.substr(16, 4), hex.substr(20));
+}
+
+Status check_env_var_names(const std::map<std::string, std::string>& env_vars) {
+  static const std::regex valid_name("[A-Za-z_][A-Za-z0-9_]*");
+  for (const auto& [name, value] : env_vars) {
+    if (!std::regex_match(name, valid_name)) {
+      return Error{"execute env_vars", EINVAL,
+                   fmt::format("'{}' is not a valid variable name (letters, digits, _)", name)};
+    }
+  }
+  return {};
+}
+
+// Runs `check` with /bin/sh in the sandbox; true if it exits 0.
+bool sandbox_check_passes(runtime::Sandbox& sandbox, const std::string& check,
+                          const std::map<std::string, std::string>& env) {
+  runtime::ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", check};
+  spec.env = env;
+  spec.stdin_pipe = false;
+  auto process = sandbox.spawn(spec);
+  if (!process) return false;
+  pollfd exited{process->exit_fd.get(), POLLIN, 0};
+  int32_t status = -1;
+  if (::poll(&exited, 1, kAvailabilityTimeoutMs) != 1 ||
+      ::read(process->exit_fd.get(), &status, sizeof status) != sizeof status) {
+    (void)sandbox.signal(process->pid, SIGKILL);
+    return false;
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+class SandboxInterpreter final : public Interpreter {
+ public:
+  SandboxInterpreter(runtime::Sandbox& sandbox, std::map<std::string, std::string> sandbox_env)
+      : sandbox_(sandbox), env_(context_env(std::move(sandbox_env))) {}
+
+  ~SandboxInterpreter() override {
+    for (auto& [id, context] : contexts_) context->kill();
+  }
+
+  Result<ContextInfo> create_context(const std::string& language, const std::string& cwd) override {
+    std::lock_guard lock(mutex_);
+    auto context = create_locked(language.empty() ? "python" : language, cwd);
+    if (!context) return context.error();
+    return context.value()->info();
+  }
+
+  std::vector<ContextInfo> list_contexts() override {
+    std::lock_guard lock(mutex_);
+    std::vector<ContextInfo> infos;
+    for (const auto& [id, context] : contexts_) infos.push_back(context->info());
+    return infos;
+  }
+
+  Status restart_context(const std::string& id) override {
+    auto context = find(id);
+    if (!context) return context.error();
+    return context.value()->restart();
+  }
+
+  Status remove_context(const std::string& id) override {
+    std::shared_ptr<Context> removed;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = contexts_.find(id);
+      if (it == contexts_.end()) return not_found(id);
+      removed = std::move(it->second);
+      contexts_.erase(it);
+      std::erase_if(default_ids_, [&](const auto& entry) { return entry.second == id; });
+    }
+    removed->kill();  // a running execution ends now; the process object goes with the last user
+    return {};
+  }
+
+  Status execute(const ExecuteRequest& request, const LineSink& emit,
+                 const std::atomic<bool>& cancelled, std::chrono::milliseconds timeout) override {
+    if (!request.context_id.empty() && !request.language.empty()) {
+      return Error{"execute", EINVAL, "give either context_id or language, not both"};
+    }
+    if (auto s = check_env_var_names(request.env_vars); !s) return s;
+    auto context = request.context_id.empty()
+                       ? default_context(request.language.empty() ? "python" : request.language)
+                       : find(request.context_id);
+    if (!context) return context.error();
+    return context.value()->execute(request, emit, cancelled, timeout);
+  }
+
+ private:
+  static Error not_found(const std::string& id) {
+    return Error{"find context", ENOENT, fmt::format("no context with id '{}'", id)};
+  }
+
+  Result<std::shared_ptr<Context>> find(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    auto it = contexts_.find(id);
+    if (it == contexts_.end()) return not_found(id);
+    return it->second;
+  }
+
+  Result<std::shared_ptr<Context>> default_context(const std::string& language) {
+    std::lock_guard lock(mutex_);
+    if (auto it = default_ids_.find(language); it != default_ids_.end()) {
+      return contexts_.at(it->second);
+    }
+    auto context = create_locked(language, kDefaultCwd);
+    if (context) default_ids_[language] = context.value()->info().id;
+    return context;
+  }
+
+  Result<std::shared_ptr<Context>> create_locked(const std::string& language_name,
+                                                 const std::string& cwd) {
+    auto language = find_language(language_name);
+    if (!language) return language.error();
+    if (auto s = check_available(*language.value()); !s) return s.error();
+    ContextInfo info{new_context_id(), language_name, cwd.empty() ? kDefaultCwd : cwd};
+    auto context = std::make_shared<Context>(info, *language.value(), sandbox_, env_);
+    if (auto s = context->start(); !s) return s.error();
+    contexts_[info.id] = context;
+    return context;
+  }
+
+  Status check_available(const Language& language) {
+    if (language.availability_check.empty()) return {};
+    auto [it, inserted] = available_.try_emplace(language.name, false);
+    if (inserted) it->second = sandbox_check_passes(sandbox_, language.availability_check, env_);
+    if (!it->second) return Error{"context language", ENOENT, language.missing_hint};
+    return {};
+  }
+
+  runtime::Sandbox& sandbox_;
+  const std::map<std::string, std::string> env_;
+  std::mutex mutex_;  // guards the maps below, never held during an execution
+  std::map<std::string, std::shared_ptr<Context>> contexts_;
+  std::map<std::string, std::string> default_ids_;  // language → context id
+  std::map<std::string, bool> available_;           // language → its check passed
+};
+
+}  // namespace
+
+std::unique_ptr<Interpreter> Interpreter::create(runtime::Sandbox& sandbox,
+                                                 std::map<std::string, std::string> sandbox_env) {
+  return std::make_unique<SandboxInterpreter>(sandbox, std::move(sandbox_env));
+}
+
+}  // namespace abx::interp

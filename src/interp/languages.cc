@@ -1,0 +1,87 @@
+#include "interp/languages.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cerrno>
+#include <nlohmann/json.hpp>
+
+#include "interp/driver_sources.h"
+
+namespace abx::interp {
+
+namespace {
+
+std::string json_request_line(const ExecuteRequest& request) {
+  const nlohmann::json line = {{"code", request.code}, {"env_vars", request.env_vars}};
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+// The bash driver evals the line: it sets the code to run and the commands
+// that undo this execution's env_vars afterwards.
+std::string bash_request_line(const ExecuteRequest& request) {
+  std::string before, after;
+  int index = 0;
+  for (const auto& [name, value] : request.env_vars) {
+    const std::string saved = fmt::format("__abx_saved_{}", index++);
+    before += fmt::format("{0}=${{{1}+set}}:${{{1}-}}; export {1}={2}\n", saved, name,
+                          bash_ansi_c_quote(value));
+    after += fmt::format(
+        "if [ \"${{{0}%%:*}}\" = set ]; then export {1}=\"${{{0}#*:}}\"; else unset {1}; fi\n",
+        saved, name);
+  }
+  return fmt::format("__abx_code={} __abx_restore={}\n", bash_ansi_c_quote(before + request.code),
+                     bash_ansi_c_quote(after));
+}
+
+const std::array<Language, 3>& languages() {
+  static const std::array<Language, 3> table = {{
+      {"python",
+       {"/usr/bin/env", "python3", "-u", "-c", std::string(python_driver_source())},
+       json_request_line,
+       "",
+       ""},
+      {"javascript",
+       {"/usr/bin/env", "node", "-e", std::string(javascript_driver_source())},
+       json_request_line,
+       "command -v node",
+       "javascript contexts need `node` in the sandbox; this template has none (use a template "
+       "with nodejs installed)"},
+      {"bash",
+       {"/bin/bash", "--noprofile", "--norc", "-c", std::string(bash_driver_source())},
+       bash_request_line,
+       "",
+       ""},
+  }};
+  return table;
+}
+
+}  // namespace
+
+Result<const Language*> find_language(std::string_view name) {
+  for (const Language& language : languages()) {
+    if (language.name == name) return &language;
+  }
+  return Error{"context language", EINVAL,
+               fmt::format("unknown language '{}'; known: python, javascript, bash", name)};
+}
+
+std::string bash_ansi_c_quote(std::string_view text) {
+  std::string out = "$'";
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\\' || c == '\'') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+}  // namespace abx::interp
