@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agent_sandbox import AuthenticationError, NotFoundError, Sandbox, SandboxException, SandboxNotFound
 
 

@@ -5,7 +5,6 @@ import asyncio
 import io
 
 import pytest
-
 from agent_sandbox import FileType, NotFoundError, Sandbox, WriteEntry
 
 

@@ -8,7 +8,6 @@ import struct
 
 import httpx
 import pytest
-
 from agent_sandbox import (
     AuthenticationError,
     CommandExitException,
@@ -19,8 +18,9 @@ from agent_sandbox import (
     SandboxNotFound,
     TimeoutError,
     UnsupportedError,
+    _config,
+    _ops,
 )
-from agent_sandbox import _config, _ops
 from agent_sandbox._connect import EnvelopeDecoder, encode_envelope
 from agent_sandbox._execution import ExecutionBuilder
 from agent_sandbox._http import Call, error_from_response, retry_delay
@@ -50,7 +50,8 @@ def test_envelope_roundtrip_split_at_every_byte():
 
 def test_connect_end_frame_error_is_typed():
     messages = ConnectMessages(envd_call())
-    assert messages.feed(frame({"x": 1}) + frame({"error": {"code": "not_found", "message": "no"}}, 2)) == [{"x": 1}]
+    failure = frame({"error": {"code": "not_found", "message": "no"}}, 2)
+    assert messages.feed(frame({"x": 1}) + failure) == [{"x": 1}]
     with pytest.raises(NotFoundError):
         messages.finish()
     cut = ConnectMessages(envd_call())
@@ -163,7 +164,8 @@ def test_local_discovery_order(tmp_path, monkeypatch):
     (state / "api_key").write_text("e2b_state\n")
     found = _config.resolve(None, None, None, None, None)
     assert (found.api_url, found.api_key, found.discovered) == ("http://127.0.0.1:5", "e2b_state", True)
-    (config / "config.toml").write_text('sandbox_api_url = "http://127.0.0.1:6"\nsandbox_api_key = "e2b_cfg"\n')
+    (config / "config.toml").write_text(
+        'sandbox_api_url = "http://127.0.0.1:6"\nsandbox_api_key = "e2b_cfg"\n')
     found = _config.resolve(None, None, None, None, None)
     assert (found.api_url, found.api_key) == ("http://127.0.0.1:6", "e2b_cfg")
     monkeypatch.setenv("ABX_SANDBOX_API_URL", "http://127.0.0.1:7")

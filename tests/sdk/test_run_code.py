@@ -4,7 +4,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from agent_sandbox import NotFoundError, Sandbox, TimeoutError
 
 
@@ -48,7 +47,7 @@ async def test_timeout_interrupts_code_not_sandbox(conn):
         with pytest.raises(TimeoutError):
             await sandbox.run_code("import time\nwhile True: time.sleep(0.1)", timeout=2)
         assert time.monotonic() - started < 10
-        assert (await sandbox.run_code("z")).text == "'kept'" or (await sandbox.run_code("print(z)")).stdout == "kept\n"
+        assert (await sandbox.run_code("z")).text == "'kept'"
         assert await sandbox.is_running()
 
 

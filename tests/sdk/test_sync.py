@@ -4,8 +4,13 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from agent_sandbox.sync import CommandExitException, NotFoundError, Sandbox, SandboxNotFound, WriteEntry
+from agent_sandbox.sync import (
+    CommandExitException,
+    NotFoundError,
+    Sandbox,
+    SandboxNotFound,
+    WriteEntry,
+)
 
 
 def test_sync_end_to_end(conn, tmp_path):
@@ -19,7 +24,8 @@ def test_sync_end_to_end(conn, tmp_path):
         with pytest.raises(NotFoundError):
             sandbox.files.read("nope")
         seen = []
-        result = sandbox.commands.run("echo one; sleep 1; echo two", on_stdout=lambda c: seen.append(time.monotonic()))
+        result = sandbox.commands.run("echo one; sleep 1; echo two",
+                                      on_stdout=lambda chunk: seen.append(time.monotonic()))
         assert result.stdout == "one\ntwo\n" and len(seen) == 2 and seen[1] - seen[0] > 0.5
         with pytest.raises(CommandExitException):
             sandbox.commands.run("false")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import Any, AsyncIterator, Callable, Dict, Optional, Union
+from typing import Any, AsyncGenerator, Callable, Dict, Optional, TypeVar, Union
 
 import httpx
 
@@ -16,6 +16,7 @@ from ._streams import ConnectMessages, NdjsonMessages
 from .errors import SandboxException
 
 Decoder = Union[ConnectMessages, NdjsonMessages]
+T = TypeVar("T")
 
 
 async def call_handler(handler: Optional[Callable[[Any], Any]], value: Any) -> None:
@@ -42,7 +43,7 @@ class AsyncMessageStream:
     async def __anext__(self) -> Dict[str, Any]:
         return await self._messages.__anext__()
 
-    async def _read(self) -> AsyncIterator[Dict[str, Any]]:
+    async def _read(self) -> AsyncGenerator[Dict[str, Any], None]:
         try:
             with transport_errors(self._call):
                 async for chunk in self._response.aiter_bytes():
@@ -90,7 +91,7 @@ class AsyncTransport:
             attempt += 1
             await asyncio.sleep(delay)
 
-    async def run(self, op: "_ops.Op[Any]") -> Any:
+    async def run(self, op: "_ops.Op[T]") -> T:
         """Drives a shared operation to its result."""
         try:
             call = next(op)
@@ -102,7 +103,8 @@ class AsyncTransport:
                 else:
                     call = op.send(response)
         except StopIteration as done:
-            return done.value
+            result: T = done.value
+            return result
 
     async def connect_stream(self, call: Call) -> AsyncMessageStream:
         """Opens a Connect server stream."""

@@ -73,14 +73,15 @@ def resolve(provider: Optional[str], api_key: Optional[str], api_url: Optional[s
         url = api_url or os.environ.get("E2B_API_URL") or "https://api.e2b.app"
         return ConnectionConfig("e2b", url, _require_key(key, provider), domain or "e2b.app", timeout)
     if provider == "alicloud-express":
-        url = api_url or os.environ.get("ABX_SANDBOX_API_URL")
+        remote_url = api_url or os.environ.get("ABX_SANDBOX_API_URL")
         dom = domain or os.environ.get("ABX_SANDBOX_DOMAIN")
-        if not url or not dom:
+        if not remote_url or not dom:
             raise InvalidArgumentError(
                 "provider 'alicloud-express' needs api_url= and domain= (or ABX_SANDBOX_API_URL "
                 "and ABX_SANDBOX_DOMAIN), e.g. https://api.cn-hangzhou.e2b.fc.aliyuncs.com")
         key = api_key or os.environ.get("ABX_SANDBOX_API_KEY")
-        return ConnectionConfig(provider, url.rstrip("/"), _require_key(key, provider), dom, timeout)
+        return ConnectionConfig(provider, remote_url.rstrip("/"), _require_key(key, provider), dom,
+                                timeout)
     raise InvalidArgumentError(
         f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
 

@@ -211,7 +211,8 @@ def read_call(target: Target, path: str, user: Optional[str], stream: bool = Fal
 def read_file(target: Target, path: str, user: Optional[str]) -> Op[bytes]:
     """The whole file."""
     response = yield read_call(target, path, user)
-    return response.content
+    content: bytes = response.content
+    return content
 
 
 class _TextAsBytes:
@@ -221,15 +222,17 @@ class _TextAsBytes:
         self._file = text_file
 
     def read(self, size: int = -1) -> bytes:
-        return self._file.read(size).encode()
+        text: str = self._file.read(size)
+        return text.encode()
 
 
 def _upload_part(path: str, data: FileData) -> Tuple[str, Tuple[str, Any, str]]:
+    body: Any = data
     if isinstance(data, str):
-        data = data.encode()
+        body = data.encode()
     elif isinstance(data, io.TextIOBase):
-        data = _TextAsBytes(data)
-    return ("file", (path, data, "application/octet-stream"))
+        body = _TextAsBytes(data)
+    return ("file", (path, body, "application/octet-stream"))
 
 
 def write_files(target: Target, path_or_entries: Union[str, Sequence[WriteEntry]],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Iterator, Optional, Union
+from typing import Any, Callable, Dict, Generator, Optional, TypeVar, Union
 
 import httpx
 
@@ -14,6 +14,7 @@ from .._streams import ConnectMessages, NdjsonMessages
 from ..errors import SandboxException
 
 Decoder = Union[ConnectMessages, NdjsonMessages]
+T = TypeVar("T")
 
 
 class MessageStream:
@@ -31,7 +32,7 @@ class MessageStream:
     def __next__(self) -> Dict[str, Any]:
         return next(self._messages)
 
-    def _read(self) -> Iterator[Dict[str, Any]]:
+    def _read(self) -> Generator[Dict[str, Any], None, None]:
         try:
             with transport_errors(self._call):
                 for chunk in self._response.iter_bytes():
@@ -78,7 +79,7 @@ class Transport:
             attempt += 1
             time.sleep(delay)
 
-    def run(self, op: "_ops.Op[Any]") -> Any:
+    def run(self, op: "_ops.Op[T]") -> T:
         """Drives a shared operation to its result."""
         try:
             call = next(op)
@@ -90,7 +91,8 @@ class Transport:
                 else:
                     call = op.send(response)
         except StopIteration as done:
-            return done.value
+            result: T = done.value
+            return result
 
     def connect_stream(self, call: Call) -> MessageStream:
         """Opens a Connect server stream."""
