@@ -109,7 +109,7 @@ def test_execution_text_exit_code_and_results():
     (504, b'{"code":504,"message":"slow"}', TimeoutError),
 ])
 def test_control_plane_errors(status, body, error):
-    call = Call("GET", "http://x/sandboxes/i1", "control", "sandbox i1")
+    call = Call("GET", "http://x/sandboxes/i1", "control", "sandbox i1", sandbox_id="i1")
     assert isinstance(error_from_response(call, status, body), error)
 
 

@@ -45,6 +45,7 @@ class Call:
     content: Any = None
     files: Any = None
     timeout: Any = None  # None: the client's default; else an httpx timeout value
+    sandbox_id: Optional[str] = None  # control-plane calls about one sandbox: 404 means it is gone
 
     def send_kwargs(self) -> Dict[str, Any]:
         """Keyword arguments for httpx's `build_request`."""
@@ -122,9 +123,11 @@ def error_from_code(call: Call, code: str, message: str, status: int = 200) -> S
 
 
 def _control_error(call: Call, status: int, message: str) -> SandboxException:
-    if status == 404:
+    if status == 404 and call.sandbox_id:
         return SandboxNotFound(f"{call.subject} not found: it was killed or its timeout expired "
                                f"({message}); create a new sandbox")
+    if status == 404:
+        return NotFoundError(f"{call.subject}: not found ({message})")
     if status == 400:
         return InvalidArgumentError(f"{call.subject}: {message}")
     if status in (502, 504):

@@ -82,6 +82,13 @@ def _control(config: ConnectionConfig, method: str, path: str, subject: str, **k
                 **kwargs)
 
 
+def _about(config: ConnectionConfig, method: str, sandbox_id: str, path: str = "",
+           **kwargs: Any) -> Call:
+    """A control-plane call on /sandboxes/{id}{path}."""
+    return _control(config, method, f"/sandboxes/{sandbox_id}{path}", f"sandbox {sandbox_id}",
+                    sandbox_id=sandbox_id, **kwargs)
+
+
 def create_sandbox(config: ConnectionConfig, template: str, timeout: int,
                    envs: Optional[Dict[str, str]], metadata: Optional[Dict[str, str]],
                    allow_internet_access: bool) -> Op[Target]:
@@ -96,8 +103,7 @@ def create_sandbox(config: ConnectionConfig, template: str, timeout: int,
 
 def connect_sandbox(config: ConnectionConfig, sandbox_id: str, timeout: int) -> Op[Target]:
     """POST /sandboxes/{id}/connect: resumes a paused sandbox, extends the TTL of a running one."""
-    response = yield _control(config, "POST", f"/sandboxes/{sandbox_id}/connect",
-                              f"sandbox {sandbox_id}", json={"timeout": timeout})
+    response = yield _about(config, "POST", sandbox_id, "/connect", json={"timeout": timeout})
     return _target_from(config, response.json())
 
 
@@ -109,7 +115,7 @@ def _target_from(config: ConnectionConfig, body: Dict[str, Any]) -> Target:
 def kill_sandbox(config: ConnectionConfig, sandbox_id: str) -> Op[bool]:
     """DELETE /sandboxes/{id}; False if it did not exist."""
     try:
-        yield _control(config, "DELETE", f"/sandboxes/{sandbox_id}", f"sandbox {sandbox_id}")
+        yield _about(config, "DELETE", sandbox_id)
     except SandboxNotFound:
         return False
     return True
@@ -117,13 +123,12 @@ def kill_sandbox(config: ConnectionConfig, sandbox_id: str) -> Op[bool]:
 
 def set_timeout(config: ConnectionConfig, sandbox_id: str, seconds: int) -> Op[None]:
     """POST /sandboxes/{id}/timeout: the sandbox now ends `seconds` from now."""
-    yield _control(config, "POST", f"/sandboxes/{sandbox_id}/timeout", f"sandbox {sandbox_id}",
-                   json={"timeout": seconds})
+    yield _about(config, "POST", sandbox_id, "/timeout", json={"timeout": seconds})
 
 
 def get_info(config: ConnectionConfig, sandbox_id: str) -> Op[SandboxInfo]:
     """GET /sandboxes/{id}."""
-    response = yield _control(config, "GET", f"/sandboxes/{sandbox_id}", f"sandbox {sandbox_id}")
+    response = yield _about(config, "GET", sandbox_id)
     return sandbox_info(response.json())
 
 

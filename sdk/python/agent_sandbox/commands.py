@@ -27,6 +27,8 @@ class CommandHandle:
         self._output = output
         self._check = check
         self._task = asyncio.create_task(self._collect(on_stdout, on_stderr))
+        # A handle nobody waits on must not log "exception was never retrieved".
+        self._task.add_done_callback(lambda task: task.cancelled() or task.exception())
 
     @property
     def pid(self) -> int:
