@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #include <mutex>
 
@@ -63,6 +64,9 @@ Status build_host_once(const fs::path& templates_dir, const runtime::Runtime& ru
   if (fs::is_directory(ready)) return {};
   std::lock_guard guard(build_mutex);
   if (auto st = ensure_dir(templates_dir); !st) return st;
+  if (::chmod(templates_dir.c_str(), 0755) != 0) {
+    return Error::from_errno("chmod", templates_dir.string());
+  }
   auto lock = lock_builds(templates_dir);
   if (!lock) return lock.error();
   if (fs::is_directory(ready)) return {};
@@ -78,6 +82,22 @@ Status build_host_once(const fs::path& templates_dir, const runtime::Runtime& ru
   return {};
 }
 
+// Overlayfs looks up lower layers with the credentials of the mounter, which
+// is sandbox root, an unprivileged host uid: every dir above the template must
+// let it through. A private data dir (0700) is the usual cause.
+Status check_searchable_by(const fs::path& dir, uid_t sandbox_root) {
+  for (fs::path path = dir;; path = path.parent_path()) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return Error::from_errno("template", path.string());
+    if ((st.st_mode & S_IXOTH) == 0 && st.st_uid != sandbox_root) {
+      return Error{"template", EACCES,
+                   path.string() + " is not searchable by sandbox root (host uid " +
+                       std::to_string(sandbox_root) + "); run: chmod o+x " + path.string()};
+    }
+    if (path == path.parent_path()) return {};
+  }
+}
+
 }  // namespace
 
 TemplateStore::TemplateStore(std::filesystem::path data_dir, const runtime::Runtime& runtime)
@@ -87,6 +107,7 @@ Result<runtime::RootfsSpec> TemplateStore::rootfs(const std::string& name) {
   auto id = resolve(name);
   if (!id) return id.error();
   if (auto st = build_host_once(dir_, runtime_); !st) return st.error();
+  if (auto st = check_searchable_by(dir_ / kHost, runtime_.host_uid(0)); !st) return st.error();
   return host::rootfs_spec(dir_ / kHost);
 }
 
