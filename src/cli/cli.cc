@@ -1,0 +1,57 @@
+#include "cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/commands.h"
+
+namespace abx::cli {
+namespace {
+
+constexpr int kUsageExit = 2;
+
+// CLI11 reports usage errors as exceptions; ours are one line and exit 2.
+int usage_error(const CLI::ParseError& error, const CLI::App& app) {
+  if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
+  std::cerr << "abx: " << error.what() << "; run `abx --help` for usage\n";
+  return kUsageExit;
+}
+
+const Command* chosen(const Commands& commands) {
+  for (const auto& command : commands) {
+    if (command.app->parsed()) return &command;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"abx: disposable, isolated Linux sandboxes for AI agents' code", "abx"};
+  app.set_version_flag("--version", "abx " ABX_VERSION);
+  app.require_subcommand(1);
+  Commands commands;
+  add_create(app, commands);
+  add_list(app, commands);
+  add_exec(app, commands);
+  add_transfers(app, commands);
+  add_kill(app, commands);
+  add_config(app, commands);
+  add_daemon(app, commands);
+  add_serve(app, commands);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return usage_error(error, app);
+  }
+  const Command* command = chosen(commands);
+  if (!command) return kUsageExit;
+  auto exit_code = command->run();
+  if (!exit_code) {
+    std::cerr << "abx: " << exit_code.error().message() << "\n";
+    return 1;
+  }
+  return *exit_code;
+}
+
+}  // namespace abx::cli

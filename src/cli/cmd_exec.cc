@@ -1,0 +1,292 @@
+// abx exec: runs a command in a sandbox through process.Process/Start and
+// mirrors it locally: output streamed live, stdin forwarded, Ctrl-C and
+// window size passed on, the command's exit code returned.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <csignal>
+#include <memory>
+
+#include "cli/api.h"
+#include "cli/base64.h"
+#include "cli/commands.h"
+#include "cli/process_events.h"
+#include "cli/terminal.h"
+#include "cli/text.h"
+#include "common/connect_frame.h"
+
+namespace abx::cli {
+namespace {
+
+constexpr int kInterruptedExit = 130;
+constexpr size_t kInputChunk = 32 * 1024;
+
+struct ExecOptions {
+  std::string id;
+  bool tty = false;
+  std::vector<std::string> env;
+  std::string cwd;
+  std::string user = "user";
+  int timeout = 0;
+  std::vector<std::string> command;
+};
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // a closed local stdout must not stop the remote command
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Signals become bytes on a pipe so the poll loop handles them in order with
+// everything else, outside the signal handler.
+class SignalPipe {
+ public:
+  explicit SignalPipe(std::initializer_list<int> signals) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+      read_fd_ = fds[0];
+      write_fd_ = fds[1];
+    }
+    for (const int signo : signals) {
+      struct sigaction action {};
+      action.sa_handler = &SignalPipe::on_signal;
+      ::sigemptyset(&action.sa_mask);
+      struct sigaction old {};
+      ::sigaction(signo, &action, &old);
+      saved_.emplace_back(signo, old);
+    }
+  }
+  ~SignalPipe() {
+    for (const auto& [signo, old] : saved_) ::sigaction(signo, &old, nullptr);
+    ::close(read_fd_);
+    ::close(write_fd_);
+    write_fd_ = -1;
+  }
+  int fd() const { return read_fd_; }
+  std::vector<int> take() const {
+    std::vector<int> signals;
+    unsigned char signo = 0;
+    while (::read(read_fd_, &signo, 1) == 1) signals.push_back(signo);
+    return signals;
+  }
+
+ private:
+  static void on_signal(int signo) {
+    const int saved_errno = errno;
+    const auto byte = static_cast<unsigned char>(signo);
+    [[maybe_unused]] auto n = ::write(write_fd_, &byte, 1);
+    errno = saved_errno;
+  }
+  static inline int write_fd_ = -1;
+  int read_fd_ = -1;
+  std::vector<std::pair<int, struct sigaction>> saved_;
+};
+
+class ExecSession {
+ public:
+  ExecSession(const SandboxPlane& plane, const ExecOptions& options,
+              std::map<std::string, std::string> env)
+      : plane_(plane),
+        options_(options),
+        env_(std::move(env)),
+        stdin_is_tty_(terminal::is_tty(STDIN_FILENO)),
+        // A TTY is read only for -t; piped input always goes to the command.
+        forward_stdin_(options.tty || !stdin_is_tty_) {}
+
+  Result<int> run() {
+    std::unique_ptr<terminal::RawMode> raw;
+    if (options_.tty && stdin_is_tty_) raw = std::make_unique<terminal::RawMode>(STDIN_FILENO);
+    SignalPipe signals({SIGINT, SIGTERM, SIGHUP, SIGWINCH});
+    auto stream = plane_.stream("process.Process/Start", start_request(), start_headers());
+    if (!stream) return stream.error();
+    while (!(*stream)->done()) {
+      if (auto st = wait_and_handle(**stream, signals); !st) return st.error();
+      if (forced_exit_) return *forced_exit_;
+    }
+    if (!exit_code_)
+      return Error{stream_error_.empty() ? "the command ended without an exit status"
+                                         : stream_error_};
+    return interrupted_ ? kInterruptedExit : *exit_code_;
+  }
+
+ private:
+  json start_request() const {
+    json process = {{"cmd", "/bin/bash"}, {"envs", env_}};
+    process["args"] = options_.command.empty()
+                          ? json::array({"-i", "-l"})
+                          : json::array({"-l", "-c", shell_join(options_.command)});
+    if (!options_.cwd.empty()) process["cwd"] = options_.cwd;
+    json request = {{"process", process}};
+    if (options_.tty) {
+      const auto size = terminal::window_size(STDIN_FILENO);
+      request["pty"] = {{"size", {{"cols", size.cols}, {"rows", size.rows}}}};
+    } else {
+      request["stdin"] = forward_stdin_;
+    }
+    return request;
+  }
+
+  http::Headers start_headers() const {
+    http::Headers headers{{"Keepalive-Ping-Interval", "50"}};
+    if (options_.timeout > 0) {
+      headers.emplace_back("Connect-Timeout-Ms", std::to_string(options_.timeout * 1000LL));
+    }
+    return headers;
+  }
+
+  Status wait_and_handle(http::ResponseStream& stream, const SignalPipe& signals) {
+    const bool poll_stdin = forward_stdin_ && pid_ && !stdin_done_;
+    std::array<pollfd, 3> fds = {pollfd{stream.fd(), POLLIN, 0}, pollfd{signals.fd(), POLLIN, 0},
+                                 pollfd{poll_stdin ? STDIN_FILENO : -1, POLLIN, 0}};
+    if (::poll(fds.data(), fds.size(), stream.has_buffered() ? 0 : -1) < 0 && errno != EINTR) {
+      return Error::from_errno("poll");
+    }
+    if (fds[1].revents & POLLIN) {
+      for (const int signo : signals.take()) on_signal(signo);
+      if (forced_exit_) return {};
+    }
+    if (stream.has_buffered() || fds[0].revents) {
+      if (auto st = on_stream_data(stream); !st) return st;
+    }
+    if (fds[2].revents) return on_stdin();
+    return {};
+  }
+
+  Status on_stream_data(http::ResponseStream& stream) {
+    auto bytes = stream.read_some();
+    if (!bytes) return bytes.error();
+    frames_.feed(*bytes);
+    std::string error;
+    while (auto frame = frames_.next(&error)) {
+      auto message = json::parse(frame->payload, nullptr, false);
+      if (message.is_discarded()) return Error{"bad JSON in the command's output stream"};
+      if (frame->end_stream()) {
+        on_end_stream(message);
+      } else if (message.contains("event")) {
+        on_event(message["event"]);
+      }
+    }
+    if (!error.empty()) return Error{error};
+    return {};
+  }
+
+  void on_end_stream(const json& message) {
+    if (!message.contains("error")) return;
+    stream_error_ = message["error"].value("message", "the command's stream failed");
+  }
+
+  void on_event(const json& event) {
+    if (event.contains("start")) pid_ = event["start"].value("pid", 0);
+    if (event.contains("data")) on_output(event["data"]);
+    if (event.contains("end")) exit_code_ = exit_code_from_end(event["end"]);
+  }
+
+  static void on_output(const json& data) {
+    for (const auto& [name, fd] :
+         {std::pair{"stdout", STDOUT_FILENO}, std::pair{"pty", STDOUT_FILENO},
+          std::pair{"stderr", STDERR_FILENO}}) {
+      if (!data.contains(name) || !data[name].is_string()) continue;
+      if (auto bytes = base64::decode(data[name].get<std::string>())) write_all(fd, *bytes);
+    }
+  }
+
+  json process_ref() const { return {{"pid", *pid_}}; }
+
+  Status on_stdin() {
+    std::string buffer(kInputChunk, '\0');
+    const ssize_t n = ::read(STDIN_FILENO, buffer.data(), buffer.size());
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return {};
+    if (n <= 0) {
+      stdin_done_ = true;
+      // A PTY has no stdin to close; the user ends it with Ctrl-D or exit.
+      if (options_.tty) return {};
+      // A failure means the command already exited; its end event tells the rest.
+      (void)plane_.rpc("process.Process/CloseStdin", {{"process", process_ref()}});
+      return {};
+    }
+    buffer.resize(static_cast<size_t>(n));
+    const json input = {{options_.tty ? "pty" : "stdin", base64::encode(buffer)}};
+    auto sent =
+        plane_.rpc("process.Process/SendInput", {{"process", process_ref()}, {"input", input}});
+    if (!sent) stdin_done_ = true;  // the command closed its input or exited
+    return {};
+  }
+
+  void on_signal(int signo) {
+    if (signo == SIGWINCH) {
+      if (options_.tty && pid_) send_window_size();
+      return;
+    }
+    if (interrupted_ || !pid_) {
+      forced_exit_ = signo == SIGINT ? kInterruptedExit : 128 + signo;
+      return;
+    }
+    interrupted_ = true;
+    // envd only knows SIGTERM and SIGKILL; KILL makes sure the command stops.
+    (void)plane_.rpc("process.Process/SendSignal",
+                     {{"process", process_ref()}, {"signal", "SIGNAL_SIGKILL"}});
+  }
+
+  void send_window_size() {
+    const auto size = terminal::window_size(STDIN_FILENO);
+    (void)plane_.rpc("process.Process/Update",
+                     {{"process", process_ref()},
+                      {"pty", {{"size", {{"cols", size.cols}, {"rows", size.rows}}}}}});
+  }
+
+  const SandboxPlane& plane_;
+  const ExecOptions& options_;
+  std::map<std::string, std::string> env_;
+  const bool stdin_is_tty_;
+  const bool forward_stdin_;
+  connect::FrameReader frames_;
+  std::optional<int> pid_;
+  std::optional<int> exit_code_;
+  std::optional<int> forced_exit_;
+  std::string stream_error_;
+  bool stdin_done_ = false;
+  bool interrupted_ = false;
+};
+
+Result<int> run_exec(const ExecOptions& options) {
+  if (options.command.empty() && !options.tty) {
+    return Error{"no command given; put it after --, e.g. abx exec " + options.id + " -- ls -la"};
+  }
+  auto env = parse_key_values(options.env, "--env");
+  if (!env) return env.error();
+  if (options.tty && !env->contains("TERM")) {
+    const char* term = std::getenv("TERM");
+    (*env)["TERM"] = term && *term ? term : "xterm-256color";
+  }
+  auto endpoint = resolve_endpoint();
+  if (!endpoint) return endpoint.error();
+  auto plane = SandboxPlane::open(ControlPlane(*endpoint), options.id, options.user);
+  if (!plane) return plane.error();
+  return ExecSession(*plane, options, std::move(*env)).run();
+}
+
+}  // namespace
+
+void add_exec(CLI::App& root, Commands& commands) {
+  auto options = std::make_shared<ExecOptions>();
+  auto* app = root.add_subcommand("exec", "Run a command in a sandbox: abx exec ID -- CMD [ARGS]");
+  app->add_option("id", options->id, "Sandbox id")->required();
+  app->add_option("command", options->command, "The command and its arguments, after --");
+  app->add_flag("-t,--tty", options->tty, "Run in a pseudo-terminal (interactive programs)");
+  app->add_option("--env", options->env, "Environment variable K=V");
+  app->add_option("--cwd", options->cwd, "Working directory in the sandbox");
+  app->add_option("--user", options->user, "user or root")
+      ->check(CLI::IsMember({"user", "root"}))
+      ->capture_default_str();
+  app->add_option("--timeout", options->timeout, "Kill the command after this many seconds")
+      ->check(CLI::NonNegativeNumber);
+  commands.push_back({app, [options] { return run_exec(*options); }});
+}
+
+}  // namespace abx::cli

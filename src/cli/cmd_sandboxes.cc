@@ -1,0 +1,139 @@
+// create, list and kill: the sandbox lifecycle on the control plane.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli/api.h"
+#include "cli/commands.h"
+#include "cli/terminal.h"
+#include "cli/text.h"
+
+namespace abx::cli {
+namespace {
+
+struct CreateOptions {
+  std::string template_id;
+  int timeout = 300;
+  std::vector<std::string> env;
+  std::vector<std::string> metadata;
+  bool json = false;
+};
+
+Result<int> run_create(const CreateOptions& options) {
+  auto env = parse_key_values(options.env, "--env");
+  if (!env) return env.error();
+  auto metadata = parse_key_values(options.metadata, "--metadata");
+  if (!metadata) return metadata.error();
+  auto endpoint = resolve_endpoint();
+  if (!endpoint) return endpoint.error();
+  const json request = {{"templateID", options.template_id},
+                        {"timeout", options.timeout},
+                        {"envVars", *env},
+                        {"metadata", *metadata},
+                        {"secure", true}};
+  auto sandbox = ControlPlane(*endpoint).create_sandbox(request);
+  if (!sandbox) return sandbox.error();
+  if (options.json) {
+    std::cout << sandbox->dump(2) << "\n";
+  } else {
+    std::cout << sandbox->value("sandboxID", "") << "\n";
+  }
+  return 0;
+}
+
+std::vector<std::string> list_row(const json& sandbox) {
+  const std::string alias = sandbox.value("alias", "");
+  return {sandbox.value("sandboxID", ""), alias.empty() ? sandbox.value("templateID", "") : alias,
+          rfc3339_to_local(sandbox.value("startedAt", "")),
+          rfc3339_to_local(sandbox.value("endAt", "")), sandbox.value("state", "")};
+}
+
+Result<int> run_list(bool as_json) {
+  auto endpoint = resolve_endpoint();
+  if (!endpoint) return endpoint.error();
+  auto sandboxes = ControlPlane(*endpoint).list_sandboxes();
+  if (!sandboxes) return sandboxes.error();
+  if (as_json) {
+    std::cout << sandboxes->dump(2) << "\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {{"ID", "TEMPLATE", "STARTED", "ENDS", "STATE"}};
+  for (const auto& sandbox : *sandboxes) rows.push_back(list_row(sandbox));
+  std::cout << format_table(rows);
+  return 0;
+}
+
+struct KillOptions {
+  std::vector<std::string> ids;
+  bool all = false;
+  bool yes = false;
+};
+
+Result<std::vector<std::string>> kill_targets(const ControlPlane& control,
+                                              const KillOptions& options) {
+  if (!options.all) return options.ids;
+  auto sandboxes = control.list_sandboxes();
+  if (!sandboxes) return sandboxes.error();
+  std::vector<std::string> ids;
+  for (const auto& sandbox : *sandboxes) ids.push_back(sandbox.value("sandboxID", ""));
+  return ids;
+}
+
+Result<int> run_kill(const KillOptions& options) {
+  if (options.all == !options.ids.empty()) {
+    return Error{"name the sandboxes to kill or pass --all (not both)"};
+  }
+  if (!options.yes && !terminal::is_tty(STDIN_FILENO)) {
+    return Error{"refusing to kill without confirmation; pass --yes"};
+  }
+  auto endpoint = resolve_endpoint();
+  if (!endpoint) return endpoint.error();
+  const ControlPlane control(*endpoint);
+  auto ids = kill_targets(control, options);
+  if (!ids) return ids.error();
+  int exit_code = 0;
+  for (const auto& id : *ids) {
+    if (!options.yes && !terminal::confirm("kill sandbox " + id + "?")) continue;
+    if (auto st = control.kill_sandbox(id); !st) {
+      std::cerr << "abx: " << st.error().message() << "\n";
+      exit_code = 1;
+      continue;
+    }
+    std::cout << "killed " << id << "\n";
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+void add_create(CLI::App& root, Commands& commands) {
+  auto options = std::make_shared<CreateOptions>();
+  auto* app = root.add_subcommand("create", "Create a sandbox and print its id");
+  app->add_option("--template", options->template_id, "Template name or id")->required();
+  app->add_option("--timeout", options->timeout, "Seconds until the sandbox is killed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--env", options->env, "Environment variable K=V for every command");
+  app->add_option("--metadata", options->metadata, "Metadata K=V");
+  app->add_flag("--json", options->json, "Print the whole sandbox as JSON");
+  commands.push_back({app, [options] { return run_create(*options); }});
+}
+
+void add_list(CLI::App& root, Commands& commands) {
+  auto as_json = std::make_shared<bool>(false);
+  auto* app = root.add_subcommand("list", "List sandboxes");
+  app->add_flag("--json", *as_json, "Print the raw JSON array");
+  commands.push_back({app, [as_json] { return run_list(*as_json); }});
+}
+
+void add_kill(CLI::App& root, Commands& commands) {
+  auto options = std::make_shared<KillOptions>();
+  auto* app = root.add_subcommand("kill", "Kill sandboxes");
+  app->add_option("ids", options->ids, "Sandbox ids");
+  app->add_flag("--all", options->all, "Kill every sandbox");
+  app->add_flag("-y,--yes", options->yes, "Do not ask for confirmation");
+  commands.push_back({app, [options] { return run_kill(*options); }});
+}
+
+}  // namespace abx::cli

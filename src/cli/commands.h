@@ -1,0 +1,28 @@
+// Each abx subcommand registers its parser node and the code that runs when
+// the user picked it; cli.cc parses once and runs the chosen one.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <vector>
+
+#include "common/error.h"
+
+namespace abx::cli {
+
+struct Command {
+  CLI::App* app;
+  std::function<Result<int>()> run;  // the exit code, or the error to print
+};
+using Commands = std::vector<Command>;
+
+void add_create(CLI::App& root, Commands& commands);
+void add_list(CLI::App& root, Commands& commands);
+void add_kill(CLI::App& root, Commands& commands);
+void add_exec(CLI::App& root, Commands& commands);
+void add_transfers(CLI::App& root, Commands& commands);  // upload, download
+void add_config(CLI::App& root, Commands& commands);
+void add_daemon(CLI::App& root, Commands& commands);  // daemon start|stop|status
+void add_serve(CLI::App& root, Commands& commands);
+
+}  // namespace abx::cli

@@ -1,0 +1,176 @@
+#include "cli/local_daemon.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/http_client.h"
+#include "common/paths.h"
+#include "common/unique_fd.h"
+
+namespace abx::cli::local_daemon {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kDefaultPort = 49980;
+constexpr auto kStartTimeout = 10s;
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool answers_health(const std::string& url) {
+  auto parsed = http::Url::parse(url);
+  if (!parsed) return false;
+  auto response = http::Client(*parsed).send({.method = "GET", .target = "/health"}, 2s);
+  return response && response->status / 100 == 2;
+}
+
+bool port_is_free(int port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  int one = 1;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+}
+
+std::string exe_path(pid_t pid) {
+  std::error_code ec;
+  std::string path = fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string();
+  // A rebuilt binary shows as "… (deleted)" in the running daemon.
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
+  return path;
+}
+
+[[noreturn]] void exec_daemon(const fs::path& data_dir, const std::string& listen) {
+  ::setsid();
+  const auto log = paths::daemon_log_file(data_dir);
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  if (log_fd >= 0) {
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+  }
+  if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+  const std::string data = data_dir.string();
+  const std::string addr = paths::daemon_address_file(data_dir).string();
+  const char* argv[] = {"abx",        "serve",          "--listen",   listen.c_str(), "--data-dir",
+                        data.c_str(), "--address-file", addr.c_str(), nullptr};
+  ::execv("/proc/self/exe", const_cast<char* const*>(argv));
+  std::perror("abx: exec the daemon");
+  ::_exit(127);
+}
+
+Status write_pid_file(const fs::path& data_dir, pid_t pid) {
+  std::ofstream out(paths::daemon_pid_file(data_dir), std::ios::trunc);
+  out << pid << "\n";
+  if (!out) return Error::from_errno("write pid file", paths::daemon_pid_file(data_dir).string());
+  return {};
+}
+
+// Polls until the child wrote its address and answers, or exits, or time runs out.
+Result<std::string> wait_until_ready(const fs::path& data_dir, pid_t pid) {
+  const auto addr_file = paths::daemon_address_file(data_dir);
+  const auto log = paths::daemon_log_file(data_dir).string();
+  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      return Error{"the local daemon exited while starting; see " + log};
+    }
+    const std::string url = read_file(addr_file);
+    if (url.ends_with('\n') && answers_health(url.substr(0, url.size() - 1))) {
+      return url.substr(0, url.size() - 1);
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  return Error{"the local daemon did not answer within 10 s; see " + log};
+}
+
+Result<std::string> spawn(const fs::path& data_dir) {
+  std::error_code ec;
+  fs::create_directories(data_dir, ec);
+  if (ec) return Error{"create " + data_dir.string(), ec.value()};
+  fs::remove(paths::daemon_address_file(data_dir), ec);
+  const std::string listen =
+      "127.0.0.1:" + std::to_string(port_is_free(kDefaultPort) ? kDefaultPort : 0);
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return Error::from_errno("fork the local daemon");
+  if (pid == 0) exec_daemon(data_dir, listen);
+  if (auto st = write_pid_file(data_dir, pid); !st) return st.error();
+  return wait_until_ready(data_dir, pid);
+}
+
+}  // namespace
+
+std::optional<std::string> healthy_url(const fs::path& data_dir) {
+  std::string url = read_file(paths::daemon_address_file(data_dir));
+  while (!url.empty() && (url.back() == '\n' || url.back() == ' ')) url.pop_back();
+  if (url.empty() || !answers_health(url)) return std::nullopt;
+  return url;
+}
+
+Result<StartResult> start(const fs::path& data_dir) {
+  if (auto url = healthy_url(data_dir)) return StartResult{*url, true};
+  auto url = spawn(data_dir);
+  if (!url) return url.error();
+  return StartResult{*url, false};
+}
+
+Result<std::string> ensure_running(const fs::path& data_dir) {
+  auto started = start(data_dir);
+  if (!started) return started.error();
+  if (!started->already_running) {
+    std::fprintf(stderr, "abx: started the local daemon at %s (logs: %s)\n", started->url.c_str(),
+                 paths::daemon_log_file(data_dir).c_str());
+  }
+  return started->url;
+}
+
+std::optional<pid_t> running_pid(const fs::path& data_dir) {
+  const pid_t pid =
+      static_cast<pid_t>(std::atoi(read_file(paths::daemon_pid_file(data_dir)).c_str()));
+  if (pid <= 0 || ::kill(pid, 0) != 0) return std::nullopt;
+  if (exe_path(pid) != exe_path(::getpid())) return std::nullopt;
+  return pid;
+}
+
+Result<bool> stop(const fs::path& data_dir) {
+  const auto pid = running_pid(data_dir);
+  if (!pid) return false;
+  if (::kill(*pid, SIGTERM) != 0) return Error::from_errno("signal the local daemon");
+  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+  while (::kill(*pid, 0) == 0 && exe_path(*pid) != "") {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Error{"the local daemon (pid " + std::to_string(*pid) +
+                   ") did not exit within 10 s; stop it with kill -9 " + std::to_string(*pid)};
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  std::error_code ec;
+  fs::remove(paths::daemon_pid_file(data_dir), ec);
+  fs::remove(paths::daemon_address_file(data_dir), ec);
+  return true;
+}
+
+}  // namespace abx::cli::local_daemon

@@ -1,0 +1,110 @@
+#include "common/config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <toml++/toml.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "common/unique_fd.h"
+
+namespace abx::config {
+namespace {
+
+Status write_all(int fd, std::string_view data, const std::filesystem::path& file) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::from_errno("write config", file.string());
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+std::string to_toml(const std::map<std::string, std::string, std::less<>>& values) {
+  toml::table table;
+  for (const auto& [key, value] : values) table.insert(key, value);
+  std::ostringstream out;
+  out << table << "\n";
+  return out.str();
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& known_keys() {
+  static const std::vector<std::string_view> keys = {kApiKey, kApiUrl};
+  return keys;
+}
+
+bool is_known_key(std::string_view key) {
+  const auto& keys = known_keys();
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+std::string mask_secret(std::string_view value) {
+  constexpr size_t kShown = 4;
+  if (value.size() <= kShown) return std::string(value.size(), '*');
+  return std::string(value.size() - kShown, '*') + std::string(value.substr(value.size() - kShown));
+}
+
+std::string display_value(std::string_view key, std::string_view value) {
+  const bool secret = key.ends_with("_key") || key.ends_with("_token");
+  return secret ? mask_secret(value) : std::string(value);
+}
+
+Result<Config> Config::load(const std::filesystem::path& file) {
+  Config config;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return config;
+  try {
+    const toml::table table = toml::parse_file(file.string());
+    for (const auto& [key, node] : table) {
+      if (auto value = node.value<std::string>()) config.values_[std::string(key.str())] = *value;
+    }
+  } catch (const toml::parse_error& e) {
+    return Error{"read config " + file.string(), 0,
+                 std::string(e.description()) + "; fix or delete the file"};
+  }
+  return config;
+}
+
+Status Config::save(const std::filesystem::path& file) const {
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);
+  if (ec) return Error{"create config dir", ec.value(), file.parent_path().string()};
+  const std::filesystem::path temp = file.string() + ".tmp" + std::to_string(::getpid());
+  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Error::from_errno("create config", temp.string());
+  if (auto st = write_all(fd.get(), to_toml(values_), temp); !st) {
+    ::unlink(temp.c_str());
+    return st;
+  }
+  if (::fsync(fd.get()) != 0 || ::rename(temp.c_str(), file.c_str()) != 0) {
+    auto err = Error::from_errno("save config", file.string());
+    ::unlink(temp.c_str());
+    return err;
+  }
+  return {};
+}
+
+std::optional<std::string> Config::get(std::string_view key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Config::set(std::string_view key, std::string value) {
+  values_[std::string(key)] = std::move(value);
+}
+
+bool Config::unset(std::string_view key) {
+  auto it = values_.find(key);
+  if (it == values_.end()) return false;
+  values_.erase(it);
+  return true;
+}
+
+}  // namespace abx::config

@@ -1,0 +1,287 @@
+#include "common/http_client.h"
+
+#include <poll.h>
+#include <strings.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <cctype>
+#include <optional>
+
+namespace abx::http {
+namespace net = boost::asio;
+namespace beast_http = boost::beast::http;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A body type that only collects what arrives, so the caller can take it
+// piece by piece instead of holding a whole (possibly huge) body.
+struct PendingBody {
+  using value_type = std::string;
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(beast_http::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+    void init(const boost::optional<std::uint64_t>&, boost::system::error_code& ec) { ec = {}; }
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
+      ec = {};
+      const auto size = net::buffer_size(buffers);
+      const auto old = body_.size();
+      body_.resize(old + size);
+      net::buffer_copy(net::buffer(body_.data() + old, size), buffers);
+      return size;
+    }
+    void finish(boost::system::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
+Error network_error(const std::string& step, const boost::system::error_code& ec) {
+  return Error{step, 0, ec.message()};
+}
+
+}  // namespace
+
+std::string find_header(const Headers& headers, std::string_view name) {
+  for (const auto& [key, value] : headers) {
+    if (key.size() == name.size() && strncasecmp(key.data(), name.data(), name.size()) == 0) {
+      return value;
+    }
+  }
+  return {};
+}
+
+std::string url_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out;
+}
+
+Result<Url> Url::parse(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  if (text.starts_with("https://")) {
+    return Error{"https URLs are not supported yet (" + std::string(text) + ")", 0,
+                 "use an http:// URL"};
+  }
+  if (!text.starts_with("http://")) {
+    return Error{"bad URL '" + std::string(text) + "'", 0, "expected http://HOST:PORT"};
+  }
+  text.remove_prefix(7);
+  Url url;
+  const auto slash = text.find('/');
+  std::string_view authority = text.substr(0, slash);
+  if (slash != std::string_view::npos) url.prefix = std::string(text.substr(slash));
+  while (url.prefix.ends_with('/')) url.prefix.pop_back();
+  const auto colon = authority.rfind(':');
+  const bool has_port =
+      colon != std::string_view::npos && authority.find(']', colon) == authority.npos;
+  url.host = std::string(has_port ? authority.substr(0, colon) : authority);
+  url.port = has_port ? std::string(authority.substr(colon + 1)) : "80";
+  if (url.host.starts_with('[') && url.host.ends_with(']'))
+    url.host = url.host.substr(1, url.host.size() - 2);
+  if (url.host.empty() || url.port.empty()) {
+    return Error{"bad URL 'http://" + std::string(text) + "'", 0, "expected http://HOST:PORT"};
+  }
+  return url;
+}
+
+std::string Url::str() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + port + prefix;
+}
+
+struct ResponseStream::Impl {
+  net::io_context io;
+  tcp::socket socket{io};
+  boost::beast::flat_buffer buffer;
+  beast_http::response_parser<PendingBody> parser;
+  std::optional<Clock::time_point> deadline;
+
+  Status wait_readable() {
+    if (!deadline) return {};
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
+    pollfd pfd{socket.native_handle(), POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) == 0) {
+      return Error{"no answer from the server in time", ETIMEDOUT};
+    }
+    return {};
+  }
+
+  // Feeds buffered bytes to the parser; eager parsing leaves only an
+  // incomplete element in the buffer, so polling the socket is then correct.
+  Status parse_buffered() {
+    while (buffer.size() > 0 && !parser.is_done()) {
+      boost::system::error_code ec;
+      const auto used = parser.put(buffer.data(), ec);
+      buffer.consume(used);
+      if (ec == beast_http::error::need_more) break;
+      if (ec) return network_error("bad HTTP response", ec);
+      if (used == 0) break;
+    }
+    return {};
+  }
+
+  Status read_more() {
+    if (auto st = wait_readable(); !st) return st;
+    boost::system::error_code ec;
+    const auto n = socket.read_some(buffer.prepare(64 * 1024), ec);
+    buffer.commit(n);
+    if (ec == net::error::eof) {
+      parser.put_eof(ec);
+      if (ec) return Error{"the server closed the connection mid-response", 0, ec.message()};
+      return {};
+    }
+    if (ec) return network_error("read HTTP response", ec);
+    return parse_buffered();
+  }
+};
+
+ResponseStream::ResponseStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ResponseStream::~ResponseStream() = default;
+
+int ResponseStream::status() const { return impl_->parser.get().result_int(); }
+
+std::string ResponseStream::header(std::string_view name) const {
+  auto it = impl_->parser.get().find(boost::string_view(name.data(), name.size()));
+  if (it == impl_->parser.get().end()) return {};
+  return std::string(it->value());
+}
+
+Headers ResponseStream::headers() const {
+  Headers out;
+  for (const auto& field : impl_->parser.get()) {
+    out.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  }
+  return out;
+}
+
+int ResponseStream::fd() const { return impl_->socket.native_handle(); }
+
+bool ResponseStream::has_buffered() const { return !impl_->parser.get().body().empty(); }
+
+bool ResponseStream::done() const { return impl_->parser.is_done() && !has_buffered(); }
+
+Result<std::string> ResponseStream::read_some() {
+  auto& body = impl_->parser.get().body();
+  if (body.empty() && !impl_->parser.is_done()) {
+    if (auto st = impl_->read_more(); !st) return st.error();
+  }
+  return std::exchange(body, std::string());
+}
+
+Result<std::string> ResponseStream::read_all() {
+  std::string all;
+  while (!done()) {
+    auto piece = read_some();
+    if (!piece) return piece.error();
+    all += *piece;
+  }
+  return all;
+}
+
+namespace {
+
+Status write_chunked_body(tcp::socket& socket, const BodySource& source) {
+  boost::system::error_code ec;
+  while (true) {
+    auto piece = source();
+    if (!piece) return piece.error();
+    if (piece->empty()) break;
+    net::write(socket, beast_http::make_chunk(net::buffer(*piece)), ec);
+    if (ec) return network_error("send request body", ec);
+  }
+  net::write(socket, beast_http::make_chunk_last(), ec);
+  if (ec) return network_error("send request body", ec);
+  return {};
+}
+
+template <class Body>
+void fill_header(beast_http::request<Body>& req, const Url& base, const Request& request) {
+  req.method_string(request.method);
+  req.target(base.prefix + request.target);
+  req.version(11);
+  req.set(beast_http::field::host, base.host + ":" + base.port);
+  req.set(beast_http::field::connection, "close");
+  req.set(beast_http::field::user_agent, "abx/" ABX_VERSION);
+  for (const auto& [key, value] : request.headers) req.set(key, value);
+}
+
+Status send_request(tcp::socket& socket, const Url& base, const Request& request,
+                    const BodySource* body_source) {
+  boost::system::error_code ec;
+  if (body_source) {
+    beast_http::request<beast_http::empty_body> req;
+    fill_header(req, base, request);
+    req.chunked(true);
+    beast_http::request_serializer<beast_http::empty_body> serializer{req};
+    beast_http::write_header(socket, serializer, ec);
+    if (ec) return network_error("send request", ec);
+    return write_chunked_body(socket, *body_source);
+  }
+  beast_http::request<beast_http::string_body> req;
+  fill_header(req, base, request);
+  req.body() = request.body;
+  if (!request.body.empty() || request.method == "POST" || request.method == "PUT") {
+    req.prepare_payload();
+  }
+  beast_http::write(socket, req, ec);
+  if (ec) return network_error("send request", ec);
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ResponseStream>> Client::open(const Request& request,
+                                                     const BodySource* body_source,
+                                                     std::chrono::milliseconds timeout) const {
+  auto impl = std::make_unique<ResponseStream::Impl>();
+  if (timeout.count() > 0) impl->deadline = Clock::now() + timeout;
+  impl->parser.body_limit(boost::none);
+  impl->parser.eager(true);
+  boost::system::error_code ec;
+  tcp::resolver resolver(impl->io);
+  const auto endpoints = resolver.resolve(base_.host, base_.port, ec);
+  if (!ec) net::connect(impl->socket, endpoints, ec);
+  if (ec) return Error{"cannot reach " + base_.str(), 0, ec.message()};
+  const Status sent = send_request(impl->socket, base_, request, body_source);
+  // A server may answer (e.g. 404) and close before taking the whole body;
+  // its answer says more than the broken pipe does.
+  while (!impl->parser.is_header_done()) {
+    if (auto st = impl->read_more(); !st) return sent ? st.error() : sent.error();
+  }
+  return std::make_unique<ResponseStream>(std::move(impl));
+}
+
+Result<Response> Client::send(const Request& request, std::chrono::milliseconds timeout) const {
+  auto stream = open(request, nullptr, timeout);
+  if (!stream) return stream.error();
+  auto body = (*stream)->read_all();
+  if (!body) return body.error();
+  Response response;
+  response.status = (*stream)->status();
+  response.headers = (*stream)->headers();
+  response.body = std::move(*body);
+  return response;
+}
+
+}  // namespace abx::http
