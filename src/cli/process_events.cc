@@ -30,10 +30,10 @@ std::optional<int> signal_from_status(std::string_view status) {
 }
 
 int exit_code_from_end(const nlohmann::json& end) {
-  const int code = end.value("exitCode", 0);
-  if (end.value("exited", code != 0)) return code;
   if (auto signo = signal_from_status(end.value("status", ""))) return 128 + *signo;
-  return code < 0 ? 128 + (-code) : code;
+  const int code = end.value("exitCode", 0);
+  // A negative code is how some runtimes report "killed by signal -code".
+  return code < 0 ? 128 - code : code;
 }
 
 }  // namespace abx::cli

@@ -147,6 +147,7 @@ struct ResponseStream::Impl {
     const auto n = socket.read_some(buffer.prepare(64 * 1024), ec);
     buffer.commit(n);
     if (ec == net::error::eof) {
+      if (!parser.got_some()) return Error{"the server closed the connection without an answer"};
       parser.put_eof(ec);
       if (ec) return Error{"the server closed the connection mid-response", 0, ec.message()};
       return {};

@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <ctime>
+
+#include "cli/base64.h"
+#include "cli/process_events.h"
+#include "cli/text.h"
+
+namespace abx::cli {
+namespace {
+
+TEST(ShellQuote, LeavesPlainWordsAlone) {
+  EXPECT_EQ(shell_quote("python"), "python");
+  EXPECT_EQ(shell_quote("/home/user/analyze.py"), "/home/user/analyze.py");
+  EXPECT_EQ(shell_quote("a=b"), "a=b");
+}
+
+TEST(ShellQuote, QuotesSpacesQuotesAndEmpty) {
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("exit 3"), "'exit 3'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote("$HOME"), "'$HOME'");
+  EXPECT_EQ(shell_quote("a;b"), "'a;b'");
+}
+
+TEST(ShellQuote, JoinsWords) { EXPECT_EQ(shell_join({"sh", "-c", "exit 3"}), "sh -c 'exit 3'"); }
+
+TEST(KeyValue, Parses) {
+  auto kv = parse_key_value("A=b=c", "--env");
+  ASSERT_TRUE(kv.ok());
+  EXPECT_EQ(kv->first, "A");
+  EXPECT_EQ(kv->second, "b=c");
+  auto empty = parse_key_value("A=", "--env");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->second, "");
+}
+
+TEST(KeyValue, RejectsMissingKeyOrEquals) {
+  auto no_eq = parse_key_value("A", "--env");
+  ASSERT_FALSE(no_eq.ok());
+  EXPECT_NE(no_eq.error().message().find("--env"), std::string::npos);
+  EXPECT_NE(no_eq.error().message().find("KEY=VALUE"), std::string::npos);
+  EXPECT_FALSE(parse_key_value("=x", "--metadata").ok());
+  EXPECT_FALSE(parse_key_values({"A=1", "B"}, "--env").ok());
+  auto both = parse_key_values({"A=1", "B=2", "A=3"}, "--env");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->at("A"), "3");
+  EXPECT_EQ(both->size(), 2u);
+}
+
+TEST(Time, ParsesRfc3339) {
+  EXPECT_EQ(parse_rfc3339("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(parse_rfc3339("2026-11-29T15:04:05.123456Z"), 1795964645);
+  EXPECT_EQ(parse_rfc3339("2026-11-29T23:04:05+08:00"), 1795964645);
+  EXPECT_EQ(parse_rfc3339("2026-11-29T10:04:05-05:00"), 1795964645);
+  EXPECT_FALSE(parse_rfc3339("yesterday").has_value());
+  EXPECT_FALSE(parse_rfc3339("2026-11-29T15:04:05").has_value());
+}
+
+TEST(Time, FormatsLocalTime) {
+  const char* old = std::getenv("TZ");
+  const std::string saved = old ? old : "";
+  setenv("TZ", "UTC", 1);
+  tzset();
+  EXPECT_EQ(rfc3339_to_local("2026-11-29T15:04:05Z"), "2026-11-29 15:04:05");
+  setenv("TZ", "Asia/Shanghai", 1);
+  tzset();
+  EXPECT_EQ(rfc3339_to_local("2026-11-29T15:04:05Z"), "2026-11-29 23:04:05");
+  EXPECT_EQ(rfc3339_to_local("not a time"), "not a time");
+  if (old) {
+    setenv("TZ", saved.c_str(), 1);
+  } else {
+    unsetenv("TZ");
+  }
+  tzset();
+}
+
+TEST(Progress, FormatsBytes) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(1023), "1023 B");
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bytes(3u << 20), "3.0 MiB");
+}
+
+TEST(Progress, FormatsBar) {
+  EXPECT_EQ(format_progress(5u << 20, 10u << 20, 0, 10), "[#####-----]  50%  5.0 MiB/10.0 MiB");
+  EXPECT_EQ(format_progress(10u << 20, 10u << 20, 2.0, 4),
+            "[####] 100%  10.0 MiB/10.0 MiB  5.0 MiB/s");
+  EXPECT_EQ(format_progress(0, 0, 0, 2), "[##] 100%  0 B/0 B");
+}
+
+TEST(Table, AlignsColumns) {
+  EXPECT_EQ(format_table({{"ID", "STATE"}, {"iabc", "running"}}),
+            "ID    STATE\n"
+            "iabc  running\n");
+}
+
+TEST(Base64, RoundTrips) {
+  EXPECT_EQ(base64::encode(""), "");
+  EXPECT_EQ(base64::encode("hi\n"), "aGkK");
+  EXPECT_EQ(base64::encode("user:"), "dXNlcjo=");
+  EXPECT_EQ(base64::encode("ab"), "YWI=");
+  EXPECT_EQ(base64::decode("aGkK"), "hi\n");
+  EXPECT_EQ(base64::decode("dXNlcjo="), "user:");
+  EXPECT_EQ(base64::decode("YWI"), "ab");
+  EXPECT_FALSE(base64::decode("a*b").has_value());
+  std::string all;
+  for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
+  EXPECT_EQ(base64::decode(base64::encode(all)), all);
+}
+
+TEST(ExitCode, FromEndEvent) {
+  using nlohmann::json;
+  EXPECT_EQ(exit_code_from_end(json{{"exited", true}, {"status", "exit status 0"}}), 0);
+  EXPECT_EQ(exit_code_from_end(json{{"exitCode", 3}, {"exited", true}}), 3);
+  EXPECT_EQ(exit_code_from_end(json{{"exitCode", 3}}), 3);
+  EXPECT_EQ(exit_code_from_end(json{{"exitCode", -1}, {"status", "signal: killed"}}), 137);
+  EXPECT_EQ(exit_code_from_end(json{{"status", "signal: terminated"}}), 143);
+  EXPECT_EQ(exit_code_from_end(json{{"status", "signal: segmentation fault (core dumped)"}}), 139);
+  EXPECT_EQ(exit_code_from_end(json{{"exitCode", -9}, {"exited", false}}), 137);
+  EXPECT_EQ(signal_from_status("signal: 15"), 15);
+  EXPECT_FALSE(signal_from_status("exit status 1").has_value());
+}
+
+}  // namespace
+}  // namespace abx::cli
