@@ -80,9 +80,9 @@ Status chown_to(int dir_fd, const char* name, const Sandbox& sb, uint32_t owner_
   return Error::from_errno("chown", path);
 }
 
-// Opens an existing file or directory as O_PATH after checking it is what the
-// caller wants; reopening through /proc/self/fd then cannot race a swap of
-// the file for a FIFO or device.
+// Turns a checked O_PATH handle into an open file. /proc/self/fd reopens the
+// very inode that was checked, so swapping the path for a FIFO or a device
+// after the check changes nothing.
 Result<UniqueFd> reopen(int path_fd, int flags, const char* step, const std::string& path) {
   const std::string self = "/proc/self/fd/" + std::to_string(path_fd);
   const int fd = ::open(self.c_str(), flags | O_CLOEXEC | O_NOCTTY);
