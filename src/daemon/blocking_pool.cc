@@ -1,0 +1,30 @@
+#include "daemon/blocking_pool.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace abx::daemon {
+
+namespace net = boost::asio;
+
+BlockingPool::BlockingPool(size_t threads) : pool_(std::make_unique<net::thread_pool>(threads)) {}
+
+BlockingPool::~BlockingPool() { join(); }
+
+http::Task<void> BlockingPool::run(std::function<void()> work) {
+  co_await net::co_spawn(
+      pool_->get_executor(),
+      [work = std::move(work)]() -> net::awaitable<void> {
+        work();
+        co_return;
+      },
+      net::use_awaitable);
+}
+
+void BlockingPool::post(std::function<void()> work) { net::post(*pool_, std::move(work)); }
+
+void BlockingPool::join() { pool_->join(); }
+
+}  // namespace abx::daemon

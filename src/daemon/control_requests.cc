@@ -1,0 +1,160 @@
+#include "daemon/control_requests.h"
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/url.h"
+
+namespace abx::daemon {
+namespace {
+
+using nlohmann::json;
+
+Error field_error(const std::string& field, const std::string& what) {
+  return Error{field, 0, what};
+}
+
+Result<json> parse_object(const std::string& body) {
+  json doc = json::parse(body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return field_error("body", "must be a JSON object");
+  }
+  return doc;
+}
+
+Result<int> timeout_field(const json& doc) {
+  const auto& value = doc.at("timeout");
+  if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+      value.get<int64_t>() > kMaxTimeoutSec) {
+    return field_error("timeout", "must be an integer number of seconds from 1 to " +
+                                      std::to_string(kMaxTimeoutSec));
+  }
+  return static_cast<int>(value.get<int64_t>());
+}
+
+Result<std::map<std::string, std::string>> string_map_field(const json& doc,
+                                                            const std::string& field) {
+  std::map<std::string, std::string> out;
+  const auto it = doc.find(field);
+  if (it == doc.end() || it->is_null()) return out;
+  if (!it->is_object()) return field_error(field, "must be an object of strings");
+  for (const auto& [key, value] : it->items()) {
+    if (!value.is_string()) return field_error(field + "." + key, "must be a string");
+    out[key] = value.get<std::string>();
+  }
+  return out;
+}
+
+Result<std::optional<uint32_t>> bounded_field(const json& doc, const std::string& field,
+                                              int64_t low, int64_t high) {
+  const auto it = doc.find(field);
+  if (it == doc.end() || it->is_null()) return std::optional<uint32_t>{};
+  if (!it->is_number_integer() || it->get<int64_t>() < low || it->get<int64_t>() > high) {
+    return field_error(
+        field, "must be an integer from " + std::to_string(low) + " to " + std::to_string(high));
+  }
+  return std::optional<uint32_t>(static_cast<uint32_t>(it->get<int64_t>()));
+}
+
+Result<bool> bool_field(const json& doc, const std::string& field, bool fallback) {
+  const auto it = doc.find(field);
+  if (it == doc.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) return field_error(field, "must be true or false");
+  return it->get<bool>();
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = text.find(sep, start);
+    std::string part =
+        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!part.empty()) out.push_back(part);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint32_t host_cores) {
+  auto doc = parse_object(body);
+  if (!doc) return doc.error();
+  CreateSandboxRequest req;
+  const json& d = *doc;
+  const auto tmpl = d.find("templateID");
+  if (tmpl == d.end() || !tmpl->is_string() || tmpl->get<std::string>().empty()) {
+    return field_error("templateID", "required string (e.g. \"base\")");
+  }
+  req.template_name = tmpl->get<std::string>();
+  if (d.contains("timeout") && !d.at("timeout").is_null()) {
+    auto timeout = timeout_field(d);
+    if (!timeout) return timeout.error();
+    req.timeout_sec = *timeout;
+  }
+  auto metadata = string_map_field(d, "metadata");
+  if (!metadata) return metadata.error();
+  req.metadata = std::move(*metadata);
+  auto envs = string_map_field(d, "envVars");
+  if (!envs) return envs.error();
+  req.env_vars = std::move(*envs);
+  auto secure = bool_field(d, "secure", false);
+  if (!secure) return secure.error();
+  req.secure = *secure;
+  auto internet = bool_field(d, "allow_internet_access", true);
+  if (!internet) return internet.error();
+  req.allow_internet_access = *internet;
+  auto cpu = bounded_field(d, "cpuCount", 1, host_cores);
+  if (!cpu) return cpu.error();
+  req.cpu_count = *cpu;
+  auto memory = bounded_field(d, "memoryMB", 64, 65536);
+  if (!memory) return memory.error();
+  req.memory_mb = *memory;
+  auto disk = bounded_field(d, "diskSizeMB", 16, 65536);
+  if (!disk) return disk.error();
+  req.disk_size_mb = *disk;
+  return req;
+}
+
+Result<int> parse_timeout_body(const std::string& body) {
+  auto doc = parse_object(body);
+  if (!doc) return doc.error();
+  if (!doc->contains("timeout")) return field_error("timeout", "required integer (seconds)");
+  return timeout_field(*doc);
+}
+
+Result<ListSandboxesQuery> parse_list_query(const std::map<std::string, std::string>& query) {
+  ListSandboxesQuery out;
+  if (const auto it = query.find("metadata"); it != query.end()) {
+    // Already percent-decoded once as a query value; pairs inside are encoded again.
+    for (const auto& [key, value] : url::parse_query(it->second)) {
+      if (key.empty()) return field_error("metadata", "expected key=value pairs joined by &");
+      out.metadata[key] = value;
+    }
+  }
+  if (const auto it = query.find("state"); it != query.end()) {
+    for (const auto& state : split(it->second, ',')) {
+      if (state != "running" && state != "paused") {
+        return field_error("state", "must be running or paused (comma-joined)");
+      }
+      out.states.push_back(state);
+    }
+  }
+  if (const auto it = query.find("limit"); it != query.end()) {
+    size_t used = 0;
+    long limit = -1;
+    try {
+      limit = std::stol(it->second, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != it->second.size() || limit < 1 || limit > 100) {
+      return field_error("limit", "must be an integer from 1 to 100");
+    }
+    out.limit = static_cast<size_t>(limit);
+  }
+  if (const auto it = query.find("nextToken"); it != query.end()) out.next_token = it->second;
+  return out;
+}
+
+}  // namespace abx::daemon

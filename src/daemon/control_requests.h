@@ -1,0 +1,45 @@
+// Control-plane requests parsed and validated into typed values. Errors are
+// Error{field, EINVAL, what is wrong}: message() reads "<field>: <what>".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace abx::daemon {
+
+inline constexpr int kDefaultTimeoutSec = 300;
+inline constexpr int kMaxTimeoutSec = 86400;
+
+struct CreateSandboxRequest {
+  std::string template_name;
+  int timeout_sec = kDefaultTimeoutSec;
+  std::map<std::string, std::string> metadata;
+  std::map<std::string, std::string> env_vars;
+  bool secure = false;
+  bool allow_internet_access = true;
+  // Our extension: override the runtime's default limits.
+  std::optional<uint32_t> cpu_count;
+  std::optional<uint32_t> memory_mb;
+  std::optional<uint32_t> disk_size_mb;
+};
+
+Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint32_t host_cores);
+
+// {"timeout": seconds} for /timeout and /connect.
+Result<int> parse_timeout_body(const std::string& body);
+
+struct ListSandboxesQuery {
+  std::map<std::string, std::string> metadata;  // every pair must match
+  std::vector<std::string> states;              // empty: any
+  size_t limit = 100;
+  std::string next_token;  // id of the first sandbox of the page
+};
+
+Result<ListSandboxesQuery> parse_list_query(const std::map<std::string, std::string>& query);
+
+}  // namespace abx::daemon

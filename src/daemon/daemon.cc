@@ -1,0 +1,127 @@
+// `abx serve`: wires the runtime, templates, state store and HTTP server
+// together and runs until SIGINT/SIGTERM. Sandboxes outlive the daemon; the
+// next start adopts them.
+#include "daemon/daemon.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+#include "common/ids.h"
+#include "daemon/router.h"
+#include "daemon/service.h"
+
+namespace abx::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kIoThreads = 3;
+constexpr int kBlockingThreads = 8;  // runtime create/destroy and interpreter executions
+
+// 0711, not 0700: the sandboxes' mapped uids must traverse it to reach their
+// template layers; nothing in it can be listed, and the key file is 0600.
+Status make_data_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Error{"create " + dir.string(), ec.value(), ""};
+  if (::chmod(dir.c_str(), 0711) != 0) return Error::from_errno("chmod 0711", dir.string());
+  return {};
+}
+
+Result<std::string> load_or_create_api_key(const fs::path& path) {
+  std::ifstream in(path);
+  std::string key;
+  if (in && std::getline(in, key) && !key.empty()) return key;
+  key = ids::api_key();
+  const fs::path tmp = path.string() + ".tmp";
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Error::from_errno("create api key file", tmp.string());
+  const std::string line = key + "\n";
+  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
+      ::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Error::from_errno("write api key file", path.string());
+  }
+  return key;
+}
+
+Status write_address_file(const fs::path& path, uint16_t port) {
+  if (path.empty()) return {};
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "http://127.0.0.1:" << port << "\n";
+    if (!out.flush()) return Error::from_errno("write address file", tmp.string());
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Error::from_errno("write address file", path.string());
+  }
+  return {};
+}
+
+fs::path default_init_binary() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return self.parent_path() / "abx-init";
+}
+
+int fail(const Error& error) {
+  spdlog::error("abx serve: {}", error.message());
+  return 1;
+}
+
+}  // namespace
+
+fs::path api_key_path(const fs::path& data_dir) { return data_dir / "api_key"; }
+
+int serve(const ServeOptions& options) {
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  std::signal(SIGPIPE, SIG_IGN);  // a process that exits closes its stdin pipe under us
+  if (options.data_dir.empty()) return fail(Error{"serve", EINVAL, "--data-dir is required"});
+  if (Status s = make_data_dir(options.data_dir); !s) return fail(s.error());
+  const fs::path key_path = api_key_path(options.data_dir);
+  auto api_key = load_or_create_api_key(key_path);
+  if (!api_key) return fail(api_key.error());
+
+  runtime::RuntimeConfig config;
+  config.state_dir = options.data_dir / "sandboxes";
+  config.init_binary = options.init_binary.empty() ? default_init_binary() : options.init_binary;
+  auto runtime = runtime::open_runtime(config);
+  if (!runtime) return fail(runtime.error());
+  for (const std::string& warning : (*runtime)->warnings()) spdlog::warn("runtime: {}", warning);
+  templates::TemplateStore templates(options.data_dir, **runtime);
+  auto store = Store::open(options.data_dir / "abx.db");
+  if (!store) return fail(store.error());
+
+  boost::asio::io_context ioc(kIoThreads);
+  BlockingPool pool(kBlockingThreads);
+  Service service(ioc, pool, **runtime, templates, **store);
+  service.restore();
+  auto port = http::listen(ioc, options.listen, make_router(service, *api_key, key_path.string()));
+  if (!port) return fail(port.error());
+  if (Status s = write_address_file(options.address_file, *port); !s) return fail(s.error());
+  service.start_ttl();
+  spdlog::info("abx serve: listening on http://127.0.0.1:{} (data dir {})", *port,
+               options.data_dir.string());
+
+  boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](auto, int signo) {
+    spdlog::info("abx serve: signal {}: stopping (sandboxes keep running)", signo);
+    ioc.stop();
+  });
+  std::vector<std::thread> threads;
+  for (int i = 1; i < kIoThreads; ++i) threads.emplace_back([&] { ioc.run(); });
+  ioc.run();
+  for (auto& thread : threads) thread.join();
+  pool.join();
+  return 0;
+}
+
+}  // namespace abx::daemon

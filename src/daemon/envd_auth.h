@@ -1,0 +1,36 @@
+// Who a sandbox-plane request acts as (Basic auth user) and whether it may
+// (X-Access-Token or a signed /files URL), as envd decides it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace abx::daemon::envd_auth {
+
+struct SandboxUser {
+  std::string name;
+  uint32_t uid = 1000;
+  uint32_t gid = 1000;
+  std::string home;
+};
+
+// "root" or "user"; "" means the default user, `user`.
+std::optional<SandboxUser> user_by_name(const std::string& name);
+
+// From `Authorization: Basic base64("<user>:")`; absent → `user`. On failure
+// sets `error` to a one-line reason.
+std::optional<SandboxUser> user_from_authorization(const std::string& header, std::string* error);
+
+// "v1_" + base64-nopad(sha256("{path}:{operation}:{user}:{token}[:{expiration}]")).
+std::string file_signature(const std::string& path, const std::string& operation,
+                           const std::string& user, const std::string& token,
+                           const std::string& expiration);
+
+// Checks `signature` and `signature_expiration` from a /files query. `path`
+// and `user` are the values as the client sent them.
+bool file_signature_valid(const std::map<std::string, std::string>& query,
+                          const std::string& operation, const std::string& token, int64_t now_unix);
+
+}  // namespace abx::daemon::envd_auth

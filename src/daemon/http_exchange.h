@@ -1,0 +1,54 @@
+// One HTTP request/response as the routes see it. Keeps Boost.Beast out of
+// every file but http_server.cc: routes only need asio's awaitable.
+#pragma once
+
+// clang-format off
+#include <utility>  // awaitable.hpp uses std::exchange without including it
+#include <boost/asio/awaitable.hpp>
+// clang-format on
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace abx::daemon::http {
+
+template <class T>
+using Task = boost::asio::awaitable<T>;
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+struct Request {
+  std::string method;
+  std::string target;                          // as sent, with the query
+  std::string path;                            // percent-decoded, without the query
+  std::map<std::string, std::string> query;    // percent-decoded
+  std::map<std::string, std::string> headers;  // names lower-cased
+
+  // Value of a header (name in lower case), or "" when absent.
+  std::string header(const std::string& lower_name) const;
+};
+
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  virtual const Request& request() const = 0;
+
+  // The next piece of the request body (chunked or not); "" once it is all read.
+  virtual Task<std::string> read_body_some() = 0;
+
+  // A whole response with a body.
+  virtual Task<void> respond(int status, std::string content_type, std::string body,
+                             Headers extra = {}) = 0;
+
+  // A chunked response sent piece by piece, each piece flushed at once.
+  virtual Task<void> start_stream(int status, std::string content_type, Headers extra = {}) = 0;
+  // False when the client has gone away.
+  virtual Task<bool> write_chunk(std::string data) = 0;
+  virtual Task<void> finish_stream() = 0;
+};
+
+// The whole body, or false in `fits` when it is larger than `limit`.
+Task<std::string> read_body(Exchange& exchange, size_t limit, bool* fits);
+
+}  // namespace abx::daemon::http

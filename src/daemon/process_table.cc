@@ -1,0 +1,270 @@
+#include "daemon/process_table.h"
+
+#include <sys/ioctl.h>
+#include <termios.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <csignal>
+
+#include "daemon/proto_json.h"
+
+namespace abx::daemon {
+
+namespace net = boost::asio;
+using Descriptor = net::posix::stream_descriptor;
+
+struct ProcessTable::Managed {
+  Managed(net::io_context& ioc, int pid_, std::string tag_, ProcessConfig config_)
+      : pid(pid_),
+        tag(std::move(tag_)),
+        config(std::move(config_)),
+        strand(net::make_strand(ioc)),
+        deadline(strand) {}
+
+  void publish(const StreamEvent& event) {
+    std::lock_guard lock(mutex);
+    for (const auto& sub : subscribers) {
+      net::post(sub->executor(), [sub, event] { sub->push(event); });
+    }
+    if (event.last) subscribers.clear();
+  }
+
+  const int pid;
+  const std::string tag;
+  const ProcessConfig config;
+  net::strand<net::io_context::executor_type> strand;
+  net::steady_timer deadline;  // Connect-Timeout-Ms: SIGKILL when it fires
+
+  std::mutex mutex;  // guards the members below
+  std::vector<std::shared_ptr<Subscription>> subscribers;
+  UniqueFd stdin_fd;
+  UniqueFd pty_fd;
+
+  // Touched only on `strand`.
+  int open_outputs = 0;
+  uint64_t bytes_read = 0;
+};
+
+namespace {
+
+using Managed = ProcessTable::Managed;
+
+// After the exit status arrives, output still in the pipes is forwarded until
+// EOF, or until it stops flowing (a background child may keep a pipe open).
+constexpr auto kOutputGrace = std::chrono::milliseconds(100);
+
+net::awaitable<void> drain_output(std::shared_ptr<Managed> process,
+                                  std::shared_ptr<Descriptor> source, std::string name) {
+  std::string buffer(64 * 1024, '\0');
+  for (;;) {
+    boost::system::error_code ec;
+    const size_t n = co_await source->async_read_some(net::buffer(buffer),
+                                                      net::redirect_error(net::use_awaitable, ec));
+    if (n > 0) {
+      process->bytes_read += n;
+      process->publish({proto_json::data_event(name, std::string_view(buffer.data(), n))});
+    }
+    if (ec) break;
+  }
+  --process->open_outputs;
+}
+
+net::awaitable<runtime::ExitInfo> wait_exit(Descriptor& exit_source, std::string* error) {
+  int32_t status = 0;
+  boost::system::error_code ec;
+  const size_t got = co_await net::async_read(exit_source, net::buffer(&status, sizeof status),
+                                              net::redirect_error(net::use_awaitable, ec));
+  if (got == sizeof status) co_return runtime::decode_wait_status(status);
+  *error = "the sandbox stopped before the process ended";
+  co_return runtime::ExitInfo{-1, false, "signal: killed"};
+}
+
+net::awaitable<void> wait_outputs_quiet(Managed& process) {
+  net::steady_timer grace(process.strand);
+  uint64_t seen = ~uint64_t{0};
+  while (process.open_outputs > 0 && process.bytes_read != seen) {
+    seen = process.bytes_read;
+    grace.expires_after(kOutputGrace);
+    boost::system::error_code ec;
+    co_await grace.async_wait(net::redirect_error(net::use_awaitable, ec));
+  }
+}
+
+}  // namespace
+
+void Subscription::push(StreamEvent event) {
+  queue_.push_back(std::move(event));
+  wake_.cancel();
+}
+
+http::Task<StreamEvent> Subscription::next(std::chrono::seconds keepalive) {
+  if (queue_.empty()) {
+    wake_.expires_after(keepalive);
+    boost::system::error_code ec;
+    co_await wake_.async_wait(net::redirect_error(net::use_awaitable, ec));
+  }
+  if (queue_.empty()) co_return StreamEvent{};
+  StreamEvent event = std::move(queue_.front());
+  queue_.pop_front();
+  co_return event;
+}
+
+Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
+                                                          net::any_io_executor subscriber) {
+  auto spawned = sandbox_->spawn(request.spec);
+  if (!spawned) return spawned.error();
+  runtime::Process& proc = *spawned;
+  auto process = std::make_shared<Managed>(ioc_, proc.pid, request.tag, std::move(request.config));
+  auto subscription = std::make_shared<Subscription>(std::move(subscriber));
+  subscription->push({proto_json::start_event(proc.pid)});
+  process->subscribers.push_back(subscription);
+  process->stdin_fd = std::move(proc.stdin_fd);
+  std::vector<Output> outputs;
+  auto add_output = [&](UniqueFd& fd, const char* name) {
+    if (!fd.valid()) return;
+    outputs.emplace_back(std::make_shared<Descriptor>(process->strand, fd.release()), name);
+  };
+  if (proc.pty_fd.valid()) {
+    UniqueFd reader(::dup(proc.pty_fd.get()));
+    if (!reader.valid()) return Error::from_errno("dup pty master");
+    process->pty_fd = std::move(proc.pty_fd);
+    add_output(reader, "pty");
+  }
+  add_output(proc.stdout_fd, "stdout");
+  add_output(proc.stderr_fd, "stderr");
+  {
+    std::lock_guard lock(mutex_);
+    processes_[process->pid] = process;
+  }
+  auto exit_source = std::make_shared<Descriptor>(process->strand, proc.exit_fd.release());
+  auto self = shared_from_this();
+  net::co_spawn(
+      process->strand,
+      [self, process, outputs, exit_source, timeout = request.timeout]() -> net::awaitable<void> {
+        co_await self->supervise(process, outputs, *exit_source, timeout);
+      },
+      net::detached);
+  return subscription;
+}
+
+http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
+                                         std::vector<Output> outputs, Descriptor& exit_source,
+                                         std::chrono::milliseconds timeout) {
+  if (timeout.count() > 0) {
+    process->deadline.expires_after(timeout);
+    process->deadline.async_wait([sandbox = sandbox_, pid = process->pid](auto ec) {
+      if (!ec) (void)sandbox->signal(pid, SIGKILL);
+    });
+  }
+  for (auto& [source, name] : outputs) {
+    ++process->open_outputs;
+    net::co_spawn(process->strand, drain_output(process, source, name), net::detached);
+  }
+  std::string error;
+  const runtime::ExitInfo exit = co_await wait_exit(exit_source, &error);
+  co_await wait_outputs_quiet(*process);
+  for (auto& [source, name] : outputs) {
+    boost::system::error_code ignored;
+    source->cancel(ignored);
+  }
+  process->deadline.cancel();
+  {
+    std::lock_guard lock(mutex_);
+    processes_.erase(process->pid);
+  }
+  process->publish({proto_json::end_event(exit, error), true});
+}
+
+Result<std::shared_ptr<Managed>> ProcessTable::find(const ProcessSelector& selector) {
+  std::lock_guard lock(mutex_);
+  for (const auto& [pid, process] : processes_) {
+    if (selector.pid != 0 ? pid == selector.pid : process->tag == selector.tag) return process;
+  }
+  const std::string what =
+      selector.pid != 0 ? "pid " + std::to_string(selector.pid) : "tag '" + selector.tag + "'";
+  return Error{"process with " + what + " not found", ENOENT, ""};
+}
+
+Result<std::shared_ptr<Subscription>> ProcessTable::attach(const ProcessSelector& selector,
+                                                           net::any_io_executor subscriber) {
+  auto process = find(selector);
+  if (!process) return process.error();
+  auto subscription = std::make_shared<Subscription>(std::move(subscriber));
+  subscription->push({proto_json::start_event((*process)->pid)});
+  std::lock_guard lock((*process)->mutex);
+  (*process)->subscribers.push_back(subscription);
+  return subscription;
+}
+
+void ProcessTable::detach(const std::shared_ptr<Subscription>& subscription) {
+  std::lock_guard lock(mutex_);
+  for (auto& [pid, process] : processes_) {
+    std::lock_guard process_lock(process->mutex);
+    std::erase(process->subscribers, subscription);
+  }
+}
+
+std::vector<ProcessSummary> ProcessTable::list() {
+  std::lock_guard lock(mutex_);
+  std::vector<ProcessSummary> out;
+  for (const auto& [pid, process] : processes_) {
+    out.push_back({pid, process->tag, process->config});
+  }
+  return out;
+}
+
+Status ProcessTable::send_input(const ProcessSelector& selector, const std::string& bytes,
+                                bool to_pty) {
+  auto process = find(selector);
+  if (!process) return process.error();
+  std::lock_guard lock((*process)->mutex);
+  const UniqueFd& fd = to_pty ? (*process)->pty_fd : (*process)->stdin_fd;
+  if (!fd.valid()) {
+    return Error{to_pty ? "process has no pty" : "process stdin is closed", EINVAL, ""};
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::from_errno("write process input");
+    done += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+Status ProcessTable::signal(const ProcessSelector& selector, int signo) {
+  auto process = find(selector);
+  if (!process) return process.error();
+  return sandbox_->signal((*process)->pid, signo);
+}
+
+Status ProcessTable::close_stdin(const ProcessSelector& selector) {
+  auto process = find(selector);
+  if (!process) return process.error();
+  std::lock_guard lock((*process)->mutex);
+  (*process)->stdin_fd.reset();
+  return {};
+}
+
+Status ProcessTable::resize_pty(const ProcessSelector& selector, uint16_t cols, uint16_t rows) {
+  auto process = find(selector);
+  if (!process) return process.error();
+  std::lock_guard lock((*process)->mutex);
+  if (!(*process)->pty_fd.valid()) return Error{"process has no pty", EINVAL, ""};
+  struct winsize size {};
+  size.ws_col = cols;
+  size.ws_row = rows;
+  if (::ioctl((*process)->pty_fd.get(), TIOCSWINSZ, &size) != 0) {
+    return Error::from_errno("resize pty");
+  }
+  return {};
+}
+
+}  // namespace abx::daemon

@@ -1,0 +1,104 @@
+// The processes started in one sandbox: their output is drained from the
+// pipes continuously (so a process never blocks on a full pipe) and fanned out
+// as envd ProcessEvent JSON to every stream attached to them.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "daemon/http_exchange.h"
+#include "runtime/runtime.h"
+
+namespace abx::daemon {
+
+struct ProcessConfig {
+  std::string cmd;
+  std::vector<std::string> args;
+  std::map<std::string, std::string> envs;  // as the client asked (reported by List)
+  std::string cwd;
+};
+
+struct StartProcess {
+  ProcessConfig config;
+  std::string tag;
+  runtime::ProcessSpec spec;             // argv, full env, cwd, uid, pty, stdin
+  std::chrono::milliseconds timeout{0};  // process lifetime; 0 = none
+};
+
+// Selects a process by pid, or by tag when pid is 0.
+struct ProcessSelector {
+  int pid = 0;
+  std::string tag;
+};
+
+struct StreamEvent {
+  std::string json;  // {"event":{...}}
+  bool last = false;
+};
+
+// One attached stream. Events are pushed on its executor (the connection's strand).
+class Subscription {
+ public:
+  explicit Subscription(boost::asio::any_io_executor executor) : wake_(std::move(executor)) {}
+  boost::asio::any_io_executor executor() { return wake_.get_executor(); }
+  void push(StreamEvent event);
+  // The next event, or one with empty json after `keepalive` of silence.
+  http::Task<StreamEvent> next(std::chrono::seconds keepalive);
+
+ private:
+  boost::asio::steady_timer wake_;
+  std::deque<StreamEvent> queue_;
+};
+
+struct ProcessSummary {
+  int pid = 0;
+  std::string tag;
+  ProcessConfig config;
+};
+
+class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
+ public:
+  ProcessTable(boost::asio::io_context& ioc, std::shared_ptr<runtime::Sandbox> sandbox)
+      : ioc_(ioc), sandbox_(std::move(sandbox)) {}
+
+  // Spawns (blocks briefly: one request to the sandbox's init). The returned
+  // subscription already holds the start event.
+  Result<std::shared_ptr<Subscription>> start(StartProcess request,
+                                              boost::asio::any_io_executor subscriber);
+  Result<std::shared_ptr<Subscription>> attach(const ProcessSelector& selector,
+                                               boost::asio::any_io_executor subscriber);
+  void detach(const std::shared_ptr<Subscription>& subscription);
+
+  std::vector<ProcessSummary> list();
+  Status send_input(const ProcessSelector& selector, const std::string& bytes, bool to_pty);
+  Status signal(const ProcessSelector& selector, int signo);
+  Status close_stdin(const ProcessSelector& selector);
+  Status resize_pty(const ProcessSelector& selector, uint16_t cols, uint16_t rows);
+
+  struct Managed;  // one running process (defined in process_table.cc)
+
+ private:
+  Result<std::shared_ptr<Managed>> find(const ProcessSelector& selector);
+  using Output = std::pair<std::shared_ptr<boost::asio::posix::stream_descriptor>, std::string>;
+  // Forwards output, enforces the deadline, then sends the end event.
+  http::Task<void> supervise(std::shared_ptr<Managed> process, std::vector<Output> outputs,
+                             boost::asio::posix::stream_descriptor& exit_source,
+                             std::chrono::milliseconds timeout);
+
+  boost::asio::io_context& ioc_;
+  std::shared_ptr<runtime::Sandbox> sandbox_;
+  std::mutex mutex_;
+  std::map<int, std::shared_ptr<Managed>> processes_;
+};
+
+}  // namespace abx::daemon

@@ -1,0 +1,99 @@
+#include "daemon/proto_json.h"
+
+#include "daemon/codec.h"
+
+namespace abx::daemon::proto_json {
+
+using nlohmann::json;
+using runtime::sandbox_fs::FileType;
+
+std::string start_event(int pid) { return json{{"event", {{"start", {{"pid", pid}}}}}}.dump(); }
+
+std::string data_event(std::string_view stream_name, std::string_view bytes) {
+  return json{{"event", {{"data", {{std::string(stream_name), codec::base64_encode(bytes)}}}}}}
+      .dump();
+}
+
+std::string end_event(const runtime::ExitInfo& exit, const std::string& error) {
+  json end = json::object();
+  if (exit.exit_code != 0) end["exitCode"] = exit.exit_code;
+  if (exit.exited) end["exited"] = true;
+  if (!exit.status.empty()) end["status"] = exit.status;
+  if (!error.empty()) end["error"] = error;
+  return json{{"event", {{"end", end}}}}.dump();
+}
+
+std::string keepalive_event() { return R"({"event":{"keepalive":{}}})"; }
+
+std::string permissions_string(FileType type, uint32_t mode) {
+  std::string out;
+  out.push_back(type == FileType::kDirectory ? 'd' : type == FileType::kSymlink ? 'L' : '-');
+  static constexpr char kBits[] = "rwxrwxrwx";
+  for (int i = 0; i < 9; ++i) out.push_back((mode & (0400u >> i)) ? kBits[i] : '-');
+  return out;
+}
+
+json entry_info(const runtime::sandbox_fs::EntryInfo& entry) {
+  static constexpr const char* kTypes[] = {"FILE_TYPE_FILE", "FILE_TYPE_DIRECTORY",
+                                           "FILE_TYPE_SYMLINK", "FILE_TYPE_UNSPECIFIED"};
+  json out = {{"name", entry.name}, {"path", entry.path}};
+  if (entry.type != FileType::kOther) out["type"] = kTypes[static_cast<int>(entry.type)];
+  if (entry.size != 0) out["size"] = std::to_string(entry.size);
+  if (entry.mode != 0) out["mode"] = entry.mode;
+  out["permissions"] = permissions_string(entry.type, entry.mode);
+  if (!entry.owner.empty()) out["owner"] = entry.owner;
+  if (!entry.group.empty()) out["group"] = entry.group;
+  out["modifiedTime"] = codec::rfc3339(entry.mtime_sec, entry.mtime_nsec, true);
+  if (!entry.symlink_target.empty()) out["symlinkTarget"] = entry.symlink_target;
+  return out;
+}
+
+std::string code_for_errno(int errnum) {
+  switch (errnum) {
+    case ENOENT:
+      return "not_found";
+    case EEXIST:
+    case ENOTEMPTY:
+      return "already_exists";
+    case ENOTDIR:
+    case EISDIR:
+    case EINVAL:
+    case ELOOP:
+    case ENAMETOOLONG:
+    case EXDEV:
+      return "invalid_argument";
+    case ENOSPC:
+    case EDQUOT:
+      return "resource_exhausted";
+    case EACCES:
+    case EPERM:
+      return "permission_denied";
+    default:
+      return "internal";
+  }
+}
+
+int http_status_for_code(const std::string& code) {
+  static const std::map<std::string, int> kStatus = {
+      {"invalid_argument", 400}, {"unauthenticated", 401},    {"permission_denied", 403},
+      {"not_found", 404},        {"already_exists", 409},     {"resource_exhausted", 429},
+      {"unimplemented", 501},    {"unavailable", 503},        {"deadline_exceeded", 504},
+      {"internal", 500},         {"failed_precondition", 400}};
+  const auto it = kStatus.find(code);
+  return it == kStatus.end() ? 500 : it->second;
+}
+
+std::string error_body(const std::string& code, const std::string& message) {
+  return json{{"code", code}, {"message", message}}.dump();
+}
+
+const json* field(const json& object, const char* camel, const char* snake) {
+  if (!object.is_object()) return nullptr;
+  for (const char* name : {camel, snake}) {
+    const auto it = object.find(name);
+    if (it != object.end() && !it->is_null()) return &*it;
+  }
+  return nullptr;
+}
+
+}  // namespace abx::daemon::proto_json

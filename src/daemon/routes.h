@@ -1,0 +1,57 @@
+// The route files, one per resource (as firecracker's api_server does it):
+// each parses and validates its HTTP requests into typed calls on the core.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "daemon/envd_auth.h"
+#include "daemon/http_exchange.h"
+#include "daemon/service.h"
+
+namespace abx::daemon::routes {
+
+using http::Exchange;
+using http::Task;
+
+Task<void> respond_json(Exchange& exchange, int status, const nlohmann::json& body,
+                        http::Headers extra = {});
+nlohmann::json error_json(int status, const std::string& message);
+// The end frame's payload of a failed server stream.
+std::string stream_error(const std::string& code, const std::string& message);
+// Control-plane and /files errors: {"code":<status>,"message":...}.
+Task<void> respond_error(Exchange& exchange, int status, const std::string& message);
+
+// routes_health.cc
+Task<void> control_health(Exchange& exchange);
+
+// routes_sandboxes.cc: /sandboxes, /v2/sandboxes and everything under them.
+Task<void> sandboxes(Service& service, Exchange& exchange);
+
+// What every sandbox-plane route knows about the request.
+struct SandboxCall {
+  Service& service;
+  std::shared_ptr<LiveSandbox> live;
+  SandboxRow row;  // snapshot at the start of the request
+};
+
+// routes_process.cc: process.Process/<method>
+Task<void> process(SandboxCall& call, Exchange& exchange, const std::string& method);
+// routes_filesystem.cc: filesystem.Filesystem/<method>
+Task<void> filesystem(SandboxCall& call, Exchange& exchange, const std::string& method);
+// routes_files.cc: GET/POST /files
+Task<void> files(SandboxCall& call, Exchange& exchange);
+// routes_interpreter.cc: the code interpreter on port 49999
+Task<void> interpreter(SandboxCall& call, Exchange& exchange);
+
+// Shared by the Connect routes (routes_connect.cc).
+Task<void> connect_error(Exchange& exchange, const std::string& code, const std::string& message);
+// The request message of a unary call or the single envelope of a
+// server-stream call; on failure an invalid_argument reply has been sent.
+Task<std::optional<nlohmann::json>> read_connect_request(Exchange& exchange, bool streaming);
+// The user the call acts as; on failure an unauthenticated reply has been sent.
+Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange, bool streaming);
+bool is_streaming(const http::Request& request);
+
+}  // namespace abx::daemon::routes

@@ -1,0 +1,81 @@
+// Connect protocol plumbing shared by the process and filesystem routes.
+#include "common/connect_frame.h"
+#include "daemon/proto_json.h"
+#include "daemon/routes.h"
+
+namespace abx::daemon::routes {
+
+namespace {
+constexpr size_t kMaxRequestBytes = 16u << 20;
+}
+
+std::string stream_error(const std::string& code, const std::string& message) {
+  return nlohmann::json{{"error", {{"code", code}, {"message", message}}}}.dump();
+}
+
+bool is_streaming(const http::Request& request) {
+  return request.header("content-type").rfind("application/connect+", 0) == 0;
+}
+
+Task<void> respond_json(Exchange& exchange, int status, const nlohmann::json& body,
+                        http::Headers extra) {
+  co_await exchange.respond(status, "application/json", body.dump(), std::move(extra));
+}
+
+nlohmann::json error_json(int status, const std::string& message) {
+  return {{"code", status}, {"message", message}};
+}
+
+Task<void> respond_error(Exchange& exchange, int status, const std::string& message) {
+  co_await respond_json(exchange, status, error_json(status, message));
+}
+
+Task<void> connect_error(Exchange& exchange, const std::string& code, const std::string& message) {
+  if (!is_streaming(exchange.request())) {
+    co_await exchange.respond(proto_json::http_status_for_code(code), "application/json",
+                              proto_json::error_body(code, message));
+    co_return;
+  }
+  co_await exchange.respond(200, "application/connect+json",
+                            connect::encode(stream_error(code, message), connect::kFlagEndStream));
+}
+
+Task<std::optional<nlohmann::json>> read_connect_request(Exchange& exchange, bool streaming) {
+  bool fits = true;
+  std::string body = co_await http::read_body(exchange, kMaxRequestBytes, &fits);
+  if (!fits) {
+    co_await connect_error(exchange, "resource_exhausted", "request message too large");
+    co_return std::nullopt;
+  }
+  if (streaming) {
+    connect::FrameReader reader;
+    reader.feed(body);
+    std::string error;
+    auto frame = reader.next(&error);
+    if (!frame || (frame->flags & connect::kFlagCompressed)) {
+      co_await connect_error(exchange, "invalid_argument",
+                             frame ? "compressed envelopes are not supported"
+                                   : "request body is not one Connect envelope");
+      co_return std::nullopt;
+    }
+    body = std::move(frame->payload);
+  }
+  if (body.empty()) body = "{}";
+  auto message = nlohmann::json::parse(body, nullptr, false);
+  if (message.is_discarded() || !message.is_object()) {
+    co_await connect_error(exchange, "invalid_argument", "request message is not a JSON object");
+    co_return std::nullopt;
+  }
+  co_return message;
+}
+
+Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange, bool streaming) {
+  (void)streaming;
+  std::string error;
+  auto user =
+      envd_auth::user_from_authorization(exchange.request().header("authorization"), &error);
+  if (!user) co_await connect_error(exchange, "unauthenticated", error);
+  co_return user;
+}
+
+}  // namespace abx::daemon::routes

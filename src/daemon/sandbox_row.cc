@@ -1,0 +1,63 @@
+#include "daemon/sandbox_row.h"
+
+namespace abx::daemon {
+
+nlohmann::json row_to_json(const SandboxRow& row) {
+  const auto& rec = row.record;
+  return {
+      {"id", row.id},
+      {"template_id", row.template_id},
+      {"alias", row.alias},
+      {"started_at_ms", row.started_at_ms},
+      {"end_at_ms", row.end_at_ms},
+      {"metadata", row.metadata},
+      {"env_vars", row.env_vars},
+      {"access_token", row.access_token},
+      {"allow_internet_access", row.allow_internet_access},
+      {"cpu_count", row.cpu_count},
+      {"memory_mb", row.memory_mb},
+      {"disk_size_mb", row.disk_size_mb},
+      {"record",
+       {{"init_pid", rec.init_pid},
+        {"init_start_time", rec.init_start_time},
+        {"state_dir", rec.state_dir.string()},
+        {"host_uid_base", rec.host_uid_base},
+        {"memory_bytes", rec.limits.memory_bytes},
+        {"pids", rec.limits.pids},
+        {"cpu_millicores", rec.limits.cpu_millicores},
+        {"disk_bytes", rec.limits.disk_bytes}}},
+  };
+}
+
+Result<SandboxRow> row_from_json(const nlohmann::json& json) {
+  try {
+    SandboxRow row;
+    row.id = json.at("id").get<std::string>();
+    row.template_id = json.at("template_id").get<std::string>();
+    row.alias = json.at("alias").get<std::string>();
+    row.started_at_ms = json.at("started_at_ms").get<int64_t>();
+    row.end_at_ms = json.at("end_at_ms").get<int64_t>();
+    row.metadata = json.at("metadata").get<std::map<std::string, std::string>>();
+    row.env_vars = json.at("env_vars").get<std::map<std::string, std::string>>();
+    row.access_token = json.at("access_token").get<std::string>();
+    row.allow_internet_access = json.at("allow_internet_access").get<bool>();
+    row.cpu_count = json.at("cpu_count").get<uint32_t>();
+    row.memory_mb = json.at("memory_mb").get<uint32_t>();
+    row.disk_size_mb = json.at("disk_size_mb").get<uint32_t>();
+    const auto& rec = json.at("record");
+    row.record.id = row.id;
+    row.record.init_pid = rec.at("init_pid").get<pid_t>();
+    row.record.init_start_time = rec.at("init_start_time").get<uint64_t>();
+    row.record.state_dir = rec.at("state_dir").get<std::string>();
+    row.record.host_uid_base = rec.at("host_uid_base").get<uid_t>();
+    row.record.limits.memory_bytes = rec.at("memory_bytes").get<uint64_t>();
+    row.record.limits.pids = rec.at("pids").get<uint64_t>();
+    row.record.limits.cpu_millicores = rec.at("cpu_millicores").get<uint32_t>();
+    row.record.limits.disk_bytes = rec.at("disk_bytes").get<uint64_t>();
+    return row;
+  } catch (const nlohmann::json::exception& e) {
+    return Error{"decode stored sandbox", EINVAL, e.what()};
+  }
+}
+
+}  // namespace abx::daemon

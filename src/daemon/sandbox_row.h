@@ -1,0 +1,34 @@
+// What the daemon knows about one sandbox beyond the runtime: everything the
+// control plane reports and everything needed to adopt it after a restart.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/error.h"
+#include "runtime/runtime.h"
+
+namespace abx::daemon {
+
+struct SandboxRow {
+  std::string id;
+  std::string template_id;  // canonical (resolved) template
+  std::string alias;        // the template name the client asked for
+  int64_t started_at_ms = 0;
+  int64_t end_at_ms = 0;
+  std::map<std::string, std::string> metadata;
+  std::map<std::string, std::string> env_vars;
+  std::string access_token;  // non-empty for secure sandboxes
+  bool allow_internet_access = true;
+  uint32_t cpu_count = 1;
+  uint32_t memory_mb = 512;
+  uint32_t disk_size_mb = 1024;
+  runtime::SandboxRecord record;
+};
+
+nlohmann::json row_to_json(const SandboxRow& row);
+Result<SandboxRow> row_from_json(const nlohmann::json& json);
+
+}  // namespace abx::daemon

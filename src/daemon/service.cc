@@ -1,0 +1,208 @@
+#include "daemon/service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <thread>
+
+#include "common/ids.h"
+#include "interp/interp.h"
+
+namespace abx::daemon {
+
+namespace net = boost::asio;
+
+int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+SandboxRow LiveSandbox::snapshot() const {
+  std::lock_guard lock(const_cast<std::mutex&>(mutex));
+  return row;
+}
+
+Service::Service(net::io_context& ioc, BlockingPool& pool, runtime::Runtime& runtime,
+                 templates::TemplateStore& templates, Store& store)
+    : ioc_(ioc),
+      pool_(pool),
+      runtime_(runtime),
+      templates_(templates),
+      store_(store),
+      host_cores_(std::max(1u, std::thread::hardware_concurrency())) {}
+
+Service::~Service() = default;
+
+std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
+                                                std::unique_ptr<runtime::Sandbox> sb) {
+  auto live = std::make_shared<LiveSandbox>();
+  live->sandbox = std::shared_ptr<runtime::Sandbox>(std::move(sb));
+  live->processes = std::make_shared<ProcessTable>(ioc_, live->sandbox);
+  live->row = std::move(row);
+  return live;
+}
+
+void Service::restore() {
+  auto rows = store_.load_all();
+  if (!rows) {
+    spdlog::error("state store: {}", rows.error().message());
+    return;
+  }
+  std::vector<std::string> live_ids;
+  for (SandboxRow& row : *rows) {
+    if (row.end_at_ms <= now_ms()) {
+      spdlog::info("sandbox {}: expired while the daemon was down; destroying", row.id);
+      destroy_now(row, nullptr);
+      continue;
+    }
+    auto adopted = runtime_.adopt(row.record);
+    if (!adopted) {
+      spdlog::warn("sandbox {}: cannot adopt ({}); destroying", row.id, adopted.error().message());
+      destroy_now(row, nullptr);
+      continue;
+    }
+    live_ids.push_back(row.id);
+    const std::string id = row.id;
+    auto live = make_live(std::move(row), std::move(adopted.value()));
+    std::lock_guard lock(mutex_);
+    live_[id] = std::move(live);
+  }
+  runtime_.sweep_orphans(live_ids);
+  spdlog::info("adopted {} live sandbox(es)", live_ids.size());
+}
+
+void Service::destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live) {
+  if (live) {
+    std::lock_guard lock(live->mutex);
+    live->interpreter.reset();  // its contexts live in the sandbox: stop them first
+  }
+  if (Status s = runtime_.destroy(row.record); !s) {
+    spdlog::warn("sandbox {}: destroy: {}", row.id, s.error().message());
+  }
+  if (Status s = store_.remove(row.id); !s) {
+    spdlog::warn("sandbox {}: {}", row.id, s.error().message());
+  }
+}
+
+http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandboxRequest request) {
+  auto resolved = templates_.resolve(request.template_name);
+  if (!resolved) co_return ServiceError{400, resolved.error().message()};
+  SandboxRow row;
+  row.id = ids::sandbox_id();
+  row.template_id = *resolved;
+  row.alias = request.template_name;
+  row.metadata = std::move(request.metadata);
+  row.env_vars = std::move(request.env_vars);
+  row.allow_internet_access = request.allow_internet_access;
+  if (request.secure) row.access_token = ids::random_hex(24);
+
+  runtime::SandboxSpec spec;
+  spec.id = row.id;
+  if (request.cpu_count) spec.limits.cpu_millicores = *request.cpu_count * 1000;
+  if (request.memory_mb) spec.limits.memory_bytes = uint64_t{*request.memory_mb} << 20;
+  if (request.disk_size_mb) spec.limits.disk_bytes = uint64_t{*request.disk_size_mb} << 20;
+
+  std::optional<ServiceError> failure;
+  std::unique_ptr<runtime::Sandbox> sandbox;
+  co_await pool_.run([&] {
+    auto rootfs = templates_.rootfs(request.template_name);
+    if (!rootfs) {
+      failure = ServiceError{400, rootfs.error().message()};
+      return;
+    }
+    spec.rootfs = std::move(rootfs.value());
+    auto created = runtime_.create(spec);
+    if (!created) {
+      failure = ServiceError{500, created.error().message()};
+      return;
+    }
+    sandbox = std::move(created.value());
+  });
+  if (failure) co_return *failure;
+
+  const auto& limits = sandbox->record().limits;
+  row.record = sandbox->record();
+  row.cpu_count = std::max(1u, limits.cpu_millicores / 1000);
+  row.memory_mb = static_cast<uint32_t>(limits.memory_bytes >> 20);
+  row.disk_size_mb = static_cast<uint32_t>(limits.disk_bytes >> 20);
+  row.started_at_ms = now_ms();
+  row.end_at_ms = row.started_at_ms + int64_t{request.timeout_sec} * 1000;
+  if (Status s = store_.put(row); !s) {
+    co_await pool_.run([&] { (void)runtime_.destroy(row.record); });
+    co_return ServiceError{500, s.error().message()};
+  }
+  auto live = make_live(row, std::move(sandbox));
+  std::lock_guard lock(mutex_);
+  live_[row.id] = std::move(live);
+  spdlog::info("sandbox {} created from {} ({}s)", row.id, row.template_id, request.timeout_sec);
+  co_return row;
+}
+
+http::Task<bool> Service::kill(const std::string& id) {
+  std::shared_ptr<LiveSandbox> live;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = live_.find(id);
+    if (it == live_.end()) co_return false;
+    live = it->second;
+    live_.erase(it);
+  }
+  const SandboxRow row = live->snapshot();
+  co_await pool_.run([&] { destroy_now(row, live); });
+  spdlog::info("sandbox {} destroyed", id);
+  co_return true;
+}
+
+std::optional<SandboxRow> Service::set_timeout(const std::string& id, int seconds,
+                                               bool extend_only) {
+  auto live = find(id);
+  if (!live) return std::nullopt;
+  SandboxRow row;
+  {
+    std::lock_guard lock(live->mutex);
+    const int64_t end = now_ms() + int64_t{seconds} * 1000;
+    if (!extend_only || end > live->row.end_at_ms) live->row.end_at_ms = end;
+    row = live->row;
+  }
+  if (Status s = store_.put(row); !s) spdlog::warn("sandbox {}: {}", id, s.error().message());
+  return row;
+}
+
+std::vector<SandboxRow> Service::list() const {
+  std::vector<std::shared_ptr<LiveSandbox>> all;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, live] : live_) all.push_back(live);
+  }
+  std::vector<SandboxRow> rows;
+  for (const auto& live : all) rows.push_back(live->snapshot());
+  return rows;
+}
+
+std::shared_ptr<LiveSandbox> Service::find(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  const auto it = live_.find(id);
+  return it == live_.end() ? nullptr : it->second;
+}
+
+void Service::start_ttl() { net::co_spawn(ioc_, ttl_loop(), net::detached); }
+
+// One sweep a second: simple, and no timer to move when a TTL changes.
+http::Task<void> Service::ttl_loop() {
+  net::steady_timer tick(ioc_);
+  for (;;) {
+    tick.expires_after(std::chrono::seconds(1));
+    co_await tick.async_wait(net::use_awaitable);
+    for (const SandboxRow& row : list()) {
+      if (row.end_at_ms > now_ms()) continue;
+      spdlog::info("sandbox {}: timeout reached", row.id);
+      co_await kill(row.id);
+    }
+  }
+}
+
+}  // namespace abx::daemon

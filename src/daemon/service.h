@@ -1,0 +1,87 @@
+// The core the routes hand typed requests to: live sandboxes (registry),
+// their TTLs, the state store, and the runtime behind them.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "daemon/blocking_pool.h"
+#include "daemon/control_requests.h"
+#include "daemon/process_table.h"
+#include "daemon/sandbox_row.h"
+#include "daemon/store.h"
+#include "runtime/runtime.h"
+#include "templates/templates.h"
+
+namespace abx::interp {
+class Interpreter;
+}
+
+namespace abx::daemon {
+
+inline constexpr const char* kEnvdVersion = "0.5.7";
+inline constexpr const char* kClientId = "6532622b";  // infra's constant; SDKs require the field
+
+struct LiveSandbox {
+  std::shared_ptr<runtime::Sandbox> sandbox;
+  std::shared_ptr<ProcessTable> processes;
+
+  SandboxRow snapshot() const;
+
+  std::mutex mutex;  // guards row.end_at_ms and interpreter
+  SandboxRow row;
+  std::shared_ptr<interp::Interpreter> interpreter;  // created on first use
+};
+
+// A failure with the HTTP status the control plane answers with.
+struct ServiceError {
+  int status = 500;
+  std::string message;
+};
+
+class Service {
+ public:
+  Service(boost::asio::io_context& ioc, BlockingPool& pool, runtime::Runtime& runtime,
+          templates::TemplateStore& templates, Store& store);
+  ~Service();
+
+  // Adopts every sandbox in the store (destroying expired or dead ones), then
+  // sweeps the runtime's orphans. Call once before serving.
+  void restore();
+  // Starts the TTL sweep on the io_context.
+  void start_ttl();
+
+  http::Task<std::variant<SandboxRow, ServiceError>> create(CreateSandboxRequest request);
+  http::Task<bool> kill(const std::string& id);  // false: unknown id
+  // end = now + seconds; with `extend_only` the end time never moves earlier.
+  std::optional<SandboxRow> set_timeout(const std::string& id, int seconds, bool extend_only);
+  std::vector<SandboxRow> list() const;
+  std::shared_ptr<LiveSandbox> find(const std::string& id) const;
+
+  uint32_t host_cores() const { return host_cores_; }
+  BlockingPool& pool() { return pool_; }
+  boost::asio::io_context& io_context() { return ioc_; }
+
+ private:
+  http::Task<void> ttl_loop();
+  void destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live);
+  std::shared_ptr<LiveSandbox> make_live(SandboxRow row, std::unique_ptr<runtime::Sandbox> sb);
+
+  boost::asio::io_context& ioc_;
+  BlockingPool& pool_;
+  runtime::Runtime& runtime_;
+  templates::TemplateStore& templates_;
+  Store& store_;
+  uint32_t host_cores_;
+
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<LiveSandbox>> live_;
+};
+
+int64_t now_ms();
+
+}  // namespace abx::daemon
