@@ -190,8 +190,8 @@ Result<std::unique_ptr<http::ResponseStream>> SandboxPlane::download(
   auto body = (*stream)->read_all();
   if (status == 404) return Error{path + " not found in sandbox " + id_};
   if (status == 400 && body) {
-    return Error{"cannot download " + path + ": " + describe_failure({status, {}, *body}) +
-                 "; pass -r for a directory"};
+    return Error{"cannot download " + path + " (" + describe_failure({status, {}, *body}) +
+                 "); pass -r if it is a directory"};
   }
   return failure(status, body ? *body : "", "download " + path);
 }

@@ -34,6 +34,12 @@ struct ExecOptions {
   std::vector<std::string> command;
 };
 
+// One argument is a shell command line already (like ssh: `-- 'ls | wc -l'`);
+// several are words, quoted so bash sees exactly what the user typed.
+std::string command_line(const std::vector<std::string>& words) {
+  return words.size() == 1 ? words.front() : shell_join(words);
+}
+
 void write_all(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
@@ -120,7 +126,7 @@ class ExecSession {
     json process = {{"cmd", "/bin/bash"}, {"envs", env_}};
     process["args"] = options_.command.empty()
                           ? json::array({"-i", "-l"})
-                          : json::array({"-l", "-c", shell_join(options_.command)});
+                          : json::array({"-l", "-c", command_line(options_.command)});
     if (!options_.cwd.empty()) process["cwd"] = options_.cwd;
     json request = {{"process", process}};
     if (options_.tty) {
@@ -277,7 +283,8 @@ void add_exec(CLI::App& root, Commands& commands) {
   auto options = std::make_shared<ExecOptions>();
   auto* app = root.add_subcommand("exec", "Run a command in a sandbox: abx exec ID -- CMD [ARGS]");
   app->add_option("id", options->id, "Sandbox id")->required();
-  app->add_option("command", options->command, "The command and its arguments, after --");
+  app->add_option("command", options->command,
+                  "After --: the command and its arguments, or one shell command line");
   app->add_flag("-t,--tty", options->tty, "Run in a pseudo-terminal (interactive programs)");
   app->add_option("--env", options->env, "Environment variable K=V");
   app->add_option("--cwd", options->cwd, "Working directory in the sandbox");

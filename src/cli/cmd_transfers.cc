@@ -161,8 +161,8 @@ Status download_tree(const SandboxPlane& plane, const std::string& remote, const
   std::error_code ec;
   fs::create_directories(local, ec);
   if (ec) return Error{"create " + local.string(), ec.value()};
-  std::vector<json> entries(listing->value("entries", json::array()).begin(),
-                            listing->value("entries", json::array()).end());
+  const json listed = listing->value("entries", json::array());
+  std::vector<json> entries(listed.begin(), listed.end());
   // Parents before children.
   std::sort(entries.begin(), entries.end(),
             [](const json& a, const json& b) { return a.value("path", "") < b.value("path", ""); });

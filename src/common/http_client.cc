@@ -10,6 +10,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <limits>
 #include <optional>
 
 namespace abx::http {
@@ -257,7 +258,8 @@ Result<std::unique_ptr<ResponseStream>> Client::open(const Request& request,
                                                      std::chrono::milliseconds timeout) const {
   auto impl = std::make_unique<ResponseStream::Impl>();
   if (timeout.count() > 0) impl->deadline = Clock::now() + timeout;
-  impl->parser.body_limit(boost::none);
+  // Not boost::none: Beast 1.74 then rejects every Content-Length body.
+  impl->parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   impl->parser.eager(true);
   boost::system::error_code ec;
   tcp::resolver resolver(impl->io);
