@@ -1,0 +1,97 @@
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include "daemon/codec.h"
+#include "daemon/envd_auth.h"
+#include "daemon/gunzip.h"
+
+namespace abx::daemon {
+namespace {
+
+TEST(DaemonCodec, Base64RoundTrip) {
+  EXPECT_EQ(codec::base64_encode("hi\n"), "aGkK");
+  EXPECT_EQ(codec::base64_encode("a"), "YQ==");
+  EXPECT_EQ(codec::base64_encode("a", false), "YQ");
+  EXPECT_EQ(codec::base64_decode("aGkK").value(), "hi\n");
+  EXPECT_EQ(codec::base64_decode("YQ").value(), "a");
+  EXPECT_FALSE(codec::base64_decode("a*b").has_value());
+}
+
+TEST(DaemonCodec, Sha256KnownVector) {
+  const auto digest = codec::sha256("abc");
+  std::string hex;
+  for (uint8_t b : digest) hex += fmt::format("{:02x}", b);
+  EXPECT_EQ(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(DaemonCodec, Rfc3339IsUtc) {
+  EXPECT_EQ(codec::rfc3339(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(codec::rfc3339(1700000000, 123000000, true), "2023-11-14T22:13:20.123Z");
+}
+
+TEST(DaemonEnvdAuth, BasicUser) {
+  std::string error;
+  EXPECT_EQ(envd_auth::user_from_authorization("", &error)->name, "user");
+  const auto root = envd_auth::user_from_authorization("Basic cm9vdDo=", &error);  // "root:"
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->uid, 0u);
+  EXPECT_EQ(root->home, "/root");
+  EXPECT_EQ(envd_auth::user_from_authorization("Basic dXNlcjo=", &error)->uid, 1000u);
+  EXPECT_FALSE(envd_auth::user_from_authorization("Basic Ym9iOg==", &error));  // "bob:"
+  EXPECT_NE(error.find("unknown user 'bob'"), std::string::npos);
+  EXPECT_FALSE(envd_auth::user_from_authorization("Bearer x", &error));
+}
+
+TEST(DaemonEnvdAuth, FileSignatureMatchesE2b) {
+  EXPECT_EQ(envd_auth::file_signature("/home/user/a.txt", "read", "user", "tok", "1700000000"),
+            "v1_rjyaqcqTmWCotSjgdIM5sPngpduJ8ZZz/orD09SpFng");
+  std::map<std::string, std::string> query = {
+      {"path", "/home/user/a.txt"},
+      {"username", "user"},
+      {"signature", "v1_rjyaqcqTmWCotSjgdIM5sPngpduJ8ZZz/orD09SpFng"},
+      {"signature_expiration", "1700000000"}};
+  EXPECT_TRUE(envd_auth::file_signature_valid(query, "read", "tok", 1699999999));
+  EXPECT_FALSE(envd_auth::file_signature_valid(query, "read", "tok", 1700000001));  // expired
+  EXPECT_FALSE(envd_auth::file_signature_valid(query, "write", "tok", 1699999999));
+  EXPECT_FALSE(envd_auth::file_signature_valid(query, "read", "other", 1699999999));
+}
+
+std::string gzip(const std::string& data) {
+  z_stream z{};
+  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(data.size() + 128, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+TEST(DaemonGunzip, DecodesInPieces) {
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += "line " + std::to_string(i) + "\n";
+  const std::string packed = gzip(text);
+  Gunzip gunzip;
+  std::string out;
+  for (size_t i = 0; i < packed.size(); i += 7) {
+    ASSERT_TRUE(gunzip.feed(std::string_view(packed).substr(i, 7), [&](std::string_view piece) {
+      out.append(piece);
+      return true;
+    }));
+  }
+  EXPECT_TRUE(gunzip.finished());
+  EXPECT_EQ(out, text);
+}
+
+TEST(DaemonGunzip, RejectsGarbage) {
+  Gunzip gunzip;
+  EXPECT_FALSE(gunzip.feed("not gzip at all", [](std::string_view) { return true; }));
+  EXPECT_FALSE(gunzip.error().empty());
+}
+
+}  // namespace
+}  // namespace abx::daemon
