@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -68,17 +69,29 @@ Result<ParentAndName> resolve_parent(const Sandbox& sb, const std::string& path,
   return ParentAndName{std::move(parent.value()), std::move(name)};
 }
 
-// The daemon runs as root and may give files away; unprivileged (tests,
-// rootless) it cannot and the files simply stay the daemon's.
-Status chown_to(int dir_fd, const char* name, const Sandbox& sb, uint32_t owner_uid,
-                const std::string& path) {
-  const int flags = name[0] == '\0' ? AT_EMPTY_PATH : AT_SYMLINK_NOFOLLOW;
-  if (::fchownat(dir_fd, name, sb.host_uid(owner_uid), sb.host_gid(owner_uid), flags) == 0) {
-    return {};
+// Creates files with the filesystem ids of their sandbox owner, on this
+// thread only (setfsuid is per thread). A sandbox's overlay and tmpfs belong
+// to its user namespace, where the daemon's root has no mapping: creating as
+// host root fails there with EOVERFLOW. Acting as the owner also applies the
+// owner's permissions, as envd does. Unprivileged (tests, rootless) the ids
+// cannot change and files stay the daemon's.
+class ActingAs {
+ public:
+  ActingAs(uid_t uid, gid_t gid)
+      : old_gid_(static_cast<gid_t>(::setfsgid(gid))),
+        old_uid_(static_cast<uid_t>(::setfsuid(uid))) {}
+  ActingAs(const Sandbox& sb, uint32_t owner) : ActingAs(sb.host_uid(owner), sb.host_gid(owner)) {}
+  ~ActingAs() {
+    ::setfsuid(old_uid_);
+    ::setfsgid(old_gid_);
   }
-  if (errno == EPERM && ::geteuid() != 0) return {};
-  return Error::from_errno("chown", path);
-}
+  ActingAs(const ActingAs&) = delete;
+  ActingAs& operator=(const ActingAs&) = delete;
+
+ private:
+  gid_t old_gid_;
+  uid_t old_uid_;
+};
 
 // Turns a checked O_PATH handle into an open file. /proc/self/fd reopens the
 // very inode that was checked, so swapping the path for a FIFO or a device
@@ -103,9 +116,9 @@ Status require_regular(const struct stat& st, const char* step, const std::strin
   return error_for(step, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, path);
 }
 
-// mkdir -p of every component of `dir` (absolute, normalised). New
-// directories are 0755 and owned by `owner_uid`. Returns the final dir.
-Result<UniqueFd> make_parents(const Sandbox& sb, const std::string& dir, uint32_t owner_uid) {
+// mkdir -p of every component of `dir` (absolute, normalised), as the
+// caller's ActingAs. New directories are 0755. Returns the final dir.
+Result<UniqueFd> make_parents(const Sandbox& sb, const std::string& dir) {
   auto current = resolve(sb, "/", O_PATH | O_DIRECTORY, "open");
   if (!current) return current.error();
   size_t start = 1;
@@ -116,11 +129,7 @@ Result<UniqueFd> make_parents(const Sandbox& sb, const std::string& dir, uint32_
     start = end + 1;
     auto next = resolve(sb, prefix, O_PATH | O_DIRECTORY, "open");
     if (!next && next.error().errnum == ENOENT && names_an_entry(name)) {
-      if (::mkdirat(current->get(), name.c_str(), 0755) == 0) {
-        if (auto st = chown_to(current->get(), name.c_str(), sb, owner_uid, prefix); !st) {
-          return st.error();
-        }
-      } else if (errno != EEXIST) {
+      if (::mkdirat(current->get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
         return Error::from_errno("mkdir", prefix);
       }
       next = resolve(sb, prefix, O_PATH | O_DIRECTORY, "open");
@@ -236,21 +245,15 @@ Status remove_tree_contents(int dir_fd, const std::string& dir_path) {
   });
 }
 
-// Creates (mode 0644, chowned) or truncates `name` in `dir`. O_NONBLOCK keeps
-// a FIFO planted at the path from blocking the daemon; the type check rejects it.
-Result<UniqueFd> create_or_truncate(const Sandbox& sb, const std::string& path,
-                                    uint32_t owner_uid) {
-  constexpr uint64_t kWrite = O_WRONLY | O_NONBLOCK | O_NOCTTY;
-  auto fd = resolve(sb, path, kWrite | O_CREAT | O_EXCL, "open", 0644);
-  const bool created = fd.ok();
-  if (!fd && fd.error().errnum == EEXIST) fd = resolve(sb, path, kWrite | O_TRUNC, "open");
+// Creates (mode 0644) or truncates a regular file, as the caller's ActingAs.
+// O_NONBLOCK keeps a FIFO planted at the path from blocking the daemon; the
+// type check then rejects it.
+Result<UniqueFd> create_or_truncate(const Sandbox& sb, const std::string& path) {
+  auto fd = resolve(sb, path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY, "open", 0644);
   if (!fd) return fd.error();
   auto st = stat_fd(fd->get(), "open", path);
   if (!st) return st.error();
   if (auto regular = require_regular(*st, "open", path); !regular) return regular.error();
-  if (created) {
-    if (auto owned = chown_to(fd->get(), "", sb, owner_uid, path); !owned) return owned.error();
-  }
   if (::fcntl(fd->get(), F_SETFL, 0) != 0) return Error::from_errno("open", path);
   return fd;
 }
@@ -270,9 +273,10 @@ Result<UniqueFd> open_write(const Sandbox& sb, const std::string& path, uint32_t
   const std::string normalised = absolute_path(path, "/");
   const auto [parent_path, name] = split_last(normalised);
   if (!names_an_entry(name)) return error_for("open", EISDIR, path);
-  auto parent = make_parents(sb, parent_path, owner_uid);
+  const ActingAs owner(sb, owner_uid);
+  auto parent = make_parents(sb, parent_path);
   if (!parent) return parent.error();
-  return create_or_truncate(sb, normalised, owner_uid);
+  return create_or_truncate(sb, normalised);
 }
 
 Result<EntryInfo> stat(const Sandbox& sb, const std::string& path) {
@@ -298,12 +302,13 @@ Status make_dir(const Sandbox& sb, const std::string& path, uint32_t owner_uid) 
   const std::string normalised = absolute_path(path, "/");
   const auto [parent_path, name] = split_last(normalised);
   if (!names_an_entry(name)) return error_for("mkdir", EEXIST, path);
-  auto parent = make_parents(sb, parent_path, owner_uid);
+  const ActingAs owner(sb, owner_uid);
+  auto parent = make_parents(sb, parent_path);
   if (!parent) return parent.error();
   if (::mkdirat(parent->get(), name.c_str(), 0755) != 0) {
     return Error::from_errno("mkdir", normalised);
   }
-  return chown_to(parent->get(), name.c_str(), sb, owner_uid, normalised);
+  return {};
 }
 
 Status move(const Sandbox& sb, const std::string& from, const std::string& to) {

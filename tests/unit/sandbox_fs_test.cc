@@ -65,6 +65,9 @@ class SandboxFsTest : public ::testing::Test {
     write_file(root_ / "etc/passwd", "sandbox passwd\n");
     write_file(outside_ / "secret", "host secret\n");
     sb_ = std::make_unique<FakeSandbox>(root_);
+    // As in a template: the home is the user's, the rest root's.
+    ASSERT_EQ(::chown(root_.c_str(), sb_->host_uid(0), sb_->host_gid(0)), 0);
+    ASSERT_EQ(::chown((root_ / "home/user").c_str(), sb_->host_uid(1000), sb_->host_gid(1000)), 0);
   }
   void TearDown() override { fs::remove_all(base_); }
 
@@ -136,6 +139,20 @@ TEST_F(SandboxFsTest, WriteCreatesParentsOwnedByUser) {
   ASSERT_TRUE(again.ok());
   again->reset();
   EXPECT_EQ(fs::file_size(root_ / "home/user/a/b/c.txt"), 0u);  // truncated
+}
+
+TEST_F(SandboxFsTest, WritesHaveTheOwnersPermissions) {
+  if (::geteuid() != 0) GTEST_SKIP() << "unprivileged: every sandbox id is us";
+  ASSERT_EQ(::chown((root_ / "etc").c_str(), sb_->host_uid(0), sb_->host_gid(0)), 0);
+  auto denied = open_write(*sb_, "/etc/new", 1000);
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.error().errnum, EACCES);
+  ASSERT_TRUE(open_write(*sb_, "/etc/new", 0).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat((root_ / "etc/new").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, sb_->host_uid(0));
+  EXPECT_EQ(::getuid(), 0u);  // the thread's ids are restored
+  ASSERT_TRUE(open_write(*sb_, "/etc/new2", 0).ok());
 }
 
 TEST_F(SandboxFsTest, StatDescribesSymlinksWithoutFollowing) {

@@ -1,6 +1,7 @@
 #include "templates/templates.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,9 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "common/ids.h"
+#include "runtime/sandbox_fs.h"
 
 namespace abx::templates {
 namespace {
@@ -55,6 +59,7 @@ class TemplateStoreTest : public ::testing::Test {
     std::string tmpl = (fs::temp_directory_path() / "abx-templates-test-XXXXXX").string();
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     data_ = tmpl;
+    fs::permissions(data_, fs::perms::others_exec, fs::perm_options::add);
     host_ = data_ / "templates/host";
   }
   void TearDown() override { fs::remove_all(data_); }
@@ -129,6 +134,18 @@ TEST_F(TemplateStoreTest, ConcurrentFirstUseBuildsOnce) {
   EXPECT_FALSE(fs::exists(data_ / "templates/host.building"));
 }
 
+TEST_F(TemplateStoreTest, PrivateDataDirIsReportedWithTheFix) {
+  if (::geteuid() != 0) GTEST_SKIP() << "unprivileged, sandbox root is us";
+  fs::permissions(data_, fs::perms::others_exec, fs::perm_options::remove);
+  TemplateStore store(data_, runtime_);
+  auto spec = store.rootfs("base");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.error().errnum, EACCES);
+  EXPECT_EQ(spec.error().detail, data_.string() + " is not searchable by sandbox root (host uid " +
+                                     std::to_string(runtime_.host_uid(0)) + "); run: chmod o+x " +
+                                     data_.string());
+}
+
 TEST_F(TemplateStoreTest, UnknownNamesListTheKnownOnes) {
   TemplateStore store(data_, runtime_);
   auto resolved = store.resolve("ubuntu");
@@ -146,6 +163,108 @@ TEST_F(TemplateStoreTest, UnknownNamesListTheKnownOnes) {
     EXPECT_EQ(*id, "host");
   }
   EXPECT_EQ(store.list().size(), 3u);
+}
+
+// A real sandbox from the host template: needs root and abx-init next to the
+// test binary (or in $ABX_INIT).
+class HostTemplateSandboxTest : public TemplateStoreTest {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    const char* from_env = std::getenv("ABX_INIT");
+    const fs::path init = from_env != nullptr
+                              ? fs::path(from_env)
+                              : fs::read_symlink("/proc/self/exe").parent_path() / "abx-init";
+    if (!fs::exists(init)) GTEST_SKIP() << "abx-init not built: " << init;
+    TemplateStoreTest::SetUp();
+    // A fixed state dir: the runtime names its cgroup instance after it.
+    auto rt = runtime::open_runtime({state_dir(), init, {}});
+    ASSERT_TRUE(rt.ok()) << rt.error().message();
+    rt_ = std::move(rt.value());
+    TemplateStore store(data_, *rt_);
+    auto rootfs = store.rootfs("code-interpreter-v1");
+    ASSERT_TRUE(rootfs.ok()) << rootfs.error().message();
+    runtime::SandboxSpec spec;
+    spec.id = "tpl" + ids::sandbox_id().substr(0, 12);
+    spec.rootfs = std::move(rootfs.value());
+    auto sb = rt_->create(spec);
+    ASSERT_TRUE(sb.ok()) << sb.error().message();
+    sb_ = std::move(sb.value());
+  }
+  void TearDown() override {
+    if (sb_) {
+      EXPECT_TRUE(rt_->destroy(sb_->record()).ok());
+      sb_.reset();
+    }
+    if (rt_) {
+      fs::remove_all(state_dir());
+      TemplateStoreTest::TearDown();
+    }
+  }
+  static fs::path state_dir() { return fs::temp_directory_path() / "abx-templates-test-state"; }
+
+  struct Output {
+    std::string out;
+    int exit_code = -1;
+  };
+  Output run(const std::string& command, uint32_t uid = 1000) {
+    runtime::ProcessSpec spec;
+    spec.argv = {"/bin/bash", "-l", "-c", command};
+    spec.env = {{"HOME", uid == 0 ? "/root" : "/home/user"}, {"LANG", "C.UTF-8"}};
+    spec.cwd = uid == 0 ? "/root" : "/home/user";
+    spec.uid = spec.gid = uid;
+    spec.stdin_pipe = false;
+    auto proc = sb_->spawn(spec);
+    EXPECT_TRUE(proc.ok()) << proc.error().message();
+    if (!proc.ok()) return {};
+    Output result;
+    result.out = drain(proc->stdout_fd.get()) + drain(proc->stderr_fd.get());
+    int status = 0;
+    pollfd p{proc->exit_fd.get(), POLLIN, 0};
+    if (::poll(&p, 1, 10000) == 1 && ::read(p.fd, &status, sizeof status) == sizeof status) {
+      result.exit_code = runtime::decode_wait_status(status).exit_code;
+    }
+    return result;
+  }
+  static std::string drain(int fd) {
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+      text.append(buf, static_cast<size_t>(n));
+    return text;
+  }
+
+  std::unique_ptr<runtime::Runtime> rt_;
+  std::unique_ptr<runtime::Sandbox> sb_;
+};
+
+TEST_F(HostTemplateSandboxTest, PythonRunsAndHostSecretsAreHidden) {
+  auto python = run("python3 -c 'print(1)' && python -c 'print(2)'");
+  EXPECT_EQ(python.out, "1\n2\n");
+  EXPECT_EQ(python.exit_code, 0);
+
+  auto hidden =
+      run("test -e /etc/shadow || echo no-shadow; test -e /root/.pyenv || echo no-pyenv; "
+          "ls -A /root; ls /usr/local/bin",
+          0);
+  EXPECT_EQ(hidden.out, "no-shadow\nno-pyenv\npython\n");
+
+  auto identity = run("id -un; echo $HOME; pwd; touch ~/f && echo writable");
+  EXPECT_EQ(identity.out, "user\n/home/user\n/home/user\nwritable\n");
+}
+
+TEST_F(HostTemplateSandboxTest, FilesWrittenFromTheHostAreTheUsers) {
+  auto fd = runtime::sandbox_fs::open_write(*sb_, "/home/user/data/in.txt", 1000);
+  ASSERT_TRUE(fd.ok()) << fd.error().message();
+  ASSERT_EQ(::write(fd->get(), "hello\n", 6), 6);
+  fd->reset();
+  auto seen =
+      run("cat /home/user/data/in.txt; stat -c %U /home/user/data/in.txt; "
+          "ln -s /etc/shadow /home/user/s");
+  EXPECT_EQ(seen.out, "hello\nuser\n");
+  auto through_link = runtime::sandbox_fs::open_read(*sb_, "/home/user/s");
+  ASSERT_FALSE(through_link.ok());
+  EXPECT_EQ(through_link.error().errnum, ENOENT);
 }
 
 }  // namespace
