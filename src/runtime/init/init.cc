@@ -1,1 +1,97 @@
-int main() { return 0; }
+// abx-init: PID 1 of every sandbox. Started by the runtime (spawner.cc) as
+//   abx-init <config fd> <status fd> <listen fd>
+// inside fresh user/pid/mount/ipc/uts/net namespaces, with every signal
+// blocked. It contains itself (contain.cc), reports on the status fd, then
+// serves the control socket (server.cc). Single-threaded on purpose.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <string>
+
+#include "runtime/init/contain.h"
+#include "runtime/init/server.h"
+#include "runtime/init_protocol.h"
+
+namespace abx::runtime::init {
+namespace {
+
+struct InitFds {
+  int config, status, listen;
+};
+
+// Our fds move above 2 and everything else the daemon leaked is closed; 0-2
+// become /dev/null (the host's, still reachable now).
+void tidy_fds(InitFds* fds) {
+  int* roles[] = {&fds->config, &fds->status, &fds->listen};
+  for (int* fd : roles)
+    if (*fd <= 2) *fd = ::fcntl(*fd, F_DUPFD_CLOEXEC, 3);
+  int kept[] = {fds->config, fds->status, fds->listen};
+  std::sort(std::begin(kept), std::end(kept));
+  unsigned next = 3;
+  for (int fd : kept) {
+    if (static_cast<unsigned>(fd) > next) ::close_range(next, static_cast<unsigned>(fd) - 1, 0);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  ::close_range(next, ~0U, 0);
+  const int null = ::open("/dev/null", O_RDWR);
+  for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+  if (null > 2) ::close(null);
+}
+
+bool read_config(int fd, proto::InitConfig* config) {
+  std::string bytes;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) bytes.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return n == 0 && proto::decode(bytes, config);
+}
+
+void report(int fd, const Status& status) {
+  proto::StatusReport r;
+  const std::string step = status ? proto::kReady : proto::reply_from(status.error()).step;
+  r.errnum = status ? 0 : status.error().errnum;
+  std::strncpy(r.step, step.c_str(), sizeof r.step - 1);
+  (void)::write(fd, &r, sizeof r);
+  ::close(fd);
+}
+
+// SIGCHLD arrives through a signalfd; SIGPIPE must not kill PID 1 when a
+// reader of an exit pipe has gone.
+int setup_signals() {
+  sigset_t chld;
+  ::sigemptyset(&chld);
+  ::sigaddset(&chld, SIGCHLD);
+  ::sigprocmask(SIG_SETMASK, &chld, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  return ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+}  // namespace
+}  // namespace abx::runtime::init
+
+int main(int argc, char** argv) {
+  using namespace abx::runtime;
+  if (argc != 4) return 2;
+  init::InitFds fds{std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3])};
+  init::tidy_fds(&fds);
+  ::umask(022);
+  proto::InitConfig config;
+  if (!init::read_config(fds.config, &config)) {
+    init::report(fds.status, abx::Error{"read init config", EPROTO, {}});
+    return 1;
+  }
+  const int signal_fd = init::setup_signals();
+  abx::Status contained =
+      signal_fd >= 0 ? init::contain(config) : abx::Error::from_errno("signalfd");
+  init::report(fds.status, contained);
+  if (!contained) return 1;
+  init::serve(fds.listen, signal_fd, config);
+}

@@ -1,0 +1,252 @@
+#include "runtime/cgroup.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace abx::runtime::cgroup {
+namespace {
+
+constexpr const char* kRoot = "/sys/fs/cgroup";
+constexpr uint64_t kCpuPeriodUs = 100000;
+
+// One limit file: which version and controller own it, and its value.
+struct LimitFile {
+  Version version;
+  const char* controller;
+  const char* file;
+  std::string (*value)(const Limits&);
+  bool optional;  // absent without swap accounting, for example
+};
+
+std::string memory(const Limits& l) { return std::to_string(l.memory_bytes); }
+std::string pids(const Limits& l) { return std::to_string(l.pids); }
+std::string cpu_period(const Limits&) { return std::to_string(kCpuPeriodUs); }
+std::string cpu_quota(const Limits& l) {
+  return std::to_string(uint64_t{l.cpu_millicores} * kCpuPeriodUs / 1000);
+}
+std::string cpu_max(const Limits& l) { return cpu_quota(l) + " " + cpu_period(l); }
+std::string zero(const Limits&) { return "0"; }
+
+// Order matters on v1: memsw may not go below memory.limit_in_bytes.
+constexpr LimitFile kLimitFiles[] = {
+    {Version::kV1, "memory", "memory.limit_in_bytes", memory, false},
+    {Version::kV1, "memory", "memory.memsw.limit_in_bytes", memory, true},
+    {Version::kV1, "pids", "pids.max", pids, false},
+    {Version::kV1, "cpu", "cpu.cfs_period_us", cpu_period, false},
+    {Version::kV1, "cpu", "cpu.cfs_quota_us", cpu_quota, false},
+    {Version::kV2, "memory", "memory.max", memory, false},
+    {Version::kV2, "memory", "memory.swap.max", zero, true},
+    {Version::kV2, "pids", "pids.max", pids, false},
+    {Version::kV2, "cpu", "cpu.max", cpu_max, false},
+};
+
+constexpr const char* kV1Controllers[] = {"memory", "pids", "cpu", "cpuacct"};
+constexpr const char* kV2Controllers[] = {"memory", "pids", "cpu"};
+
+Status write_file(const fs::path& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Error::from_errno("cgroup open " + path.filename().string(), path.string());
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int saved = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size()))
+    return Error{"cgroup write " + path.filename().string(), saved, path.string() + "=" + text};
+  return {};
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const Hierarchy* owning(const Layout& layout, const std::string& controller) {
+  for (const auto& h : layout.hierarchies)
+    if (std::find(h.controllers.begin(), h.controllers.end(), controller) != h.controllers.end())
+      return &h;
+  return nullptr;
+}
+
+std::vector<Hierarchy> v1_hierarchies() {
+  std::vector<Hierarchy> out;
+  std::vector<fs::path> mounts;
+  for (const char* controller : kV1Controllers) {
+    std::error_code ec;
+    const fs::path mount = fs::canonical(fs::path(kRoot) / controller, ec);
+    if (ec) continue;
+    auto it = std::find(mounts.begin(), mounts.end(), mount);
+    if (it == mounts.end()) {
+      mounts.push_back(mount);
+      out.push_back({mount, {controller}});
+    } else {
+      out[static_cast<size_t>(it - mounts.begin())].controllers.push_back(controller);
+    }
+  }
+  return out;
+}
+
+// v2 needs the controllers enabled in every ancestor's subtree_control.
+Status enable_v2_controllers(const std::vector<fs::path>& ancestors) {
+  std::string request;
+  for (const char* c : kV2Controllers) request += std::string(request.empty() ? "+" : " +") + c;
+  for (const auto& dir : ancestors)
+    if (auto s = write_file(dir / "cgroup.subtree_control", request); !s) return s;
+  return {};
+}
+
+Status make_base(const fs::path& mount, const std::string& instance) {
+  std::error_code ec;
+  fs::create_directories(mount / "abx" / instance, ec);
+  if (ec) return Error{"cgroup mkdir", ec.value(), (mount / "abx" / instance).string()};
+  return {};
+}
+
+void kill_members(const fs::path& dir) {
+  std::istringstream procs(read_file(dir / "cgroup.procs"));
+  pid_t pid;
+  while (procs >> pid) ::kill(pid, SIGKILL);
+}
+
+bool has_members(const fs::path& dir) { return !read_file(dir / "cgroup.procs").empty(); }
+
+// rmdir fails with EBUSY until the kernel has finished tearing the tasks down.
+Status remove_dir(const fs::path& dir) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return {};
+    if (errno != EBUSY) return Error::from_errno("cgroup rmdir", dir.string());
+    kill_members(dir);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return Error{"cgroup rmdir", EBUSY, dir.string()};
+}
+
+}  // namespace
+
+std::string instance_name(const fs::path& state_dir) {
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a: stable across builds, unlike std::hash
+  for (unsigned char c : state_dir.lexically_normal().string()) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return std::string(hex, 12);
+}
+
+Layout detect(const std::string& instance, std::vector<std::string>* warnings) {
+  Layout layout;
+  const fs::path root(kRoot);
+  const std::string controllers = read_file(root / "cgroup.controllers");
+  if (!controllers.empty()) {
+    layout.version = Version::kV2;
+    layout.hierarchies.push_back({root / "abx" / instance, {"memory", "pids", "cpu"}});
+    for (const char* c : kV2Controllers)
+      if (controllers.find(c) == std::string::npos)
+        warnings->push_back(std::string("cgroup v2 controller missing: ") + c);
+  } else {
+    layout.version = Version::kV1;
+    for (auto& h : v1_hierarchies()) {
+      h.base = h.base / "abx" / instance;
+      layout.hierarchies.push_back(h);
+    }
+  }
+  Status made;
+  for (const auto& h : layout.hierarchies)
+    if (made) made = make_base(h.base.parent_path().parent_path(), instance);
+  if (made && layout.version == Version::kV2)
+    made = enable_v2_controllers({root, root / "abx", root / "abx" / instance});
+  if (!made || layout.hierarchies.empty()) {
+    warnings->push_back("cgroup limits unavailable (memory, pids, cpu are not enforced): " +
+                        (made ? std::string("no cgroup hierarchy found") : made.error().message()));
+    return Layout{};
+  }
+  return layout;
+}
+
+std::vector<fs::path> dirs(const Layout& layout, const std::string& id) {
+  std::vector<fs::path> out;
+  for (const auto& h : layout.hierarchies) out.push_back(h.base / id);
+  return out;
+}
+
+Status create(const Layout& layout, const std::string& id, const Limits& limits) {
+  for (const auto& dir : dirs(layout, id)) {
+    std::error_code ec;  // the base may have been released by another runtime object
+    fs::create_directories(dir, ec);
+    if (ec) return Error{"cgroup mkdir", ec.value(), dir.string()};
+  }
+  for (const auto& limit : kLimitFiles) {
+    const Hierarchy* h = owning(layout, limit.controller);
+    if (limit.version != layout.version || h == nullptr) continue;
+    const fs::path file = h->base / id / limit.file;
+    if (limit.optional && ::access(file.c_str(), F_OK) != 0) continue;
+    if (auto s = write_file(file, limit.value(limits)); !s) return s;
+  }
+  return {};
+}
+
+Status attach(const Layout& layout, const std::string& id, pid_t pid) {
+  for (const auto& dir : dirs(layout, id))
+    if (auto s = write_file(dir / "cgroup.procs", std::to_string(pid)); !s) return s;
+  return {};
+}
+
+Sandbox::Usage usage(const Layout& layout, const std::string& id) {
+  Sandbox::Usage u;
+  auto number = [](const std::string& text) { return std::strtoull(text.c_str(), nullptr, 10); };
+  if (layout.version == Version::kV1) {
+    if (const Hierarchy* h = owning(layout, "memory"))
+      u.memory_bytes = number(read_file(h->base / id / "memory.usage_in_bytes"));
+    if (const Hierarchy* h = owning(layout, "cpuacct"))
+      u.cpu_usage_ns = number(read_file(h->base / id / "cpuacct.usage"));
+  } else if (layout.version == Version::kV2) {
+    const fs::path dir = layout.hierarchies.front().base / id;
+    u.memory_bytes = number(read_file(dir / "memory.current"));
+    const std::string stat = read_file(dir / "cpu.stat");
+    const auto at = stat.find("usage_usec ");
+    if (at != std::string::npos) u.cpu_usage_ns = number(stat.substr(at + 11)) * 1000;
+  }
+  return u;
+}
+
+Status remove(const Layout& layout, const std::string& id) {
+  const auto all = dirs(layout, id);
+  for (const auto& dir : all) {
+    if (layout.version == Version::kV2 && ::access((dir / "cgroup.kill").c_str(), F_OK) == 0)
+      (void)write_file(dir / "cgroup.kill", "1");
+    for (int round = 0; round < 50 && has_members(dir); ++round) {
+      kill_members(dir);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  Status result;
+  for (const auto& dir : all)
+    if (auto s = remove_dir(dir); !s && result) result = s;
+  return result;
+}
+
+void release(const Layout& layout) {
+  for (const auto& h : layout.hierarchies) ::rmdir(h.base.c_str());  // EBUSY while groups live
+}
+
+std::vector<std::string> list(const Layout& layout) {
+  std::set<std::string> ids;
+  for (const auto& h : layout.hierarchies) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(h.base, ec))
+      if (entry.is_directory()) ids.insert(entry.path().filename().string());
+  }
+  return {ids.begin(), ids.end()};
+}
+
+}  // namespace abx::runtime::cgroup

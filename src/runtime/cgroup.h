@@ -1,0 +1,51 @@
+// Per-sandbox cgroups (v1 hierarchies or the v2 unified tree): memory, pids
+// and cpu limits, attach, usage, kill and removal. Every sandbox's cgroup is
+// <hierarchy>/abx/<instance>/<id>, where <instance> names this runtime, so
+// several daemons on one host never touch each other's groups.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "runtime/runtime.h"
+
+namespace abx::runtime::cgroup {
+
+enum class Version { kNone, kV1, kV2 };
+
+struct Hierarchy {
+  fs::path base;                         // <mount>/abx/<instance>
+  std::vector<std::string> controllers;  // e.g. {"cpu", "cpuacct"} when co-mounted
+};
+
+struct Layout {
+  Version version = Version::kNone;
+  std::vector<Hierarchy> hierarchies;
+};
+
+// First 12 hex digits of a stable hash of the runtime's state dir.
+std::string instance_name(const fs::path& state_dir);
+
+// Finds the hierarchies and creates this instance's base dirs; where that is
+// impossible returns kNone and says why in `warnings`.
+Layout detect(const std::string& instance, std::vector<std::string>* warnings);
+
+// The sandbox's dir in every hierarchy.
+std::vector<fs::path> dirs(const Layout& layout, const std::string& id);
+
+Status create(const Layout& layout, const std::string& id, const Limits& limits);
+Status attach(const Layout& layout, const std::string& id, pid_t pid);
+Sandbox::Usage usage(const Layout& layout, const std::string& id);
+// SIGKILLs every process left in the sandbox's groups, then removes them.
+Status remove(const Layout& layout, const std::string& id);
+// Removes this instance's base dirs if no sandbox group is left in them.
+void release(const Layout& layout);
+
+// Ids of every sandbox group of this instance.
+std::vector<std::string> list(const Layout& layout);
+
+}  // namespace abx::runtime::cgroup

@@ -1,0 +1,43 @@
+#include "runtime/init/caps.h"
+
+#include <sys/capability.h>
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <iterator>
+
+namespace abx::runtime::init::caps {
+namespace {
+
+// Docker's default capability set.
+constexpr cap_value_t kKept[] = {
+    CAP_CHOWN,   CAP_DAC_OVERRIDE, CAP_FSETID,           CAP_FOWNER,
+    CAP_MKNOD,   CAP_NET_RAW,      CAP_SETGID,           CAP_SETUID,
+    CAP_SETFCAP, CAP_SETPCAP,      CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT,
+    CAP_KILL,    CAP_AUDIT_WRITE,
+};
+
+bool kept(cap_value_t cap) {
+  return std::find(std::begin(kKept), std::end(kKept), cap) != std::end(kKept);
+}
+
+}  // namespace
+
+Status restrict_for_user_process() {
+  for (cap_value_t cap = 0; ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; ++cap)
+    if (!kept(cap) && ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0)
+      return Error::from_errno("drop bounding capability", std::to_string(cap));
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0)
+    return Error::from_errno("clear ambient capabilities");
+  // An exec as root gains (inheritable | bounding): empty the inheritable set.
+  cap_t current = ::cap_get_proc();
+  if (current == nullptr) return Error::from_errno("read capabilities");
+  const bool cleared =
+      ::cap_clear_flag(current, CAP_INHERITABLE) == 0 && ::cap_set_proc(current) == 0;
+  const int saved = errno;
+  ::cap_free(current);
+  if (!cleared) return Error{"clear inheritable capabilities", saved, {}};
+  return {};
+}
+
+}  // namespace abx::runtime::init::caps

@@ -1,0 +1,187 @@
+#include "runtime/init/launch.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "runtime/init/caps.h"
+
+namespace abx::runtime::init {
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// What the child reports through its close-on-exec pipe when it cannot exec.
+struct ChildFailure {
+  int32_t errnum = 0;
+  char step[200] = {};
+};
+
+// Everything the child needs, built before fork.
+struct Prepared {
+  std::vector<std::string> argv_storage, env_storage;
+  std::vector<char*> argv, envp;
+  std::vector<std::string> candidates;  // where argv[0] may be
+  std::string cwd;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  bool set_groups = true;
+  bool pty = false;
+  std::string pty_slave;
+  int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
+};
+
+std::vector<std::string> exec_candidates(const ProcessSpec& spec) {
+  const std::string& program = spec.argv[0];
+  if (program.find('/') != std::string::npos) return {program};
+  const auto path = spec.env.find("PATH");
+  const std::string dirs = path != spec.env.end() ? path->second : kDefaultPath;
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = dirs.substr(start, end - start);
+    out.push_back((dir.empty() ? "." : dir) + "/" + program);
+    start = end + 1;
+  }
+  return out;
+}
+
+Prepared prepare(const ProcessSpec& spec, bool full_id_map, const std::vector<UniqueFd>& stdio) {
+  Prepared p;
+  p.argv_storage = spec.argv;
+  for (const auto& [k, v] : spec.env) p.env_storage.push_back(k + "=" + v);
+  for (auto& a : p.argv_storage) p.argv.push_back(a.data());
+  p.argv.push_back(nullptr);
+  for (auto& e : p.env_storage) p.envp.push_back(e.data());
+  p.envp.push_back(nullptr);
+  p.candidates = exec_candidates(spec);
+  p.cwd = spec.cwd.empty() ? "/" : spec.cwd;
+  // Without a full id map only root exists inside: everything runs as it.
+  p.uid = full_id_map ? spec.uid : 0;
+  p.gid = full_id_map ? spec.gid : 0;
+  p.set_groups = full_id_map;
+  p.pty = spec.pty;
+  if (!spec.pty) {
+    size_t i = 0;
+    if (spec.stdin_pipe) p.stdin_fd = stdio[i++].get();
+    p.stdout_fd = stdio[i++].get();
+    p.stderr_fd = stdio[i++].get();
+  }
+  return p;
+}
+
+[[noreturn]] void fail(int report, const std::string& step) {
+  ChildFailure f;
+  f.errnum = errno;
+  std::strncpy(f.step, step.c_str(), sizeof f.step - 1);
+  (void)::write(report, &f, sizeof f);
+  ::_exit(127);
+}
+
+void reset_signals() {
+  for (int signo = 1; signo < NSIG; ++signo) ::signal(signo, SIG_DFL);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+void setup_stdio(const Prepared& p, int report) {
+  if (p.pty) {
+    const int slave = ::open(p.pty_slave.c_str(), O_RDWR);
+    if (slave < 0) fail(report, "open pty " + p.pty_slave);
+    if (::ioctl(slave, TIOCSCTTY, 0) != 0) fail(report, "set controlling terminal");
+    if (::fchown(slave, p.uid, p.gid) != 0) fail(report, "chown pty");
+    for (int fd = 0; fd < 3; ++fd)
+      if (::dup2(slave, fd) < 0) fail(report, "dup2 pty");
+    return;
+  }
+  const int in = p.stdin_fd >= 0 ? p.stdin_fd : ::open("/dev/null", O_RDONLY);
+  if (in < 0) fail(report, "open /dev/null");
+  if (::dup2(in, 0) < 0 || ::dup2(p.stdout_fd, 1) < 0 || ::dup2(p.stderr_fd, 2) < 0)
+    fail(report, "dup2 stdio");
+}
+
+[[noreturn]] void exec_child(const Prepared& p, int report) {
+  reset_signals();
+  if (::setsid() < 0) fail(report, "setsid");
+  setup_stdio(p, report);
+  if (auto s = caps::restrict_for_user_process(); !s) {
+    errno = s.error().errnum;
+    fail(report, s.error().step);
+  }
+  if (p.set_groups && ::setgroups(1, &p.gid) != 0) fail(report, "setgroups");
+  if (::setresgid(p.gid, p.gid, p.gid) != 0) fail(report, "setresgid " + std::to_string(p.gid));
+  if (::setresuid(p.uid, p.uid, p.uid) != 0) fail(report, "setresuid " + std::to_string(p.uid));
+  if (::chdir(p.cwd.c_str()) != 0) fail(report, "chdir " + p.cwd);
+  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  int first_error = 0;
+  for (const auto& candidate : p.candidates) {
+    ::execve(candidate.c_str(), p.argv.data(), p.envp.data());
+    if (errno != ENOENT && errno != ENOTDIR && first_error == 0) first_error = errno;
+  }
+  if (first_error != 0) errno = first_error;
+  fail(report, "exec " + p.argv_storage[0]);
+}
+
+Result<UniqueFd> open_pty(const ProcessSpec& spec, std::string* slave) {
+  UniqueFd master(::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!master.valid()) return Error::from_errno("open /dev/ptmx");
+  if (::unlockpt(master.get()) != 0) return Error::from_errno("unlock pty");
+  char name[64];
+  if (::ptsname_r(master.get(), name, sizeof name) != 0) return Error::from_errno("ptsname");
+  winsize size{spec.pty_rows, spec.pty_cols, 0, 0};
+  if (::ioctl(master.get(), TIOCSWINSZ, &size) != 0) return Error::from_errno("set pty size");
+  *slave = name;
+  return master;
+}
+
+// Empty pipe at EOF: the child exec'd. Otherwise it says what failed.
+Status child_outcome(int report_read, pid_t pid) {
+  ChildFailure f;
+  ssize_t n;
+  do n = ::read(report_read, &f, sizeof f);
+  while (n < 0 && errno == EINTR);
+  if (n == 0) return {};
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  if (n != static_cast<ssize_t>(sizeof f)) return Error{"spawn", EPROTO, "short failure report"};
+  f.step[sizeof f.step - 1] = '\0';
+  return Error{f.step, f.errnum, {}};
+}
+
+}  // namespace
+
+Result<Launched> launch(const ProcessSpec& spec, bool full_id_map,
+                        const std::vector<UniqueFd>& stdio) {
+  const size_t expected = spec.pty ? 0 : (spec.stdin_pipe ? 3 : 2);
+  if (spec.argv.empty() || stdio.size() != expected)
+    return Error{"spawn", EINVAL, "malformed spawn request"};
+  Prepared p = prepare(spec, full_id_map, stdio);
+  Launched launched;
+  if (spec.pty) {
+    auto master = open_pty(spec, &p.pty_slave);
+    if (!master) return master.error();
+    launched.pty_master = std::move(*master);
+  }
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return Error::from_errno("pipe");
+  UniqueFd report_read(report[0]), report_write(report[1]);
+  const pid_t pid = ::fork();
+  if (pid < 0) return Error::from_errno("fork");
+  if (pid == 0) exec_child(p, report_write.get());
+  report_write.reset();
+  if (auto s = child_outcome(report_read.get(), pid); !s) return s.error();
+  launched.pid = pid;
+  return launched;
+}
+
+}  // namespace abx::runtime::init

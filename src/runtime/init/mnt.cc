@@ -1,0 +1,211 @@
+#include "runtime/init/mnt.h"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace abx::runtime::init::mnt {
+namespace {
+
+constexpr const char* kStaging = "/tmp";  // exists on every host; hidden by our tmpfs
+constexpr const char* kOld = "/oldroot";
+constexpr const char* kNew = "/newroot";
+constexpr uint64_t kBytesPerInode = 8192;
+constexpr uint64_t kMinInodes = 16384;
+constexpr uid_t kUser = 1000;
+
+// Host device nodes bound into the sandbox's /dev.
+constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+// name → target of the /dev symlinks every program expects.
+constexpr std::pair<const char*, const char*> kDevLinks[] = {
+    {"ptmx", "pts/ptmx"},          {"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"},
+    {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}, {"core", "/proc/kcore"},
+};
+// Like OCI's maskedPaths and readonlyPaths: host information leaks and knobs.
+constexpr const char* kMaskedProc[] = {"kcore",         "keys",        "timer_list", "sched_debug",
+                                       "latency_stats", "timer_stats", "acpi",       "scsi"};
+constexpr const char* kReadOnlyProc[] = {"sys", "sysrq-trigger", "bus", "fs", "irq"};
+
+Status sys(int rc, const std::string& step, const std::string& detail = {}) {
+  if (rc != 0) return Error::from_errno(step, detail);
+  return {};
+}
+
+Status mount_fs(const char* type, const std::string& target, unsigned long flags,
+                const std::string& options) {
+  return sys(::mount(type, target.c_str(), type, flags, options.c_str()),
+             std::string("mount ") + type, target);
+}
+
+Status make_dirs(const std::string& path, mode_t mode) {
+  size_t at = 0;
+  do {
+    at = path.find('/', at + 1);
+    const std::string prefix = path.substr(0, at);
+    if (::mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST)
+      return Error::from_errno("mkdir", prefix);
+  } while (at != std::string::npos);
+  return {};
+}
+
+Status make_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Error::from_errno("create mount point", path);
+  ::close(fd);
+  return {};
+}
+
+// A remount in a user namespace must keep the flags the kernel locked on the
+// original mount (nosuid, nodev, noexec, atime): read them back and keep them.
+unsigned long locked_flags(const std::string& path) {
+  struct statvfs st {};
+  if (::statvfs(path.c_str(), &st) != 0) return 0;
+  unsigned long flags = 0;
+  const std::pair<unsigned long, unsigned long> table[] = {
+      {ST_NOSUID, MS_NOSUID},   {ST_NODEV, MS_NODEV},           {ST_NOEXEC, MS_NOEXEC},
+      {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME}};
+  for (auto [st_flag, ms_flag] : table)
+    if (st.f_flag & st_flag) flags |= ms_flag;
+  return flags;
+}
+
+Status bind(const std::string& source, const std::string& target, bool read_only) {
+  if (auto s = sys(::mount(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr),
+                   "bind mount", source + " -> " + target);
+      !s)
+    return s;
+  if (!read_only) return {};
+  const unsigned long flags =
+      MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | locked_flags(target);
+  return sys(::mount(nullptr, target.c_str(), nullptr, flags, nullptr), "remount read-only",
+             target);
+}
+
+// Creates a mount point of the same kind as `source` (dir or file).
+Status make_mount_point(const std::string& source, const std::string& target) {
+  struct stat st {};
+  if (::stat(source.c_str(), &st) != 0) return Error::from_errno("stat bind source", source);
+  if (S_ISDIR(st.st_mode)) return make_dirs(target, 0755);
+  const auto slash = target.rfind('/');
+  if (auto s = make_dirs(target.substr(0, slash), 0755); !s) return s;
+  return make_file(target);
+}
+
+}  // namespace
+
+Status make_private(const InitConfig&) {
+  return sys(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), "make mounts private");
+}
+
+// The staging tmpfs becomes the root, so host paths stay reachable (at
+// /oldroot) for the overlay and binds while the sandbox's root is assembled.
+Status stage(const InitConfig& config) {
+  const uint64_t inodes = std::max(config.disk_bytes / kBytesPerInode, kMinInodes);
+  const std::string options = "size=" + std::to_string(config.disk_bytes) +
+                              ",nr_inodes=" + std::to_string(inodes) + ",mode=0755";
+  if (auto s = mount_fs("tmpfs", kStaging, MS_NOSUID | MS_NODEV, options); !s) return s;
+  if (auto s = sys(::chdir(kStaging), "chdir staging"); !s) return s;
+  for (const char* dir : {"oldroot", "newroot", "upper", "work"})
+    if (auto s = sys(::mkdir(dir, 0755), "mkdir staging", dir); !s) return s;
+  if (auto s =
+          sys(static_cast<int>(::syscall(SYS_pivot_root, ".", "oldroot")), "pivot_root staging");
+      !s)
+    return s;
+  return sys(::chdir("/"), "chdir /");
+}
+
+Status mount_overlay(const InitConfig& config) {
+  std::string lower;
+  for (const auto& layer : config.lower_layers)
+    lower += (lower.empty() ? "" : ":") + std::string(kOld) + layer;
+  const std::string options = "lowerdir=" + lower + ",upperdir=/upper,workdir=/work";
+  if (mount_fs("overlay", kNew, 0, options)) return {};
+  // Kernels that refuse trusted.* xattrs in a user namespace want userxattr.
+  return mount_fs("overlay", kNew, 0, options + ",userxattr");
+}
+
+Status bind_read_only(const InitConfig& config) {
+  for (const auto& [host, inside] : config.binds) {
+    const std::string source = kOld + host;
+    const std::string target = kNew + inside;
+    if (auto s = make_mount_point(source, target); !s) return s;
+    if (auto s = bind(source, target, true); !s) return s;
+  }
+  return {};
+}
+
+Status mount_proc(const InitConfig&) {
+  const std::string target = std::string(kNew) + "/proc";
+  if (auto s = make_dirs(target, 0555); !s) return s;
+  return mount_fs("proc", target, MS_NOSUID | MS_NODEV | MS_NOEXEC, "");
+}
+
+Status make_dev(const InitConfig& config) {
+  const std::string dev = std::string(kNew) + "/dev";
+  if (auto s = make_dirs(dev, 0755); !s) return s;
+  if (auto s = mount_fs("tmpfs", dev, MS_NOSUID | MS_NOEXEC, "mode=0755,size=65536"); !s) return s;
+  for (const char* name : kDevices) {
+    if (auto s = make_file(dev + "/" + name); !s) return s;
+    if (auto s = bind(std::string(kOld) + "/dev/" + name, dev + "/" + name, false); !s) return s;
+  }
+  if (auto s = sys(::mkdir((dev + "/pts").c_str(), 0755), "mkdir /dev/pts"); !s) return s;
+  // gid 5 is `tty` in Debian; only usable when more than root is mapped.
+  const std::string pts =
+      std::string("newinstance,ptmxmode=0666,mode=0620") + (config.full_id_map ? ",gid=5" : "");
+  if (auto s = mount_fs("devpts", dev + "/pts", MS_NOSUID | MS_NOEXEC, pts); !s) return s;
+  if (auto s = sys(::mkdir((dev + "/shm").c_str(), 01777), "mkdir /dev/shm"); !s) return s;
+  if (auto s = mount_fs("tmpfs", dev + "/shm", MS_NOSUID | MS_NODEV, "mode=1777"); !s) return s;
+  for (auto [name, target] : kDevLinks)
+    if (auto s = sys(::symlink(target, (dev + "/" + name).c_str()), "symlink /dev", name); !s)
+      return s;
+  return {};
+}
+
+Status make_standard_dirs(const InitConfig& config) {
+  const std::string tmp = std::string(kNew) + "/tmp";
+  if (auto s = make_dirs(tmp, 01777); !s) return s;
+  if (auto s = sys(::chmod(tmp.c_str(), 01777), "chmod /tmp"); !s) return s;
+  const std::string home = std::string(kNew) + "/home/user";
+  struct stat st {};
+  if (::stat(home.c_str(), &st) == 0) return {};  // the template decided its owner
+  if (auto s = make_dirs(home, 0755); !s) return s;
+  if (!config.full_id_map) return {};
+  return sys(::chown(home.c_str(), kUser, kUser), "chown /home/user");
+}
+
+Status mask_proc(const InitConfig&) {
+  const std::string proc = std::string(kNew) + "/proc/";
+  const std::string null = std::string(kNew) + "/dev/null";
+  for (const char* name : kMaskedProc) {
+    struct stat st {};
+    const std::string path = proc + name;
+    if (::stat(path.c_str(), &st) != 0) continue;  // not on this kernel
+    const Status masked = S_ISDIR(st.st_mode)
+                              ? mount_fs("tmpfs", path, MS_RDONLY | MS_NOSUID | MS_NODEV, "size=0")
+                              : bind(null, path, false);
+    if (!masked) return masked;
+  }
+  for (const char* name : kReadOnlyProc) {
+    const std::string path = proc + name;
+    if (::access(path.c_str(), F_OK) != 0) continue;
+    if (auto s = bind(path, path, true); !s) return s;
+  }
+  return {};
+}
+
+// pivot_root(".", ".") stacks the old root on top of the new one; detaching
+// it drops the staging tmpfs and every host mount with it.
+Status enter_root(const InitConfig&) {
+  if (auto s = sys(::chdir(kNew), "chdir new root"); !s) return s;
+  if (auto s = sys(static_cast<int>(::syscall(SYS_pivot_root, ".", ".")), "pivot_root"); !s)
+    return s;
+  if (auto s = sys(::umount2(".", MNT_DETACH), "detach old root"); !s) return s;
+  return sys(::chdir("/"), "chdir /");
+}
+
+}  // namespace abx::runtime::init::mnt

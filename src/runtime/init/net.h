@@ -1,0 +1,13 @@
+// The sandbox's network and UTS namespaces: hostname and loopback, by
+// syscalls and ioctls (an `ip` exec costs milliseconds).
+#pragma once
+
+#include "common/error.h"
+#include "runtime/init_protocol.h"
+
+namespace abx::runtime::init::net {
+
+Status set_hostname(const proto::InitConfig& config);
+Status loopback_up(const proto::InitConfig& config);
+
+}  // namespace abx::runtime::init::net

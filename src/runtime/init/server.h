@@ -1,0 +1,13 @@
+// abx-init's service loop: accepts the runtime's connections (any number,
+// one after another or at once), runs spawn/signal requests, and as PID 1
+// reaps every child, writing each spawned process's wait status into its
+// exit pipe. Never returns; init ends only when killed.
+#pragma once
+
+#include "runtime/init_protocol.h"
+
+namespace abx::runtime::init {
+
+[[noreturn]] void serve(int listen_fd, int signal_fd, const proto::InitConfig& config);
+
+}  // namespace abx::runtime::init

@@ -1,0 +1,242 @@
+#include "runtime/init_protocol.h"
+
+#include <sys/socket.h>
+
+#include <cstring>
+
+namespace abx::runtime::proto {
+namespace {
+
+class Writer {
+ public:
+  void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void u32(uint32_t v) { raw(&v, sizeof v); }
+  void u64(uint64_t v) { raw(&v, sizeof v); }
+  void str(const std::string& s) {
+    u32(static_cast<uint32_t>(s.size()));
+    out_ += s;
+  }
+  void strs(const std::vector<std::string>& v) {
+    u32(static_cast<uint32_t>(v.size()));
+    for (const auto& s : v) str(s);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  void raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string out_;
+};
+
+// Every read checks bounds; a short or malformed message fails as a whole.
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  bool u8(uint8_t* v) { return raw(v, sizeof *v); }
+  bool u32(uint32_t* v) { return raw(v, sizeof *v); }
+  bool i32(int32_t* v) { return raw(v, sizeof *v); }
+  bool u64(uint64_t* v) { return raw(v, sizeof *v); }
+  bool str(std::string* s) {
+    uint32_t n = 0;
+    if (!u32(&n) || n > in_.size() - pos_) return false;
+    s->assign(in_, pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool strs(std::vector<std::string>* v) {
+    uint32_t n = 0;
+    if (!u32(&n) || n > in_.size() - pos_) return false;
+    v->resize(n);
+    for (auto& s : *v)
+      if (!str(&s)) return false;
+    return true;
+  }
+  bool done() const { return pos_ == in_.size(); }
+
+ private:
+  bool raw(void* p, size_t n) {
+    if (n > in_.size() - pos_) return false;
+    std::memcpy(p, in_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  const std::string& in_;
+  size_t pos_ = 0;
+};
+
+std::vector<std::string> flatten(const std::map<std::string, std::string>& env) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) {
+    out.push_back(k);
+    out.push_back(v);
+  }
+  return out;
+}
+
+bool unflatten(const std::vector<std::string>& flat, std::map<std::string, std::string>* env) {
+  if (flat.size() % 2 != 0) return false;
+  for (size_t i = 0; i < flat.size(); i += 2) (*env)[flat[i]] = flat[i + 1];
+  return true;
+}
+
+void write_spec(Writer& w, const ProcessSpec& s) {
+  w.strs(s.argv);
+  w.strs(flatten(s.env));
+  w.str(s.cwd);
+  w.u32(s.uid);
+  w.u32(s.gid);
+  w.u8(s.pty);
+  w.u32(s.pty_cols);
+  w.u32(s.pty_rows);
+  w.u8(s.stdin_pipe);
+}
+
+bool read_spec(Reader& r, ProcessSpec* s) {
+  std::vector<std::string> env;
+  uint8_t pty = 0, stdin_pipe = 0;
+  uint32_t cols = 0, rows = 0;
+  if (!r.strs(&s->argv) || !r.strs(&env) || !unflatten(env, &s->env) || !r.str(&s->cwd) ||
+      !r.u32(&s->uid) || !r.u32(&s->gid) || !r.u8(&pty) || !r.u32(&cols) || !r.u32(&rows) ||
+      !r.u8(&stdin_pipe))
+    return false;
+  s->pty = pty != 0;
+  s->stdin_pipe = stdin_pipe != 0;
+  s->pty_cols = static_cast<uint16_t>(cols);
+  s->pty_rows = static_cast<uint16_t>(rows);
+  return true;
+}
+
+}  // namespace
+
+std::string encode(const InitConfig& c) {
+  Writer w;
+  w.str(c.hostname);
+  w.u64(c.disk_bytes);
+  w.strs(c.lower_layers);
+  std::vector<std::string> binds;
+  for (const auto& [host, inside] : c.binds) {
+    binds.push_back(host);
+    binds.push_back(inside);
+  }
+  w.strs(binds);
+  w.u8(c.full_id_map);
+  return w.take();
+}
+
+bool decode(const std::string& bytes, InitConfig* c) {
+  Reader r(bytes);
+  std::vector<std::string> binds;
+  uint8_t full = 0;
+  if (!r.str(&c->hostname) || !r.u64(&c->disk_bytes) || !r.strs(&c->lower_layers) ||
+      !r.strs(&binds) || binds.size() % 2 != 0 || !r.u8(&full) || !r.done())
+    return false;
+  for (size_t i = 0; i < binds.size(); i += 2) c->binds.emplace_back(binds[i], binds[i + 1]);
+  c->full_id_map = full != 0;
+  return true;
+}
+
+std::string encode(const Request& q) {
+  Writer w;
+  w.u8(static_cast<uint8_t>(q.type));
+  if (q.type == RequestType::kSpawn) {
+    write_spec(w, q.spec);
+  } else {
+    w.u32(static_cast<uint32_t>(q.pid));
+    w.u32(static_cast<uint32_t>(q.signo));
+  }
+  return w.take();
+}
+
+bool decode(const std::string& bytes, Request* q) {
+  Reader r(bytes);
+  uint8_t type = 0;
+  if (!r.u8(&type)) return false;
+  q->type = static_cast<RequestType>(type);
+  switch (q->type) {
+    case RequestType::kSpawn:
+      return read_spec(r, &q->spec) && r.done();
+    case RequestType::kSignal:
+      return r.i32(&q->pid) && r.i32(&q->signo) && r.done();
+  }
+  return false;
+}
+
+std::string encode(const Reply& p) {
+  Writer w;
+  w.u32(static_cast<uint32_t>(p.pid));
+  w.u32(static_cast<uint32_t>(p.errnum));
+  w.str(p.step);
+  return w.take();
+}
+
+bool decode(const std::string& bytes, Reply* p) {
+  Reader r(bytes);
+  return r.i32(&p->pid) && r.i32(&p->errnum) && r.str(&p->step) && r.done();
+}
+
+Reply reply_from(const Error& error) {
+  Reply reply;
+  reply.errnum = error.errnum;
+  reply.step = error.detail.empty() ? error.step : error.step + " " + error.detail;
+  if (reply.step.empty()) reply.step = "unknown step";
+  return reply;
+}
+
+Error error_from(const Reply& reply) {
+  return Error{"sandbox init: " + reply.step, reply.errnum, {}};
+}
+
+Status send_message(int sock, const std::string& bytes, const std::vector<int>& fds) {
+  if (bytes.size() > kMaxMessage || fds.size() > kMaxFds)
+    return Error{"send to sandbox init", EMSGSIZE, "request too large"};
+  iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (!fds.empty()) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  ssize_t n;
+  do n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) return Error::from_errno("send to sandbox init");
+  return {};
+}
+
+Result<bool> recv_message(int sock, std::string* bytes, std::vector<UniqueFd>* fds) {
+  bytes->resize(kMaxMessage);
+  iovec iov{bytes->data(), bytes->size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) return Error::from_errno("receive from sandbox socket");
+  fds->clear();
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      fds->emplace_back(fd);
+    }
+  }
+  if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+    return Error{"receive from sandbox socket", EMSGSIZE, "message truncated"};
+  bytes->resize(static_cast<size_t>(n));
+  if (n == 0 && fds->empty()) return false;
+  return true;
+}
+
+}  // namespace abx::runtime::proto

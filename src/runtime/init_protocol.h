@@ -1,0 +1,76 @@
+// The conversation between the runtime (daemon side) and abx-init (PID 1 of a
+// sandbox). Compiled into both; nothing here may depend on the daemon.
+//
+// Transport: a SOCK_SEQPACKET unix socket, so every message keeps its
+// boundaries and the fds passed with it (SCM_RIGHTS) belong to it.
+//   kSpawn  request: ProcessSpec; fds: exit pipe write end, then unless pty:
+//           stdin read end (if stdin_pipe), stdout write end, stderr write end.
+//           reply: Reply{pid}; with pty the master is passed back.
+//   kSignal request: pid, signo.  reply: Reply.
+// Start-up: the runtime hands init an InitConfig on an fd and waits for one
+// StatusReport ("ready" or the failing step) on a pipe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.h"
+#include "common/unique_fd.h"
+#include "runtime/runtime.h"
+
+namespace abx::runtime::proto {
+
+// What init needs to build the sandbox.
+struct InitConfig {
+  std::string hostname;
+  uint64_t disk_bytes = 0;
+  std::vector<std::string> lower_layers;                   // host paths, topmost first
+  std::vector<std::pair<std::string, std::string>> binds;  // host path → sandbox path
+  bool full_id_map = true;  // false: only uid/gid 0 exists inside (rootless without subuids)
+};
+
+enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2 };
+
+struct Request {
+  RequestType type = RequestType::kSpawn;
+  ProcessSpec spec;  // kSpawn
+  int32_t pid = 0;   // kSignal
+  int32_t signo = 0;
+};
+
+// errnum == 0 and an empty step mean success.
+struct Reply {
+  int32_t pid = 0;
+  int32_t errnum = 0;
+  std::string step;
+  bool ok() const { return errnum == 0 && step.empty(); }
+};
+
+// Fixed-size, so the pre-exec clone child (which may not allocate) can write
+// it too. step "ready" with errnum 0 means init is serving.
+struct StatusReport {
+  int32_t errnum = 0;
+  char step[124] = {};
+};
+inline constexpr const char* kReady = "ready";
+
+std::string encode(const InitConfig& config);
+bool decode(const std::string& bytes, InitConfig* config);
+std::string encode(const Request& request);
+bool decode(const std::string& bytes, Request* request);
+std::string encode(const Reply& reply);
+bool decode(const std::string& bytes, Reply* reply);
+
+Reply reply_from(const Error& error);
+Error error_from(const Reply& reply);
+
+// One message with its fds over a SOCK_SEQPACKET socket.
+inline constexpr size_t kMaxMessage = 192 * 1024;
+inline constexpr size_t kMaxFds = 8;
+Status send_message(int sock, const std::string& bytes, const std::vector<int>& fds);
+// false on an orderly EOF.
+Result<bool> recv_message(int sock, std::string* bytes, std::vector<UniqueFd>* fds);
+
+}  // namespace abx::runtime::proto

@@ -1,0 +1,277 @@
+// The Runtime: creates sandboxes (state dir, control socket, cgroups, clone
+// of init), finds them again after a daemon restart, and tears them down.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "runtime/cgroup.h"
+#include "runtime/init_protocol.h"
+#include "runtime/local_sandbox.h"
+#include "runtime/runtime.h"
+#include "runtime/spawner.h"
+#include "runtime/user.h"
+
+namespace abx::runtime {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+constexpr Limits kBuiltinLimits{512 * kMiB, 256, 1000, 1024 * kMiB};
+constexpr const char* kSocketName = "ctl.sock";
+constexpr const char* kInitFile = "init";  // "<pid> <starttime>", for sweep_orphans
+constexpr int kDeathTimeoutMs = 5000;
+
+Limits fill_defaults(Limits l, const Limits& d) {
+  for (auto [field, fallback] :
+       {std::pair{&l.memory_bytes, d.memory_bytes}, std::pair{&l.pids, d.pids},
+        std::pair{&l.disk_bytes, d.disk_bytes}})
+    if (*field == 0) *field = fallback;
+  if (l.cpu_millicores == 0) l.cpu_millicores = d.cpu_millicores;
+  return l;
+}
+
+// starttime (field 22 of /proc/<pid>/stat) guards against pid reuse; 0 if gone.
+uint64_t process_start_time(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i)
+    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
+  return 0;
+}
+
+Result<UniqueFd> listen_control(const fs::path& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.native().size() >= sizeof addr.sun_path)
+    return Error{"bind sandbox control socket", ENAMETOOLONG,
+                 path.string() + ": use a shorter state dir"};
+  std::strcpy(addr.sun_path, path.c_str());
+  UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) return Error::from_errno("socket");
+  if (::bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return Error::from_errno("bind sandbox control socket", path.string());
+  if (::listen(sock.get(), 16) != 0) return Error::from_errno("listen", path.string());
+  return sock;
+}
+
+Result<UniqueFd> config_memfd(const proto::InitConfig& config) {
+  UniqueFd fd(::memfd_create("abx-init-config", MFD_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno("memfd_create config");
+  const std::string bytes = proto::encode(config);
+  if (::write(fd.get(), bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size()) ||
+      ::lseek(fd.get(), 0, SEEK_SET) != 0)
+    return Error::from_errno("write init config");
+  return fd;
+}
+
+bool valid_id(const std::string& id) {
+  return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  });
+}
+
+Status validate(const SandboxSpec& spec) {
+  if (!valid_id(spec.id))
+    return Error{"create sandbox", EINVAL, "id must be [a-z0-9]+: " + spec.id};
+  if (spec.rootfs.lower_layers.empty())
+    return Error{"create sandbox", EINVAL, "the rootfs has no layers: give a template"};
+  for (const auto& layer : spec.rootfs.lower_layers)
+    if (!layer.is_absolute() || layer.native().find_first_of(":,\\") != std::string::npos)
+      return Error{"create sandbox", EINVAL,
+                   "layer paths must be absolute, without ':' ',' '\\': " + layer.string()};
+  for (const auto& bind : spec.rootfs.read_only_binds)
+    if (!bind.host_path.is_absolute() || !bind.sandbox_path.is_absolute())
+      return Error{"create sandbox", EINVAL,
+                   "bind paths must be absolute: " + bind.host_path.string() + " -> " +
+                       bind.sandbox_path.string()};
+  return {};
+}
+
+proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, bool full_id_map) {
+  proto::InitConfig config;
+  config.hostname = spec.hostname.empty() ? spec.id : spec.hostname;
+  config.disk_bytes = limits.disk_bytes;
+  for (const auto& layer : spec.rootfs.lower_layers) config.lower_layers.push_back(layer);
+  for (const auto& bind : spec.rootfs.read_only_binds)
+    config.binds.emplace_back(bind.host_path, bind.sandbox_path);
+  config.full_id_map = full_id_map;
+  return config;
+}
+
+// SIGKILL through a pidfd (a pid-namespace init ignores SIGTERM); the kernel
+// then kills the whole namespace. Reaps init if it is our child.
+Status kill_init(pid_t pid) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd.valid()) return errno == ESRCH ? Status{} : Error::from_errno("pidfd_open init");
+  if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0 && errno != ESRCH)
+    return Error::from_errno("kill sandbox init");
+  int status;
+  pid_t reaped;
+  do reaped = ::waitpid(pid, &status, 0);
+  while (reaped < 0 && errno == EINTR);
+  if (reaped == pid) return {};
+  pollfd p{pidfd.get(), POLLIN, 0};  // not our child (adopted): wait for it to exit
+  if (::poll(&p, 1, kDeathTimeoutMs) != 1)
+    return Error{"wait for sandbox init to die", ETIMEDOUT, {}};
+  return {};
+}
+
+class LocalRuntime final : public Runtime {
+ public:
+  LocalRuntime(RuntimeConfig config, UniqueFd image, user::IdMap ids, cgroup::Layout cgroups,
+               std::vector<std::string> warnings)
+      : config_(std::move(config)),
+        image_(std::move(image)),
+        ids_(ids),
+        cgroups_(std::move(cgroups)),
+        warnings_(std::move(warnings)) {}
+  ~LocalRuntime() override { cgroup::release(cgroups_); }
+
+  Result<std::unique_ptr<Sandbox>> create(const SandboxSpec& spec) override;
+  Result<std::unique_ptr<Sandbox>> adopt(const SandboxRecord& record) override;
+  Status destroy(const SandboxRecord& record) override;
+  void sweep_orphans(const std::vector<std::string>& live_ids) override;
+  uid_t host_uid(uint32_t id) const override { return ids_.host_uid(id); }
+  gid_t host_gid(uint32_t id) const override { return ids_.host_gid(id); }
+  std::vector<std::string> warnings() const override { return warnings_; }
+
+ private:
+  fs::path state_of(const std::string& id) const { return config_.state_dir / id; }
+  Result<pid_t> start(const SandboxSpec& spec, const Limits& limits);
+  Result<std::unique_ptr<Sandbox>> connect(const SandboxRecord& record);
+  Status remove_leftovers(const std::string& id);
+
+  RuntimeConfig config_;
+  UniqueFd image_;
+  user::IdMap ids_;
+  cgroup::Layout cgroups_;
+  std::vector<std::string> warnings_;
+};
+
+Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits) {
+  const fs::path state = state_of(spec.id);
+  if (::mkdir(state.c_str(), 0700) != 0)
+    return Error::from_errno("mkdir state dir", state.string());
+  auto listen = listen_control(state / kSocketName);
+  if (!listen) return listen.error();
+  auto config = config_memfd(init_config(spec, limits, ids_.full()));
+  if (!config) return config.error();
+  if (cgroups_.version != cgroup::Version::kNone)
+    if (auto s = cgroup::create(cgroups_, spec.id, limits); !s) return s.error();
+  auto prepare = [&](pid_t pid) -> Status {
+    if (auto s = user::write_maps(pid, ids_); !s) return s;
+    if (cgroups_.version == cgroup::Version::kNone) return {};
+    return cgroup::attach(cgroups_, spec.id, pid);
+  };
+  auto pid = spawner::start_init({image_.get(), config->get(), listen->get()}, prepare);
+  if (!pid) return pid.error();
+  std::ofstream(state / kInitFile) << *pid << ' ' << process_start_time(*pid) << '\n';
+  return pid;
+}
+
+Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
+  if (auto s = validate(spec); !s) return s.error();
+  const Limits limits = fill_defaults(spec.limits, config_.default_limits);
+  auto pid = start(spec, limits);
+  if (!pid) {
+    (void)remove_leftovers(spec.id);
+    return pid.error();
+  }
+  SandboxRecord record{spec.id,           *pid,          process_start_time(*pid),
+                       state_of(spec.id), ids_.uid_zero, limits};
+  auto sandbox = connect(record);
+  if (!sandbox) (void)destroy(record);
+  return sandbox;
+}
+
+Result<std::unique_ptr<Sandbox>> LocalRuntime::connect(const SandboxRecord& record) {
+  auto control = connect_control(state_of(record.id) / kSocketName);
+  if (!control) return control.error();
+  const std::string root_path = "/proc/" + std::to_string(record.init_pid) + "/root";
+  UniqueFd root(::open(root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root.valid()) return Error::from_errno("open sandbox root", root_path);
+  // The pid may have been reused between the check and the open: check again.
+  if (process_start_time(record.init_pid) != record.init_start_time)
+    return Error{"adopt sandbox", ESRCH, "init of " + record.id + " is gone"};
+  return std::unique_ptr<Sandbox>(
+      std::make_unique<LocalSandbox>(record, std::move(*control), std::move(root), ids_, cgroups_));
+}
+
+Result<std::unique_ptr<Sandbox>> LocalRuntime::adopt(const SandboxRecord& record) {
+  if (!valid_id(record.id)) return Error{"adopt sandbox", EINVAL, "bad id " + record.id};
+  if (record.init_pid <= 0 || process_start_time(record.init_pid) != record.init_start_time)
+    return Error{"adopt sandbox", ESRCH, "init of " + record.id + " is gone (or its pid reused)"};
+  return connect(record);
+}
+
+Status LocalRuntime::remove_leftovers(const std::string& id) {
+  Status result;
+  if (cgroups_.version != cgroup::Version::kNone) result = cgroup::remove(cgroups_, id);
+  std::error_code ec;
+  fs::remove_all(state_of(id), ec);
+  if (ec && result) result = Error{"remove state dir", ec.value(), state_of(id).string()};
+  return result;
+}
+
+Status LocalRuntime::destroy(const SandboxRecord& record) {
+  if (!valid_id(record.id)) return Error{"destroy sandbox", EINVAL, "bad id " + record.id};
+  Status killed;
+  if (record.init_pid > 0 && process_start_time(record.init_pid) == record.init_start_time)
+    killed = kill_init(record.init_pid);
+  Status cleaned = remove_leftovers(record.id);
+  return killed ? cleaned : killed;
+}
+
+void LocalRuntime::sweep_orphans(const std::vector<std::string>& live_ids) {
+  std::set<std::string> candidates;
+  for (const auto& id : cgroup::list(cgroups_)) candidates.insert(id);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(config_.state_dir, ec))
+    if (entry.is_directory()) candidates.insert(entry.path().filename().string());
+  for (const auto& id : candidates) {
+    if (std::find(live_ids.begin(), live_ids.end(), id) != live_ids.end()) continue;
+    SandboxRecord record;
+    record.id = id;
+    std::ifstream(state_of(id) / kInitFile) >> record.init_pid >> record.init_start_time;
+    (void)destroy(record);
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
+  std::error_code ec;
+  fs::create_directories(config.state_dir, ec);
+  if (ec) return Error{"create state dir", ec.value(), config.state_dir.string()};
+  if (::chmod(config.state_dir.c_str(), 0700) != 0)
+    return Error::from_errno("chmod state dir", config.state_dir.string());
+  auto image = spawner::load_init_image(config.init_binary);
+  if (!image) return image.error();
+  std::vector<std::string> warnings;
+  const user::IdMap ids = user::choose(&warnings);
+  cgroup::Layout cgroups =
+      cgroup::detect(cgroup::instance_name(fs::absolute(config.state_dir)), &warnings);
+  RuntimeConfig effective = config;
+  effective.state_dir = fs::absolute(config.state_dir);
+  effective.default_limits = fill_defaults(config.default_limits, kBuiltinLimits);
+  return std::unique_ptr<Runtime>(std::make_unique<LocalRuntime>(
+      std::move(effective), std::move(*image), ids, std::move(cgroups), std::move(warnings)));
+}
+
+}  // namespace abx::runtime

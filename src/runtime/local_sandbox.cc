@@ -1,0 +1,106 @@
+#include "runtime/local_sandbox.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace abx::runtime {
+namespace {
+
+struct Pipe {
+  UniqueFd read, write;
+};
+
+Result<Pipe> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno("pipe");
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+}  // namespace
+
+LocalSandbox::LocalSandbox(SandboxRecord record, UniqueFd control, UniqueFd root, user::IdMap ids,
+                           cgroup::Layout cgroups)
+    : record_(std::move(record)),
+      control_(std::move(control)),
+      root_(std::move(root)),
+      ids_(ids),
+      cgroups_(std::move(cgroups)) {}
+
+Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std::vector<int>& fds,
+                                        std::vector<UniqueFd>* received) {
+  std::lock_guard lock(mutex_);
+  if (auto s = proto::send_message(control_.get(), proto::encode(request), fds); !s)
+    return s.error();
+  std::string bytes;
+  auto got = proto::recv_message(control_.get(), &bytes, received);
+  if (!got) return got.error();
+  proto::Reply reply;
+  if (!*got) return Error{"sandbox init", ECONNRESET, "control connection closed"};
+  if (!proto::decode(bytes, &reply)) return Error{"sandbox init", EPROTO, "malformed reply"};
+  return reply;
+}
+
+Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty())
+    return Error{"spawn", EINVAL, "argv is empty: give the program to run"};
+  Process process;
+  std::vector<UniqueFd> child_ends;  // ours are closed once init holds its copies
+  auto add_pipe = [&](UniqueFd* ours, bool we_read) -> Status {
+    auto p = make_pipe();
+    if (!p) return p.error();
+    *ours = std::move(we_read ? p->read : p->write);
+    child_ends.push_back(std::move(we_read ? p->write : p->read));
+    return {};
+  };
+  Status piped = add_pipe(&process.exit_fd, true);
+  if (piped && !spec.pty) {
+    if (spec.stdin_pipe) piped = add_pipe(&process.stdin_fd, false);
+    if (piped) piped = add_pipe(&process.stdout_fd, true);
+    if (piped) piped = add_pipe(&process.stderr_fd, true);
+  }
+  if (!piped) return piped.error();
+
+  std::vector<int> fds;
+  for (const auto& fd : child_ends) fds.push_back(fd.get());
+  proto::Request request{proto::RequestType::kSpawn, spec, 0, 0};
+  std::vector<UniqueFd> received;
+  auto reply = call(request, fds, &received);
+  child_ends.clear();
+  if (!reply) return reply.error();
+  if (!reply->ok()) return proto::error_from(*reply);
+  if (spec.pty) {
+    if (received.size() != 1) return Error{"spawn", EPROTO, "init sent no pty master"};
+    process.pty_fd = std::move(received.front());
+  }
+  process.pid = reply->pid;
+  return process;
+}
+
+Status LocalSandbox::signal(int pid, int signo) {
+  proto::Request request{proto::RequestType::kSignal, {}, pid, signo};
+  std::vector<UniqueFd> received;
+  auto reply = call(request, {}, &received);
+  if (!reply) return reply.error();
+  if (!reply->ok()) return proto::error_from(*reply);
+  return {};
+}
+
+Result<UniqueFd> connect_control(const fs::path& socket_path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.native().size() >= sizeof addr.sun_path)
+    return Error{"connect sandbox control socket", ENAMETOOLONG,
+                 socket_path.string() + ": use a shorter state dir"};
+  std::strcpy(addr.sun_path, socket_path.c_str());
+  UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) return Error::from_errno("socket");
+  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return Error::from_errno("connect sandbox control socket", socket_path.string());
+  return sock;
+}
+
+}  // namespace abx::runtime

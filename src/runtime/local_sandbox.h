@@ -1,0 +1,44 @@
+// The daemon's handle on one running sandbox: a connection to its init's
+// control socket (one request at a time), its root as the host sees it, and
+// its cgroups.
+#pragma once
+
+#include <mutex>
+#include <vector>
+
+#include "runtime/cgroup.h"
+#include "runtime/init_protocol.h"
+#include "runtime/runtime.h"
+#include "runtime/user.h"
+
+namespace abx::runtime {
+
+class LocalSandbox final : public Sandbox {
+ public:
+  LocalSandbox(SandboxRecord record, UniqueFd control, UniqueFd root, user::IdMap ids,
+               cgroup::Layout cgroups);
+
+  const SandboxRecord& record() const override { return record_; }
+  Result<Process> spawn(const ProcessSpec& spec) override;
+  Status signal(int pid, int signo) override;
+  int root_fd() const override { return root_.get(); }
+  uid_t host_uid(uint32_t sandbox_uid) const override { return ids_.host_uid(sandbox_uid); }
+  gid_t host_gid(uint32_t sandbox_gid) const override { return ids_.host_gid(sandbox_gid); }
+  Usage usage() const override { return cgroup::usage(cgroups_, record_.id); }
+
+ private:
+  Result<proto::Reply> call(const proto::Request& request, const std::vector<int>& fds,
+                            std::vector<UniqueFd>* received);
+
+  SandboxRecord record_;
+  std::mutex mutex_;  // one request in flight on the control connection
+  UniqueFd control_;
+  UniqueFd root_;
+  user::IdMap ids_;
+  cgroup::Layout cgroups_;
+};
+
+// Connects to the control socket in a sandbox's state dir.
+Result<UniqueFd> connect_control(const fs::path& socket_path);
+
+}  // namespace abx::runtime

@@ -1,0 +1,176 @@
+#include "runtime/spawner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "runtime/init_protocol.h"
+
+namespace abx::runtime::spawner {
+namespace {
+
+constexpr int kCloneFlags = CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
+                            CLONE_NEWUTS | CLONE_NEWNET | SIGCHLD;
+constexpr size_t kStackSize = 256 * 1024;
+constexpr int kReadyTimeoutMs = 30000;
+constexpr unsigned kSeals = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+// Everything the child touches, prepared by the parent: the child shares the
+// parent's memory and must not allocate (another thread may hold malloc's lock).
+struct ChildArgs {
+  int sync_read = -1;
+  int status_write = -1;
+  int image = -1;
+  int inherit[3] = {-1, -1, -1};  // config, status, listen: kept across exec
+  char fd_text[3][16] = {};
+  char* argv[5] = {};
+  char* envp[1] = {};
+};
+
+void report(int fd, const char* step) {
+  proto::StatusReport r;
+  r.errnum = errno;
+  std::strncpy(r.step, step, sizeof r.step - 1);
+  (void)::write(fd, &r, sizeof r);
+}
+
+// Raw syscalls only: glibc's setresuid would try to signal the parent's
+// threads (its setxid broadcast), since this child shares their memory.
+int child_main(void* p) {
+  const auto* a = static_cast<const ChildArgs*>(p);
+  char go = 0;
+  if (::read(a->sync_read, &go, 1) != 1) ::_exit(1);  // the parent gave up
+  if (::syscall(SYS_setresgid, 0, 0, 0) != 0) {
+    report(a->status_write, "setresgid 0 in the new user namespace");
+    ::_exit(1);
+  }
+  if (::syscall(SYS_setresuid, 0, 0, 0) != 0) {
+    report(a->status_write, "setresuid 0 in the new user namespace");
+    ::_exit(1);
+  }
+  for (int fd : a->inherit) ::fcntl(fd, F_SETFD, 0);
+  ::syscall(SYS_execveat, a->image, "", a->argv, a->envp, AT_EMPTY_PATH);
+  report(a->status_write, "exec abx-init");
+  ::_exit(127);
+}
+
+struct StackDeleter {
+  void operator()(void* stack) const { ::munmap(stack, kStackSize); }
+};
+
+Status wait_ready(int status_read, pid_t pid) {
+  pollfd p{status_read, POLLIN, 0};
+  int ready;
+  do ready = ::poll(&p, 1, kReadyTimeoutMs);
+  while (ready < 0 && errno == EINTR);
+  if (ready == 0) return Error{"start sandbox init", ETIMEDOUT, "no status report"};
+  proto::StatusReport r;
+  const ssize_t n = ::read(status_read, &r, sizeof r);
+  if (n == static_cast<ssize_t>(sizeof r)) {
+    r.step[sizeof r.step - 1] = '\0';
+    if (r.errnum == 0 && std::strcmp(r.step, proto::kReady) == 0) return {};
+    return Error{std::string("sandbox init: ") + r.step, r.errnum, {}};
+  }
+  return Error{"start sandbox init", ECHILD,
+               "init (pid " + std::to_string(pid) + ") exited without a status report"};
+}
+
+void kill_and_reap(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+// Blocks every signal while cloning so that no daemon handler runs on the
+// child's stack before exec; the child execs with them blocked and abx-init
+// sets its own mask.
+pid_t clone_blocked(ChildArgs* args, void* stack) {
+  sigset_t all, old;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = ::clone(child_main, static_cast<char*>(stack) + kStackSize, kCloneFlags, args);
+  const int saved = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = saved;
+  return pid;
+}
+
+}  // namespace
+
+Result<UniqueFd> load_init_image(const fs::path& binary) {
+  UniqueFd src(::open(binary.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!src.valid()) return Error::from_errno("open abx-init", binary.string());
+  struct stat st {};
+  if (::fstat(src.get(), &st) != 0) return Error::from_errno("stat abx-init", binary.string());
+  UniqueFd mem(::memfd_create("abx-init", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!mem.valid()) return Error::from_errno("memfd_create abx-init");
+  for (off_t done = 0; done < st.st_size;) {
+    const ssize_t n =
+        ::sendfile(mem.get(), src.get(), nullptr, static_cast<size_t>(st.st_size - done));
+    if (n <= 0) return Error::from_errno("copy abx-init into memfd", binary.string());
+    done += n;
+  }
+  if (::fchmod(mem.get(), 0555) != 0) return Error::from_errno("chmod abx-init memfd");
+  if (::fcntl(mem.get(), F_ADD_SEALS, kSeals) != 0) return Error::from_errno("seal abx-init memfd");
+  // exec refuses a file that is open for writing (ETXTBSY): keep a read-only
+  // descriptor and drop the writable one.
+  const std::string self = "/proc/self/fd/" + std::to_string(mem.get());
+  UniqueFd read_only(::open(self.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!read_only.valid()) return Error::from_errno("reopen abx-init memfd");
+  return read_only;
+}
+
+Result<pid_t> start_init(const InitFds& fds, const std::function<Status(pid_t)>& prepare) {
+  int sync[2], status[2];
+  if (::pipe2(sync, O_CLOEXEC) != 0) return Error::from_errno("pipe");
+  UniqueFd sync_read(sync[0]), sync_write(sync[1]);
+  if (::pipe2(status, O_CLOEXEC) != 0) return Error::from_errno("pipe");
+  UniqueFd status_read(status[0]), status_write(status[1]);
+
+  auto args = std::make_unique<ChildArgs>();
+  args->sync_read = sync_read.get();
+  args->status_write = status_write.get();
+  args->image = fds.image;
+  const int inherit[3] = {fds.config, status_write.get(), fds.listen};
+  for (int i = 0; i < 3; ++i) {
+    args->inherit[i] = inherit[i];
+    std::snprintf(args->fd_text[i], sizeof args->fd_text[i], "%d", inherit[i]);
+    args->argv[i + 1] = args->fd_text[i];
+  }
+  args->argv[0] = const_cast<char*>("abx-init");
+
+  void* mapped = ::mmap(nullptr, kStackSize, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (mapped == MAP_FAILED) return Error::from_errno("mmap init stack");
+  std::unique_ptr<void, StackDeleter> stack(mapped);
+
+  const pid_t pid = clone_blocked(args.get(), stack.get());
+  if (pid < 0) return Error::from_errno("clone sandbox namespaces");
+  sync_read.reset();
+  status_write.reset();  // so a dead child reads as EOF
+
+  Status ready = prepare(pid);
+  if (ready) {
+    const char go = 1;
+    if (::write(sync_write.get(), &go, 1) != 1) ready = Error::from_errno("release sandbox init");
+  }
+  if (ready) ready = wait_ready(status_read.get(), pid);
+  if (!ready) {
+    kill_and_reap(pid);  // before the stack goes away
+    return ready.error();
+  }
+  return pid;
+}
+
+}  // namespace abx::runtime::spawner

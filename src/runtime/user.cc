@@ -1,0 +1,134 @@
+#include "runtime/user.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+namespace abx::runtime::user {
+namespace {
+
+constexpr uint32_t kSandboxIds = 65536;
+constexpr uint32_t kRootDefaultBase = 100000;
+constexpr uid_t kOverflowId = 65534;
+
+struct Range {
+  uint32_t start = 0, count = 0;
+};
+
+// /etc/subuid lines are "name-or-uid:start:count".
+std::optional<Range> subordinate_range(const char* file, uid_t uid) {
+  std::ifstream in(file);
+  const passwd* pw = ::getpwuid(uid);
+  const std::string name = pw != nullptr ? pw->pw_name : "";
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string owner, start, count;
+    if (!std::getline(fields, owner, ':') || !std::getline(fields, start, ':') ||
+        !std::getline(fields, count))
+      continue;
+    if (owner != name && owner != std::to_string(uid)) continue;
+    try {
+      Range r{static_cast<uint32_t>(std::stoul(start)), static_cast<uint32_t>(std::stoul(count))};
+      if (r.count >= kSandboxIds) return r;
+    } catch (const std::exception&) {
+    }
+  }
+  return std::nullopt;
+}
+
+Status write_file(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Error::from_errno("open " + path);
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int saved = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size())) return Error{"write " + path, saved, text};
+  return {};
+}
+
+std::string map_lines(uint32_t zero, uint32_t rest, uint32_t count) {
+  std::string text = "0 " + std::to_string(zero) + " 1\n";
+  if (count > 1) text += "1 " + std::to_string(rest) + " " + std::to_string(count - 1) + "\n";
+  return text;
+}
+
+Status run_helper(const char* helper, pid_t pid, uint32_t zero, uint32_t rest, uint32_t count) {
+  std::vector<std::string> args = {helper,
+                                   std::to_string(pid),
+                                   "0",
+                                   std::to_string(zero),
+                                   "1",
+                                   "1",
+                                   std::to_string(rest),
+                                   std::to_string(count - 1)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t child = 0;
+  // posix_spawn uses CLONE_VFORK: safe from a multi-threaded daemon.
+  if (const int rc = ::posix_spawn(&child, helper, nullptr, nullptr, argv.data(), environ); rc != 0)
+    return Error{std::string("spawn ") + helper, rc, {}};
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Error{helper, EPERM, "exited with status " + std::to_string(status)};
+  return {};
+}
+
+}  // namespace
+
+uid_t IdMap::host_uid(uint32_t id) const {
+  if (id == 0 || !full()) return uid_zero;
+  return id < count ? uid_rest + id - 1 : kOverflowId;
+}
+
+gid_t IdMap::host_gid(uint32_t id) const {
+  if (id == 0 || !full()) return gid_zero;
+  return id < count ? gid_rest + id - 1 : kOverflowId;
+}
+
+IdMap choose(std::vector<std::string>* warnings) {
+  const uid_t uid = ::geteuid();
+  const gid_t gid = ::getegid();
+  const auto subuid = subordinate_range("/etc/subuid", uid);
+  const auto subgid = subordinate_range("/etc/subgid", uid);
+  if (uid == 0) {
+    const uint32_t ubase = subuid ? subuid->start : kRootDefaultBase;
+    const uint32_t gbase = subgid ? subgid->start : kRootDefaultBase;
+    return IdMap{ubase, ubase + 1, gbase, gbase + 1, kSandboxIds, false};
+  }
+  const bool helpers =
+      ::access("/usr/bin/newuidmap", X_OK) == 0 && ::access("/usr/bin/newgidmap", X_OK) == 0;
+  if (subuid && subgid && helpers)
+    return IdMap{uid, subuid->start, gid, subgid->start, kSandboxIds, true};
+  warnings->push_back(
+      "rootless without /etc/subuid+/etc/subgid ranges and newuidmap/newgidmap: only sandbox "
+      "uid 0 is mapped, so every process runs as that single uid (uid 1000 falls back to 0)");
+  return IdMap{uid, uid, gid, gid, 1, false};
+}
+
+Status write_maps(pid_t pid, const IdMap& map) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  if (map.use_helpers) {
+    if (auto s = run_helper("/usr/bin/newuidmap", pid, map.uid_zero, map.uid_rest, map.count); !s)
+      return s;
+    return run_helper("/usr/bin/newgidmap", pid, map.gid_zero, map.gid_rest, map.count);
+  }
+  if (!map.full()) {
+    // An unprivileged writer may map its own gid only after giving up setgroups.
+    if (auto s = write_file(proc + "/setgroups", "deny"); !s) return s;
+  }
+  if (auto s = write_file(proc + "/uid_map", map_lines(map.uid_zero, map.uid_rest, map.count)); !s)
+    return s;
+  return write_file(proc + "/gid_map", map_lines(map.gid_zero, map.gid_rest, map.count));
+}
+
+}  // namespace abx::runtime::user

@@ -1,0 +1,175 @@
+// Unit tests of the runtime's pieces that need no sandbox.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "runtime/cgroup.h"
+#include "runtime/init_protocol.h"
+#include "runtime/runtime.h"
+#include "runtime/seccomp_policy.h"
+#include "runtime/user.h"
+
+namespace abx::runtime {
+
+TEST(WaitStatus, DecodesExitAndSignalInGoWording) {
+  ExitInfo ok = decode_wait_status(0);
+  EXPECT_TRUE(ok.exited);
+  EXPECT_EQ(ok.exit_code, 0);
+  EXPECT_EQ(ok.status, "exit status 0");
+
+  ExitInfo three = decode_wait_status(3 << 8);
+  EXPECT_EQ(three.exit_code, 3);
+  EXPECT_EQ(three.status, "exit status 3");
+
+  ExitInfo killed = decode_wait_status(SIGKILL);
+  EXPECT_FALSE(killed.exited);
+  EXPECT_EQ(killed.exit_code, 128 + SIGKILL);
+  EXPECT_EQ(killed.status, "signal: killed");
+  EXPECT_EQ(decode_wait_status(SIGTERM).status, "signal: terminated");
+}
+
+TEST(InitProtocol, SpawnRequestRoundTrips) {
+  proto::Request in;
+  in.type = proto::RequestType::kSpawn;
+  in.spec.argv = {"/bin/sh", "-c", "echo hi"};
+  in.spec.env = {{"PATH", "/usr/bin"}, {"HOME", "/home/user"}};
+  in.spec.cwd = "/tmp";
+  in.spec.uid = 0;
+  in.spec.gid = 5;
+  in.spec.pty = true;
+  in.spec.pty_cols = 132;
+  in.spec.pty_rows = 43;
+  in.spec.stdin_pipe = false;
+  proto::Request out;
+  ASSERT_TRUE(proto::decode(proto::encode(in), &out));
+  EXPECT_EQ(out.type, proto::RequestType::kSpawn);
+  EXPECT_EQ(out.spec.argv, in.spec.argv);
+  EXPECT_EQ(out.spec.env, in.spec.env);
+  EXPECT_EQ(out.spec.cwd, "/tmp");
+  EXPECT_EQ(out.spec.uid, 0u);
+  EXPECT_EQ(out.spec.gid, 5u);
+  EXPECT_TRUE(out.spec.pty);
+  EXPECT_EQ(out.spec.pty_cols, 132);
+  EXPECT_EQ(out.spec.pty_rows, 43);
+  EXPECT_FALSE(out.spec.stdin_pipe);
+}
+
+TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
+  proto::Request signal{proto::RequestType::kSignal, {}, 42, SIGTERM};
+  proto::Request decoded;
+  ASSERT_TRUE(proto::decode(proto::encode(signal), &decoded));
+  EXPECT_EQ(decoded.pid, 42);
+  EXPECT_EQ(decoded.signo, SIGTERM);
+
+  proto::Reply reply{0, ENOENT, "chdir /nope"};
+  proto::Reply back;
+  ASSERT_TRUE(proto::decode(proto::encode(reply), &back));
+  EXPECT_FALSE(back.ok());
+  EXPECT_EQ(proto::error_from(back).errnum, ENOENT);
+
+  proto::InitConfig config{"box", 1 << 20, {"/a", "/b"}, {{"/usr", "/usr"}}, false};
+  proto::InitConfig config_back;
+  ASSERT_TRUE(proto::decode(proto::encode(config), &config_back));
+  EXPECT_EQ(config_back.hostname, "box");
+  EXPECT_EQ(config_back.disk_bytes, 1u << 20);
+  EXPECT_EQ(config_back.lower_layers, config.lower_layers);
+  EXPECT_EQ(config_back.binds, config.binds);
+  EXPECT_FALSE(config_back.full_id_map);
+}
+
+TEST(InitProtocol, RejectsTruncatedAndTrailingBytes) {
+  proto::Request in{proto::RequestType::kSpawn, {}, 0, 0};
+  in.spec.argv = {"true"};
+  const std::string bytes = proto::encode(in);
+  proto::Request out;
+  for (size_t n = 0; n < bytes.size(); ++n) EXPECT_FALSE(proto::decode(bytes.substr(0, n), &out));
+  EXPECT_FALSE(proto::decode(bytes + "x", &out));
+  EXPECT_FALSE(proto::decode(std::string("\x09", 1), &out));  // unknown type
+}
+
+TEST(InitProtocol, PassesFdsWithAMessage) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+  UniqueFd a(pair[0]), b(pair[1]);
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  UniqueFd r(p[0]), w(p[1]);
+  ASSERT_TRUE(proto::send_message(a.get(), "hello", {w.get()}));
+  std::string bytes;
+  std::vector<UniqueFd> fds;
+  auto got = proto::recv_message(b.get(), &bytes, &fds);
+  ASSERT_TRUE(got && *got);
+  EXPECT_EQ(bytes, "hello");
+  ASSERT_EQ(fds.size(), 1u);
+  w.reset();
+  ASSERT_EQ(::write(fds[0].get(), "x", 1), 1);
+  char c = 0;
+  EXPECT_EQ(::read(r.get(), &c, 1), 1);
+  EXPECT_EQ(c, 'x');
+  a.reset();
+  got = proto::recv_message(b.get(), &bytes, &fds);
+  ASSERT_TRUE(got);
+  EXPECT_FALSE(*got);
+}
+
+TEST(Seccomp, FilterBuildsAndExports) {
+  auto filter = seccomp_policy::build();
+  ASSERT_TRUE(filter) << filter.error().message();
+  FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(seccomp_export_bpf(filter->get(), fileno(out)), 0);
+  EXPECT_GT(::lseek(fileno(out), 0, SEEK_END), 8 * 20);  // 8-byte BPF instructions
+  std::fclose(out);
+}
+
+TEST(Seccomp, DeniesUnshareAndNamespaceClonesInAChild) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (!seccomp_policy::load()) ::_exit(10);
+    if (::unshare(CLONE_NEWUSER) == 0 || errno != EPERM) ::_exit(11);
+    if (::syscall(SYS_clone3, nullptr, 0) == 0 || errno != ENOSYS) ::_exit(12);
+    if (::getpid() <= 0) ::_exit(13);  // ordinary syscalls still work
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(Cgroup, InstanceNameIsStableShortHex) {
+  const std::string a = cgroup::instance_name("/var/lib/abx/state");
+  EXPECT_EQ(a.size(), 12u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(a, cgroup::instance_name("/var/lib/abx/state"));
+  EXPECT_EQ(a, cgroup::instance_name("/var/lib/abx//state"));
+  EXPECT_NE(a, cgroup::instance_name("/var/lib/abx/other"));
+}
+
+TEST(Cgroup, SandboxDirsLiveUnderTheInstance) {
+  cgroup::Layout layout{cgroup::Version::kV1,
+                        {{"/sys/fs/cgroup/memory/abx/0123456789ab", {"memory"}},
+                         {"/sys/fs/cgroup/pids/abx/0123456789ab", {"pids"}}}};
+  const auto dirs = cgroup::dirs(layout, "sbx1");
+  ASSERT_EQ(dirs.size(), 2u);
+  EXPECT_EQ(dirs[0], "/sys/fs/cgroup/memory/abx/0123456789ab/sbx1");
+  EXPECT_EQ(dirs[1], "/sys/fs/cgroup/pids/abx/0123456789ab/sbx1");
+}
+
+TEST(User, IdMapTranslatesSandboxIds) {
+  user::IdMap map{100000, 100001, 200000, 200001, 65536, false};
+  EXPECT_EQ(map.host_uid(0), 100000u);
+  EXPECT_EQ(map.host_uid(1000), 101000u);
+  EXPECT_EQ(map.host_gid(1000), 201000u);
+  user::IdMap single{1001, 1001, 1001, 1001, 1, false};
+  EXPECT_EQ(single.host_uid(1000), 1001u);
+}
+
+}  // namespace abx::runtime

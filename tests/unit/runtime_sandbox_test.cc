@@ -1,0 +1,255 @@
+// Integration tests: real sandboxes from a `host`-style rootfs (symlinks plus
+// a read-only bind of the host's /usr). Need root; skipped otherwise.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/runtime.h"
+
+namespace abx::runtime {
+namespace {
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+// -1 if the exit pipe closed without a status.
+int wait_status(const Process& p) {
+  int32_t status = -1;
+  if (::read(p.exit_fd.get(), &status, sizeof status) != sizeof status) return -1;
+  return status;
+}
+
+std::string mounts() {
+  std::ifstream in("/proc/self/mounts");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path beside_self(const std::string& name) {
+  return fs::read_symlink("/proc/self/exe").parent_path() / name;
+}
+
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    char tmpl[] = "/tmp/abxrt-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ::chmod(dir_.c_str(), 0755);  // the sandbox's root must traverse to the rootfs
+    config_ = {dir_ / "state", beside_self("abx-init"), {}};
+    auto rt = open_runtime(config_);
+    ASSERT_TRUE(rt) << rt.error().message();
+    runtime_ = std::move(*rt);
+    make_rootfs();
+  }
+
+  void TearDown() override {
+    sandboxes_.clear();
+    for (const auto& record : records_) EXPECT_TRUE(runtime_->destroy(record));
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  void make_rootfs() {
+    rootfs_ = dir_ / "rootfs";
+    fs::create_directories(rootfs_ / "etc");
+    for (const char* link : {"bin", "lib", "lib64", "sbin"})
+      fs::create_symlink(std::string("usr/") + link, rootfs_ / link);
+    std::ofstream(rootfs_ / "etc/passwd") << "root:x:0:0:root:/root:/bin/sh\n"
+                                          << "user:x:1000:1000::/home/user:/bin/sh\n";
+    std::ofstream(rootfs_ / "etc/group") << "root:x:0:\nuser:x:1000:\n";
+    for (const auto& entry : fs::recursive_directory_iterator(rootfs_))
+      ASSERT_EQ(::lchown(entry.path().c_str(), runtime_->host_uid(0), runtime_->host_gid(0)), 0);
+    ASSERT_EQ(::lchown(rootfs_.c_str(), runtime_->host_uid(0), runtime_->host_gid(0)), 0);
+  }
+
+  Sandbox& create(Limits limits = {}) {
+    SandboxSpec spec;
+    spec.id = "t" + std::to_string(::getpid()) + "x" + std::to_string(records_.size());
+    spec.rootfs = {{rootfs_}, {{"/usr", "/usr"}}};
+    spec.limits = limits;
+    auto sb = runtime_->create(spec);
+    EXPECT_TRUE(sb) << sb.error().message();
+    if (!sb) throw std::runtime_error(sb.error().message());
+    records_.push_back((*sb)->record());
+    sandboxes_.push_back(std::move(*sb));
+    return *sandboxes_.back();
+  }
+
+  struct Output {
+    std::string out, err;
+    int status = -1;
+  };
+
+  Output run(Sandbox& sb, const std::string& script, uint32_t uid = 1000) {
+    ProcessSpec spec;
+    spec.argv = {"/bin/sh", "-c", script};
+    spec.env = {{"PATH", "/usr/bin:/bin"}};
+    spec.uid = spec.gid = uid;
+    spec.cwd = uid == 0 ? "/" : "/home/user";
+    auto p = sb.spawn(spec);
+    EXPECT_TRUE(p) << p.error().message();
+    if (!p) return {};
+    p->stdin_fd.reset();
+    Output o;
+    o.out = read_all(p->stdout_fd.get());
+    o.err = read_all(p->stderr_fd.get());
+    o.status = wait_status(*p);
+    return o;
+  }
+
+  fs::path dir_, rootfs_;
+  RuntimeConfig config_;
+  std::unique_ptr<Runtime> runtime_;
+  std::vector<std::unique_ptr<Sandbox>> sandboxes_;
+  std::vector<SandboxRecord> records_;
+};
+
+TEST_F(SandboxTest, RunsACommandAsUser) {
+  Sandbox& sb = create();
+  Output o = run(sb, "echo hi; id -u; id -g; pwd; echo err >&2; exit 3");
+  EXPECT_EQ(o.out, "hi\n1000\n1000\n/home/user\n");
+  EXPECT_EQ(o.err, "err\n");
+  EXPECT_EQ(decode_wait_status(o.status).exit_code, 3);
+}
+
+TEST_F(SandboxTest, PassesStdin) {
+  Sandbox& sb = create();
+  ProcessSpec spec;
+  spec.argv = {"cat"};
+  spec.env = {{"PATH", "/usr/bin"}};
+  auto p = sb.spawn(spec);
+  ASSERT_TRUE(p) << p.error().message();
+  ASSERT_EQ(::write(p->stdin_fd.get(), "abc", 3), 3);
+  p->stdin_fd.reset();
+  EXPECT_EQ(read_all(p->stdout_fd.get()), "abc");
+  EXPECT_EQ(wait_status(*p), 0);
+}
+
+TEST_F(SandboxTest, SpawnFailuresAreErrors) {
+  Sandbox& sb = create();
+  ProcessSpec spec;
+  spec.argv = {"no-such-program"};
+  auto missing = sb.spawn(spec);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().errnum, ENOENT);
+  spec.argv = {"/bin/true"};
+  spec.cwd = "/nowhere";
+  auto bad_cwd = sb.spawn(spec);
+  ASSERT_FALSE(bad_cwd);
+  EXPECT_EQ(bad_cwd.error().errnum, ENOENT);
+  EXPECT_NE(bad_cwd.error().message().find("/nowhere"), std::string::npos);
+}
+
+TEST_F(SandboxTest, PtyGivesATerminal) {
+  Sandbox& sb = create();
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "tty; stty size; echo done"};
+  spec.env = {{"PATH", "/usr/bin"}};
+  spec.pty = true;
+  spec.pty_cols = 100;
+  spec.pty_rows = 30;
+  auto p = sb.spawn(spec);
+  ASSERT_TRUE(p) << p.error().message();
+  ASSERT_TRUE(p->pty_fd.valid());
+  EXPECT_FALSE(p->stdout_fd.valid());
+  std::string out;
+  char buf[256];
+  ssize_t n;
+  while ((n = ::read(p->pty_fd.get(), buf, sizeof buf)) > 0) out.append(buf, n);  // EIO at hangup
+  EXPECT_NE(out.find("/dev/pts/0"), std::string::npos) << out;
+  EXPECT_NE(out.find("30 100"), std::string::npos) << out;
+  EXPECT_NE(out.find("done"), std::string::npos) << out;
+  EXPECT_EQ(wait_status(*p), 0);
+}
+
+TEST_F(SandboxTest, IsIsolated) {
+  Sandbox& sb = create();
+  Output procs = run(sb, "ls /proc | grep -c '^[0-9]'");
+  EXPECT_LE(std::stoi(procs.out), 4) << procs.out;
+  Output net = run(sb, "grep -c : /proc/net/dev; grep -o 'lo:' /proc/net/dev");
+  EXPECT_EQ(net.out, "1\nlo:\n");
+  Output host = run(sb, "hostname");
+  EXPECT_EQ(host.out, sb.record().id + "\n");
+  Output root = run(sb, "id -u; grep CapEff /proc/self/status; unshare -U true", 0);
+  EXPECT_EQ(root.out.substr(0, 2), "0\n");
+  EXPECT_NE(root.out.find("CapEff:\t00000000a80425fb"), std::string::npos) << root.out;
+  EXPECT_NE(decode_wait_status(root.status).exit_code, 0) << "unshare must be denied";
+  Output caps = run(sb, "grep CapEff /proc/self/status");
+  EXPECT_EQ(caps.out, "CapEff:\t0000000000000000\n");
+  Output write_usr = run(sb, "touch /usr/x", 0);
+  EXPECT_NE(decode_wait_status(write_usr.status).exit_code, 0);
+  Output tmp = run(sb, "echo data > /tmp/f && cat /tmp/f && stat -c %a /tmp");
+  EXPECT_EQ(tmp.out, "data\n1777\n");
+}
+
+TEST_F(SandboxTest, PidsLimitStopsAForkLoop) {
+  Sandbox& sb = create(Limits{0, 16, 0, 0});
+  Output o = run(sb, "for i in $(seq 40); do sleep 1 & done; wait");
+  EXPECT_NE(o.err.find("fork"), std::string::npos) << o.err;
+}
+
+TEST_F(SandboxTest, MemoryHogIsOomKilled) {
+  Sandbox& sb = create(Limits{64ull << 20, 0, 0, 0});
+  Output o = run(sb, "exec python3 -c 'b = bytearray(256 << 20); print(len(b))'");
+  EXPECT_EQ(decode_wait_status(o.status).status, "signal: killed") << o.out << o.err;
+  EXPECT_GT(sb.usage().cpu_usage_ns, 0u);
+}
+
+TEST_F(SandboxTest, DestroyLeavesNothingBehind) {
+  const std::string before = mounts();
+  Sandbox& sb = create();
+  const SandboxRecord record = sb.record();
+  EXPECT_EQ(run(sb, "sleep 100 >/dev/null 2>&1 & echo bg").out, "bg\n");
+  sandboxes_.clear();
+  records_.clear();
+  ASSERT_TRUE(runtime_->destroy(record));
+  EXPECT_EQ(mounts(), before);
+  EXPECT_FALSE(fs::exists(record.state_dir));
+  EXPECT_NE(::kill(record.init_pid, 0), 0);
+  for (const char* controller : {"memory", "pids", "cpu"})
+    for (const auto& entry :
+         fs::recursive_directory_iterator(fs::path("/sys/fs/cgroup") / controller / "abx"))
+      EXPECT_EQ(entry.path().filename().string().find(record.id), std::string::npos);
+  EXPECT_TRUE(runtime_->destroy(record)) << "destroy is idempotent";
+}
+
+TEST_F(SandboxTest, AdoptFromASecondRuntime) {
+  Sandbox& sb = create();
+  const SandboxRecord record = sb.record();
+  auto second = open_runtime(config_);
+  ASSERT_TRUE(second) << second.error().message();
+  auto adopted = (*second)->adopt(record);
+  ASSERT_TRUE(adopted) << adopted.error().message();
+  Output o = run(**adopted, "echo adopted");
+  EXPECT_EQ(o.out, "adopted\n");
+  SandboxRecord stale = record;
+  stale.init_start_time += 1;
+  EXPECT_FALSE((*second)->adopt(stale));
+}
+
+TEST_F(SandboxTest, SweepRemovesOrphans) {
+  Sandbox& sb = create();
+  const SandboxRecord record = sb.record();
+  sandboxes_.clear();
+  records_.clear();
+  runtime_->sweep_orphans({});
+  EXPECT_FALSE(fs::exists(record.state_dir));
+  EXPECT_NE(::kill(record.init_pid, 0), 0);
+}
+
+}  // namespace
+}  // namespace abx::runtime
