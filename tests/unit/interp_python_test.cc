@@ -2,6 +2,7 @@
 // interp_test_support.h): notebook semantics, streaming, errors, interrupts.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "interp/interp.h"
@@ -14,10 +15,18 @@ using testing::HostSandbox;
 using testing::run;
 using namespace std::chrono_literals;
 
+// ABX_INTERP_TEST_PATH picks another python3 (say a venv with pandas and
+// matplotlib) for the contexts.
+std::map<std::string, std::string> test_env() {
+  const char* path = std::getenv("ABX_INTERP_TEST_PATH");
+  if (path == nullptr) return {};
+  return {{"PATH", path}};
+}
+
 class InterpPython : public ::testing::Test {
  protected:
   HostSandbox sandbox;
-  std::unique_ptr<Interpreter> interpreter = Interpreter::create(sandbox, {});
+  std::unique_ptr<Interpreter> interpreter = Interpreter::create(sandbox, test_env());
 
   bool host_has(const std::string& module) {
     return run(*interpreter,
