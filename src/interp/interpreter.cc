@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <regex>
+#include <set>
 
 #include "common/ids.h"
 #include "interp/context.h"
@@ -161,11 +162,13 @@ class SandboxInterpreter final : public Interpreter {
     return context;
   }
 
+  // Only success is remembered: the user may install the language later.
   Status check_available(const Language& language) {
-    if (language.availability_check.empty()) return {};
-    auto [it, inserted] = available_.try_emplace(language.name, false);
-    if (inserted) it->second = sandbox_check_passes(sandbox_, language.availability_check, env_);
-    if (!it->second) return Error{"context language", ENOENT, language.missing_hint};
+    if (language.availability_check.empty() || available_.contains(language.name)) return {};
+    if (!sandbox_check_passes(sandbox_, language.availability_check, env_)) {
+      return Error{"context language", EINVAL, language.missing_hint};
+    }
+    available_.insert(language.name);
     return {};
   }
 
@@ -174,7 +177,7 @@ class SandboxInterpreter final : public Interpreter {
   std::mutex mutex_;  // guards the maps below, never held during an execution
   std::map<std::string, std::shared_ptr<Context>> contexts_;
   std::map<std::string, std::string> default_ids_;  // language → context id
-  std::map<std::string, bool> available_;           // language → its check passed
+  std::set<std::string> available_;                 // languages whose check passed
 };
 
 }  // namespace

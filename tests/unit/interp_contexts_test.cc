@@ -33,6 +33,14 @@ TEST_F(InterpContexts, UnknownLanguageIsRejectedWithTheKnownOnes) {
   EXPECT_EQ(run(*interpreter, request).status.error().errnum, EINVAL);
 }
 
+TEST_F(InterpContexts, JavascriptWithoutNodeSaysSo) {
+  auto without_node = Interpreter::create(sandbox, {{"PATH", "/nonexistent"}});
+  auto info = without_node->create_context("javascript", "");
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.error().errnum, EINVAL);
+  EXPECT_NE(info.error().message().find("need `node`"), std::string::npos);
+}
+
 TEST_F(InterpContexts, BadRequestsFailBeforeAnyLine) {
   ExecuteRequest both{.code = "1", .context_id = "x", .language = "python"};
   auto r = run(*interpreter, both);
