@@ -96,18 +96,13 @@ std::vector<Hierarchy> v1_hierarchies() {
 }
 
 // v2 needs the controllers enabled in every ancestor's subtree_control.
-Status enable_v2_controllers(const std::vector<fs::path>& ancestors) {
+Status enable_v2_controllers(const std::string& available, const std::vector<fs::path>& ancestors) {
   std::string request;
-  for (const char* c : kV2Controllers) request += std::string(request.empty() ? "+" : " +") + c;
+  for (const char* c : kV2Controllers)
+    if (available.find(c) != std::string::npos)
+      request += std::string(request.empty() ? "+" : " +") + c;
   for (const auto& dir : ancestors)
     if (auto s = write_file(dir / "cgroup.subtree_control", request); !s) return s;
-  return {};
-}
-
-Status make_base(const fs::path& mount, const std::string& instance) {
-  std::error_code ec;
-  fs::create_directories(mount / "abx" / instance, ec);
-  if (ec) return Error{"cgroup mkdir", ec.value(), (mount / "abx" / instance).string()};
   return {};
 }
 
@@ -143,13 +138,25 @@ std::string instance_name(const fs::path& state_dir) {
   return std::string(hex, 12);
 }
 
+// As root the tree's root; rootless, the parent of our own cgroup, which is
+// what systemd delegates to a user's service.
+fs::path v2_parent() {
+  if (::geteuid() == 0) return kRoot;
+  std::istringstream lines(read_file("/proc/self/cgroup"));
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind("0::", 0) == 0)
+      return fs::path(kRoot) / fs::path(line.substr(3)).relative_path().parent_path();
+  return kRoot;
+}
+
 Layout detect(const std::string& instance, std::vector<std::string>* warnings) {
   Layout layout;
-  const fs::path root(kRoot);
-  const std::string controllers = read_file(root / "cgroup.controllers");
+  const std::string controllers = read_file(fs::path(kRoot) / "cgroup.controllers");
+  const fs::path parent = v2_parent();
   if (!controllers.empty()) {
     layout.version = Version::kV2;
-    layout.hierarchies.push_back({root / "abx" / instance, {"memory", "pids", "cpu"}});
+    layout.hierarchies.push_back({parent / "abx" / instance, {"memory", "pids", "cpu"}});
     for (const char* c : kV2Controllers)
       if (controllers.find(c) == std::string::npos)
         warnings->push_back(std::string("cgroup v2 controller missing: ") + c);
@@ -161,10 +168,13 @@ Layout detect(const std::string& instance, std::vector<std::string>* warnings) {
     }
   }
   Status made;
-  for (const auto& h : layout.hierarchies)
-    if (made) made = make_base(h.base.parent_path().parent_path(), instance);
+  for (const auto& h : layout.hierarchies) {
+    std::error_code ec;
+    fs::create_directories(h.base, ec);
+    if (ec && made) made = Error{"cgroup mkdir", ec.value(), h.base.string()};
+  }
   if (made && layout.version == Version::kV2)
-    made = enable_v2_controllers({root, root / "abx", root / "abx" / instance});
+    made = enable_v2_controllers(controllers, {parent, parent / "abx", parent / "abx" / instance});
   if (!made || layout.hierarchies.empty()) {
     warnings->push_back("cgroup limits unavailable (memory, pids, cpu are not enforced): " +
                         (made ? std::string("no cgroup hierarchy found") : made.error().message()));

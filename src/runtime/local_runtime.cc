@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -114,6 +115,26 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   return config;
 }
 
+// A memory hog must never take init (and with it the whole sandbox) down
+// instead of itself; init resets the score for every process it starts.
+// Only after init's exec: before it, init shares the daemon's mm, and the
+// score is per mm. Lowering it needs CAP_SYS_RESOURCE.
+Status protect_from_oom_killer(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/oom_score_adj";
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid() || ::write(fd.get(), "-1000", 5) != 5)
+    return Error::from_errno("write oom_score_adj", path);
+  return {};
+}
+
+bool has_capability(cap_value_t cap) {
+  cap_t current = ::cap_get_proc();
+  cap_flag_value_t value = CAP_CLEAR;
+  if (current != nullptr) ::cap_get_flag(current, cap, CAP_EFFECTIVE, &value);
+  ::cap_free(current);
+  return value == CAP_SET;
+}
+
 // SIGKILL through a pidfd (a pid-namespace init ignores SIGTERM); the kernel
 // then kills the whole namespace. Reaps init if it is our child.
 Status kill_init(pid_t pid) {
@@ -135,11 +156,12 @@ Status kill_init(pid_t pid) {
 class LocalRuntime final : public Runtime {
  public:
   LocalRuntime(RuntimeConfig config, UniqueFd image, user::IdMap ids, cgroup::Layout cgroups,
-               std::vector<std::string> warnings)
+               bool shield_init, std::vector<std::string> warnings)
       : config_(std::move(config)),
         image_(std::move(image)),
         ids_(ids),
         cgroups_(std::move(cgroups)),
+        shield_init_(shield_init),
         warnings_(std::move(warnings)) {}
   ~LocalRuntime() override { cgroup::release(cgroups_); }
 
@@ -161,6 +183,7 @@ class LocalRuntime final : public Runtime {
   UniqueFd image_;
   user::IdMap ids_;
   cgroup::Layout cgroups_;
+  bool shield_init_;
   std::vector<std::string> warnings_;
 };
 
@@ -181,6 +204,10 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
   };
   auto pid = spawner::start_init({image_.get(), config->get(), listen->get()}, prepare);
   if (!pid) return pid.error();
+  if (auto s = shield_init_ ? protect_from_oom_killer(*pid) : Status{}; !s) {
+    (void)kill_init(*pid);
+    return s.error();
+  }
   std::ofstream(state / kInitFile) << *pid << ' ' << process_start_time(*pid) << '\n';
   return pid;
 }
@@ -265,13 +292,19 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
   if (!image) return image.error();
   std::vector<std::string> warnings;
   const user::IdMap ids = user::choose(&warnings);
+  const bool shield_init = has_capability(CAP_SYS_RESOURCE);
+  if (!shield_init)
+    warnings.push_back(
+        "no CAP_SYS_RESOURCE: a sandbox's init is not shielded from the OOM killer, so a memory "
+        "hog may take the whole sandbox down instead of only itself");
   cgroup::Layout cgroups =
       cgroup::detect(cgroup::instance_name(fs::absolute(config.state_dir)), &warnings);
   RuntimeConfig effective = config;
   effective.state_dir = fs::absolute(config.state_dir);
   effective.default_limits = fill_defaults(config.default_limits, kBuiltinLimits);
-  return std::unique_ptr<Runtime>(std::make_unique<LocalRuntime>(
-      std::move(effective), std::move(*image), ids, std::move(cgroups), std::move(warnings)));
+  return std::unique_ptr<Runtime>(
+      std::make_unique<LocalRuntime>(std::move(effective), std::move(*image), ids,
+                                     std::move(cgroups), shield_init, std::move(warnings)));
 }
 
 }  // namespace abx::runtime

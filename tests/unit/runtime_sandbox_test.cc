@@ -192,6 +192,8 @@ TEST_F(SandboxTest, IsIsolated) {
   EXPECT_EQ(caps.out, "CapEff:\t0000000000000000\n");
   Output write_usr = run(sb, "touch /usr/x", 0);
   EXPECT_NE(decode_wait_status(write_usr.status).exit_code, 0);
+  Output fds = run(sb, "ls /proc/self/fd | wc -l");
+  EXPECT_EQ(fds.out, "4\n") << "only stdio and ls's own directory fd";
   Output tmp = run(sb, "echo data > /tmp/f && cat /tmp/f && stat -c %a /tmp");
   EXPECT_EQ(tmp.out, "data\n1777\n");
 }
@@ -207,6 +209,7 @@ TEST_F(SandboxTest, MemoryHogIsOomKilled) {
   Output o = run(sb, "exec python3 -c 'b = bytearray(256 << 20); print(len(b))'");
   EXPECT_EQ(decode_wait_status(o.status).status, "signal: killed") << o.out << o.err;
   EXPECT_GT(sb.usage().cpu_usage_ns, 0u);
+  EXPECT_EQ(run(sb, "echo init survived; cat /proc/self/oom_score_adj").out, "init survived\n0\n");
 }
 
 TEST_F(SandboxTest, DestroyLeavesNothingBehind) {

@@ -94,6 +94,13 @@ void reset_signals() {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+// Init runs shielded from the OOM killer (-1000); its children must not be.
+void reset_oom_score(int report) {
+  const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || ::write(fd, "0", 1) != 1) fail(report, "reset oom_score_adj");
+  ::close(fd);
+}
+
 void setup_stdio(const Prepared& p, int report) {
   if (p.pty) {
     const int slave = ::open(p.pty_slave.c_str(), O_RDWR);
@@ -112,6 +119,7 @@ void setup_stdio(const Prepared& p, int report) {
 
 [[noreturn]] void exec_child(const Prepared& p, int report) {
   reset_signals();
+  reset_oom_score(report);
   if (::setsid() < 0) fail(report, "setsid");
   setup_stdio(p, report);
   if (auto s = caps::restrict_for_user_process(); !s) {
