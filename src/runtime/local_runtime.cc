@@ -21,6 +21,7 @@
 #include "runtime/cgroup.h"
 #include "runtime/init_protocol.h"
 #include "runtime/local_sandbox.h"
+#include "runtime/reaper.h"
 #include "runtime/runtime.h"
 #include "runtime/spawner.h"
 #include "runtime/user.h"
@@ -185,6 +186,7 @@ class LocalRuntime final : public Runtime {
   cgroup::Layout cgroups_;
   bool shield_init_;
   std::vector<std::string> warnings_;
+  Reaper reaper_;  // last: its thread stops before the rest goes
 };
 
 Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits) {
@@ -208,6 +210,7 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
     (void)kill_init(*pid);
     return s.error();
   }
+  reaper_.watch(*pid);
   std::ofstream(state / kInitFile) << *pid << ' ' << process_start_time(*pid) << '\n';
   return pid;
 }
@@ -259,6 +262,7 @@ Status LocalRuntime::remove_leftovers(const std::string& id) {
 Status LocalRuntime::destroy(const SandboxRecord& record) {
   if (!valid_id(record.id)) return Error{"destroy sandbox", EINVAL, "bad id " + record.id};
   Status killed;
+  if (record.init_pid > 0) reaper_.forget(record.init_pid);
   if (record.init_pid > 0 && process_start_time(record.init_pid) == record.init_start_time)
     killed = kill_init(record.init_pid);
   Status cleaned = remove_leftovers(record.id);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/cgroup.h"
 #include "runtime/runtime.h"
 
 namespace abx::runtime {
@@ -194,6 +196,11 @@ TEST_F(SandboxTest, IsIsolated) {
   EXPECT_NE(decode_wait_status(write_usr.status).exit_code, 0);
   Output fds = run(sb, "ls /proc/self/fd | wc -l");
   EXPECT_EQ(fds.out, "4\n") << "only stdio and ls's own directory fd";
+  Output masked = run(sb,
+                      "wc -c < /proc/keys; grep NoNewPrivs /proc/self/status; "
+                      "echo x > /proc/sys/kernel/hostname || echo ro",
+                      0);
+  EXPECT_EQ(masked.out, "0\nNoNewPrivs:\t1\nro\n") << masked.err;
   Output tmp = run(sb, "echo data > /tmp/f && cat /tmp/f && stat -c %a /tmp");
   EXPECT_EQ(tmp.out, "data\n1777\n");
 }
@@ -202,6 +209,37 @@ TEST_F(SandboxTest, PidsLimitStopsAForkLoop) {
   Sandbox& sb = create(Limits{0, 16, 0, 0});
   Output o = run(sb, "for i in $(seq 40); do sleep 1 & done; wait");
   EXPECT_NE(o.err.find("fork"), std::string::npos) << o.err;
+}
+
+TEST_F(SandboxTest, AppliesCgroupLimits) {
+  Sandbox& sb = create(Limits{100ull << 20, 50, 500, 0});
+  const fs::path base = "/sys/fs/cgroup";
+  const std::string at = "abx/" + cgroup::instance_name(config_.state_dir) + "/" + sb.record().id;
+  auto value = [&](const char* controller, const char* file) {
+    std::ifstream in(base / controller / at / file);
+    std::string v;
+    in >> v;
+    return v;
+  };
+  if (!fs::exists(base / "memory")) GTEST_SKIP() << "cgroup v1 layout expected";
+  EXPECT_EQ(value("memory", "memory.limit_in_bytes"), std::to_string(100 << 20));
+  EXPECT_EQ(value("pids", "pids.max"), "50");
+  EXPECT_EQ(value("cpu", "cpu.cfs_quota_us"), "50000");
+  EXPECT_EQ(run(sb, "cat /proc/self/cgroup | grep -c ':/$'").status, 0)
+      << "cgroupns hides the path";
+}
+
+TEST_F(SandboxTest, AnInitThatDiesIsReaped) {
+  Sandbox& sb = create();
+  const pid_t pid = sb.record().init_pid;
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = !fs::exists("/proc/" + std::to_string(pid));
+    ::usleep(10000);
+  }
+  EXPECT_TRUE(gone) << "init left as a zombie";
+  EXPECT_FALSE(sb.spawn(ProcessSpec{{"/bin/true"}}));
 }
 
 TEST_F(SandboxTest, MemoryHogIsOomKilled) {
@@ -231,8 +269,8 @@ TEST_F(SandboxTest, DestroyLeavesNothingBehind) {
 }
 
 TEST_F(SandboxTest, AdoptFromASecondRuntime) {
-  Sandbox& sb = create();
-  const SandboxRecord record = sb.record();
+  const SandboxRecord record = create().record();
+  sandboxes_.clear();  // the first connection goes away, as when the daemon dies
   auto second = open_runtime(config_);
   ASSERT_TRUE(second) << second.error().message();
   auto adopted = (*second)->adopt(record);
