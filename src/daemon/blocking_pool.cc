@@ -13,14 +13,19 @@ BlockingPool::BlockingPool(size_t threads) : pool_(std::make_unique<net::thread_
 
 BlockingPool::~BlockingPool() { join(); }
 
+namespace {
+
+// A plain coroutine, not a capturing lambda: g++ 12 destroys a lambda
+// coroutine's captures twice when co_spawn owns the lambda.
+net::awaitable<void> call(std::function<void()> work) {
+  work();
+  co_return;
+}
+
+}  // namespace
+
 http::Task<void> BlockingPool::run(std::function<void()> work) {
-  co_await net::co_spawn(
-      pool_->get_executor(),
-      [work = std::move(work)]() -> net::awaitable<void> {
-        work();
-        co_return;
-      },
-      net::use_awaitable);
+  co_await net::co_spawn(pool_->get_executor(), call(std::move(work)), net::use_awaitable);
 }
 
 void BlockingPool::post(std::function<void()> work) { net::post(*pool_, std::move(work)); }

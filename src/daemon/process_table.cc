@@ -144,19 +144,18 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
     processes_[process->pid] = process;
   }
   auto exit_source = std::make_shared<Descriptor>(process->strand, proc.exit_fd.release());
-  auto self = shared_from_this();
   net::co_spawn(
       process->strand,
-      [self, process, outputs, exit_source, timeout = request.timeout]() -> net::awaitable<void> {
-        co_await self->supervise(process, outputs, *exit_source, timeout);
-      },
+      shared_from_this()->supervise(process, std::move(outputs), exit_source, request.timeout),
       net::detached);
   return subscription;
 }
 
 http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
-                                         std::vector<Output> outputs, Descriptor& exit_source,
+                                         std::vector<Output> outputs,
+                                         std::shared_ptr<Descriptor> exit_source,
                                          std::chrono::milliseconds timeout) {
+  auto self = shared_from_this();  // the table outlives this coroutine
   if (timeout.count() > 0) {
     process->deadline.expires_after(timeout);
     process->deadline.async_wait([sandbox = sandbox_, pid = process->pid](auto ec) {
@@ -168,7 +167,7 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
     net::co_spawn(process->strand, drain_output(process, source, name), net::detached);
   }
   std::string error;
-  const runtime::ExitInfo exit = co_await wait_exit(exit_source, &error);
+  const runtime::ExitInfo exit = co_await wait_exit(*exit_source, &error);
   co_await wait_outputs_quiet(*process);
   for (auto& [source, name] : outputs) {
     boost::system::error_code ignored;

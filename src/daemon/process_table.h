@@ -92,7 +92,7 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   using Output = std::pair<std::shared_ptr<boost::asio::posix::stream_descriptor>, std::string>;
   // Forwards output, enforces the deadline, then sends the end event.
   http::Task<void> supervise(std::shared_ptr<Managed> process, std::vector<Output> outputs,
-                             boost::asio::posix::stream_descriptor& exit_source,
+                             std::shared_ptr<boost::asio::posix::stream_descriptor> exit_source,
                              std::chrono::milliseconds timeout);
 
   boost::asio::io_context& ioc_;

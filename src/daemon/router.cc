@@ -95,19 +95,24 @@ Task<void> control_plane(Service& service, Exchange& exchange, const std::string
   co_await routes::respond_error(exchange, 404, "no route for " + req.method + " " + req.path);
 }
 
+Task<void> route(Service& service, Exchange& exchange, const std::string& api_key,
+                 const std::string& key_path) {
+  const auto& req = exchange.request();
+  spdlog::debug("http: {} {}", req.method, req.target);
+  if (auto target = sandbox_target(req)) {
+    co_await sandbox_plane(service, exchange, *target);
+  } else {
+    co_await control_plane(service, exchange, api_key, key_path);
+  }
+}
+
 }  // namespace
 
+// The handler is a plain lambda returning route()'s coroutine: g++ 12
+// mishandles lambdas that are coroutines themselves.
 http::Handler make_router(Service& service, std::string api_key, std::string key_path) {
-  return [&service, api_key = std::move(api_key),
-          key_path = std::move(key_path)](Exchange& exchange) -> Task<void> {
-    const auto& req = exchange.request();
-    spdlog::debug("http: {} {}", req.method, req.target);
-    if (auto target = sandbox_target(req)) {
-      co_await sandbox_plane(service, exchange, *target);
-    } else {
-      co_await control_plane(service, exchange, api_key, key_path);
-    }
-  };
+  return [&service, api_key = std::move(api_key), key_path = std::move(key_path)](
+             Exchange& exchange) { return route(service, exchange, api_key, key_path); };
 }
 
 }  // namespace abx::daemon
