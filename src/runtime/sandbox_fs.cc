@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/capability.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <iterator>
 #include <string_view>
 #include <utility>
 
@@ -69,20 +71,35 @@ Result<ParentAndName> resolve_parent(const Sandbox& sb, const std::string& path,
   return ParentAndName{std::move(parent.value()), std::move(name)};
 }
 
-// Creates files with the filesystem ids of their sandbox owner, on this
-// thread only (setfsuid is per thread). A sandbox's overlay and tmpfs belong
-// to its user namespace, where the daemon's root has no mapping: creating as
-// host root fails there with EOVERFLOW. Acting as the owner also applies the
-// owner's permissions, as envd does. Unprivileged (tests, rootless) the ids
-// cannot change and files stay the daemon's.
+// Sandbox root may override file permissions inside its sandbox; so may the
+// daemon acting for it. Changing the fsuid away from 0 drops these
+// capabilities; they stay permitted and are raised again here (this thread only).
+void raise_file_capabilities() {
+  static constexpr cap_value_t kFileCaps[] = {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+                                              CAP_FOWNER, CAP_FSETID};
+  cap_t caps = ::cap_get_proc();
+  if (caps == nullptr) return;
+  ::cap_set_flag(caps, CAP_EFFECTIVE, std::size(kFileCaps), kFileCaps, CAP_SET);
+  (void)::cap_set_proc(caps);  // unprivileged there is nothing to raise
+  ::cap_free(caps);
+}
+
+// Acts on the sandbox's files with the filesystem ids of a sandbox user, on
+// this thread only (setfsuid is per thread). A sandbox's overlay and tmpfs
+// belong to its user namespace, where the daemon's root has no mapping:
+// creating or renaming as host root fails there with EOVERFLOW. Acting as
+// `user` also applies that user's permissions, as envd does; acting as sandbox
+// root keeps root's power to override them. Unprivileged (tests, rootless)
+// the ids cannot change and files stay the daemon's.
 class ActingAs {
  public:
-  ActingAs(uid_t uid, gid_t gid)
-      : old_gid_(static_cast<gid_t>(::setfsgid(gid))),
-        old_uid_(static_cast<uid_t>(::setfsuid(uid))) {}
-  ActingAs(const Sandbox& sb, uint32_t owner) : ActingAs(sb.host_uid(owner), sb.host_gid(owner)) {}
+  ActingAs(const Sandbox& sb, uint32_t sandbox_uid)
+      : old_gid_(static_cast<gid_t>(::setfsgid(sb.host_gid(sandbox_uid)))),
+        old_uid_(static_cast<uid_t>(::setfsuid(sb.host_uid(sandbox_uid)))) {
+    if (sandbox_uid == 0) raise_file_capabilities();
+  }
   ~ActingAs() {
-    ::setfsuid(old_uid_);
+    ::setfsuid(old_uid_);  // back to 0 also restores the file capabilities
     ::setfsgid(old_gid_);
   }
   ActingAs(const ActingAs&) = delete;
@@ -312,6 +329,7 @@ Status make_dir(const Sandbox& sb, const std::string& path, uint32_t owner_uid) 
 }
 
 Status move(const Sandbox& sb, const std::string& from, const std::string& to) {
+  const ActingAs sandbox_root(sb, 0);
   auto source = resolve_parent(sb, from, "rename");
   if (!source) return source.error();
   auto destination = resolve_parent(sb, to, "rename");
@@ -325,6 +343,7 @@ Status move(const Sandbox& sb, const std::string& from, const std::string& to) {
 
 Status remove(const Sandbox& sb, const std::string& path) {
   const std::string normalised = absolute_path(path, "/");
+  const ActingAs sandbox_root(sb, 0);
   auto target = resolve_parent(sb, normalised, "remove");
   if (!target) return target.error();
   const int parent = target->parent.get();

@@ -267,5 +267,27 @@ TEST_F(HostTemplateSandboxTest, FilesWrittenFromTheHostAreTheUsers) {
   EXPECT_EQ(through_link.error().errnum, ENOENT);
 }
 
+TEST_F(HostTemplateSandboxTest, TreeOperationsSeenFromInside) {
+  namespace sfs = runtime::sandbox_fs;
+  ASSERT_TRUE(sfs::make_dir(*sb_, "/home/user/a/b", 1000).ok());
+  ASSERT_TRUE(sfs::open_write(*sb_, "/home/user/a/b/f", 1000).ok());
+  // Files only: this overlay renames no directory (EXDEV), inside or out.
+  auto moved = sfs::move(*sb_, "/home/user/a/b/f", "/home/user/a/g");
+  ASSERT_TRUE(moved.ok()) << moved.error().message();
+  auto entries = sfs::list_dir(*sb_, "/home/user/a", 2);
+  ASSERT_TRUE(entries.ok()) << entries.error().message();
+  ASSERT_EQ(entries->size(), 2u);
+  auto info = sfs::stat(*sb_, "/home/user/a/g");
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(info->owner, "user");
+  EXPECT_EQ(run("find /home/user/a | sort").out, "/home/user/a\n/home/user/a/b\n/home/user/a/g\n");
+  ASSERT_TRUE(sfs::remove(*sb_, "/home/user/a").ok());
+  EXPECT_EQ(run("ls -A /home/user").out, "");
+
+  auto denied = sfs::open_write(*sb_, "/usr/bin/evil", 0);
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.error().errnum, EROFS);
+}
+
 }  // namespace
 }  // namespace abx::templates
