@@ -47,7 +47,7 @@ async def test_timeout_interrupts_code_not_sandbox(conn):
         with pytest.raises(TimeoutError):
             await sandbox.run_code("import time\nwhile True: time.sleep(0.1)", timeout=2)
         assert time.monotonic() - started < 10
-        assert (await sandbox.run_code("z")).text == "'kept'"
+        assert (await sandbox.run_code("z")).text == "kept"  # text/plain loses one layer of quotes, as in E2B
         assert await sandbox.is_running()
 
 
