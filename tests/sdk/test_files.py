@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 
 import pytest
 from agent_sandbox import FileType, NotFoundError, Sandbox, WriteEntry
@@ -76,4 +77,23 @@ async def test_watch_dir_reports_changes(conn):
                 await asyncio.sleep(0.1)
         finally:
             await handle.stop()
+        assert any(e.name == "new.txt" for e in events), events
+
+
+def test_sync_watch_dir_reports_changes(conn):
+    from agent_sandbox.sync import Sandbox as SyncSandbox
+
+    with SyncSandbox.create(**conn) as sandbox:
+        sandbox.files.make_dir("watched")
+        handle = sandbox.files.watch_dir("watched")
+        try:
+            sandbox.files.write("watched/new.txt", "x")
+            events = []
+            for _ in range(50):
+                events += handle.get_new_events()
+                if any(e.name == "new.txt" for e in events):
+                    break
+                time.sleep(0.1)
+        finally:
+            handle.stop()
         assert any(e.name == "new.txt" for e in events), events

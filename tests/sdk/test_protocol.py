@@ -212,3 +212,21 @@ def test_list_follows_next_token():
             found = done.value
     assert [s.sandbox_id for s in found] == ["a", "b", "c"]
     assert found[0].started_at.microsecond == 123456
+
+
+async def test_rate_limit_is_retried_then_raised():
+    from agent_sandbox._async_transport import AsyncTransport
+
+    answers = iter([429, 429, 200] + [429] * 10)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(next(answers), headers={"Retry-After": "0"}, json=[])
+
+    transport = AsyncTransport(_config.resolve("local", "k", "http://d", None, None))
+    transport.client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    try:
+        assert await transport.run(_ops.list_sandboxes(transport.config, None, None)) == []
+        with pytest.raises(RateLimitError):
+            await transport.run(_ops.list_sandboxes(transport.config, None, None))
+    finally:
+        await transport.aclose()

@@ -1,0 +1,41 @@
+"""provider="local" finds the daemon like `abx` does, and starts it when none answers."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ABX_BIN = Path(os.environ.get("ABX_BIN", Path(__file__).resolve().parents[2] / "build" / "abx"))
+
+SCRIPT = """
+from agent_sandbox.sync import Sandbox
+with Sandbox.create() as sandbox:
+    print(sandbox.commands.run("echo autostarted").stdout, end="")
+"""
+
+
+def test_create_starts_the_daemon_when_none_answers(tmp_path: Path):
+    tmp_path.chmod(0o711)  # sandbox root must reach the data dir inside it
+    state = tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ABX_SANDBOX_")}
+    env.update(ABX_STATE_DIR=str(state), ABX_CONFIG_DIR=str(tmp_path / "config"),
+               ABX_BIN=str(ABX_BIN))
+    try:
+        done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "autostarted\n"
+        assert (state / "daemon.addr").exists()
+    finally:
+        subprocess.run([str(ABX_BIN), "daemon", "stop"], env=env, capture_output=True, timeout=60)
+
+
+def test_existing_daemon_is_found_through_the_state_dir(daemon, tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ABX_SANDBOX_")}
+    env.update(ABX_STATE_DIR=str(daemon.data_dir), ABX_CONFIG_DIR=str(tmp_path),
+               ABX_BIN=str(tmp_path / "absent"))
+    done = subprocess.run([sys.executable, "-c", SCRIPT.replace("autostarted", "found")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "found\n"
