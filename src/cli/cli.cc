@@ -24,6 +24,11 @@ const Command* chosen(const Commands& commands) {
   return nullptr;
 }
 
+// CLI11 would only say "A subcommand is required" for a typo.
+bool is_command(CLI::App& app, const std::string& name) {
+  return !app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == name; }).empty();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -39,6 +44,10 @@ int main(int argc, char** argv) {
   add_config(app, commands);
   add_daemon(app, commands);
   add_serve(app, commands);
+  if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
+    std::cerr << "abx: unknown command '" << argv[1] << "'; run `abx --help` for the list\n";
+    return kUsageExit;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -160,7 +160,8 @@ Result<bool> stop(const fs::path& data_dir) {
   if (!pid) return false;
   if (::kill(*pid, SIGTERM) != 0) return Error::from_errno("signal the local daemon");
   const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
-  while (::kill(*pid, 0) == 0 && exe_path(*pid) != "") {
+  // An exited but unreaped daemon still answers kill(0); it has no exe link.
+  while (::kill(*pid, 0) == 0 && !exe_path(*pid).empty()) {
     if (std::chrono::steady_clock::now() > deadline) {
       return Error{"the local daemon (pid " + std::to_string(*pid) +
                    ") did not exit within 10 s; stop it with kill -9 " + std::to_string(*pid)};
