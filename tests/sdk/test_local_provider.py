@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ABX_BIN = Path(os.environ.get("ABX_BIN", Path(__file__).resolve().parents[2] / "build" / "abx"))
@@ -15,8 +17,10 @@ with Sandbox.create() as sandbox:
 """
 
 
-def test_create_starts_the_daemon_when_none_answers(tmp_path: Path):
-    tmp_path.chmod(0o711)  # sandbox root must reach the data dir inside it
+def test_create_starts_the_daemon_when_none_answers():
+    # Short (unix socket paths live in it) and searchable by sandbox root.
+    tmp_path = Path(tempfile.mkdtemp(prefix="abx-sdk-"))
+    tmp_path.chmod(0o711)
     state = tmp_path / "state"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ABX_SANDBOX_")}
     env.update(ABX_STATE_DIR=str(state), ABX_CONFIG_DIR=str(tmp_path / "config"),
@@ -29,6 +33,7 @@ def test_create_starts_the_daemon_when_none_answers(tmp_path: Path):
         assert (state / "daemon.addr").exists()
     finally:
         subprocess.run([str(ABX_BIN), "daemon", "stop"], env=env, capture_output=True, timeout=60)
+        shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 def test_existing_daemon_is_found_through_the_state_dir(daemon, tmp_path: Path):

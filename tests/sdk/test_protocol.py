@@ -140,10 +140,12 @@ def test_routing_header_and_host():
     local = _config.resolve("local", "k", "http://127.0.0.1:1", None, None)
     target = _ops.Target(local, "iabc", "tok")
     assert target.url(49983, "/files") == "http://127.0.0.1:1/files"
+    assert _ops.Target(local, "iabc", domain="d.com").url(49983, "/x") == "http://127.0.0.1:1/x"
     assert target.headers(49999, "root")["E2b-Sandbox-Port"] == "49999"
     assert target.headers(49983, "root")["Authorization"] == "Basic " + base64.b64encode(b"root:").decode()
     remote = _config.resolve("alicloud-express", "k", "https://api.example.com", "example.com", None)
     assert _ops.Target(remote, "iabc").url(49983, "/x") == "https://49983-iabc.example.com/x"
+    assert _ops.Target(remote, "iabc", domain="o.com").url(1, "") == "https://1-iabc.o.com"
     e2b = _config.resolve("e2b", "k", None, None, None)
     assert e2b.api_url == "https://api.e2b.app"
 

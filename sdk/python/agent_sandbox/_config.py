@@ -35,22 +35,18 @@ class ConnectionConfig:
         return {"X-API-KEY": self.api_key}
 
     def sandbox_url(self, sandbox_id: str, port: int, domain: Optional[str] = None) -> str:
-        """Base URL of `port` inside the sandbox (host routing) or the shared proxy."""
-        domain = domain or self.domain
-        if domain is None:
+        """Base URL of `port` inside the sandbox (host routing) or the shared proxy.
+
+        `domain` (from the create response) overrides the configured one for host routing.
+        """
+        if self.domain is None:
             return self.api_url
+        domain = domain or self.domain
         scheme = "https"
         for prefix in ("http://", "https://"):
             if domain.startswith(prefix):
                 scheme, domain = prefix[:-3], domain[len(prefix):]
         return f"{scheme}://{port}-{sandbox_id}.{domain}"
-
-    def with_domain(self, domain: Optional[str]) -> "ConnectionConfig":
-        """The config for a sandbox whose create response named its own domain."""
-        if self.domain is None or not domain or domain == self.domain:
-            return self
-        return ConnectionConfig(self.provider, self.api_url, self.api_key, domain,
-                                self.request_timeout, self.discovered)
 
 
 def sandbox_headers(sandbox_id: str, port: int, access_token: Optional[str]) -> Dict[str, str]:
