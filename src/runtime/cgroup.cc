@@ -116,11 +116,11 @@ bool has_members(const fs::path& dir) { return !read_file(dir / "cgroup.procs").
 
 // rmdir fails with EBUSY until the kernel has finished tearing the tasks down.
 Status remove_dir(const fs::path& dir) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
+  for (int attempt = 0; attempt < 1000; ++attempt) {
     if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return {};
     if (errno != EBUSY) return Error::from_errno("cgroup rmdir", dir.string());
     kill_members(dir);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return Error{"cgroup rmdir", EBUSY, dir.string()};
 }

@@ -121,8 +121,10 @@ Status stage(const InitConfig& config) {
 
 Status mount_overlay(const InitConfig& config) {
   std::string lower;
-  for (const auto& layer : config.lower_layers)
-    lower += (lower.empty() ? "" : ":") + std::string(kOld) + layer;
+  for (const auto& layer : config.lower_layers) {
+    if (!lower.empty()) lower += ':';
+    lower.append(kOld).append(layer);
+  }
   const std::string options = "lowerdir=" + lower + ",upperdir=/upper,workdir=/work";
   if (mount_fs("overlay", kNew, 0, options)) return {};
   // Kernels that refuse trusted.* xattrs in a user namespace want userxattr.
