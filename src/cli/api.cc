@@ -72,7 +72,11 @@ Result<http::Response> ControlPlane::call(const std::string& method, const std::
   http::Request request{method, target, {{"X-API-KEY", endpoint_.api_key}}, body};
   if (!body.empty()) request.headers.emplace_back("Content-Type", "application/json");
   auto response = client_.send(request);
-  if (!response) return response.error();
+  if (!response) {
+    return Error{response.error().message() +
+                 "; check that the daemon runs there (abx daemon status) or fix "
+                 "ABX_SANDBOX_API_URL / `abx config set sandbox_api_url URL`"};
+  }
   if (response->status == 401 || response->status == 403) {
     return Error{"the daemon at " + endpoint_.url.str() + " refused the API key (" +
                  describe_failure(*response) +

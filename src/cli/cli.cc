@@ -11,9 +11,14 @@ namespace {
 constexpr int kUsageExit = 2;
 
 // CLI11 reports usage errors as exceptions; ours are one line and exit 2.
-int usage_error(const CLI::ParseError& error, const CLI::App& app) {
+int usage_error(const CLI::ParseError& error, CLI::App& app) {
   if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
-  std::cerr << "abx: " << error.what() << "; run `abx --help` for usage\n";
+  // `abx exec ID ls -la` without `--` makes CLI11 read -la as an abx option.
+  const bool exec_args = app.got_subcommand("exec") &&
+                         std::string(error.what()).find("not expected") != std::string::npos;
+  std::cerr << "abx: " << error.what()
+            << (exec_args ? "; put the command after --, e.g. abx exec ID -- ls -la\n"
+                          : "; run `abx --help` for usage\n");
   return kUsageExit;
 }
 
