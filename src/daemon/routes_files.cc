@@ -91,10 +91,16 @@ json written_entries(const std::vector<std::string>& paths) {
   return out;
 }
 
+std::string write_error_message(const Error& error) {
+  return status_for_errno(error.errnum) == 507 ? "not enough disk space in the sandbox"
+                                               : error.message();
+}
+
+// Messages are computed outside co_await expressions: g++ 12 destroys a
+// conditional's temporary twice there.
 Task<void> respond_write_error(Exchange& exchange, const Error& error) {
-  const int status = status_for_errno(error.errnum);
-  co_await respond_error(exchange, status,
-                         status == 507 ? "not enough disk space in the sandbox" : error.message());
+  const std::string message = write_error_message(error);
+  co_await respond_error(exchange, status_for_errno(error.errnum), message);
 }
 
 struct UploadState {
@@ -171,9 +177,8 @@ Task<void> upload_raw(SandboxCall& call, Exchange& exchange, const std::string& 
   }
   if (target.error()) co_return co_await respond_write_error(exchange, *target.error());
   if (gzip && (!ok || !gunzip.finished())) {
-    co_return co_await respond_error(
-        exchange, 400,
-        gunzip.error().empty() ? std::string("gzip: body ended early") : gunzip.error());
+    const std::string why = gunzip.error().empty() ? "gzip: body ended early" : gunzip.error();
+    co_return co_await respond_error(exchange, 400, why);
   }
   if (!target.close()) co_return co_await respond_write_error(exchange, *target.error());
   const std::vector<std::string> paths(1, target.path());

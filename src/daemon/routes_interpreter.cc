@@ -143,7 +143,8 @@ Task<void> interpreter(SandboxCall& call, Exchange& exchange) {
   if (req.path == "/health") co_return co_await exchange.respond(200, "application/json", "\"OK\"");
   bool fits = true;
   const std::string text = co_await http::read_body(exchange, 16u << 20, &fits);
-  auto body = json::parse(text.empty() ? "{}" : text, nullptr, false);
+  const std::string document = text.empty() ? std::string("{}") : text;
+  auto body = json::parse(document, nullptr, false);
   if (!fits || body.is_discarded() || !body.is_object()) {
     co_return co_await text_error(exchange, 400, "request body must be a JSON object");
   }

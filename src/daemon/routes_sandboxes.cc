@@ -98,7 +98,7 @@ Task<void> set_timeout(Service& service, Exchange& exchange, const std::string& 
                        bool is_connect) {
   bool fits = true;
   const std::string body = co_await http::read_body(exchange, 1 << 16, &fits);
-  auto seconds = parse_timeout_body(fits ? body : "");
+  auto seconds = parse_timeout_body(fits ? body : std::string());
   if (!seconds) co_return co_await respond_error(exchange, 400, seconds.error().message());
   auto row = service.set_timeout(id, *seconds, is_connect);
   if (!row) co_return co_await respond_error(exchange, 404, "sandbox " + id + " not found");
