@@ -51,7 +51,7 @@ Task<void> connect_error(Exchange& exchange, const std::string& code, const std:
 // server-stream call; on failure an invalid_argument reply has been sent.
 Task<std::optional<nlohmann::json>> read_connect_request(Exchange& exchange, bool streaming);
 // The user the call acts as; on failure an unauthenticated reply has been sent.
-Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange, bool streaming);
+Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange);
 bool is_streaming(const http::Request& request);
 
 }  // namespace abx::daemon::routes

@@ -69,8 +69,7 @@ Task<std::optional<nlohmann::json>> read_connect_request(Exchange& exchange, boo
   co_return message;
 }
 
-Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange, bool streaming) {
-  (void)streaming;
+Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange) {
   std::string error;
   auto user =
       envd_auth::user_from_authorization(exchange.request().header("authorization"), &error);

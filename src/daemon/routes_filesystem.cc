@@ -76,7 +76,7 @@ Task<void> filesystem(SandboxCall& call, Exchange& exchange, const std::string& 
   const bool streaming = is_streaming(exchange.request());
   auto message = co_await read_connect_request(exchange, streaming);
   if (!message) co_return;
-  auto user = co_await connect_user(exchange, streaming);
+  auto user = co_await connect_user(exchange);
   if (!user) co_return;
   Outcome outcome;
   co_await call.service.pool().run(

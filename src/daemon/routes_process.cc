@@ -263,7 +263,7 @@ Task<void> process(SandboxCall& call, Exchange& exchange, const std::string& met
   const bool streaming = is_streaming(exchange.request());
   auto message = co_await read_connect_request(exchange, streaming);
   if (!message) co_return;
-  auto user = co_await connect_user(exchange, streaming);
+  auto user = co_await connect_user(exchange);
   if (!user) co_return;
   std::string bad_field;
   try {

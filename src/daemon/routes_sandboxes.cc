@@ -131,6 +131,20 @@ Task<void> metrics(Service& service, Exchange& exchange, const std::string& id) 
   co_await respond_json(exchange, 200, metric_json(*live));
 }
 
+// GET /sandboxes/metrics?sandbox_ids=a,b → {"sandboxes": {id: SandboxMetric}}
+json metrics_of_many(Service& service, const std::string& ids) {
+  json out = json::object();
+  size_t start = 0;
+  while (start <= ids.size()) {
+    const size_t comma = ids.find(',', start);
+    const std::string id = ids.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (auto live = service.find(id)) out[id] = metric_json(*live).at(0);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return {{"sandboxes", out}};
+}
+
 Task<void> one_sandbox(Service& service, Exchange& exchange, const std::string& id,
                        const std::string& action) {
   const std::string& method = exchange.request().method;
@@ -166,6 +180,11 @@ Task<void> sandboxes(Service& service, Exchange& exchange) {
     co_return co_await list(service, exchange, false);
   if (req.path == "/sandboxes" && req.method == "POST")
     co_return co_await create(service, exchange);
+  if (req.path == "/sandboxes/metrics" && req.method == "GET") {
+    const auto ids = req.query.find("sandbox_ids");
+    const json body = metrics_of_many(service, ids == req.query.end() ? "" : ids->second);
+    co_return co_await respond_json(exchange, 200, body);
+  }
   if (req.path.rfind("/sandboxes/", 0) == 0) {
     const std::string rest = req.path.substr(11);
     const size_t slash = rest.find('/');
