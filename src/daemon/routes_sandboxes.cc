@@ -81,12 +81,13 @@ Task<void> list(Service& service, Exchange& exchange, bool paginated) {
   co_await respond_json(exchange, 200, out, std::move(headers));
 }
 
-Task<void> create(Service& service, Exchange& exchange) {
+Task<void> create(Service& service, Exchange& exchange, bool always_secure) {
   bool fits = true;
   const std::string body = co_await http::read_body(exchange, 1 << 20, &fits);
   if (!fits) co_return co_await respond_error(exchange, 400, "body: larger than 1 MiB");
   auto request = parse_create_sandbox(body, service.host_cores());
   if (!request) co_return co_await respond_error(exchange, 400, request.error().message());
+  request->secure = request->secure || always_secure;
   auto created = co_await service.create(std::move(*request));
   if (auto* failure = std::get_if<ServiceError>(&created)) {
     co_return co_await respond_error(exchange, failure->status, failure->message);
@@ -174,19 +175,19 @@ Task<void> one_sandbox(Service& service, Exchange& exchange, const std::string& 
 
 Task<void> sandboxes(Service& service, Exchange& exchange) {
   const auto& req = exchange.request();
-  if (req.path == "/v2/sandboxes" && req.method == "GET")
-    co_return co_await list(service, exchange, true);
-  if (req.path == "/sandboxes" && req.method == "GET")
-    co_return co_await list(service, exchange, false);
-  if (req.path == "/sandboxes" && req.method == "POST")
-    co_return co_await create(service, exchange);
+  const bool v2 = req.path.rfind("/v2/", 0) == 0;
+  // /v2/... has the v1 shapes; v2 lists paginate and v2 creates are always secured.
+  const std::string path = v2 ? req.path.substr(3) : req.path;
+  if (path == "/sandboxes" && req.method == "GET") co_return co_await list(service, exchange, v2);
+  if (path == "/sandboxes" && req.method == "POST")
+    co_return co_await create(service, exchange, v2);
   if (req.path == "/sandboxes/metrics" && req.method == "GET") {
     const auto ids = req.query.find("sandbox_ids");
     const json body = metrics_of_many(service, ids == req.query.end() ? "" : ids->second);
     co_return co_await respond_json(exchange, 200, body);
   }
-  if (req.path.rfind("/sandboxes/", 0) == 0) {
-    const std::string rest = req.path.substr(11);
+  if (path.rfind("/sandboxes/", 0) == 0) {
+    const std::string rest = path.substr(11);
     const size_t slash = rest.find('/');
     const std::string id = rest.substr(0, slash);
     const std::string action = slash == std::string::npos ? "" : rest.substr(slash + 1);
