@@ -27,7 +27,7 @@ import httpx
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
-from conftest import start_daemon, stop_daemon  # noqa: E402
+from harness import private_state_dir, start_daemon, stop_daemon  # noqa: E402
 
 BWRAP = ["bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
          "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin", "--ro-bind",
@@ -167,7 +167,7 @@ def main() -> None:
     if not shutil.which("bwrap"):
         sys.exit("bench: bubblewrap is missing; run `make deps` first")
     os.environ["ABX_BIN"] = args.abx
-    state = Path(tempfile.mkdtemp(prefix="abx-bench-"))
+    state = private_state_dir("abx-bench-")
     daemon = start_daemon(state)
     try:
         oneshot = one_shot(args.abx, daemon, args.rounds)

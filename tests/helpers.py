@@ -4,7 +4,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import ABX_BIN, Daemon
+from harness import ABX_BIN, Daemon
 
 
 def abx(daemon: Daemon, *args: str, input: str | bytes | None = None, timeout: float = 60,

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import start_daemon, stop_daemon
+from harness import start_daemon, stop_daemon
 from helpers import sandbox_host_pids
 
 
@@ -169,8 +169,8 @@ def test_kill_leaves_no_mount_cgroup_netdev_or_process(daemon):
         assert sandbox_host_pids(sandbox_id) == []
 
 
-def test_sandboxes_survive_a_daemon_killed_with_sigkill(tmp_path):
-    d = start_daemon(tmp_path / "state")
+def test_sandboxes_survive_a_daemon_killed_with_sigkill(state_dir):
+    d = start_daemon(state_dir / "state")
     try:
         with d.api() as api:
             keep = create(api, timeout=300)
@@ -178,7 +178,7 @@ def test_sandboxes_survive_a_daemon_killed_with_sigkill(tmp_path):
         d.proc.kill()  # SIGKILL to the daemon alone, as a crash would
         d.proc.wait()
         time.sleep(3)  # `expire` passes its end time while no daemon runs
-        d = start_daemon(tmp_path / "state")
+        d = start_daemon(state_dir / "state")
         with d.api() as api:
             assert api.get(f"/sandboxes/{keep['sandboxID']}").status_code == 200
             out, _, _ = run(d, keep, "echo still here")

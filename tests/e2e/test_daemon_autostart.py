@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from conftest import ABX_BIN
+from harness import ABX_BIN
 
 
 def run(env, *args):
@@ -13,15 +13,15 @@ def run(env, *args):
                           stdin=subprocess.DEVNULL, timeout=60)
 
 
-def test_cli_starts_a_daemon_once_and_daemon_commands_manage_it(tmp_path):
+def test_cli_starts_a_daemon_once_and_daemon_commands_manage_it(state_dir):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ABX_SANDBOX_")}
-    env.update(ABX_STATE_DIR=str(tmp_path / "state"), ABX_CONFIG_DIR=str(tmp_path / "config"))
+    env.update(ABX_STATE_DIR=str(state_dir / "state"), ABX_CONFIG_DIR=str(state_dir / "config"))
     try:
         assert run(env, "daemon", "status").returncode == 3
         first = run(env, "list")
         assert first.returncode == 0, first.stderr
         assert "started the local daemon" in first.stderr
-        key_file = tmp_path / "state" / "api_key"
+        key_file = state_dir / "state" / "api_key"
         assert oct(key_file.stat().st_mode & 0o777) == "0o600"
         second = run(env, "list")
         assert second.returncode == 0 and "started" not in second.stderr

@@ -1,0 +1,82 @@
+"""A real `abx serve` daemon in a private data dir, for tests and benchmarks."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+ABX_BIN = Path(os.environ.get("ABX_BIN", REPO / "build" / "abx"))
+
+
+@dataclass
+class Daemon:
+    url: str
+    api_key: str
+    data_dir: Path
+    proc: subprocess.Popen
+
+    def api(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"X-API-KEY": self.api_key}, timeout=30)
+
+    def env(self) -> dict[str, str]:
+        """Environment for running `abx` against this daemon."""
+        env = dict(os.environ)
+        env.update(
+            ABX_SANDBOX_API_URL=self.url,
+            ABX_SANDBOX_API_KEY=self.api_key,
+            ABX_STATE_DIR=str(self.data_dir),
+            ABX_CONFIG_DIR=str(self.data_dir / "config"),
+        )
+        return env
+
+
+def start_daemon(data_dir: Path, timeout: float = 15.0) -> Daemon:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    addr_file = data_dir / "daemon.addr"
+    addr_file.unlink(missing_ok=True)
+    log = open(data_dir / "daemon.log", "ab")
+    proc = subprocess.Popen(
+        [str(ABX_BIN), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir),
+         "--address-file", str(addr_file), "--log-level", "debug"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"daemon exited with {proc.returncode}; see {data_dir / 'daemon.log'}")
+        if addr_file.exists() and addr_file.read_text().endswith("\n"):
+            url = addr_file.read_text().strip()
+            key = (data_dir / "api_key").read_text().strip()
+            return Daemon(url=url, api_key=key, data_dir=data_dir, proc=proc)
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("daemon did not start in time")
+
+
+def stop_daemon(d: Daemon, kill_sandboxes: bool = True) -> None:
+    if kill_sandboxes and d.proc.poll() is None:
+        with d.api() as api:
+            for sb in api.get("/v2/sandboxes").json():
+                api.delete(f"/sandboxes/{sb['sandboxID']}")
+    if d.proc.poll() is None:
+        d.proc.send_signal(signal.SIGTERM)
+        try:
+            d.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            d.proc.kill()
+            d.proc.wait()
+
+
+def private_state_dir(prefix: str = "abx-test-") -> Path:
+    """A short, world-searchable dir under /tmp: sandbox root (an unprivileged
+    host uid) must traverse the path to the daemon's templates, and the
+    control sockets under it must fit in a unix socket path."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    path.chmod(0o755)
+    return path
