@@ -95,11 +95,18 @@ Task<void> create(Service& service, Exchange& exchange, bool always_secure) {
   co_await respond_json(exchange, 201, sandbox_json(std::get<SandboxRow>(created)));
 }
 
+bool body_has_timeout(const std::string& body) {
+  const json doc = json::parse(body.empty() ? std::string("{}") : body, nullptr, false);
+  return !doc.is_object() || doc.contains("timeout");
+}
+
 Task<void> set_timeout(Service& service, Exchange& exchange, const std::string& id,
                        bool is_connect) {
   bool fits = true;
   const std::string body = co_await http::read_body(exchange, 1 << 16, &fits);
-  auto seconds = parse_timeout_body(fits ? body : std::string());
+  // v2 connect may omit the timeout: then the end time stays as it is.
+  const bool keep_end = is_connect && fits && !body_has_timeout(body);
+  auto seconds = keep_end ? Result<int>(0) : parse_timeout_body(fits ? body : std::string());
   if (!seconds) co_return co_await respond_error(exchange, 400, seconds.error().message());
   auto row = service.set_timeout(id, *seconds, is_connect);
   if (!row) co_return co_await respond_error(exchange, 404, "sandbox " + id + " not found");
