@@ -27,7 +27,7 @@ test: deps build unit e2e
 # Unit tests run under AddressSanitizer and UndefinedBehaviorSanitizer.
 unit:
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DABX_SANITIZE=ON >/dev/null
-	ninja -C $(ASAN_BUILD) abx_unit_tests
+	ninja -C $(ASAN_BUILD) abx_unit_tests abx-init
 	$(ASAN_BUILD)/abx_unit_tests --gtest_brief=1
 
 e2e:
