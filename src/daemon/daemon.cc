@@ -100,11 +100,12 @@ int serve(const ServeOptions& options) {
   auto store = Store::open(options.data_dir / "abx.db");
   if (!store) return fail(store.error());
 
+  auto keys = std::make_shared<ApiKeys>(*api_key, extra_keys_path(options.data_dir));
   boost::asio::io_context ioc(kIoThreads);
   BlockingPool pool(kBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store);
   service.restore();
-  auto port = http::listen(ioc, options.listen, make_router(service, *api_key, key_path.string()));
+  auto port = http::listen(ioc, options.listen, make_router(service, keys, key_path.string()));
   if (!port) return fail(port.error());
   if (Status s = write_address_file(options.address_file, *port); !s) return fail(s.error());
   service.start_ttl();

@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/envd_auth.h"
+#include "daemon/http_proxy.h"
 #include "daemon/plane.h"
 #include "daemon/routes.h"
+#include "runtime/sandbox_net.h"
 
 namespace abx::daemon {
 namespace {
@@ -28,11 +30,21 @@ Task<void> sandbox_not_found(Exchange& exchange, const std::string& id) {
   co_await routes::respond_json(exchange, 502, proxy_error(id, "The sandbox was not found", 0));
 }
 
-// The seam for proxying to servers inside the sandbox (a later issue): today
-// no other port is reachable.
-Task<void> other_port(Exchange& exchange, const std::string& id, int port) {
-  co_await routes::respond_json(
-      exchange, 502, proxy_error(id, "The sandbox is running but port is not open", port));
+// Any other port: a server the user runs inside the sandbox, reached in its
+// network namespace.
+Task<void> other_port(routes::SandboxCall& call, Exchange& exchange, int port) {
+  std::optional<Result<UniqueFd>> connected;
+  if (port > 0) {
+    co_await call.service.pool().run([&] {
+      connected = runtime::connect_tcp(*call.live->sandbox, static_cast<uint16_t>(port));
+    });
+  }
+  if (!connected || !*connected) {
+    co_return co_await routes::respond_json(
+        exchange, 502,
+        proxy_error(call.row.id, "The sandbox is running but port is not open", port));
+  }
+  co_await http::forward(exchange, std::move(connected->value()));
 }
 
 // envd checks X-Access-Token on everything but /health and signed /files.
@@ -53,6 +65,8 @@ Task<void> envd(routes::SandboxCall& call, Exchange& exchange) {
     co_await exchange.respond(204, "", "");
   } else if (req.path == "/files") {
     co_await routes::files(call, exchange);
+  } else if (req.path == "/metrics" && req.method == "GET") {
+    co_await routes::envd_metrics(call, exchange);
   } else if (req.path == "/envs" && req.method == "GET") {
     co_await routes::respond_json(exchange, 200, call.row.env_vars);
   } else if (req.method == "POST" && starts_with(req.path, "/process.Process/")) {
@@ -76,15 +90,15 @@ Task<void> sandbox_plane(Service& service, Exchange& exchange, const SandboxTarg
     }
     co_return co_await routes::interpreter(call, exchange);
   }
-  co_await other_port(exchange, target.sandbox_id, target.port);
+  co_await other_port(call, exchange, target.port);
 }
 
-Task<void> control_plane(Service& service, Exchange& exchange, const std::string& api_key,
+Task<void> control_plane(Service& service, Exchange& exchange, ApiKeys& keys,
                          const std::string& key_path) {
   const auto& req = exchange.request();
   if (req.path == "/health" && req.method == "GET")
     co_return co_await routes::control_health(exchange);
-  if (req.header("x-api-key") != api_key) {
+  if (!keys.accepts(req.header("x-api-key"))) {
     co_return co_await routes::respond_error(
         exchange, 401,
         "Invalid API key: set ABX_SANDBOX_API_KEY (or E2B_API_KEY) to the key in " + key_path);
@@ -95,14 +109,13 @@ Task<void> control_plane(Service& service, Exchange& exchange, const std::string
   co_await routes::respond_error(exchange, 404, "no route for " + req.method + " " + req.path);
 }
 
-Task<void> route(Service& service, Exchange& exchange, const std::string& api_key,
-                 const std::string& key_path) {
+Task<void> route(Service& service, Exchange& exchange, ApiKeys& keys, const std::string& key_path) {
   const auto& req = exchange.request();
   spdlog::debug("http: {} {}", req.method, req.target);
   if (auto target = sandbox_target(req)) {
     co_await sandbox_plane(service, exchange, *target);
   } else {
-    co_await control_plane(service, exchange, api_key, key_path);
+    co_await control_plane(service, exchange, keys, key_path);
   }
 }
 
@@ -110,9 +123,10 @@ Task<void> route(Service& service, Exchange& exchange, const std::string& api_ke
 
 // The handler is a plain lambda returning route()'s coroutine: g++ 12
 // mishandles lambdas that are coroutines themselves.
-http::Handler make_router(Service& service, std::string api_key, std::string key_path) {
-  return [&service, api_key = std::move(api_key), key_path = std::move(key_path)](
-             Exchange& exchange) { return route(service, exchange, api_key, key_path); };
+http::Handler make_router(Service& service, std::shared_ptr<ApiKeys> keys, std::string key_path) {
+  return [&service, keys = std::move(keys), key_path = std::move(key_path)](Exchange& exchange) {
+    return route(service, exchange, *keys, key_path);
+  };
 }
 
 }  // namespace abx::daemon

@@ -2,6 +2,7 @@
 // each parses and validates its HTTP requests into typed calls on the core.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -28,6 +29,8 @@ Task<void> control_health(Exchange& exchange);
 
 // routes_sandboxes.cc: /sandboxes, /v2/sandboxes and everything under them.
 Task<void> sandboxes(Service& service, Exchange& exchange);
+// One SandboxMetric sample (the control plane's camelCase shape).
+nlohmann::json sandbox_metric(LiveSandbox& live);
 
 // What every sandbox-plane route knows about the request.
 struct SandboxCall {
@@ -40,6 +43,8 @@ struct SandboxCall {
 Task<void> process(SandboxCall& call, Exchange& exchange, const std::string& method);
 // routes_filesystem.cc: filesystem.Filesystem/<method>
 Task<void> filesystem(SandboxCall& call, Exchange& exchange, const std::string& method);
+// routes_health.cc: envd's GET /metrics (snake_case, as envd writes it)
+Task<void> envd_metrics(SandboxCall& call, Exchange& exchange);
 // routes_files.cc: GET/POST /files
 Task<void> files(SandboxCall& call, Exchange& exchange);
 // routes_interpreter.cc: the code interpreter on port 49999
@@ -53,5 +58,11 @@ Task<std::optional<nlohmann::json>> read_connect_request(Exchange& exchange, boo
 // The user the call acts as; on failure an unauthenticated reply has been sent.
 Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange);
 bool is_streaming(const http::Request& request);
+// Keepalive-Ping-Interval, envd's 90 s when absent.
+std::chrono::seconds keepalive_of(const http::Request& request);
+
+// routes_watch.cc: WatchDir and the polling watchers of filesystem.Filesystem.
+bool is_watch_method(const std::string& method);
+Task<void> watch(SandboxCall& call, Exchange& exchange, const std::string& method);
 
 }  // namespace abx::daemon::routes

@@ -7,6 +7,16 @@ namespace abx::daemon::routes {
 
 namespace {
 constexpr size_t kMaxRequestBytes = 16u << 20;
+constexpr auto kDefaultKeepalive = std::chrono::seconds(90);
+}  // namespace
+
+std::chrono::seconds keepalive_of(const http::Request& request) {
+  try {
+    const int seconds = std::stoi(request.header("keepalive-ping-interval"));
+    if (seconds > 0) return std::chrono::seconds(seconds);
+  } catch (const std::exception&) {
+  }
+  return kDefaultKeepalive;
 }
 
 std::string stream_error(const std::string& code, const std::string& message) {

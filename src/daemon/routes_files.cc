@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "daemon/gunzip.h"
+#include "daemon/gzip.h"
 #include "daemon/multipart.h"
 #include "daemon/routes.h"
 #include "runtime/sandbox_fs.h"
@@ -193,7 +194,13 @@ Task<void> download(SandboxCall& call, Exchange& exchange, const std::string& pa
     co_return co_await respond_error(exchange, status_for_errno(fd.error().errnum),
                                      fd.error().message());
   }
-  co_await exchange.start_stream(200, "application/octet-stream");
+  std::unique_ptr<Gzip> gzip;
+  http::Headers headers;
+  if (accepts_gzip(exchange.request().header("accept-encoding"))) {
+    gzip = std::make_unique<Gzip>();
+    headers.emplace_back("Content-Encoding", "gzip");
+  }
+  co_await exchange.start_stream(200, "application/octet-stream", std::move(headers));
   std::string buffer(kReadChunk, '\0');
   for (;;) {
     const ssize_t n = ::read(fd->get(), buffer.data(), buffer.size());
@@ -201,8 +208,11 @@ Task<void> download(SandboxCall& call, Exchange& exchange, const std::string& pa
     // A read error midway can only be reported by cutting the stream short.
     if (n < 0) throw std::runtime_error("read " + path + " failed");
     if (n == 0) break;
-    if (!co_await exchange.write_chunk(buffer.substr(0, static_cast<size_t>(n)))) co_return;
+    std::string piece = buffer.substr(0, static_cast<size_t>(n));
+    if (gzip) piece = gzip->feed(piece);
+    if (!co_await exchange.write_chunk(std::move(piece))) co_return;
   }
+  if (gzip && !co_await exchange.write_chunk(gzip->finish())) co_return;
   co_await exchange.finish_stream();
 }
 

@@ -73,6 +73,7 @@ Outcome run(const std::string& method, const json& message, const runtime::Sandb
 }  // namespace
 
 Task<void> filesystem(SandboxCall& call, Exchange& exchange, const std::string& method) {
+  if (is_watch_method(method)) co_return co_await watch(call, exchange, method);
   const bool streaming = is_streaming(exchange.request());
   auto message = co_await read_connect_request(exchange, streaming);
   if (!message) co_return;

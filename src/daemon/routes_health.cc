@@ -1,7 +1,22 @@
 #include "daemon/routes.h"
 
 namespace abx::daemon::routes {
+namespace {
+
+nlohmann::json envd_metric_json(LiveSandbox& live) {
+  const nlohmann::json sample = sandbox_metric(live);
+  return {{"ts", sample["timestampUnix"]},        {"cpu_count", sample["cpuCount"]},
+          {"cpu_used_pct", sample["cpuUsedPct"]}, {"mem_total", sample["memTotal"]},
+          {"mem_used", sample["memUsed"]},        {"mem_cache", sample["memCache"]},
+          {"disk_used", sample["diskUsed"]},      {"disk_total", sample["diskTotal"]}};
+}
+
+}  // namespace
 
 Task<void> control_health(Exchange& exchange) { co_await exchange.respond(204, "", ""); }
+
+Task<void> envd_metrics(SandboxCall& call, Exchange& exchange) {
+  co_await respond_json(exchange, 200, envd_metric_json(*call.live));
+}
 
 }  // namespace abx::daemon::routes

@@ -13,8 +13,6 @@ namespace {
 using nlohmann::json;
 using proto_json::field;
 
-constexpr auto kDefaultKeepalive = std::chrono::seconds(90);
-
 // "Bad input" on any field: the message names the field.
 struct BadField {
   std::string message;
@@ -129,15 +127,6 @@ StartProcess start_request_of(const json& message, const envd_auth::SandboxUser&
   for (const auto& [key, value] : row.env_vars) spec.env[key] = value;
   for (const auto& [key, value] : out.config.envs) spec.env[key] = value;
   return out;
-}
-
-std::chrono::seconds keepalive_of(const http::Request& request) {
-  try {
-    const int seconds = std::stoi(request.header("keepalive-ping-interval"));
-    if (seconds > 0) return std::chrono::seconds(seconds);
-  } catch (const std::exception&) {
-  }
-  return kDefaultKeepalive;
 }
 
 std::chrono::milliseconds timeout_of(const http::Request& request) {

@@ -114,24 +114,7 @@ Task<void> set_timeout(Service& service, Exchange& exchange, const std::string& 
   co_await exchange.respond(204, "", "");
 }
 
-json metric_json(LiveSandbox& live) {
-  const SandboxRow row = live.snapshot();
-  const auto usage = live.sandbox->usage();
-  const int64_t now = now_ms();
-  const double elapsed_ns = std::max<int64_t>(1, now - row.started_at_ms) * 1e6;
-  const double cpu_pct =
-      100.0 * static_cast<double>(usage.cpu_usage_ns) / (elapsed_ns * std::max(1u, row.cpu_count));
-  const json sample = {{"timestamp", time_text(now)},
-                       {"timestampUnix", now / 1000},
-                       {"cpuCount", row.cpu_count},
-                       {"cpuUsedPct", cpu_pct},
-                       {"memUsed", usage.memory_bytes},
-                       {"memTotal", uint64_t{row.memory_mb} << 20},
-                       {"memCache", 0},
-                       {"diskUsed", 0},
-                       {"diskTotal", uint64_t{row.disk_size_mb} << 20}};
-  return json::array({sample});
-}
+json metric_json(LiveSandbox& live) { return json::array({sandbox_metric(live)}); }
 
 Task<void> metrics(Service& service, Exchange& exchange, const std::string& id) {
   auto live = service.find(id);
@@ -201,6 +184,24 @@ Task<void> sandboxes(Service& service, Exchange& exchange) {
     co_return co_await one_sandbox(service, exchange, id, action);
   }
   co_await respond_error(exchange, 404, "no route for " + req.method + " " + req.path);
+}
+
+nlohmann::json sandbox_metric(LiveSandbox& live) {
+  const SandboxRow row = live.snapshot();
+  const auto usage = live.sandbox->usage();
+  const int64_t now = now_ms();
+  const double elapsed_ns = std::max<int64_t>(1, now - row.started_at_ms) * 1e6;
+  const double cpu_pct =
+      100.0 * static_cast<double>(usage.cpu_usage_ns) / (elapsed_ns * std::max(1u, row.cpu_count));
+  return {{"timestamp", time_text(now)},
+          {"timestampUnix", now / 1000},
+          {"cpuCount", row.cpu_count},
+          {"cpuUsedPct", cpu_pct},
+          {"memUsed", usage.memory_bytes},
+          {"memTotal", uint64_t{row.memory_mb} << 20},
+          {"memCache", 0},
+          {"diskUsed", 0},
+          {"diskTotal", uint64_t{row.disk_size_mb} << 20}};
 }
 
 }  // namespace abx::daemon::routes

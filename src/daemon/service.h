@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "daemon/blocking_pool.h"
 #include "daemon/control_requests.h"
+#include "daemon/dir_watch.h"
 #include "daemon/process_table.h"
 #include "daemon/sandbox_row.h"
 #include "daemon/store.h"
@@ -29,6 +30,7 @@ inline constexpr const char* kClientId = "6532622b";  // infra's constant; SDKs 
 struct LiveSandbox {
   std::shared_ptr<runtime::Sandbox> sandbox;
   std::shared_ptr<ProcessTable> processes;
+  std::shared_ptr<WatcherTable> watchers = std::make_shared<WatcherTable>();
 
   SandboxRow snapshot() const;
 

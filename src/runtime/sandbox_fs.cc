@@ -296,6 +296,10 @@ Result<UniqueFd> open_write(const Sandbox& sb, const std::string& path, uint32_t
   return create_or_truncate(sb, normalised);
 }
 
+Result<UniqueFd> open_dir(const Sandbox& sb, const std::string& path) {
+  return resolve(sb, absolute_path(path, "/"), O_PATH | O_DIRECTORY, "open directory");
+}
+
 Result<EntryInfo> stat(const Sandbox& sb, const std::string& path) {
   const std::string normalised = absolute_path(path, "/");
   auto handle = resolve(sb, normalised, O_PATH | O_NOFOLLOW, "stat");

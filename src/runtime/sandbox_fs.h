@@ -42,6 +42,8 @@ Result<UniqueFd> open_read(const Sandbox& sb, const std::string& path);
 Result<UniqueFd> open_write(const Sandbox& sb, const std::string& path, uint32_t owner_uid);
 
 Result<EntryInfo> stat(const Sandbox& sb, const std::string& path);
+// An O_PATH handle of a directory, e.g. to watch it through /proc/self/fd/N.
+Result<UniqueFd> open_dir(const Sandbox& sb, const std::string& path);
 // depth >= 1; depth 1 lists direct children only.
 Result<std::vector<EntryInfo>> list_dir(const Sandbox& sb, const std::string& path, int depth);
 // Creates parents as needed; EEXIST if `path` already exists.

@@ -1,0 +1,119 @@
+#include "daemon/http_proxy.h"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cctype>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace abx::daemon::http {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = net::ip::tcp;
+
+constexpr size_t kMaxProxiedRequest = 64u << 20;
+constexpr size_t kReadChunk = 64 * 1024;
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) and the framing we redo ourselves.
+bool is_hop_header(const std::string& lower_name) {
+  static const std::set<std::string> kHop = {
+      "connection", "keep-alive",     "proxy-connection",  "te",    "trailer",
+      "upgrade",    "content-length", "transfer-encoding", "expect"};
+  return kHop.count(lower_name) > 0;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bhttp::request<bhttp::string_body> upstream_request(const Request& request, std::string body) {
+  bhttp::request<bhttp::string_body> out;
+  out.method_string(request.method);
+  out.target(request.target);
+  out.version(11);
+  for (const auto& [name, value] : request.headers) {
+    if (!is_hop_header(name)) out.set(name, value);
+  }
+  out.set(bhttp::field::connection, "close");
+  out.body() = std::move(body);
+  out.prepare_payload();
+  return out;
+}
+
+Headers response_headers(const bhttp::response_parser<bhttp::buffer_body>::value_type& res) {
+  Headers out;
+  for (const auto& field : res) {
+    const std::string name = lower(std::string(field.name_string()));
+    if (!is_hop_header(name) && name != "content-type") {
+      out.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
+  }
+  return out;
+}
+
+// Relays the body piece by piece until the upstream ends it or the client leaves.
+Task<void> relay_body(Exchange& exchange, tcp::socket& socket, beast::flat_buffer& buffer,
+                      bhttp::response_parser<bhttp::buffer_body>& parser) {
+  std::string chunk(kReadChunk, '\0');
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    beast::error_code ec;
+    co_await bhttp::async_read(socket, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    if (ec && ec != bhttp::error::need_buffer) break;
+    const size_t got = chunk.size() - parser.get().body().size;
+    if (got > 0 && !co_await exchange.write_chunk(chunk.substr(0, got))) co_return;
+  }
+  co_await exchange.finish_stream();
+}
+
+std::string bad_gateway_json(const std::string& message) {
+  return nlohmann::json{{"code", 502}, {"message", message}}.dump();
+}
+
+}  // namespace
+
+Task<void> forward(Exchange& exchange, UniqueFd upstream) {
+  bool fits = true;
+  std::string body = co_await read_body(exchange, kMaxProxiedRequest, &fits);
+  if (!fits) {
+    co_return co_await exchange.respond(413, "application/json",
+                                        R"({"code":413,"message":"request body too large"})");
+  }
+  tcp::socket socket(co_await net::this_coro::executor);
+  socket.assign(tcp::v4(), upstream.release());
+  auto request = upstream_request(exchange.request(), std::move(body));
+  beast::error_code ec;
+  co_await bhttp::async_write(socket, request, net::redirect_error(net::use_awaitable, ec));
+  beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::buffer_body> parser;
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  if (!ec) {
+    co_await bhttp::async_read_header(socket, buffer, parser,
+                                      net::redirect_error(net::use_awaitable, ec));
+  }
+  if (ec) {
+    const std::string message = "the server in the sandbox gave no HTTP response: " + ec.message();
+    co_return co_await exchange.respond(502, "application/json", bad_gateway_json(message));
+  }
+  const auto& head = parser.get();
+  const int status = static_cast<int>(head.result_int());
+  const std::string content_type(head[bhttp::field::content_type]);
+  if (parser.is_done()) {
+    co_return co_await exchange.respond(status, content_type, "", response_headers(head));
+  }
+  co_await exchange.start_stream(status, content_type, response_headers(head));
+  co_await relay_body(exchange, socket, buffer, parser);
+}
+
+}  // namespace abx::daemon::http
