@@ -32,6 +32,9 @@ Task<void> sandboxes(Service& service, Exchange& exchange);
 // One SandboxMetric sample (the control plane's camelCase shape).
 nlohmann::json sandbox_metric(LiveSandbox& live);
 
+// routes_templates.cc: /abx/v1/templates (our API, not E2B's).
+Task<void> templates(Service& service, Exchange& exchange);
+
 // What every sandbox-plane route knows about the request.
 struct SandboxCall {
   Service& service;

@@ -66,6 +66,7 @@ class Service {
 
   uint32_t host_cores() const { return host_cores_; }
   BlockingPool& pool() { return pool_; }
+  templates::TemplateStore& templates() { return templates_; }
   boost::asio::io_context& io_context() { return ioc_; }
 
  private:

@@ -38,12 +38,14 @@ from .models import (
     WriteInfo,
 )
 from .sandbox import Sandbox
+from .template import Template, TemplateBuildError, TemplateInfo
 
 __all__ = [
     "AlreadyExistsError", "AuthenticationError", "CommandExitException", "CommandHandle",
     "CommandResult", "Commands", "Context", "EntryInfo", "Execution", "ExecutionError",
     "FileType", "Filesystem", "FilesystemEvent", "FilesystemEventType", "InvalidArgumentError",
     "Logs", "NotFoundError", "ProcessInfo", "RateLimitError", "Result", "Sandbox",
-    "SandboxException", "SandboxInfo", "SandboxNotFound", "SandboxQuery", "TimeoutError",
+    "SandboxException", "SandboxInfo", "SandboxNotFound", "SandboxQuery", "Template",
+    "TemplateBuildError", "TemplateInfo", "TimeoutError",
     "UnsupportedError", "WatchHandle", "WriteEntry", "WriteInfo",
 ]

@@ -1,0 +1,165 @@
+// Our own API (not E2B's): /abx/v1/templates — list, inspect, build (an
+// NDJSON progress stream) and remove templates.
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "daemon/routes.h"
+
+namespace abx::daemon::routes {
+namespace {
+
+using nlohmann::json;
+namespace net = boost::asio;
+
+constexpr const char* kPrefix = "/abx/v1/templates";
+constexpr auto kProgressPoll = std::chrono::milliseconds(200);
+
+json info_json(const templates::TemplateInfo& info) {
+  return {{"name", info.name},   {"resolved", info.resolved},    {"source", info.source},
+          {"built", info.built}, {"sizeBytes", info.size_bytes}, {"createdMs", info.created_ms},
+          {"env", info.env},     {"workdir", info.workdir},      {"user", info.user}};
+}
+
+json list_json(const std::vector<templates::TemplateInfo>& infos) {
+  json out = json::array();
+  for (const auto& info : infos) out.push_back(info_json(info));
+  return json{{"templates", out}};
+}
+
+int status_for(const Error& error) {
+  switch (error.errnum) {
+    case ENOENT:
+      return 404;
+    case EINVAL:
+      return 400;
+    case EPERM:
+      return 403;
+    case EBUSY:
+      return 409;
+    default:
+      return 500;
+  }
+}
+
+// Lines a build on the blocking pool hands to the streaming coroutine.
+struct BuildChannel {
+  std::mutex mutex;
+  std::deque<std::string> lines;
+  std::optional<Result<templates::TemplateInfo>> result;
+};
+
+std::string progress_line(const std::string& text) {
+  return json{{"progress", text}}.dump() + "\n";
+}
+
+std::string result_line(const Result<templates::TemplateInfo>& result) {
+  if (result) return json{{"done", info_json(result.value())}}.dump() + "\n";
+  const Error& error = result.error();
+  return json{{"error", {{"message", error.message()}, {"errno", error.errnum}}}}.dump() + "\n";
+}
+
+// Takes what the build produced so far; true once the build has finished.
+bool drain(BuildChannel& channel, std::string& out) {
+  std::lock_guard lock(channel.mutex);
+  for (const auto& line : channel.lines) out += progress_line(line);
+  channel.lines.clear();
+  if (!channel.result) return false;
+  out += result_line(*channel.result);
+  return true;
+}
+
+void start_build(Service& service, const std::shared_ptr<BuildChannel>& channel,
+                 const std::string& name, templates::BuildOptions options) {
+  service.pool().post([&store = service.templates(), channel, name, options] {
+    auto result = store.build(name, options, [&channel](const std::string& line) {
+      std::lock_guard lock(channel->mutex);
+      channel->lines.push_back(line);
+    });
+    std::lock_guard lock(channel->mutex);
+    channel->result.emplace(std::move(result));
+  });
+}
+
+bool parse_no_cache(const std::string& body) {
+  const json request = json::parse(body, nullptr, false);
+  return request.is_object() && request.value("noCache", false);
+}
+
+Task<void> build(Service& service, Exchange& exchange, const std::string& name) {
+  bool fits = true;
+  const std::string body = co_await http::read_body(exchange, 1 << 16, &fits);
+  templates::BuildOptions options;
+  options.no_cache = parse_no_cache(body);
+  auto channel = std::make_shared<BuildChannel>();
+  start_build(service, channel, name, options);
+  co_await exchange.start_stream(200, "application/x-ndjson");
+  net::steady_timer timer(co_await net::this_coro::executor);
+  for (;;) {
+    std::string out;
+    const bool finished = drain(*channel, out);
+    // The build goes on if the client leaves; its log keeps the story.
+    if (!out.empty() && !co_await exchange.write_chunk(out)) co_return;
+    if (finished) break;
+    timer.expires_after(kProgressPoll);
+    co_await timer.async_wait(net::use_awaitable);
+  }
+  co_await exchange.finish_stream();
+}
+
+bool in_use(Service& service, const std::string& name) {
+  for (const auto& row : service.list()) {
+    if (row.template_id == name) return true;
+  }
+  return false;
+}
+
+Task<void> remove(Service& service, Exchange& exchange, const std::string& name) {
+  const bool force =
+      exchange.request().query.count("force") && exchange.request().query.at("force") == "true";
+  if (!force && in_use(service, name)) {
+    co_return co_await respond_error(
+        exchange, 409,
+        "template '" + name + "' is used by running sandboxes; kill them or use --force");
+  }
+  const Status removed = service.templates().remove(name);
+  if (!removed) {
+    const int status = status_for(removed.error());
+    co_return co_await respond_error(exchange, status, removed.error().message());
+  }
+  co_await exchange.respond(204, "application/json", "");
+}
+
+Task<void> inspect(Service& service, Exchange& exchange, const std::string& name) {
+  auto info = service.templates().inspect(name);
+  if (!info) {
+    const int status = status_for(info.error());
+    co_return co_await respond_error(exchange, status, info.error().message());
+  }
+  co_await respond_json(exchange, 200, info_json(*info));
+}
+
+}  // namespace
+
+Task<void> templates(Service& service, Exchange& exchange) {
+  const auto& req = exchange.request();
+  const std::string rest = req.path.substr(std::string(kPrefix).size());
+  if (rest.empty() || rest == "/") {
+    if (req.method == "GET")
+      co_return co_await respond_json(exchange, 200, list_json(service.templates().list()));
+    co_return co_await respond_error(exchange, 405, "use GET " + std::string(kPrefix));
+  }
+  std::string name = rest.substr(1);
+  const bool is_build = name.ends_with("/build");
+  if (is_build) name.resize(name.size() - 6);
+  if (is_build && req.method == "POST") co_return co_await build(service, exchange, name);
+  if (!is_build && req.method == "GET") co_return co_await inspect(service, exchange, name);
+  if (!is_build && req.method == "DELETE") co_return co_await remove(service, exchange, name);
+  co_await respond_error(exchange, 405, "no route for " + req.method + " " + req.path);
+}
+
+}  // namespace abx::daemon::routes

@@ -1,0 +1,80 @@
+#include "templates/catalog.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+namespace abx::templates {
+namespace {
+
+constexpr const char* kMetaFile = "meta.json";
+
+nlohmann::json to_json(const TemplateMeta& meta) {
+  nlohmann::json json;
+  json["name"] = meta.name;
+  json["source"] = meta.source;
+  json["created_ms"] = meta.created_ms;
+  json["size_bytes"] = meta.size_bytes;
+  json["spec_hash"] = meta.spec_hash;
+  json["env"] = meta.env;
+  json["workdir"] = meta.workdir;
+  json["user"] = meta.user;
+  return json;
+}
+
+}  // namespace
+
+Status write_meta(const fs::path& template_dir, const TemplateMeta& meta) {
+  const fs::path path = template_dir / kMetaFile;
+  std::ofstream out(path, std::ios::trunc);
+  out << to_json(meta).dump(2) << '\n';
+  out.close();
+  if (!out) return Error{"write template meta", EIO, path.string()};
+  return {};
+}
+
+Result<TemplateMeta> read_meta(const fs::path& template_dir) {
+  const fs::path path = template_dir / kMetaFile;
+  std::ifstream in(path);
+  if (!in) return Error{"template", ENOENT, path.string()};
+  try {
+    const auto json = nlohmann::json::parse(in);
+    TemplateMeta meta;
+    meta.name = json.value("name", "");
+    meta.source = json.value("source", "");
+    meta.created_ms = json.value("created_ms", int64_t{0});
+    meta.size_bytes = json.value("size_bytes", uint64_t{0});
+    meta.spec_hash = json.value("spec_hash", "");
+    meta.env = json.value("env", std::map<std::string, std::string>{});
+    meta.workdir = json.value("workdir", "");
+    meta.user = json.value("user", "");
+    return meta;
+  } catch (const nlohmann::json::exception& e) {
+    return Error{"template meta", EINVAL, path.string() + ": " + e.what()};
+  }
+}
+
+uint64_t disk_usage(const fs::path& dir) {
+  std::set<std::pair<dev_t, ino_t>> seen;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0) continue;
+    if (st.st_nlink > 1 && !S_ISDIR(st.st_mode) && !seen.insert({st.st_dev, st.st_ino}).second)
+      continue;
+    total += static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+  return total;
+}
+
+int64_t unix_ms_now() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace abx::templates

@@ -1,0 +1,35 @@
+// What is recorded beside each stored template (meta.json) and how a stored
+// template dir is laid out: <templates>/<name>/{meta.json,rootfs/}.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "common/error.h"
+
+namespace abx::templates {
+
+namespace fs = std::filesystem;
+
+struct TemplateMeta {
+  std::string name;
+  std::string source;       // "mmdebstrap bookworm (templates/base)", "oci /path", ...
+  int64_t created_ms = 0;   // unix ms
+  uint64_t size_bytes = 0;  // disk used by the rootfs
+  std::string spec_hash;
+  std::map<std::string, std::string> env;  // defaults for the template's processes
+  std::string workdir;
+  std::string user;
+};
+
+Status write_meta(const fs::path& template_dir, const TemplateMeta& meta);
+Result<TemplateMeta> read_meta(const fs::path& template_dir);
+
+// Disk blocks used below `dir` (hard links counted once).
+uint64_t disk_usage(const fs::path& dir);
+
+int64_t unix_ms_now();
+
+}  // namespace abx::templates
