@@ -1,82 +1,18 @@
-// The E2B wire protocol as the CLI uses it: the control plane (X-API-KEY)
-// and one sandbox's envd plane (routed by E2b-Sandbox-Id on the same URL).
+// The E2B client as the CLI uses it (src/common/e2b_api.h), plus how the CLI
+// finds its daemon.
 #pragma once
 
-#include <memory>
-#include <nlohmann/json.hpp>
-#include <string>
-
-#include "common/error.h"
-#include "common/http_client.h"
+#include "common/e2b_api.h"
 
 namespace abx::cli {
 
+using e2b::ControlPlane;
+using e2b::describe_failure;
+using e2b::Endpoint;
+using e2b::SandboxPlane;
 using nlohmann::json;
-
-struct Endpoint {
-  http::Url url;
-  std::string api_key;
-};
 
 // The daemon to talk to: env > config > the local daemon (started if needed).
 Result<Endpoint> resolve_endpoint();
-
-// "<message from an {code,message} body, or the status>" for a failed call.
-std::string describe_failure(const http::Response& response);
-
-class ControlPlane {
- public:
-  explicit ControlPlane(Endpoint endpoint);
-
-  Result<json> create_sandbox(const json& request) const;
-  Result<json> list_sandboxes() const;  // every page, as one array
-  Result<json> get_sandbox(const std::string& id) const;
-  Status kill_sandbox(const std::string& id) const;
-  const Endpoint& endpoint() const { return endpoint_; }
-
- private:
-  Result<http::Response> call(const std::string& method, const std::string& target,
-                              const std::string& body = {}) const;
-
-  Endpoint endpoint_;
-  http::Client client_;
-};
-
-class SandboxPlane {
- public:
-  // Looks the sandbox up (its envd access token) and routes to it as `user`.
-  static Result<SandboxPlane> open(const ControlPlane& control, const std::string& id,
-                                   const std::string& user = "user");
-
-  // A unary Connect call, e.g. rpc("process.Process/SendInput", {...}).
-  Result<json> rpc(const std::string& method, const json& request) const;
-  // The same, handing back any answer (the caller judges the status).
-  Result<http::Response> rpc_response(const std::string& method, const json& request) const;
-  Error failure(int status, const std::string& body, const std::string& what) const;
-  // A server-streaming Connect call; the body is Connect envelopes.
-  Result<std::unique_ptr<http::ResponseStream>> stream(const std::string& method,
-                                                       const json& request,
-                                                       const http::Headers& extra) const;
-  // GET /files: the open response once it is known to be 200.
-  Result<std::unique_ptr<http::ResponseStream>> download(const std::string& path) const;
-  // POST /files with a chunked octet-stream body.
-  Status upload(const std::string& path, const http::BodySource& body) const;
-
-  const std::string& id() const { return id_; }
-  const std::string& user() const { return user_; }
-
- private:
-  SandboxPlane(http::Client client, std::string id, std::string user, http::Headers headers)
-      : client_(std::move(client)),
-        id_(std::move(id)),
-        user_(std::move(user)),
-        headers_(std::move(headers)) {}
-  std::string files_target(const std::string& path) const;
-
-  http::Client client_;
-  std::string id_;
-  std::string user_;
-  http::Headers headers_;
-};
 
 }  // namespace abx::cli

@@ -1,14 +1,8 @@
-// Base64 (standard alphabet, padded): proto3-JSON carries bytes this way.
+// The CLI's name for the shared base64 codec (src/common/base64.h).
 #pragma once
 
-#include <optional>
-#include <string>
-#include <string_view>
+#include "common/base64.h"
 
-namespace abx::cli::base64 {
-
-std::string encode(std::string_view bytes);
-// nullopt on a character outside the alphabet; padding is optional.
-std::optional<std::string> decode(std::string_view text);
-
-}  // namespace abx::cli::base64
+namespace abx::cli {
+namespace base64 = abx::base64;
+}  // namespace abx::cli

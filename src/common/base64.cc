@@ -1,9 +1,9 @@
-#include "cli/base64.h"
+#include "common/base64.h"
 
 #include <array>
 #include <cstdint>
 
-namespace abx::cli::base64 {
+namespace abx::base64 {
 namespace {
 
 constexpr std::string_view kAlphabet =
@@ -65,4 +65,4 @@ std::optional<std::string> decode(std::string_view text) {
   return out;
 }
 
-}  // namespace abx::cli::base64
+}  // namespace abx::base64

@@ -1,0 +1,209 @@
+#include "common/e2b_api.h"
+
+#include "common/base64.h"
+#include "common/connect_frame.h"
+
+namespace abx::e2b {
+namespace {
+
+constexpr const char* kEnvdPort = "49983";
+constexpr const char* kInterpreterPort = "49999";
+
+Error sandbox_not_found(const std::string& id) { return Error{"sandbox " + id + " not found"}; }
+
+Result<json> parse_json(const std::string& body, const std::string& what) {
+  auto parsed = json::parse(body, nullptr, false);
+  if (parsed.is_discarded()) return Error{"bad JSON in the answer to " + what};
+  return parsed;
+}
+
+}  // namespace
+
+std::string describe_failure(const http::Response& response) {
+  auto body = json::parse(response.body, nullptr, false);
+  if (body.is_object() && body.contains("message") && body["message"].is_string()) {
+    return body["message"].get<std::string>();
+  }
+  std::string text = response.body.substr(0, 200);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return "HTTP " + std::to_string(response.status) + (text.empty() ? "" : " " + text);
+}
+
+ControlPlane::ControlPlane(Endpoint endpoint)
+    : endpoint_(std::move(endpoint)), client_(endpoint_.url) {}
+
+Result<http::Response> ControlPlane::call(const std::string& method, const std::string& target,
+                                          const std::string& body) const {
+  http::Request request{method, target, {{"X-API-KEY", endpoint_.api_key}}, body};
+  if (!body.empty()) request.headers.emplace_back("Content-Type", "application/json");
+  auto response = client_.send(request);
+  if (!response) {
+    return Error{response.error().message() +
+                 "; check that the daemon runs there (abx daemon status) or fix "
+                 "ABX_SANDBOX_API_URL / `abx config set sandbox_api_url URL`"};
+  }
+  if (response->status == 401 || response->status == 403) {
+    return Error{"the daemon at " + endpoint_.url.str() + " refused the API key (" +
+                 describe_failure(*response) +
+                 "); check `abx config get sandbox_api_key` or ABX_SANDBOX_API_KEY"};
+  }
+  return response;
+}
+
+Result<json> ControlPlane::create_sandbox(const json& request) const {
+  auto response = call("POST", "/sandboxes", request.dump());
+  if (!response) return response.error();
+  if (response->status / 100 != 2) {
+    return Error{"could not create the sandbox: " + describe_failure(*response)};
+  }
+  return parse_json(response->body, "POST /sandboxes");
+}
+
+Result<json> ControlPlane::list_sandboxes() const {
+  json all = json::array();
+  std::string next_token;
+  do {
+    std::string target = "/v2/sandboxes?limit=100";
+    if (!next_token.empty()) target += "&nextToken=" + http::url_encode(next_token);
+    auto response = call("GET", target);
+    if (!response) return response.error();
+    if (response->status != 200) {
+      return Error{"could not list sandboxes: " + describe_failure(*response)};
+    }
+    auto page = parse_json(response->body, "GET /v2/sandboxes");
+    if (!page) return page.error();
+    for (auto& item : *page) all.push_back(std::move(item));
+    next_token = response->header("X-Next-Token");
+  } while (!next_token.empty());
+  return all;
+}
+
+Result<json> ControlPlane::get_sandbox(const std::string& id) const {
+  auto response = call("GET", "/sandboxes/" + http::url_encode(id));
+  if (!response) return response.error();
+  if (response->status == 404) return sandbox_not_found(id);
+  if (response->status != 200) {
+    return Error{"could not look up sandbox " + id + ": " + describe_failure(*response)};
+  }
+  return parse_json(response->body, "GET /sandboxes/" + id);
+}
+
+Status ControlPlane::set_timeout(const std::string& id, int seconds) const {
+  const json body = {{"timeout", seconds}};
+  auto response = call("POST", "/sandboxes/" + http::url_encode(id) + "/timeout", body.dump());
+  if (!response) return response.error();
+  if (response->status == 404) return sandbox_not_found(id);
+  if (response->status / 100 != 2) {
+    return Error{"could not set the timeout of sandbox " + id + ": " + describe_failure(*response)};
+  }
+  return {};
+}
+
+Status ControlPlane::kill_sandbox(const std::string& id) const {
+  auto response = call("DELETE", "/sandboxes/" + http::url_encode(id));
+  if (!response) return response.error();
+  if (response->status == 404) return sandbox_not_found(id);
+  if (response->status / 100 != 2) {
+    return Error{"could not kill sandbox " + id + ": " + describe_failure(*response)};
+  }
+  return {};
+}
+
+Result<SandboxPlane> SandboxPlane::open(const ControlPlane& control, const std::string& id,
+                                        const std::string& user) {
+  auto detail = control.get_sandbox(id);
+  if (!detail) return detail.error();
+  http::Headers headers{{"E2b-Sandbox-Id", id},
+                        {"E2b-Sandbox-Port", kEnvdPort},
+                        {"Authorization", "Basic " + base64::encode(user + ":")}};
+  if (auto token = detail->value("envdAccessToken", ""); !token.empty()) {
+    headers.emplace_back("X-Access-Token", token);
+  }
+  return SandboxPlane(http::Client(control.endpoint().url), id, user, std::move(headers));
+}
+
+Error SandboxPlane::failure(int status, const std::string& body, const std::string& what) const {
+  if (status == 502) return sandbox_not_found(id_);
+  return Error{what + ": " + describe_failure({status, {}, body})};
+}
+
+Result<http::Response> SandboxPlane::rpc_response(const std::string& method,
+                                                  const json& request) const {
+  http::Request call{"POST", "/" + method, headers_, request.dump()};
+  call.headers.emplace_back("Content-Type", "application/json");
+  call.headers.emplace_back("Connect-Protocol-Version", "1");
+  return client_.send(call);
+}
+
+Result<json> SandboxPlane::rpc(const std::string& method, const json& request) const {
+  auto response = rpc_response(method, request);
+  if (!response) return response.error();
+  if (response->status != 200) return failure(response->status, response->body, method);
+  return parse_json(response->body.empty() ? "{}" : response->body, method);
+}
+
+Result<std::unique_ptr<http::ResponseStream>> SandboxPlane::stream(
+    const std::string& method, const json& request, const http::Headers& extra) const {
+  http::Request call{"POST", "/" + method, headers_, connect::encode(request.dump())};
+  call.headers.emplace_back("Content-Type", "application/connect+json");
+  call.headers.emplace_back("Connect-Protocol-Version", "1");
+  call.headers.insert(call.headers.end(), extra.begin(), extra.end());
+  auto stream = client_.open(call);
+  if (!stream) return stream.error();
+  if ((*stream)->status() != 200) {
+    auto body = (*stream)->read_all();
+    return failure((*stream)->status(), body ? *body : "", method);
+  }
+  return stream;
+}
+
+std::string SandboxPlane::files_target(const std::string& path) const {
+  return "/files?path=" + http::url_encode(path) + "&username=" + http::url_encode(user_);
+}
+
+Result<std::unique_ptr<http::ResponseStream>> SandboxPlane::download(
+    const std::string& path) const {
+  auto stream = client_.open({"GET", files_target(path), headers_, {}});
+  if (!stream) return stream.error();
+  const int status = (*stream)->status();
+  if (status == 200) return stream;
+  auto body = (*stream)->read_all();
+  if (status == 404) return Error{path + " not found in sandbox " + id_};
+  if (status == 400 && body) {
+    return Error{"cannot download " + path + " (" + describe_failure({status, {}, *body}) +
+                 "); pass -r if it is a directory"};
+  }
+  return failure(status, body ? *body : "", "download " + path);
+}
+
+Status SandboxPlane::upload(const std::string& path, const http::BodySource& body) const {
+  http::Request call{"POST", files_target(path), headers_, {}};
+  call.headers.emplace_back("Content-Type", "application/octet-stream");
+  auto stream = client_.open(call, &body);
+  if (!stream) return stream.error();
+  auto answer = (*stream)->read_all();
+  if (!answer) return answer.error();
+  if ((*stream)->status() != 200) {
+    return failure((*stream)->status(), *answer, "upload to " + path);
+  }
+  return {};
+}
+
+http::Headers SandboxPlane::interpreter_headers() const {
+  http::Headers headers = headers_;
+  for (auto& [name, value] : headers) {
+    if (name == "E2b-Sandbox-Port") value = kInterpreterPort;
+  }
+  headers.emplace_back("Content-Type", "application/json");
+  return headers;
+}
+
+Result<std::unique_ptr<http::ResponseStream>> SandboxPlane::execute(const json& request) const {
+  auto stream = client_.open({"POST", "/execute", interpreter_headers(), request.dump()});
+  if (!stream) return stream.error();
+  if ((*stream)->status() == 200) return stream;
+  auto body = (*stream)->read_all();
+  return failure((*stream)->status(), body ? *body : "", "run code");
+}
+
+}  // namespace abx::e2b
