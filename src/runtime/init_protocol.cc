@@ -119,6 +119,7 @@ std::string encode(const InitConfig& c) {
   }
   w.strs(binds);
   w.u8(c.full_id_map);
+  w.str(c.seccomp_bpf);
   return w.take();
 }
 
@@ -127,7 +128,8 @@ bool decode(const std::string& bytes, InitConfig* c) {
   std::vector<std::string> binds;
   uint8_t full = 0;
   if (!r.str(&c->hostname) || !r.u64(&c->disk_bytes) || !r.strs(&c->lower_layers) ||
-      !r.strs(&binds) || binds.size() % 2 != 0 || !r.u8(&full) || !r.done())
+      !r.strs(&binds) || binds.size() % 2 != 0 || !r.u8(&full) || !r.str(&c->seccomp_bpf) ||
+      !r.done())
     return false;
   for (size_t i = 0; i < binds.size(); i += 2) c->binds.emplace_back(binds[i], binds[i + 1]);
   c->full_id_map = full != 0;

@@ -7,8 +7,9 @@
 //           stdin read end (if stdin_pipe), stdout write end, stderr write end.
 //           reply: Reply{pid}; with pty the master is passed back.
 //   kSignal request: pid, signo.  reply: Reply.
-// Start-up: the runtime hands init an InitConfig on an fd and waits for one
-// StatusReport ("ready" or the failing step) on a pipe.
+// Start-up: the runtime hands init an InitConfig on an fd, then the O_PATH
+// fds of the rootfs sources in one message on the handoff socket, and waits
+// for one StatusReport ("ready" or the failing step) on a pipe.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,10 @@ struct InitConfig {
   std::vector<std::string> lower_layers;                   // host paths, topmost first
   std::vector<std::pair<std::string, std::string>> binds;  // host path → sandbox path
   bool full_id_map = true;  // false: only uid/gid 0 exists inside (rootless without subuids)
+  std::string seccomp_bpf;  // compiled once by the runtime (seccomp_policy::compile)
+  // Not encoded: O_PATH fds of each lower layer, then of each bind source,
+  // received by init in the handoff message (see spawner.h).
+  std::vector<int> source_fds;
 };
 
 enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2 };

@@ -18,13 +18,16 @@
 #include <set>
 #include <sstream>
 
+#include "common/ids.h"
 #include "runtime/cgroup.h"
 #include "runtime/init_protocol.h"
 #include "runtime/local_sandbox.h"
 #include "runtime/reaper.h"
 #include "runtime/runtime.h"
+#include "runtime/seccomp_policy.h"
 #include "runtime/spawner.h"
 #include "runtime/user.h"
+#include "runtime/warm_pool.h"
 
 namespace abx::runtime {
 namespace {
@@ -105,7 +108,8 @@ Status validate(const SandboxSpec& spec) {
   return {};
 }
 
-proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, bool full_id_map) {
+proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, bool full_id_map,
+                              const std::string& seccomp_bpf) {
   proto::InitConfig config;
   config.hostname = spec.hostname.empty() ? spec.id : spec.hostname;
   config.disk_bytes = limits.disk_bytes;
@@ -113,7 +117,29 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   for (const auto& bind : spec.rootfs.read_only_binds)
     config.binds.emplace_back(bind.host_path, bind.sandbox_path);
   config.full_id_map = full_id_map;
+  config.seccomp_bpf = seccomp_bpf;
   return config;
+}
+
+// Template layers and bind sources, opened by the daemon (which may search
+// their ancestors, e.g. a data dir under /root) for init (which may not).
+// Opened through the child's /proc/<pid>/root so that each fd's mount lies
+// in the sandbox's mount namespace: overlay and bind mounts refuse sources
+// from another namespace.
+Result<spawner::Handoff> open_rootfs_sources(pid_t pid, const RootfsSpec& rootfs) {
+  const std::string root = "/proc/" + std::to_string(pid) + "/root";
+  spawner::Handoff fds;
+  auto open_source = [&](const fs::path& path, int flags) -> Status {
+    UniqueFd fd(::open((root + path.native()).c_str(), O_PATH | O_CLOEXEC | flags));
+    if (!fd.valid()) return Error::from_errno("open rootfs source", path.string());
+    fds.push_back(std::move(fd));
+    return {};
+  };
+  for (const auto& layer : rootfs.lower_layers)
+    if (auto s = open_source(layer, O_DIRECTORY); !s) return s.error();
+  for (const auto& bind : rootfs.read_only_binds)
+    if (auto s = open_source(bind.host_path, 0); !s) return s.error();
+  return fds;
 }
 
 // A memory hog must never take init (and with it the whole sandbox) down
@@ -156,15 +182,19 @@ Status kill_init(pid_t pid) {
 
 class LocalRuntime final : public Runtime {
  public:
-  LocalRuntime(RuntimeConfig config, UniqueFd image, user::IdMap ids, cgroup::Layout cgroups,
-               bool shield_init, std::vector<std::string> warnings)
+  LocalRuntime(RuntimeConfig config, UniqueFd image, std::string seccomp_bpf, user::IdMap ids,
+               cgroup::Layout cgroups, bool shield_init, std::vector<std::string> warnings)
       : config_(std::move(config)),
         image_(std::move(image)),
+        seccomp_bpf_(std::move(seccomp_bpf)),
         ids_(ids),
         cgroups_(std::move(cgroups)),
         shield_init_(shield_init),
         warnings_(std::move(warnings)) {}
-  ~LocalRuntime() override { cgroup::release(cgroups_); }
+  ~LocalRuntime() override {
+    pool_.drain();  // its sandboxes' cgroups must go before the instance's
+    cgroup::release(cgroups_);
+  }
 
   Result<std::unique_ptr<Sandbox>> create(const SandboxSpec& spec) override;
   Result<std::unique_ptr<Sandbox>> adopt(const SandboxRecord& record) override;
@@ -176,17 +206,23 @@ class LocalRuntime final : public Runtime {
 
  private:
   fs::path state_of(const std::string& id) const { return config_.state_dir / id; }
+  Result<std::unique_ptr<Sandbox>> create_now(const SandboxSpec& spec);
   Result<pid_t> start(const SandboxSpec& spec, const Limits& limits);
   Result<std::unique_ptr<Sandbox>> connect(const SandboxRecord& record);
   Status remove_leftovers(const std::string& id);
 
   RuntimeConfig config_;
   UniqueFd image_;
+  std::string seccomp_bpf_;
   user::IdMap ids_;
   cgroup::Layout cgroups_;
   bool shield_init_;
   std::vector<std::string> warnings_;
-  Reaper reaper_;  // last: its thread stops before the rest goes
+  Reaper reaper_;
+  // Last: its thread stops, and its sandboxes go, before anything it uses.
+  WarmPool pool_{config_.warm_pool_size,
+                 [this](const SandboxSpec& spec) { return create_now(spec); },
+                 [this](const SandboxRecord& record) { (void)destroy(record); }};
 };
 
 Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits) {
@@ -195,14 +231,15 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
     return Error::from_errno("mkdir state dir", state.string());
   auto listen = listen_control(state / kSocketName);
   if (!listen) return listen.error();
-  auto config = config_memfd(init_config(spec, limits, ids_.full()));
+  auto config = config_memfd(init_config(spec, limits, ids_.full(), seccomp_bpf_));
   if (!config) return config.error();
   if (cgroups_.version != cgroup::Version::kNone)
     if (auto s = cgroup::create(cgroups_, spec.id, limits); !s) return s.error();
-  auto prepare = [&](pid_t pid) -> Status {
-    if (auto s = user::write_maps(pid, ids_); !s) return s;
-    if (cgroups_.version == cgroup::Version::kNone) return {};
-    return cgroup::attach(cgroups_, spec.id, pid);
+  auto prepare = [&](pid_t pid) -> Result<spawner::Handoff> {
+    if (auto s = user::write_maps(pid, ids_); !s) return s.error();
+    if (cgroups_.version != cgroup::Version::kNone)
+      if (auto s = cgroup::attach(cgroups_, spec.id, pid); !s) return s.error();
+    return open_rootfs_sources(pid, spec.rootfs);
   };
   auto pid = spawner::start_init({image_.get(), config->get(), listen->get()}, prepare);
   if (!pid) return pid.error();
@@ -216,6 +253,15 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
 }
 
 Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
+  if (!spec.id.empty()) return create_now(spec);
+  SandboxSpec chosen = spec;
+  chosen.limits = fill_defaults(spec.limits, config_.default_limits);
+  if (auto pooled = pool_.take(chosen)) return pooled;
+  chosen.id = ids::sandbox_id();
+  return create_now(chosen);
+}
+
+Result<std::unique_ptr<Sandbox>> LocalRuntime::create_now(const SandboxSpec& spec) {
   if (auto s = validate(spec); !s) return s.error();
   const Limits limits = fill_defaults(spec.limits, config_.default_limits);
   auto pid = start(spec, limits);
@@ -270,6 +316,7 @@ Status LocalRuntime::destroy(const SandboxRecord& record) {
 }
 
 void LocalRuntime::sweep_orphans(const std::vector<std::string>& live_ids) {
+  const std::vector<std::string> pooled = pool_.ids();
   std::set<std::string> candidates;
   for (const auto& id : cgroup::list(cgroups_)) candidates.insert(id);
   std::error_code ec;
@@ -277,6 +324,7 @@ void LocalRuntime::sweep_orphans(const std::vector<std::string>& live_ids) {
     if (entry.is_directory()) candidates.insert(entry.path().filename().string());
   for (const auto& id : candidates) {
     if (std::find(live_ids.begin(), live_ids.end(), id) != live_ids.end()) continue;
+    if (std::find(pooled.begin(), pooled.end(), id) != pooled.end()) continue;
     SandboxRecord record;
     record.id = id;
     std::ifstream(state_of(id) / kInitFile) >> record.init_pid >> record.init_start_time;
@@ -294,6 +342,8 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
     return Error::from_errno("chmod state dir", config.state_dir.string());
   auto image = spawner::load_init_image(config.init_binary);
   if (!image) return image.error();
+  auto seccomp_bpf = seccomp_policy::compile();
+  if (!seccomp_bpf) return seccomp_bpf.error();
   std::vector<std::string> warnings;
   const user::IdMap ids = user::choose(&warnings);
   const bool shield_init = has_capability(CAP_SYS_RESOURCE);
@@ -306,9 +356,9 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
   RuntimeConfig effective = config;
   effective.state_dir = fs::absolute(config.state_dir);
   effective.default_limits = fill_defaults(config.default_limits, kBuiltinLimits);
-  return std::unique_ptr<Runtime>(
-      std::make_unique<LocalRuntime>(std::move(effective), std::move(*image), ids,
-                                     std::move(cgroups), shield_init, std::move(warnings)));
+  return std::unique_ptr<Runtime>(std::make_unique<LocalRuntime>(
+      std::move(effective), std::move(*image), std::move(*seccomp_bpf), ids, std::move(cgroups),
+      shield_init, std::move(warnings)));
 }
 
 }  // namespace abx::runtime

@@ -47,7 +47,9 @@ struct RootfsSpec {
 };
 
 struct SandboxSpec {
-  std::string id;  // [a-z0-9]+, unique
+  // [a-z0-9]+, unique. Empty: the runtime chooses the id, possibly handing
+  // out a sandbox from its warm pool; read it from record().id.
+  std::string id;
   RootfsSpec rootfs;
   Limits limits;
   std::string hostname;  // default: id
@@ -126,6 +128,9 @@ struct RuntimeConfig {
   fs::path state_dir;     // per-sandbox state dirs go under here (mode 0700)
   fs::path init_binary;   // the abx-init executable (loaded once into a sealed memfd)
   Limits default_limits;  // applied where a SandboxSpec leaves a limit at 0
+  // Ready sandboxes kept per distinct (rootfs, limits, hostname) for creates
+  // with an empty id; 0 disables the pool.
+  size_t warm_pool_size = 2;
 };
 
 class Runtime {
@@ -133,6 +138,8 @@ class Runtime {
   virtual ~Runtime() = default;
 
   // Create and start a sandbox; returns once its init is ready for spawn().
+  // With an empty spec.id the runtime picks the id, possibly from a warm pool
+  // of sandboxes made earlier from an equal spec; read record().id.
   virtual Result<std::unique_ptr<Sandbox>> create(const SandboxSpec& spec) = 0;
 
   // Reconnect to a sandbox created by an earlier daemon. Fails (and the
@@ -144,7 +151,8 @@ class Runtime {
   virtual Status destroy(const SandboxRecord& record) = 0;
 
   // Remove cgroups and state dirs of sandboxes not in `live_ids` (left by a
-  // daemon that was killed mid-create).
+  // daemon that was killed mid-create, or pooled by one that was killed).
+  // This runtime's own pooled sandboxes are never swept.
   virtual void sweep_orphans(const std::vector<std::string>& live_ids) = 0;
 
   // Host uid/gid that a sandbox uid/gid maps to (the same for every sandbox

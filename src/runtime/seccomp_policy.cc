@@ -3,9 +3,14 @@
 #include <linux/personality.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+
+#include "common/unique_fd.h"
 
 namespace abx::runtime::seccomp_policy {
 namespace {
@@ -157,12 +162,18 @@ Result<Filter> build() {
   return ctx;
 }
 
-Status load() {
+Result<std::string> compile() {
   auto filter = build();
   if (!filter) return filter.error();
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return Error::from_errno("no_new_privs");
-  if (const int rc = seccomp_load(filter->get()); rc < 0) return Error{"seccomp load", -rc, {}};
-  return {};
+  UniqueFd out(::memfd_create("abx-seccomp", MFD_CLOEXEC));
+  if (!out.valid()) return Error::from_errno("memfd_create seccomp");
+  if (const int rc = seccomp_export_bpf(filter->get(), out.get()); rc < 0)
+    return Error{"seccomp export", -rc, {}};
+  const off_t size = ::lseek(out.get(), 0, SEEK_END);
+  std::string bpf(static_cast<size_t>(std::max<off_t>(size, 0)), '\0');
+  if (size <= 0 || ::pread(out.get(), bpf.data(), bpf.size(), 0) != size)
+    return Error::from_errno("read compiled seccomp filter");
+  return bpf;
 }
 
 }  // namespace abx::runtime::seccomp_policy

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -32,9 +33,9 @@ struct ChildArgs {
   int sync_read = -1;
   int status_write = -1;
   int image = -1;
-  int inherit[3] = {-1, -1, -1};  // config, status, listen: kept across exec
-  char fd_text[3][16] = {};
-  char* argv[5] = {};
+  int inherit[4] = {-1, -1, -1, -1};  // config, status, listen, handoff: kept across exec
+  char fd_text[4][16] = {};
+  char* argv[6] = {};
   char* envp[1] = {};
 };
 
@@ -131,9 +132,20 @@ Result<UniqueFd> load_init_image(const fs::path& binary) {
   return read_only;
 }
 
-Result<pid_t> start_init(const InitFds& fds, const std::function<Status(pid_t)>& prepare) {
+// The parent's go byte and then the handoff fds, as two messages: the child
+// reads the first before exec, init receives the second.
+Status release(int sync, const Handoff& handoff) {
+  const char go = 1;
+  if (::write(sync, &go, 1) != 1) return Error::from_errno("release sandbox init");
+  std::vector<int> fds;
+  for (const auto& fd : handoff) fds.push_back(fd.get());
+  return proto::send_message(sync, "fds", fds);
+}
+
+Result<pid_t> start_init(const InitFds& fds, const std::function<Result<Handoff>(pid_t)>& prepare) {
   int sync[2], status[2];
-  if (::pipe2(sync, O_CLOEXEC) != 0) return Error::from_errno("pipe");
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) != 0)
+    return Error::from_errno("socketpair");
   UniqueFd sync_read(sync[0]), sync_write(sync[1]);
   if (::pipe2(status, O_CLOEXEC) != 0) return Error::from_errno("pipe");
   UniqueFd status_read(status[0]), status_write(status[1]);
@@ -142,8 +154,8 @@ Result<pid_t> start_init(const InitFds& fds, const std::function<Status(pid_t)>&
   args->sync_read = sync_read.get();
   args->status_write = status_write.get();
   args->image = fds.image;
-  const int inherit[3] = {fds.config, status_write.get(), fds.listen};
-  for (int i = 0; i < 3; ++i) {
+  const int inherit[4] = {fds.config, status_write.get(), fds.listen, sync_read.get()};
+  for (int i = 0; i < 4; ++i) {
     args->inherit[i] = inherit[i];
     std::snprintf(args->fd_text[i], sizeof args->fd_text[i], "%d", inherit[i]);
     args->argv[i + 1] = args->fd_text[i];
@@ -160,11 +172,8 @@ Result<pid_t> start_init(const InitFds& fds, const std::function<Status(pid_t)>&
   sync_read.reset();
   status_write.reset();  // so a dead child reads as EOF
 
-  Status ready = prepare(pid);
-  if (ready) {
-    const char go = 1;
-    if (::write(sync_write.get(), &go, 1) != 1) ready = Error::from_errno("release sandbox init");
-  }
+  auto handoff = prepare(pid);
+  Status ready = handoff ? release(sync_write.get(), *handoff) : Status{handoff.error()};
   if (ready) ready = wait_ready(status_read.get(), pid);
   if (!ready) {
     kill_and_reap(pid);  // before the stack goes away

@@ -2,12 +2,14 @@
 // clone(CLONE_VM | all namespaces) onto a private stack; the child only makes
 // raw syscalls on memory the parent prepared, waits until the parent has
 // written its id maps and attached its cgroups, then execs abx-init from a
-// sealed memfd.
+// sealed memfd. Once it runs, init receives the fds `prepare` opened for it
+// (template layers, bind sources) in one message on its handoff socket.
 #pragma once
 
 #include <sys/types.h>
 
 #include <functional>
+#include <vector>
 
 #include "common/error.h"
 #include "common/unique_fd.h"
@@ -25,9 +27,13 @@ struct InitFds {
   int listen;  // the control socket, listening
 };
 
-// Clones init, calls `prepare(pid)` while it waits (maps, cgroups), releases
-// it and waits for its StatusReport. On any failure the child is killed and
-// reaped. Returns init's host pid once it reports ready.
-Result<pid_t> start_init(const InitFds& fds, const std::function<Status(pid_t)>& prepare);
+// Fds opened by `prepare` for init, passed in this order.
+using Handoff = std::vector<UniqueFd>;
+
+// Clones init, calls `prepare(pid)` while it waits (maps, cgroups, fds to
+// hand over), releases it, hands the fds over and waits for its
+// StatusReport. On any failure the child is killed and reaped. Returns
+// init's host pid once it reports ready.
+Result<pid_t> start_init(const InitFds& fds, const std::function<Result<Handoff>(pid_t)>& prepare);
 
 }  // namespace abx::runtime::spawner

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "runtime/cgroup.h"
@@ -78,10 +79,14 @@ class SandboxTest : public ::testing::Test {
     ASSERT_EQ(::lchown(rootfs_.c_str(), runtime_->host_uid(0), runtime_->host_gid(0)), 0);
   }
 
-  Sandbox& create(Limits limits = {}) {
+  RootfsSpec rootfs() const { return {{rootfs_}, {{"/usr", "/usr"}}}; }
+
+  Sandbox& create(Limits limits = {}) { return create(rootfs(), limits); }
+
+  Sandbox& create(const RootfsSpec& rootfs, Limits limits = {}) {
     SandboxSpec spec;
     spec.id = "t" + std::to_string(::getpid()) + "x" + std::to_string(records_.size());
-    spec.rootfs = {{rootfs_}, {{"/usr", "/usr"}}};
+    spec.rootfs = rootfs;
     spec.limits = limits;
     auto sb = runtime_->create(spec);
     EXPECT_TRUE(sb) << sb.error().message();
@@ -203,6 +208,79 @@ TEST_F(SandboxTest, IsIsolated) {
   EXPECT_EQ(masked.out, "0\nNoNewPrivs:\t1\nro\n") << masked.err;
   Output tmp = run(sb, "echo data > /tmp/f && cat /tmp/f && stat -c %a /tmp");
   EXPECT_EQ(tmp.out, "data\n1777\n");
+}
+
+TEST_F(SandboxTest, TemplateAndBindsUnderAPrivateDir) {
+  const fs::path secret = dir_ / "secret";
+  fs::create_directories(secret);
+  std::ofstream(secret / "note") << "hidden\n";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0700), 0);  // like a data dir under /root
+  RootfsSpec spec = rootfs();
+  spec.read_only_binds.push_back({secret / "note", "/opt/note"});
+  Sandbox& sb = create(spec);
+  Output o = run(sb, "cat /opt/note; grep -c user /etc/passwd");
+  EXPECT_EQ(o.out, "hidden\n1\n") << o.err;
+  EXPECT_NE(decode_wait_status(run(sb, "echo x > /opt/note", 0).status).exit_code, 0);
+}
+
+TEST_F(SandboxTest, SignalReachesTheWholeProcessGroup) {
+  Sandbox& sb = create();
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "sleep 100; echo survived"};
+  spec.env = {{"PATH", "/usr/bin"}};
+  auto p = sb.spawn(spec);
+  ASSERT_TRUE(p) << p.error().message();
+  ::usleep(100 * 1000);  // let sh start sleep
+  ASSERT_TRUE(sb.signal(p->pid, SIGTERM));
+  pollfd eof{p->stdout_fd.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&eof, 1, 5000), 1) << "sleep still holds stdout";
+  EXPECT_EQ(read_all(p->stdout_fd.get()), "");
+  EXPECT_EQ(decode_wait_status(wait_status(*p)).status, "signal: terminated");
+  EXPECT_FALSE(sb.signal(p->pid, SIGTERM)) << "nothing is left to signal";
+}
+
+TEST_F(SandboxTest, HostnameIsInEtcHosts) {
+  Sandbox& sb = create();
+  const std::string& id = sb.record().id;
+  Output o = run(sb, "cat /etc/hostname; grep -c \"^127.0.0.1.*\\b$(hostname)$\" /etc/hosts");
+  EXPECT_EQ(o.out, id + "\n1\n") << o.err;
+  EXPECT_FALSE(fs::exists(rootfs_ / "etc/hosts")) << "written to the sandbox's own layer";
+}
+
+std::set<std::string> entries(const fs::path& dir) {
+  std::set<std::string> out;
+  for (const auto& entry : fs::directory_iterator(dir)) out.insert(entry.path().filename());
+  return out;
+}
+
+TEST_F(SandboxTest, WarmPoolHandsOutReadySandboxes) {
+  RuntimeConfig config = config_;
+  config.state_dir = dir_ / "pool";
+  auto opened = open_runtime(config);
+  ASSERT_TRUE(opened) << opened.error().message();
+  std::unique_ptr<Runtime> runtime = std::move(*opened);
+  SandboxSpec spec;
+  spec.rootfs = rootfs();
+  auto first = runtime->create(spec);
+  ASSERT_TRUE(first) << first.error().message();
+  for (int i = 0; i < 500 && entries(config.state_dir).size() < 3; ++i) ::usleep(10000);
+  const std::set<std::string> before = entries(config.state_dir);
+  ASSERT_EQ(before.size(), 3u) << "the pool refills to 2 after a take";
+  auto second = runtime->create(spec);
+  ASSERT_TRUE(second) << second.error().message();
+  const SandboxRecord taken = (*second)->record();
+  EXPECT_TRUE(before.contains(taken.id));
+  EXPECT_EQ(run(**second, "hostname").out, taken.id + "\n");
+  runtime->sweep_orphans({(*first)->record().id, taken.id});
+  for (int i = 0; i < 500 && entries(config.state_dir).size() < 4; ++i) ::usleep(10000);
+  EXPECT_EQ(entries(config.state_dir).size(), 4u) << "sweep spares pooled sandboxes";
+  for (auto* sb : {&*first, &*second}) {
+    const SandboxRecord record = (*sb)->record();
+    sb->reset();
+    EXPECT_TRUE(runtime->destroy(record));
+  }
+  runtime.reset();
+  EXPECT_TRUE(entries(config.state_dir).empty()) << "pooled sandboxes die with the runtime";
 }
 
 TEST_F(SandboxTest, PidsLimitStopsAForkLoop) {

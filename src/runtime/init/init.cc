@@ -1,5 +1,5 @@
 // abx-init: PID 1 of every sandbox. Started by the runtime (spawner.cc) as
-//   abx-init <config fd> <status fd> <listen fd>
+//   abx-init <config fd> <status fd> <listen fd> <handoff fd>
 // inside fresh user/pid/mount/ipc/uts/net namespaces, with every signal
 // blocked. It contains itself (contain.cc), reports on the status fd, then
 // serves the control socket (server.cc). Single-threaded on purpose.
@@ -14,6 +14,7 @@
 #include <cstring>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "runtime/init/contain.h"
 #include "runtime/init/server.h"
@@ -23,19 +24,19 @@ namespace abx::runtime::init {
 namespace {
 
 struct InitFds {
-  int config, status, listen;
+  int config, status, listen, handoff;
 };
 
-// Our fds move above 2 and everything else the daemon leaked is closed; 0-2
-// become /dev/null (the host's, still reachable now).
-void tidy_fds(InitFds* fds) {
-  int* roles[] = {&fds->config, &fds->status, &fds->listen};
-  for (int* fd : roles)
+// Keeps `kept` (moved above 2 where needed), closes everything else the
+// daemon leaked; 0-2 become /dev/null (the host's, still reachable now).
+void tidy_fds(const std::vector<int*>& kept) {
+  for (int* fd : kept)
     if (*fd <= 2) *fd = ::fcntl(*fd, F_DUPFD_CLOEXEC, 3);
-  int kept[] = {fds->config, fds->status, fds->listen};
-  std::sort(std::begin(kept), std::end(kept));
+  std::vector<int> sorted;
+  for (int* fd : kept) sorted.push_back(*fd);
+  std::sort(sorted.begin(), sorted.end());
   unsigned next = 3;
-  for (int fd : kept) {
+  for (int fd : sorted) {
     if (static_cast<unsigned>(fd) > next) ::close_range(next, static_cast<unsigned>(fd) - 1, 0);
     next = static_cast<unsigned>(fd) + 1;
   }
@@ -43,6 +44,18 @@ void tidy_fds(InitFds* fds) {
   const int null = ::open("/dev/null", O_RDWR);
   for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
   if (null > 2) ::close(null);
+}
+
+// The rootfs sources the runtime opened for us (see spawner.h).
+bool receive_sources(int handoff, proto::InitConfig* config) {
+  std::string bytes;
+  std::vector<abx::UniqueFd> fds;
+  auto got = proto::recv_message(handoff, &bytes, &fds);
+  ::close(handoff);
+  if (!got || !*got || fds.size() != config->lower_layers.size() + config->binds.size())
+    return false;
+  for (auto& fd : fds) config->source_fds.push_back(fd.release());
+  return true;
 }
 
 bool read_config(int fd, proto::InitConfig* config) {
@@ -79,12 +92,16 @@ int setup_signals() {
 
 int main(int argc, char** argv) {
   using namespace abx::runtime;
-  if (argc != 4) return 2;
-  init::InitFds fds{std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3])};
-  init::tidy_fds(&fds);
+  if (argc != 5) return 2;
+  init::InitFds fds{std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4])};
   ::umask(022);
   proto::InitConfig config;
-  if (!init::read_config(fds.config, &config)) {
+  const bool configured =
+      init::read_config(fds.config, &config) && init::receive_sources(fds.handoff, &config);
+  std::vector<int*> kept = {&fds.status, &fds.listen};
+  for (int& fd : config.source_fds) kept.push_back(&fd);
+  init::tidy_fds(kept);
+  if (!configured) {
     init::report(fds.status, abx::Error{"read init config", EPROTO, {}});
     return 1;
   }

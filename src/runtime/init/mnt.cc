@@ -119,11 +119,18 @@ Status stage(const InitConfig& config) {
   return sys(::chdir("/"), "chdir /");
 }
 
+// The runtime opened each source for us; a lookup through the fd's magic
+// link does not re-check the source's ancestors, which sandbox root may be
+// unable to search (a data dir under /root).
+std::string source_path(const InitConfig& config, size_t index) {
+  return std::string(kOld) + "/proc/self/fd/" + std::to_string(config.source_fds.at(index));
+}
+
 Status mount_overlay(const InitConfig& config) {
   std::string lower;
-  for (const auto& layer : config.lower_layers) {
+  for (size_t i = 0; i < config.lower_layers.size(); ++i) {
     if (!lower.empty()) lower += ':';
-    lower.append(kOld).append(layer);
+    lower += source_path(config, i);
   }
   const std::string options = "lowerdir=" + lower + ",upperdir=/upper,workdir=/work";
   if (mount_fs("overlay", kNew, 0, options)) return {};
@@ -132,9 +139,9 @@ Status mount_overlay(const InitConfig& config) {
 }
 
 Status bind_read_only(const InitConfig& config) {
-  for (const auto& [host, inside] : config.binds) {
-    const std::string source = kOld + host;
-    const std::string target = kNew + inside;
+  for (size_t i = 0; i < config.binds.size(); ++i) {
+    const std::string source = source_path(config, config.lower_layers.size() + i);
+    const std::string target = kNew + config.binds[i].second;
     if (auto s = make_mount_point(source, target); !s) return s;
     if (auto s = bind(source, target, true); !s) return s;
   }
@@ -197,6 +204,12 @@ Status mask_proc(const InitConfig&) {
     if (::access(path.c_str(), F_OK) != 0) continue;
     if (auto s = bind(path, path, true); !s) return s;
   }
+  return {};
+}
+
+// They pin the host's mounts, which enter_root detaches.
+Status close_sources(const InitConfig& config) {
+  for (int fd : config.source_fds) ::close(fd);
   return {};
 }
 

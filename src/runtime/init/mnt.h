@@ -19,6 +19,7 @@ Status mount_proc(const InitConfig& config);
 Status make_dev(const InitConfig& config);
 Status make_standard_dirs(const InitConfig& config);  // /tmp, /home/user
 Status mask_proc(const InitConfig& config);
-Status enter_root(const InitConfig& config);  // pivot_root into /newroot, drop the rest
+Status close_sources(const InitConfig& config);  // the runtime's fds of layers and binds
+Status enter_root(const InitConfig& config);     // pivot_root into /newroot, drop the rest
 
 }  // namespace abx::runtime::init::mnt

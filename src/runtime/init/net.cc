@@ -1,11 +1,13 @@
 #include "runtime/init/net.h"
 
+#include <fcntl.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <string>
 
 #include "common/unique_fd.h"
 
@@ -15,6 +17,33 @@ Status set_hostname(const proto::InitConfig& config) {
   if (::sethostname(config.hostname.data(), config.hostname.size()) != 0)
     return Error::from_errno("sethostname", config.hostname);
   return {};
+}
+
+namespace {
+
+// Replaces `path` (even a symlink the template left there) with `text`.
+// A template without /etc, or with a read-only one, keeps what it has.
+Status replace_file(const std::string& path, const std::string& text) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    return errno == EROFS ? Status{} : Error::from_errno("unlink", path);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return errno == ENOENT || errno == EROFS ? Status{} : Error::from_errno("create", path);
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int saved = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size())) return Error{"write", saved, path};
+  return {};
+}
+
+}  // namespace
+
+// So that `hostname` resolves, as in any container.
+Status write_host_files(const proto::InitConfig& config) {
+  const std::string& name = config.hostname;
+  if (auto s = replace_file("/etc/hostname", name + "\n"); !s) return s;
+  return replace_file("/etc/hosts", "127.0.0.1\tlocalhost " + name + "\n::1\tlocalhost " + name +
+                                        " ip6-localhost ip6-loopback\n");
 }
 
 Status loopback_up(const proto::InitConfig&) {

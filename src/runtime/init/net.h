@@ -8,6 +8,7 @@
 namespace abx::runtime::init::net {
 
 Status set_hostname(const proto::InitConfig& config);
+Status write_host_files(const proto::InitConfig& config);  // /etc/hosts, /etc/hostname
 Status loopback_up(const proto::InitConfig& config);
 
 }  // namespace abx::runtime::init::net

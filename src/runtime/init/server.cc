@@ -76,11 +76,14 @@ class Server {
     return reply;
   }
 
+  // Every spawned process leads its own session and process group: signal
+  // the whole group, so `bash -c 'sleep 100'` dies with its sleep and SIGINT
+  // reaches a shell's foreground child. A pid that leads no group (one the
+  // user started some other way) gets the signal alone.
   static proto::Reply signal(int pid, int signo) {
     if (pid <= 1) return proto::reply_from(Error{"signal", EPERM, "pid " + std::to_string(pid)});
-    if (::kill(pid, signo) != 0)
-      return proto::reply_from(Error::from_errno("signal", "pid " + std::to_string(pid)));
-    return {};
+    if (::kill(-pid, signo) == 0 || (errno == ESRCH && ::kill(pid, signo) == 0)) return {};
+    return proto::reply_from(Error::from_errno("signal", "pid " + std::to_string(pid)));
   }
 
   // As PID 1 we inherit every orphan: reap them all, report the ones we spawned.

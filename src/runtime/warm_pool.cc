@@ -1,0 +1,101 @@
+#include "runtime/warm_pool.h"
+
+#include "common/ids.h"
+
+namespace abx::runtime {
+namespace {
+
+// Everything a create request may differ in, except the id.
+std::string spec_key(const SandboxSpec& spec) {
+  std::string key = spec.hostname + '\n';
+  for (const auto& layer : spec.rootfs.lower_layers) key += "L" + layer.string() + '\n';
+  for (const auto& bind : spec.rootfs.read_only_binds)
+    key += "B" + bind.host_path.string() + '\n' + bind.sandbox_path.string() + '\n';
+  const Limits& l = spec.limits;
+  for (uint64_t value : {l.memory_bytes, l.pids, uint64_t{l.cpu_millicores}, l.disk_bytes})
+    key += std::to_string(value) + ' ';
+  return key;
+}
+
+}  // namespace
+
+WarmPool::WarmPool(size_t per_spec, Make make, Discard discard)
+    : per_spec_(per_spec),
+      make_(std::move(make)),
+      discard_(std::move(discard)),
+      thread_([this] { run(); }) {}
+
+WarmPool::~WarmPool() { drain(); }
+
+std::unique_ptr<Sandbox> WarmPool::take(const SandboxSpec& spec) {
+  if (per_spec_ == 0) return nullptr;
+  std::lock_guard lock(mutex_);
+  if (stopping_) return nullptr;
+  Shelf& shelf = shelves_[spec_key(spec)];
+  shelf.spec = spec;
+  shelf.spec.id.clear();
+  shelf.refill = true;
+  wake_.notify_one();
+  if (shelf.ready.empty()) return nullptr;
+  std::unique_ptr<Sandbox> sandbox = std::move(shelf.ready.back());
+  shelf.ready.pop_back();
+  return sandbox;
+}
+
+std::vector<std::string> WarmPool::ids() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out(making_.begin(), making_.end());
+  for (const auto& [key, shelf] : shelves_)
+    for (const auto& sandbox : shelf.ready) out.push_back(sandbox->record().id);
+  return out;
+}
+
+void WarmPool::drain() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  for (auto& [key, shelf] : shelves_) {
+    for (auto& sandbox : shelf.ready) {
+      const SandboxRecord record = sandbox->record();
+      sandbox.reset();  // closes the control connection first
+      discard_(record);
+    }
+    shelf.ready.clear();
+  }
+}
+
+WarmPool::Shelf* WarmPool::next_to_fill() {
+  for (auto& [key, shelf] : shelves_) {
+    if (shelf.refill && shelf.ready.size() >= per_spec_) shelf.refill = false;
+    if (shelf.refill) return &shelf;
+  }
+  return nullptr;
+}
+
+// One sandbox at a time: refilling must not compete with the creates that
+// callers are waiting for more than it has to.
+void WarmPool::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    Shelf* shelf = nullptr;
+    wake_.wait(lock, [&] { return stopping_ || (shelf = next_to_fill()) != nullptr; });
+    if (stopping_) return;
+    SandboxSpec spec = shelf->spec;
+    spec.id = ids::sandbox_id();
+    making_.insert(spec.id);
+    lock.unlock();
+    auto made = make_(spec);
+    lock.lock();
+    making_.erase(spec.id);
+    // Shelves are never erased, so `shelf` is still valid.
+    if (made)
+      shelf->ready.push_back(std::move(*made));
+    else
+      shelf->refill = false;  // e.g. the template is gone: wait for the next take
+  }
+}
+
+}  // namespace abx::runtime
