@@ -40,7 +40,8 @@ std::string Gzip::feed(std::string_view input) { return run(input, Z_NO_FLUSH); 
 
 std::string Gzip::finish() { return run({}, Z_FINISH); }
 
-bool accepts_gzip(std::string_view accept_encoding) {
+bool wants_gzip(std::string_view accept_encoding) {
+  bool gzip = false;
   size_t start = 0;
   while (start < accept_encoding.size()) {
     size_t end = accept_encoding.find(',', start);
@@ -51,12 +52,11 @@ bool accepts_gzip(std::string_view accept_encoding) {
     }
     start = end + 1;
     const size_t semi = item.find(';');
-    const std::string coding = item.substr(0, semi);
-    if (coding != "gzip" && coding != "*") continue;
-    const bool refused = semi != std::string::npos && item.substr(semi) == ";q=0";
-    if (!refused) return true;
+    if (item.empty() || (semi != std::string::npos && item.substr(semi) == ";q=0")) continue;
+    if (item.substr(0, semi) != "gzip") return false;
+    gzip = true;
   }
-  return false;
+  return gzip;
 }
 
 }  // namespace abx::daemon

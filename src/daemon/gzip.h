@@ -1,5 +1,5 @@
-// Streaming gzip encoding for GET /files when the client sends
-// Accept-Encoding: gzip (as envd does).
+// Streaming gzip encoding for GET /files when the client asks for it
+// (e2b's files.read(gzip=True) sends Accept-Encoding: gzip).
 #pragma once
 
 #include <memory>
@@ -26,7 +26,9 @@ class Gzip {
   std::unique_ptr<State> state_;
 };
 
-// True when an Accept-Encoding value admits gzip (q=0 refuses it).
-bool accepts_gzip(std::string_view accept_encoding);
+// True when an Accept-Encoding value asks for gzip alone. A generic client's
+// default list ("gzip, deflate, br") gets identity: on loopback compressing
+// costs CPU and saves nothing, and identity is always acceptable to it.
+bool wants_gzip(std::string_view accept_encoding);
 
 }  // namespace abx::daemon

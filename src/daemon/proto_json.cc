@@ -51,6 +51,7 @@ json entry_info(const runtime::sandbox_fs::EntryInfo& entry) {
 std::string code_for_errno(int errnum) {
   switch (errnum) {
     case ENOENT:
+    case ESRCH:  // the process exited between the lookup and the signal
       return "not_found";
     case EEXIST:
     case ENOTEMPTY:

@@ -196,7 +196,7 @@ Task<void> download(SandboxCall& call, Exchange& exchange, const std::string& pa
   }
   std::unique_ptr<Gzip> gzip;
   http::Headers headers;
-  if (accepts_gzip(exchange.request().header("accept-encoding"))) {
+  if (wants_gzip(exchange.request().header("accept-encoding"))) {
     gzip = std::make_unique<Gzip>();
     headers.emplace_back("Content-Encoding", "gzip");
   }
