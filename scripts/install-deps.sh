@@ -20,11 +20,18 @@ if ((${#missing[@]})); then
 fi
 
 stamp="$venv/.deps-stamp"
-reqs=(tests/requirements.txt sdk/python/pyproject.toml)
+reqs=(tests/requirements.txt tests/compat/python/requirements.txt sdk/python/pyproject.toml)
 if [[ ! -f $stamp ]] || [[ -n $(find "${reqs[@]}" -newer "$stamp" 2>/dev/null) ]]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
   "$venv/bin/pip" install -q -r tests/requirements.txt
   [[ -f sdk/python/pyproject.toml ]] && "$venv/bin/pip" install -q -e sdk/python
   touch "$stamp"
+fi
+
+# The JavaScript E2B SDKs for tests/compat/js, reinstalled when the lock changes.
+js=tests/compat/js
+if command -v npm >/dev/null && { [[ ! -d $js/node_modules ]] || [[ $js/package-lock.json -nt $js/node_modules ]]; }; then
+  npm ci --prefix "$js" --no-audit --no-fund >/dev/null
+  touch "$js/node_modules"
 fi

@@ -1,0 +1,64 @@
+"""e2b_code_interpreter: run_code, contexts, callbacks, rich results, errors."""
+from __future__ import annotations
+
+import pytest
+from e2b_code_interpreter import Sandbox
+
+
+@pytest.fixture
+def ci():
+    sb = Sandbox.create(timeout=120)
+    yield sb
+    sb.kill()
+
+
+def test_run_code_python_with_callbacks(ci):
+    """run_code(code, on_stdout, on_result): stdout and the last expression."""
+    out, results = [], []
+    execution = ci.run_code("print('hi')\n6 * 7", on_stdout=lambda m: out.append(m.line), on_result=results.append)
+    assert execution.logs.stdout == ["hi\n"] and execution.text == "42"
+    assert out == ["hi\n"] and results[0].text == "42"
+
+
+def test_run_code_is_stateful(ci):
+    """run_code keeps state in the default context."""
+    ci.run_code("x = 5")
+    assert ci.run_code("x + 1").text == "6"
+
+
+def test_run_code_javascript(ci):
+    """run_code(language='javascript')."""
+    assert ci.run_code("const a = 20; a + 22", language="javascript").text == "42"
+
+
+def test_run_code_error_has_traceback(ci):
+    """run_code: an exception gives execution.error with name, value and traceback."""
+    execution = ci.run_code("1 / 0")
+    assert execution.error.name == "ZeroDivisionError"
+    assert "division by zero" in execution.error.value and execution.error.traceback
+
+
+def test_run_code_rich_result_png(ci):
+    """run_code: a matplotlib figure is a PNG result (skipped when the template lacks matplotlib)."""
+    if ci.run_code("import importlib.util; importlib.util.find_spec('matplotlib') is None").text == "True":
+        pytest.skip("the host template has no matplotlib")
+    execution = ci.run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()")
+    assert any(r.png for r in execution.results)
+
+
+def test_run_code_timeout(ci):
+    """run_code(timeout=...) gives up on a long execution."""
+    with pytest.raises(Exception):
+        ci.run_code("import time; time.sleep(30)", timeout=1)
+
+
+def test_code_contexts_create_list_restart_remove(ci):
+    """create_code_context, list_code_contexts, restart_code_context, remove_code_context."""
+    ctx = ci.create_code_context(cwd="/tmp", language="python")
+    ci.run_code("y = 1", context=ctx)
+    assert ci.run_code("import os; os.getcwd()", context=ctx).text == "/tmp"
+    assert ctx.id in [c.id for c in ci.list_code_contexts()]
+    ci.restart_code_context(ctx)
+    assert ci.run_code("y", context=ctx).error.name == "NameError"
+    ci.remove_code_context(ctx)
+    assert ctx.id not in [c.id for c in ci.list_code_contexts()]
