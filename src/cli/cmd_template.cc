@@ -60,9 +60,9 @@ Result<int> run_list(bool as_json) {
   }
   std::vector<std::vector<std::string>> rows = {{"NAME", "SIZE", "CREATED", "SOURCE"}};
   for (const auto& info : (*listed)["templates"]) {
-    const bool built = info.value("built", true);
-    rows.push_back({info.value("name", ""), built ? mib(info.value("sizeBytes", uint64_t{0})) : "-",
-                    created_text(info), info.value("source", "")});
+    const uint64_t size = info.value("sizeBytes", uint64_t{0});
+    rows.push_back({info.value("name", ""), size ? mib(size) : "-", created_text(info),
+                    info.value("source", "")});
   }
   std::cout << format_table(rows);
   return 0;

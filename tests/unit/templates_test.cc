@@ -115,10 +115,10 @@ TEST_F(TemplateStoreTest, SecondUseReusesTheBuiltTree) {
 }
 
 TEST_F(TemplateStoreTest, HalfBuiltTreeIsDiscarded) {
-  fs::create_directories(data_ / "templates/host.building/rootfs/junk");
+  fs::create_directories(data_ / "templates/.building-host/rootfs/junk");
   TemplateStore store(data_, runtime_);
   ASSERT_TRUE(store.rootfs("host").ok());
-  EXPECT_FALSE(fs::exists(data_ / "templates/host.building"));
+  EXPECT_FALSE(fs::exists(data_ / "templates/.building-host"));
   EXPECT_FALSE(fs::exists(host_ / "rootfs/junk"));
 }
 
@@ -131,7 +131,7 @@ TEST_F(TemplateStoreTest, ConcurrentFirstUseBuildsOnce) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok, 4);
-  EXPECT_FALSE(fs::exists(data_ / "templates/host.building"));
+  EXPECT_FALSE(fs::exists(data_ / "templates/.building-host"));
 }
 
 TEST_F(TemplateStoreTest, PrivateDataDirIsReportedWithTheFix) {

@@ -1,0 +1,69 @@
+"""Honest failures: bad specs stop the build with the exit code and the last lines,
+nothing half-built is listed, and interrupted builds leave no garbage."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import private_state_dir, start_daemon, stop_daemon
+from helpers import abx
+
+
+@pytest.fixture
+def broken_specs(tmp_path_factory) -> Path:
+    specs = tmp_path_factory.mktemp("specs")
+    (specs / "base").mkdir()
+    (specs / "base" / "spec.toml").write_text('suite = "bookworm"\n')
+    (specs / "broken").mkdir()
+    (specs / "broken" / "spec.toml").write_text(
+        'suite = "bookworm"\npackages = ["no-such-package-abx"]\n')
+    return specs
+
+
+@pytest.fixture
+def spec_daemon(broken_specs, monkeypatch):
+    monkeypatch.setenv("ABX_TEMPLATE_SPECS", str(broken_specs))
+    state = private_state_dir("abx-tplf-")
+    d = start_daemon(state / "state")
+    yield d
+    stop_daemon(d)
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def test_unknown_template_is_named(template_daemon):
+    r = abx(template_daemon, "template", "inspect", "nope")
+    assert r.returncode != 0 and "nope" in r.stderr
+    r = abx(template_daemon, "template", "build", "nope")
+    assert r.returncode != 0 and "nope" in r.stderr
+    r = abx(template_daemon, "template", "rm", "nope")
+    assert r.returncode != 0 and "nope" in r.stderr
+
+
+def test_failed_step_reports_exit_code_and_output_and_lists_nothing(spec_daemon):
+    r = abx(spec_daemon, "template", "build", "broken", timeout=600)
+    assert r.returncode != 0
+    assert "exited with" in r.stderr
+    assert "no-such-package-abx" in r.stderr
+    listed = json.loads(abx(spec_daemon, "template", "list", "--json").stdout)
+    assert "broken" not in {t["name"] for t in listed}
+    leftovers = [p.name for p in (spec_daemon.data_dir / "templates").iterdir()
+                 if p.name.startswith(".building")]
+    assert leftovers == []
+
+
+def test_interrupted_build_leaves_no_garbage_after_restart(state_dir):
+    data = state_dir / "state"
+    half = data / "templates" / ".building-base"
+    (half / "rootfs" / "usr").mkdir(parents=True)
+    os.chmod(data, 0o755)
+    d = start_daemon(data)
+    try:
+        assert not half.exists()
+        listed = json.loads(abx(d, "template", "list", "--json").stdout)
+        assert all(t["name"] != ".building-base" for t in listed)
+    finally:
+        stop_daemon(d)
