@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -281,6 +283,53 @@ TEST_F(SandboxTest, WarmPoolHandsOutReadySandboxes) {
   }
   runtime.reset();
   EXPECT_TRUE(entries(config.state_dir).empty()) << "pooled sandboxes die with the runtime";
+}
+
+double median_ms(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+template <class F>
+double elapsed_ms(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// A benchmark, not a timed test: run with --gtest_also_run_disabled_tests.
+TEST_F(SandboxTest, DISABLED_Latency) {
+  std::vector<double> create_ms, exec_ms, destroy_ms;
+  for (int i = 0; i < 30; ++i) {
+    Sandbox* sb = nullptr;
+    create_ms.push_back(elapsed_ms([&] { sb = &create(); }));
+    ProcessSpec spec;
+    spec.argv = {"/bin/true"};
+    spec.stdin_pipe = false;
+    exec_ms.push_back(elapsed_ms([&] {
+      auto p = sb->spawn(spec);
+      ASSERT_TRUE(p);
+      wait_status(*p);
+    }));
+    const SandboxRecord record = sb->record();
+    sandboxes_.clear();
+    records_.clear();
+    destroy_ms.push_back(elapsed_ms([&] { EXPECT_TRUE(runtime_->destroy(record)); }));
+  }
+  std::printf("create p50 %.2f ms, exec /bin/true p50 %.2f ms, destroy p50 %.2f ms\n",
+              median_ms(create_ms), median_ms(exec_ms), median_ms(destroy_ms));
+  SandboxSpec spec;
+  spec.rootfs = rootfs();
+  std::vector<double> pooled_ms;
+  for (int i = 0; i < 10; ++i) {
+    std::unique_ptr<Sandbox> sb;
+    pooled_ms.push_back(elapsed_ms([&] { sb = std::move(runtime_->create(spec).value()); }));
+    records_.push_back(sb->record());
+    sandboxes_.push_back(std::move(sb));
+    ::usleep(100 * 1000);  // time to refill
+  }
+  std::printf("create from the warm pool p50 %.3f ms\n", median_ms(pooled_ms));
 }
 
 TEST_F(SandboxTest, PidsLimitStopsAForkLoop) {
