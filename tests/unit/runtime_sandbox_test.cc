@@ -332,6 +332,22 @@ TEST_F(SandboxTest, DISABLED_Latency) {
   std::printf("create from the warm pool p50 %.3f ms\n", median_ms(pooled_ms));
 }
 
+// Overlay in a user namespace needs userxattr, which rules out redirect_dir:
+// a directory from the template cannot be renamed (EXDEV, so `mv` copies),
+// but one made in the sandbox can.
+TEST_F(SandboxTest, DirectoriesMadeInTheSandboxRename) {
+  Sandbox& sb = create();
+  Output o =
+      run(sb,
+          "mkdir -p d/e && mv d moved && ls moved; mkdir /tmp/t && mv /tmp/t /tmp/u && "
+          "echo tmp; python3 -c \"import os; os.mkdir('p'); os.rename('p', 'q'); print('py')\"");
+  EXPECT_EQ(o.out, "e\ntmp\npy\n") << o.err;
+  Output merged = run(sb, "mkdir /etc/new && mv /etc/new /etc/renamed && mv /etc/renamed /", 0);
+  EXPECT_EQ(merged.status, 0) << "in a directory of the template too: " << merged.err;
+  Output lower = run(sb, "python3 -c \"import os; os.rename('/etc', '/etc2')\" 2>&1", 0);
+  EXPECT_NE(lower.out.find("Invalid cross-device link"), std::string::npos) << lower.out;
+}
+
 TEST_F(SandboxTest, PidsLimitStopsAForkLoop) {
   Sandbox& sb = create(Limits{0, 16, 0, 0});
   Output o = run(sb, "for i in $(seq 40); do sleep 1 & done; wait");
