@@ -348,6 +348,45 @@ TEST_F(SandboxTest, DirectoriesMadeInTheSandboxRename) {
   EXPECT_NE(lower.out.find("Invalid cross-device link"), std::string::npos) << lower.out;
 }
 
+uint64_t meminfo_kib(const std::string& field) {
+  std::ifstream in("/proc/meminfo");
+  std::string name;
+  uint64_t value = 0;
+  while (in >> name >> value) {
+    if (name == field + ":") return value;
+    in.ignore(64, '\n');
+  }
+  return 0;
+}
+
+uint64_t rollup_kib(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1));
+  return 0;
+}
+
+// A benchmark: run with --gtest_also_run_disabled_tests.
+TEST_F(SandboxTest, DISABLED_IdleMemory) {
+  constexpr int kCount = 200;
+  const uint64_t before = meminfo_kib("MemAvailable");
+  for (int i = 0; i < kCount; ++i) create();
+  ::usleep(500 * 1000);
+  const uint64_t after = meminfo_kib("MemAvailable");
+  const pid_t init = sandboxes_.front()->record().init_pid;
+  uint64_t charged = 0;
+  for (const auto& sb : sandboxes_) charged += sb->usage().memory_bytes;
+  std::printf(
+      "%d idle sandboxes: MemAvailable %.2f MiB less each (noisy on a shared host), memory "
+      "cgroup %.2f MiB each; init RSS %llu KiB, PSS %llu KiB, private dirty %llu KiB\n",
+      kCount, (static_cast<double>(before) - static_cast<double>(after)) / 1024 / kCount,
+      static_cast<double>(charged) / kCount / (1 << 20),
+      static_cast<unsigned long long>(rollup_kib(init, "Rss")),
+      static_cast<unsigned long long>(rollup_kib(init, "Pss")),
+      static_cast<unsigned long long>(rollup_kib(init, "Private_Dirty")));
+}
+
 TEST_F(SandboxTest, PidsLimitStopsAForkLoop) {
   Sandbox& sb = create(Limits{0, 16, 0, 0});
   Output o = run(sb, "for i in $(seq 40); do sleep 1 & done; wait");
