@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   add_config(app, commands);
   add_daemon(app, commands);
   add_serve(app, commands);
+  add_mcp(app, commands);
   add_template(app, commands);
   add_env(app, commands);
   add_keys(app, commands);

@@ -1,17 +1,9 @@
-// Reading envd's process events: what exit code the CLI hands back.
+// The CLI's names for the shared process-event helpers (src/common/process_events.h).
 #pragma once
 
-#include <nlohmann/json.hpp>
-#include <optional>
-#include <string_view>
+#include "common/process_events.h"
 
 namespace abx::cli {
-
-// "signal: killed" / "signal: 9" (Go's os.ProcessState text) → 9.
-std::optional<int> signal_from_status(std::string_view status);
-
-// The shell's view of an `end` event: exitCode, or 128+signo when a signal
-// ended the process.
-int exit_code_from_end(const nlohmann::json& end);
-
+using e2b::exit_code_from_end;
+using e2b::signal_from_status;
 }  // namespace abx::cli

@@ -1,10 +1,10 @@
-#include "cli/process_events.h"
+#include "common/process_events.h"
 
 #include <csignal>
 #include <cstring>
 #include <string>
 
-namespace abx::cli {
+namespace abx::e2b {
 namespace {
 
 std::string lower(std::string_view text) {
@@ -36,4 +36,4 @@ int exit_code_from_end(const nlohmann::json& end) {
   return code < 0 ? 128 - code : code;
 }
 
-}  // namespace abx::cli
+}  // namespace abx::e2b

@@ -1,0 +1,32 @@
+// `abx mcp install|uninstall`: our server entry in the config file an editor's
+// MCP client reads (Cursor, Claude Code, VS Code), merged without touching
+// the other entries.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "common/error.h"
+
+namespace abx::mcp {
+
+inline constexpr const char* kServerName = "agent-sandbox";
+
+struct InstallOptions {
+  std::string target;              // cursor | claude | vscode
+  std::string scope;               // user | project; "" = the target's usual one
+  bool print = false;              // show the resulting JSON instead of writing
+  std::filesystem::path abx_path;  // the absolute path the entry runs
+  std::filesystem::path home;      // user scope lives here ($HOME)
+  std::filesystem::path project;   // project scope lives here (the cwd)
+};
+
+// The config file for a target and scope.
+Result<std::filesystem::path> config_path(const InstallOptions& options);
+
+// What to tell the user: the file written (and its backup), "already
+// installed", or with `print` the JSON that would be written.
+Result<std::string> install(const InstallOptions& options);
+Result<std::string> uninstall(const InstallOptions& options);
+
+}  // namespace abx::mcp

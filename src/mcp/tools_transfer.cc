@@ -1,0 +1,116 @@
+// upload and download: host files in and out of a sandbox, host paths
+// confined to the allowed directories.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/unique_fd.h"
+#include "mcp/allowed_paths.h"
+#include "mcp/file_entries.h"
+#include "mcp/stream_reader.h"
+#include "mcp/tools.h"
+
+namespace abx::mcp::tools {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr size_t kChunk = 256 * 1024;
+
+Result<fs::path> host_path_of(Call& call) {
+  const auto& options = call.box.options();
+  if (options.allow_dirs.empty()) return Error{options.transfer_refusal};
+  return allowed_host_path(string_arg(call.args, "host_path"), options.allow_dirs);
+}
+
+Status write_all(int fd, std::string_view data, const fs::path& path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::from_errno("write " + path.string());
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+Result<uint64_t> save_stream(http::ResponseStream& stream, const fs::path& path,
+                             const CancelFlag& cancel) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  // O_NOFOLLOW: the path was judged with its symlinks resolved; do not let a
+  // link appear in its place now.
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Error::from_errno("create " + path.string());
+  uint64_t total = 0;
+  while (!stream.done()) {
+    auto bytes = read_unless_cancelled(stream, cancel);
+    if (!bytes) return bytes.error();
+    if (auto written = write_all(fd.get(), *bytes, path); !written) return written.error();
+    total += bytes->size();
+  }
+  return total;
+}
+
+}  // namespace
+
+ToolResult upload(Call& call) {
+  auto local = host_path_of(call);
+  if (!local) return ToolResult::failure(local.error().message());
+  UniqueFd fd(::open(local->c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return ToolResult::failure("cannot read " + local->string() +
+                               " on the host: not an existing regular file");
+  }
+  auto id = call.box.sandbox_for(call.args);
+  if (!id) return ToolResult::failure(id.error().message());
+  auto plane = e2b::SandboxPlane::open(call.box.control(), *id);
+  if (!plane) return ToolResult::failure(plane.error().message());
+  const http::BodySource source = [&]() -> Result<std::string> {
+    if (call.cancel) return Error{"cancelled by the client", ECANCELED};
+    std::string chunk(kChunk, '\0');
+    ssize_t n;
+    do {
+      n = ::read(fd.get(), chunk.data(), chunk.size());
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return Error::from_errno("read " + local->string());
+    chunk.resize(static_cast<size_t>(n));
+    return chunk;
+  };
+  const std::string path = string_arg(call.args, "path");
+  if (auto sent = plane->upload(path, source); !sent) {
+    return ToolResult::failure(sent.error().message());
+  }
+  ToolResult result;
+  result.structured = {{"sandbox_id", *id},
+                       {"host_path", local->string()},
+                       {"path", path},
+                       {"bytes", static_cast<uint64_t>(st.st_size)}};
+  result.text = "Uploaded " + local->string() + " (" + std::to_string(st.st_size) + " bytes) to " +
+                path + " in sandbox " + *id + ".";
+  return result;
+}
+
+ToolResult download(Call& call) {
+  auto local = host_path_of(call);
+  if (!local) return ToolResult::failure(local.error().message());
+  auto id = call.box.sandbox_for(call.args);
+  if (!id) return ToolResult::failure(id.error().message());
+  auto plane = e2b::SandboxPlane::open(call.box.control(), *id);
+  if (!plane) return ToolResult::failure(plane.error().message());
+  const std::string path = string_arg(call.args, "path");
+  if (auto file = require_file(*plane, path); !file) {
+    return ToolResult::failure(file.error().message());
+  }
+  auto stream = plane->download(path);
+  if (!stream) return ToolResult::failure(stream.error().message());
+  auto saved = save_stream(**stream, *local, call.cancel);
+  if (!saved) return ToolResult::failure(saved.error().message());
+  ToolResult result;
+  result.structured = {
+      {"sandbox_id", *id}, {"path", path}, {"host_path", local->string()}, {"bytes", *saved}};
+  result.text = "Downloaded " + path + " (" + std::to_string(*saved) + " bytes) from sandbox " +
+                *id + " to " + local->string() + ".";
+  return result;
+}
+
+}  // namespace abx::mcp::tools

@@ -1,0 +1,98 @@
+"""`abx mcp serve` driven by the official MCP Python SDK's stdio client."""
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from mcp import types
+
+from mcp_helpers import (call, call_error, check_errors_and_limits, check_full_session,
+                         check_tool_schemas, sandbox_exists, stdio_session, text_of)
+
+
+@pytest.fixture
+def work_dir(tmp_path: Path) -> Path:
+    tmp_path.chmod(0o755)
+    return tmp_path
+
+
+def test_full_session(daemon, work_dir):
+    async def scenario():
+        async with stdio_session(daemon, work_dir) as session:
+            await check_tool_schemas(session)
+            await check_full_session(session)
+            assert (await session.send_ping()) is not None
+    asyncio.run(scenario())
+
+
+def test_one_call_workflow_and_errors(daemon, work_dir):
+    async def scenario():
+        async with stdio_session(daemon, work_dir) as session:
+            sid = await check_errors_and_limits(session)
+            assert sandbox_exists(daemon, sid)
+        return sid
+    sid = asyncio.run(scenario())
+    assert not sandbox_exists(daemon, sid), "the session sandbox outlived the session"
+
+
+def test_upload_download_confined_to_allowed_dirs(daemon, work_dir):
+    allowed = work_dir / "allowed"
+    allowed.mkdir()
+    (allowed / "data.txt").write_text("hello from the host\n")
+    (allowed / "escape").symlink_to("/etc/hostname")
+
+    async def scenario():
+        async with stdio_session(daemon, work_dir, "--allow-dir", str(allowed)) as session:
+            up = await call(session, "upload", host_path=str(allowed / "data.txt"),
+                            path="/home/user/data.txt")
+            assert up["bytes"] == 20
+            assert (await call(session, "file_read", path="/home/user/data.txt"))["content"] \
+                == "hello from the host\n"
+            await call(session, "run_command",
+                       command="printf '\\x00\\x01\\xff' > /home/user/b.bin")
+            down = await call(session, "download", path="/home/user/b.bin",
+                              host_path=str(allowed / "out" / "b.bin"))
+            assert down["bytes"] == 3
+            assert (allowed / "out" / "b.bin").read_bytes() == b"\x00\x01\xff"
+
+            for host_path in ["/etc/passwd", str(allowed / "escape"),
+                              str(allowed / ".." / "x.txt"), os.path.expanduser("~/.ssh/id_rsa")]:
+                message = await call_error(session, "upload", host_path=host_path,
+                                           path="/home/user/stolen")
+                assert "outside the directories" in message, message
+            message = await call_error(session, "download", path="/home/user/b.bin",
+                                       host_path=str(work_dir / "b.bin"))
+            assert "outside the directories" in message
+            assert not (work_dir / "b.bin").exists()
+    asyncio.run(scenario())
+
+
+def test_cancel_interrupts_a_running_command(daemon, work_dir):
+    async def scenario():
+        async with stdio_session(daemon, work_dir) as session:
+            await call(session, "run_command", command="true")  # make the session sandbox
+            request_id = session._request_id  # the id the SDK gives the next request
+            task = asyncio.create_task(session.call_tool(
+                "run_command", {"command": "sleep 30; echo finished"}))
+            await asyncio.sleep(1.0)
+            # The SDK does not send notifications/cancelled for a cancelled task itself.
+            await session.send_notification(types.ClientNotification(types.CancelledNotification(
+                params=types.CancelledNotificationParams(requestId=request_id, reason="test"))))
+            await asyncio.sleep(0.5)
+            task.cancel()  # a cancelled request gets no answer
+            # The session still answers, and the sleep is gone.
+            ps = await call(session, "run_command", command="pgrep -x sleep || echo none")
+            assert ps["stdout"].strip() == "none"
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_command_timeout_is_a_tool_error(daemon, work_dir):
+    async def scenario():
+        async with stdio_session(daemon, work_dir) as session:
+            result = await session.call_tool("run_command", {"command": "sleep 10", "timeout": 1},
+                                             read_timeout_seconds=timedelta(seconds=30))
+            assert result.isError and "timeout" in text_of(result)
+    asyncio.run(scenario())
