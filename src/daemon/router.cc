@@ -6,6 +6,7 @@
 #include "daemon/http_proxy.h"
 #include "daemon/plane.h"
 #include "daemon/routes.h"
+#include "daemon/routes_mcp.h"
 #include "runtime/sandbox_net.h"
 
 namespace abx::daemon {
@@ -102,6 +103,9 @@ Task<void> control_plane(Service& service, Exchange& exchange, ApiKeys& keys,
     co_return co_await routes::respond_error(
         exchange, 401,
         "Invalid API key: set ABX_SANDBOX_API_KEY (or E2B_API_KEY) to the key in " + key_path);
+  }
+  if (req.path == "/mcp") {
+    co_return co_await routes::mcp(service, exchange, req.header("x-api-key"));
   }
   if (starts_with(req.path, "/sandboxes") || starts_with(req.path, "/v2/sandboxes")) {
     co_return co_await routes::sandboxes(service, exchange);

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+import httpx
+from mcp.client.streamable_http import streamable_http_client
 
 from harness import ABX_BIN, Daemon
 
@@ -43,10 +44,13 @@ async def stdio_session(daemon: Daemon, cwd: Path, *serve_args: str):
 @asynccontextmanager
 async def http_session(daemon: Daemon, api_key: str | None = None):
     headers = {"X-API-KEY": api_key or daemon.api_key}
-    async with streamablehttp_client(daemon.url + "/mcp", headers=headers) as (read, write, _):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
+    timeout = httpx.Timeout(30, read=300)
+    async with httpx.AsyncClient(headers=headers, timeout=timeout) as client:
+        async with streamable_http_client(daemon.url + "/mcp", http_client=client) as (
+                read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
 
 
 def text_of(result) -> str:

@@ -1,0 +1,198 @@
+// The Streamable HTTP transport of the MCP server: one mcp::Session per
+// Mcp-Session-Id, the same tools as `abx mcp serve`, answered as plain JSON.
+#include "daemon/routes_mcp.h"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <map>
+#include <mutex>
+
+#include "common/ids.h"
+#include "daemon/routes.h"
+#include "mcp/session.h"
+#include "mcp/stdio_server.h"
+
+namespace abx::daemon::routes {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxMessageBytes = 32u << 20;  // file_write carries whole files
+constexpr auto kIdleSessionLimit = std::chrono::hours(1);
+constexpr auto kReplyPoll = std::chrono::milliseconds(10);
+
+constexpr const char* kNoHostFiles =
+    "upload and download are not offered over the daemon's /mcp: the host paths would be on the "
+    "daemon's machine. Use file_write/file_read, or run `abx mcp serve` where the files are.";
+
+struct SessionEntry {
+  std::shared_ptr<mcp::Session> session;
+  std::chrono::steady_clock::time_point last_used;
+};
+
+class Sessions {
+ public:
+  std::string add(std::shared_ptr<mcp::Session> session) {
+    std::lock_guard lock(mutex_);
+    std::string id = ids::random_hex(16);
+    entries_[id] = {std::move(session), std::chrono::steady_clock::now()};
+    return id;
+  }
+  std::shared_ptr<mcp::Session> find(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return nullptr;
+    it->second.last_used = std::chrono::steady_clock::now();
+    return it->second.session;
+  }
+  std::shared_ptr<mcp::Session> remove(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    auto node = entries_.extract(id);
+    return node ? node.mapped().session : nullptr;
+  }
+  // Sessions whose client went quiet without a DELETE.
+  std::vector<std::shared_ptr<mcp::Session>> take_idle() {
+    std::lock_guard lock(mutex_);
+    std::vector<std::shared_ptr<mcp::Session>> idle;
+    const auto cutoff = std::chrono::steady_clock::now() - kIdleSessionLimit;
+    std::erase_if(entries_, [&](const auto& item) {
+      if (item.second.last_used >= cutoff) return false;
+      idle.push_back(item.second.session);
+      return true;
+    });
+    return idle;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, SessionEntry> entries_;
+};
+
+Sessions& sessions() {
+  static Sessions instance;
+  return instance;
+}
+
+// Replies arrive from the session's worker threads; the coroutine polls for
+// them so no worker ever touches asio (they may outlive the io_context).
+struct Replies {
+  std::mutex mutex;
+  std::vector<json> answers;
+  size_t pending = 0;
+
+  bool complete() {
+    std::lock_guard lock(mutex);
+    return pending == 0;
+  }
+};
+
+// Shares ownership: a worker may answer after the request's coroutine is gone.
+mcp::Reply reply_into(std::shared_ptr<Replies> replies, const json& id) {
+  return [replies = std::move(replies), id](std::optional<json> answer) {
+    std::lock_guard lock(replies->mutex);
+    replies->answers.push_back(
+        answer ? std::move(*answer)
+               : mcp::rpc_error(id, mcp::kRequestCancelled, "request cancelled"));
+    --replies->pending;
+  };
+}
+
+// Notifications get no answer; a malformed one is dropped like its answer.
+void ignore_reply(std::optional<json>) {}
+
+bool is_request(const json& message) {
+  return message.is_object() && message.contains("method") && message.contains("id");
+}
+
+bool is_initialize(const json& message) {
+  return is_request(message) && message["method"] == "initialize";
+}
+
+// The daemon's own API on loopback, at the port this request came in on.
+e2b::Endpoint loopback_endpoint(const http::Request& request, const std::string& api_key) {
+  const std::string host = request.header("host");
+  const size_t colon = host.rfind(':');
+  const std::string port = colon == std::string::npos ? "80" : host.substr(colon + 1);
+  return {{"127.0.0.1", port, ""}, api_key};
+}
+
+Task<void> respond_rpc_error(Exchange& exchange, int status, int code, const std::string& text) {
+  co_await exchange.respond(status, "application/json",
+                            mcp::wire_text(mcp::rpc_error(nullptr, code, text)));
+}
+
+void close_in_background(Service& service, std::vector<std::shared_ptr<mcp::Session>> idle) {
+  for (auto& session : idle) service.pool().post([session] { session->close(); });
+}
+
+Task<void> wait_for(Replies& replies) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  while (!replies.complete()) {
+    timer.expires_after(kReplyPoll);
+    co_await timer.async_wait(boost::asio::use_awaitable);
+  }
+}
+
+Task<void> post(Exchange& exchange, const std::string& api_key) {
+  bool fits = true;
+  const std::string body = co_await http::read_body(exchange, kMaxMessageBytes, &fits);
+  const json message = json::parse(body, nullptr, false);
+  if (!fits || message.is_discarded()) {
+    co_return co_await respond_rpc_error(exchange, 400, mcp::kParseError,
+                                         "the body must be one JSON-RPC message (JSON)");
+  }
+  const json batch = message.is_array() ? message : json::array({message});
+  std::shared_ptr<mcp::Session> session;
+  http::Headers headers;
+  if (batch.size() == 1 && is_initialize(batch[0])) {
+    session = std::make_shared<mcp::Session>(
+        mcp::ToolboxOptions{loopback_endpoint(exchange.request(), api_key), {}, kNoHostFiles});
+    headers.emplace_back("Mcp-Session-Id", sessions().add(session));
+  } else {
+    const std::string id = exchange.request().header("mcp-session-id");
+    if (id.empty()) {
+      co_return co_await respond_rpc_error(exchange, 400, mcp::kInvalidRequest,
+                                           "missing Mcp-Session-Id: send initialize first");
+    }
+    session = sessions().find(id);
+    if (!session) {
+      co_return co_await respond_rpc_error(exchange, 404, mcp::kInvalidRequest,
+                                           "unknown or ended MCP session; initialize again");
+    }
+  }
+  auto replies = std::make_shared<Replies>();
+  for (const auto& item : batch) replies->pending += is_request(item) ? 1 : 0;
+  const bool any_request = replies->pending > 0;
+  for (const auto& item : batch) {
+    session->dispatch(item, is_request(item) ? reply_into(replies, item["id"]) : ignore_reply);
+  }
+  if (!any_request) co_return co_await exchange.respond(202, "", "", std::move(headers));
+  co_await wait_for(*replies);
+  const json out = message.is_array() ? json(replies->answers) : replies->answers.front();
+  co_await exchange.respond(200, "application/json", mcp::wire_text(out), std::move(headers));
+}
+
+Task<void> remove(Service& service, Exchange& exchange) {
+  auto session = sessions().remove(exchange.request().header("mcp-session-id"));
+  if (!session) co_return co_await respond_error(exchange, 404, "unknown or ended MCP session");
+  co_await service.pool().run([session] { session->close(); });
+  co_await exchange.respond(200, "", "");
+}
+
+// Built outside the coroutine: g++ 12 rejects string literals in braced
+// initializers inside a coroutine body.
+http::Headers allowed_methods() { return {{"Allow", "POST, DELETE"}}; }
+
+}  // namespace
+
+Task<void> mcp(Service& service, Exchange& exchange, const std::string& api_key) {
+  close_in_background(service, sessions().take_idle());
+  const std::string& method = exchange.request().method;
+  if (method == "POST") co_return co_await post(exchange, api_key);
+  if (method == "DELETE") co_return co_await remove(service, exchange);
+  co_await exchange.respond(405, "text/plain", "/mcp takes POST and DELETE (no server stream)\n",
+                            allowed_methods());
+}
+
+}  // namespace abx::daemon::routes
