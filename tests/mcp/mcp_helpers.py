@@ -114,8 +114,8 @@ async def check_full_session(session: ClientSession) -> None:
     listed = await call(session, "file_list", sandbox_id=sid, path="/home/user")
     assert "sales.csv" in [e["name"] for e in listed["entries"]]
     await call(session, "file_remove", sandbox_id=sid, path="/home/user/sales.csv")
-    assert "not found" in (await call_error(session, "file_read", sandbox_id=sid,
-                                            path="/home/user/sales.csv")).lower() or True
+    gone = await call_error(session, "file_read", sandbox_id=sid, path="/home/user/sales.csv")
+    assert "cannot read /home/user/sales.csv" in gone and "file_list" in gone
     await call(session, "sandbox_kill", sandbox_id=sid)
     message = await call_error(session, "sandbox_info", sandbox_id=sid)
     assert "not found" in message and "sandbox_list" in message
