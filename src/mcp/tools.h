@@ -16,6 +16,8 @@ struct Call {
 // An optional argument (absent or null: `fallback`).
 std::string string_arg(const json& args, const char* name, const std::string& fallback = {});
 int int_arg(const json& args, const char* name, int fallback);
+// The envd plane of the call's sandbox (`sandbox_id`, else the session sandbox).
+Result<e2b::SandboxPlane> plane_for(Call& call);
 
 // tools_sandbox.cc
 ToolResult sandbox_create(Call& call);

@@ -180,10 +180,9 @@ void kill_process(const e2b::SandboxPlane& plane, int pid) {
 }  // namespace
 
 ToolResult run_code(Call& call) {
-  auto id = call.box.sandbox_for(call.args);
-  if (!id) return ToolResult::failure(id.error().message());
-  auto plane = e2b::SandboxPlane::open(call.box.control(), *id);
+  auto plane = plane_for(call);
   if (!plane) return ToolResult::failure(plane.error().message());
+  const std::string& id = plane->id();
   json request = {{"code", string_arg(call.args, "code")},
                   {"timeout", int_arg(call.args, "timeout", kDefaultCodeTimeout)}};
   if (auto context = string_arg(call.args, "context"); !context.empty()) {
@@ -197,14 +196,13 @@ ToolResult run_code(Call& call) {
   if (auto read = read_code_lines(**stream, call.cancel, out); !read) {
     return ToolResult::failure("run_code: " + read.error().message());
   }
-  return code_result(*id, std::move(out));
+  return code_result(id, std::move(out));
 }
 
 ToolResult run_command(Call& call) {
-  auto id = call.box.sandbox_for(call.args);
-  if (!id) return ToolResult::failure(id.error().message());
-  auto plane = e2b::SandboxPlane::open(call.box.control(), *id);
+  auto plane = plane_for(call);
   if (!plane) return ToolResult::failure(plane.error().message());
+  const std::string& id = plane->id();
   const bool background = call.args.value("background", false);
   const int timeout = int_arg(call.args, "timeout", kDefaultCommandTimeout);
   http::Headers headers{{"Keepalive-Ping-Interval", "30"}};
@@ -218,12 +216,12 @@ ToolResult run_command(Call& call) {
     return ToolResult::failure("run_command: " + read.error().message());
   }
   if (!background) {
-    return command_result(*id, out, timeout, std::chrono::steady_clock::now() - started);
+    return command_result(id, out, timeout, std::chrono::steady_clock::now() - started);
   }
   ToolResult result;
-  result.structured = {{"sandbox_id", *id}, {"pid", out.pid.value_or(0)}};
+  result.structured = {{"sandbox_id", id}, {"pid", out.pid.value_or(0)}};
   result.text = "Started in the background as pid " + std::to_string(out.pid.value_or(0)) +
-                " in sandbox " + *id + "; it keeps running after this call.";
+                " in sandbox " + id + "; it keeps running after this call.";
   return result;
 }
 

@@ -11,12 +11,6 @@ namespace {
 // Bigger files are for download, not for a model's context.
 constexpr size_t kMaxReadBytes = 8u << 20;
 
-Result<e2b::SandboxPlane> plane_for(Call& call) {
-  auto id = call.box.sandbox_for(call.args);
-  if (!id) return id.error();
-  return e2b::SandboxPlane::open(call.box.control(), *id);
-}
-
 Result<std::string> read_file(const e2b::SandboxPlane& plane, const std::string& path,
                               const CancelFlag& cancel) {
   auto stream = plane.download(path);

@@ -38,6 +38,12 @@ int int_arg(const json& args, const char* name, int fallback) {
   return it != args.end() && it->is_number_integer() ? it->get<int>() : fallback;
 }
 
+Result<e2b::SandboxPlane> plane_for(Call& call) {
+  auto id = call.box.sandbox_for(call.args);
+  if (!id) return id.error();
+  return e2b::SandboxPlane::open(call.box.control(), *id);
+}
+
 ToolResult sandbox_create(Call& call) {
   json request = {{"templateID", string_arg(call.args, "template", "base")},
                   {"timeout", int_arg(call.args, "timeout", kDefaultTimeoutSeconds)}};

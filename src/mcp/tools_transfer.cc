@@ -61,10 +61,9 @@ ToolResult upload(Call& call) {
     return ToolResult::failure("cannot read " + local->string() +
                                " on the host: not an existing regular file");
   }
-  auto id = call.box.sandbox_for(call.args);
-  if (!id) return ToolResult::failure(id.error().message());
-  auto plane = e2b::SandboxPlane::open(call.box.control(), *id);
+  auto plane = plane_for(call);
   if (!plane) return ToolResult::failure(plane.error().message());
+  const std::string& id = plane->id();
   const http::BodySource source = [&]() -> Result<std::string> {
     if (call.cancel) return Error{"cancelled by the client", ECANCELED};
     std::string chunk(kChunk, '\0');
@@ -81,22 +80,21 @@ ToolResult upload(Call& call) {
     return ToolResult::failure(sent.error().message());
   }
   ToolResult result;
-  result.structured = {{"sandbox_id", *id},
+  result.structured = {{"sandbox_id", id},
                        {"host_path", local->string()},
                        {"path", path},
                        {"bytes", static_cast<uint64_t>(st.st_size)}};
   result.text = "Uploaded " + local->string() + " (" + std::to_string(st.st_size) + " bytes) to " +
-                path + " in sandbox " + *id + ".";
+                path + " in sandbox " + id + ".";
   return result;
 }
 
 ToolResult download(Call& call) {
   auto local = host_path_of(call);
   if (!local) return ToolResult::failure(local.error().message());
-  auto id = call.box.sandbox_for(call.args);
-  if (!id) return ToolResult::failure(id.error().message());
-  auto plane = e2b::SandboxPlane::open(call.box.control(), *id);
+  auto plane = plane_for(call);
   if (!plane) return ToolResult::failure(plane.error().message());
+  const std::string& id = plane->id();
   const std::string path = string_arg(call.args, "path");
   if (auto file = require_file(*plane, path); !file) {
     return ToolResult::failure(file.error().message());
@@ -107,9 +105,9 @@ ToolResult download(Call& call) {
   if (!saved) return ToolResult::failure(saved.error().message());
   ToolResult result;
   result.structured = {
-      {"sandbox_id", *id}, {"path", path}, {"host_path", local->string()}, {"bytes", *saved}};
+      {"sandbox_id", id}, {"path", path}, {"host_path", local->string()}, {"bytes", *saved}};
   result.text = "Downloaded " + path + " (" + std::to_string(*saved) + " bytes) from sandbox " +
-                *id + " to " + local->string() + ".";
+                id + " to " + local->string() + ".";
   return result;
 }
 
