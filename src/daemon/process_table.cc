@@ -50,6 +50,9 @@ struct ProcessTable::Managed {
   // Touched only on `strand`.
   int open_outputs = 0;
   uint64_t bytes_read = 0;
+  // Set while the exit path waits for the pipes to drain; cancelled on every
+  // read and close so that wait ends as soon as the last pipe closes.
+  net::steady_timer* drain_waiter = nullptr;
 };
 
 namespace {
@@ -71,9 +74,11 @@ net::awaitable<void> drain_output(std::shared_ptr<Managed> process,
       process->bytes_read += n;
       process->publish({proto_json::data_event(name, std::string_view(buffer.data(), n))});
     }
+    if (process->drain_waiter) process->drain_waiter->cancel();
     if (ec) break;
   }
   --process->open_outputs;
+  if (process->drain_waiter) process->drain_waiter->cancel();
 }
 
 net::awaitable<runtime::ExitInfo> wait_exit(Descriptor& exit_source, std::string* error) {
@@ -88,13 +93,14 @@ net::awaitable<runtime::ExitInfo> wait_exit(Descriptor& exit_source, std::string
 
 net::awaitable<void> wait_outputs_quiet(Managed& process) {
   net::steady_timer grace(process.strand);
-  uint64_t seen = ~uint64_t{0};
-  while (process.open_outputs > 0 && process.bytes_read != seen) {
-    seen = process.bytes_read;
+  process.drain_waiter = &grace;
+  while (process.open_outputs > 0) {
     grace.expires_after(kOutputGrace);
     boost::system::error_code ec;
     co_await grace.async_wait(net::redirect_error(net::use_awaitable, ec));
+    if (ec != net::error::operation_aborted) break;  // a whole grace period without output
   }
+  process.drain_waiter = nullptr;
 }
 
 }  // namespace
