@@ -92,7 +92,6 @@ http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandbox
   auto resolved = templates_.resolve(request.template_name);
   if (!resolved) co_return ServiceError{400, resolved.error().message()};
   SandboxRow row;
-  row.id = ids::sandbox_id();
   row.template_id = *resolved;
   row.alias = request.template_name;
   row.metadata = std::move(request.metadata);
@@ -100,8 +99,7 @@ http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandbox
   row.allow_internet_access = request.allow_internet_access;
   if (request.secure) row.access_token = ids::random_hex(24);
 
-  runtime::SandboxSpec spec;
-  spec.id = row.id;
+  runtime::SandboxSpec spec;  // no id: the runtime picks one, possibly from its warm pool
   if (request.cpu_count) spec.limits.cpu_millicores = *request.cpu_count * 1000;
   if (request.memory_mb) spec.limits.memory_bytes = uint64_t{*request.memory_mb} << 20;
   if (request.disk_size_mb) spec.limits.disk_bytes = uint64_t{*request.disk_size_mb} << 20;
@@ -125,6 +123,7 @@ http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandbox
   if (failure) co_return *failure;
 
   const auto& limits = sandbox->record().limits;
+  row.id = sandbox->record().id;
   row.record = sandbox->record();
   row.cpu_count = std::max(1u, limits.cpu_millicores / 1000);
   row.memory_mb = static_cast<uint32_t>(limits.memory_bytes >> 20);
