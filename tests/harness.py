@@ -74,9 +74,8 @@ def stop_daemon(d: Daemon, kill_sandboxes: bool = True) -> None:
 
 
 def private_state_dir(prefix: str = "abx-test-") -> Path:
-    """A short, world-searchable dir under /tmp: sandbox root (an unprivileged
-    host uid) must traverse the path to the daemon's templates, and the
-    control sockets under it must fit in a unix socket path."""
+    """A short dir under /tmp: the sandboxes' control sockets live under it
+    and must fit in a unix socket path (108 bytes)."""
     path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     path.chmod(0o755)
     return path

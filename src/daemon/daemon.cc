@@ -26,13 +26,13 @@ namespace fs = std::filesystem;
 constexpr int kIoThreads = 3;
 constexpr int kBlockingThreads = 8;  // runtime create/destroy and interpreter executions
 
-// 0711, not 0700: the sandboxes' mapped uids must traverse it to reach their
-// template layers; nothing in it can be listed, and the key file is 0600.
+// Private: it holds the API keys. Sandboxes get their template layers as fds
+// from the runtime, so they never need to traverse it.
 Status make_data_dir(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Error{"create " + dir.string(), ec.value(), ""};
-  if (::chmod(dir.c_str(), 0711) != 0) return Error::from_errno("chmod 0711", dir.string());
+  if (::chmod(dir.c_str(), 0700) != 0) return Error::from_errno("chmod 0700", dir.string());
   return {};
 }
 

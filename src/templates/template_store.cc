@@ -90,22 +90,6 @@ Status build_host_once(const fs::path& templates_dir, const runtime::Runtime& ru
   return {};
 }
 
-// Overlayfs looks up lower layers with the credentials of the mounter, which
-// is sandbox root, an unprivileged host uid: every dir above the template must
-// let it through. A private data dir (0700) is the usual cause.
-Status check_searchable_by(const fs::path& dir, uid_t sandbox_root) {
-  for (fs::path path = dir;; path = path.parent_path()) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return Error::from_errno("template", path.string());
-    if ((st.st_mode & S_IXOTH) == 0 && st.st_uid != sandbox_root) {
-      return Error{"template", EACCES,
-                   path.string() + " is not searchable by sandbox root (host uid " +
-                       std::to_string(sandbox_root) + "); run: chmod o+x " + path.string()};
-    }
-    if (path == path.parent_path()) return {};
-  }
-}
-
 TemplateInfo info_from(const TemplateMeta& meta) {
   TemplateInfo info;
   info.name = meta.name;
@@ -176,7 +160,6 @@ Result<runtime::RootfsSpec> TemplateStore::rootfs(const std::string& name) {
   if (!id) return id.error();
   if (*id == kHost) {
     if (auto st = build_host_once(dir_, runtime_); !st) return st.error();
-    if (auto st = check_searchable_by(dir_ / kHost, runtime_.host_uid(0)); !st) return st.error();
     return host::rootfs_spec(dir_ / kHost);
   }
   if (!fs::exists(dir_ / *id / "meta.json")) {
@@ -184,7 +167,6 @@ Result<runtime::RootfsSpec> TemplateStore::rootfs(const std::string& name) {
     if (!built) return built.error();
   }
   const fs::path rootfs = dir_ / *id / "rootfs";
-  if (auto st = check_searchable_by(rootfs, runtime_.host_uid(0)); !st) return st.error();
   runtime::RootfsSpec spec;
   spec.lower_layers = {rootfs};
   return spec;

@@ -18,15 +18,6 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
     return True
 
 
-@pytest.fixture(scope="session", autouse=True)
-def searchable_basetemp(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Sandbox root (an unprivileged host uid) must traverse pytest's 0700 temp dirs to reach
-    the daemon's data dir; runs before the session `daemon` fixture."""
-    base = tmp_path_factory.getbasetemp()
-    for directory in (base, base.parent):
-        directory.chmod(directory.stat().st_mode | 0o001)
-
-
 @pytest.fixture(scope="session")
 def conn(daemon) -> Dict[str, str]:
     """Keyword arguments pointing the SDK at the test daemon."""

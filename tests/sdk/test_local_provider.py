@@ -18,7 +18,7 @@ with Sandbox.create() as sandbox:
 
 
 def test_create_starts_the_daemon_when_none_answers():
-    # Short (unix socket paths live in it) and searchable by sandbox root.
+    # Short: the unix socket paths of the sandboxes live in it.
     tmp_path = Path(tempfile.mkdtemp(prefix="abx-sdk-"))
     tmp_path.chmod(0o711)
     state = tmp_path / "state"
