@@ -56,16 +56,23 @@ def run(daemon, sandbox: dict, cmd: str, user: str | None = None, timeout_ms: in
     return out.decode(), err.decode(), end
 
 
+def cgroup_dirs() -> list[Path]:
+    """Per-sandbox cgroup dirs of every abx runtime on the host (v1 and v2)."""
+    root = Path("/sys/fs/cgroup")
+    return [p for p in [*root.glob("*/abx/*/*"), *root.glob("abx/*/*")] if p.is_dir()]
+
+
 def leftovers(data_dir: Path) -> dict[str, object]:
-    """What a sandbox can leave on the host: mounts, cgroup dirs, net devices."""
-    cgroups = sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/abx/*/*") if p.is_dir())
-    cgroups += sorted(str(p) for p in Path("/sys/fs/cgroup").glob("abx/*/*") if p.is_dir())
+    """What this daemon's sandboxes hold on the host: state dirs, cgroup dirs,
+    mounts and network devices. Counts, not ids: the runtime's warm pool
+    replaces the sandboxes it hands out with new ones."""
+    ids = {p.name for p in (data_dir / "sandboxes").glob("*")}
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     return {
         "mounts": Path("/proc/mounts").read_text().count("\n"),
-        "cgroups": cgroups,
         "links": len(links.splitlines()),
-        "sandbox_dirs": sorted(p.name for p in (data_dir / "sandboxes").glob("*")),
+        "sandbox_dirs": len(ids),
+        "cgroups": sum(1 for p in cgroup_dirs() if p.name in ids),
     }
 
 
@@ -156,17 +163,33 @@ def test_end_time_is_enforced_and_cleans_up(daemon):
     assert not (daemon.data_dir / "sandboxes" / sandbox_id).exists()
 
 
+def settled_leftovers(data_dir: Path) -> dict[str, object]:
+    """leftovers() once the runtime's warm pool has finished refilling."""
+    previous = leftovers(data_dir)
+    for _ in range(50):
+        time.sleep(0.2)
+        current = leftovers(data_dir)
+        if current == previous:
+            return current
+        previous = current
+    return previous
+
+
 def test_kill_leaves_no_mount_cgroup_netdev_or_process(daemon):
-    before = leftovers(daemon.data_dir)
+    with daemon.api() as api:  # fill the warm pool first: its sandboxes are steady state
+        api.delete(f"/sandboxes/{create(api)['sandboxID']}")
+    before = settled_leftovers(daemon.data_dir)
     with daemon.api() as api:
         ids = [create(api)["sandboxID"] for _ in range(3)]
         during = leftovers(daemon.data_dir)
-        assert len(during["sandbox_dirs"]) >= len(before["sandbox_dirs"]) + 3
+        assert during["sandbox_dirs"] >= before["sandbox_dirs"] + 3
         for sandbox_id in ids:
             assert api.delete(f"/sandboxes/{sandbox_id}").status_code == 204
-    assert leftovers(daemon.data_dir) == before
+    assert settled_leftovers(daemon.data_dir) == before
     for sandbox_id in ids:
         assert sandbox_host_pids(sandbox_id) == []
+        assert not [p for p in cgroup_dirs() if p.name == sandbox_id]
+        assert not (daemon.data_dir / "sandboxes" / sandbox_id).exists()
 
 
 def test_sandboxes_survive_a_daemon_killed_with_sigkill(state_dir):

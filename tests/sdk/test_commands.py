@@ -55,6 +55,10 @@ async def test_background_wait_list_kill(conn):
         handle = await sandbox.commands.run("echo started; sleep 30", background=True)
         assert handle.pid > 0
         assert handle.pid in {p.pid for p in await sandbox.commands.list()}
+        for _ in range(200):  # let bash print before the kill, or there is nothing to assert
+            if handle.stdout:
+                break
+            await asyncio.sleep(0.05)
         assert await handle.kill() is True
         with pytest.raises(CommandExitException):
             await handle.wait()
