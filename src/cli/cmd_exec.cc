@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "cli/api.h"
-#include "cli/base64.h"
+#include "common/base64.h"
 #include "cli/commands.h"
 #include "cli/process_events.h"
 #include "cli/terminal.h"

@@ -23,7 +23,7 @@ constexpr std::array<int8_t, 256> make_decode_table() {
 
 }  // namespace
 
-std::string encode(std::string_view bytes) {
+std::string encode(std::string_view bytes, bool pad) {
   std::string out;
   out.reserve((bytes.size() + 2) / 3 * 4);
   size_t i = 0;
@@ -39,8 +39,8 @@ std::string encode(std::string_view bytes) {
     if (rest == 2) n |= static_cast<uint8_t>(bytes[i + 1]) << 8;
     out.push_back(kAlphabet[(n >> 18) & 63]);
     out.push_back(kAlphabet[(n >> 12) & 63]);
-    out.push_back(rest == 2 ? kAlphabet[(n >> 6) & 63] : '=');
-    out.push_back('=');
+    if (rest == 2) out.push_back(kAlphabet[(n >> 6) & 63]);
+    if (pad) out.append(rest == 1 ? "==" : "=");
   }
   return out;
 }
@@ -62,6 +62,7 @@ std::optional<std::string> decode(std::string_view text) {
       out.push_back(static_cast<char>((acc >> bits) & 0xff));
     }
   }
+  if (bits >= 6) return std::nullopt;  // one stray character cannot encode a byte
   return out;
 }
 

@@ -7,8 +7,10 @@
 
 namespace abx::base64 {
 
-std::string encode(std::string_view bytes);
-// nullopt on a character outside the alphabet; padding is optional.
+// `pad` false drops the trailing '=' (envd's file URL signatures want that).
+std::string encode(std::string_view bytes, bool pad = true);
+// Standard or URL-safe alphabet, padding optional; nullopt on a character
+// outside them or a stray final character.
 std::optional<std::string> decode(std::string_view text);
 
 }  // namespace abx::base64

@@ -5,17 +5,6 @@
 namespace abx::daemon::codec {
 namespace {
 
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-int base64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+' || c == '-') return 62;
-  if (c == '/' || c == '_') return 63;
-  return -1;
-}
-
 uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
 constexpr uint32_t kRoundConstants[64] = {
@@ -65,47 +54,6 @@ void sha256_block(uint32_t state[8], const uint8_t* block) {
 }
 
 }  // namespace
-
-std::string base64_encode(std::string_view bytes, bool pad) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t n = (uint32_t{static_cast<uint8_t>(bytes[i])} << 16) |
-                       (uint32_t{static_cast<uint8_t>(bytes[i + 1])} << 8) |
-                       uint32_t{static_cast<uint8_t>(bytes[i + 2])};
-    for (int shift = 18; shift >= 0; shift -= 6) out.push_back(kAlphabet[(n >> shift) & 63]);
-  }
-  const size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    uint32_t n = uint32_t{static_cast<uint8_t>(bytes[i])} << 16;
-    if (rest == 2) n |= uint32_t{static_cast<uint8_t>(bytes[i + 1])} << 8;
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    if (rest == 2) out.push_back(kAlphabet[(n >> 6) & 63]);
-    if (pad) out.append(rest == 1 ? "==" : "=");
-  }
-  return out;
-}
-
-std::optional<std::string> base64_decode(std::string_view text) {
-  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
-  std::string out;
-  uint32_t bits = 0;
-  int nbits = 0;
-  for (char c : text) {
-    const int v = base64_value(c);
-    if (v < 0) return std::nullopt;
-    bits = (bits << 6) | static_cast<uint32_t>(v);
-    nbits += 6;
-    if (nbits >= 8) {
-      nbits -= 8;
-      out.push_back(static_cast<char>((bits >> nbits) & 0xff));
-    }
-  }
-  if (nbits >= 6) return std::nullopt;  // one stray character cannot encode a byte
-  return out;
-}
 
 std::string rfc3339(int64_t unix_sec, int64_t nsec, bool ms_precision) {
   const time_t t = static_cast<time_t>(unix_sec);

@@ -1,5 +1,6 @@
 #include "daemon/envd_auth.h"
 
+#include "common/base64.h"
 #include "daemon/codec.h"
 
 namespace abx::daemon::envd_auth {
@@ -17,7 +18,7 @@ std::optional<SandboxUser> user_from_authorization(const std::string& header, st
     *error = "unsupported Authorization scheme: use Basic base64(\"<user>:\")";
     return std::nullopt;
   }
-  const auto decoded = codec::base64_decode(header.substr(kBasic.size()));
+  const auto decoded = base64::decode(header.substr(kBasic.size()));
   if (!decoded) {
     *error = "Authorization: invalid base64";
     return std::nullopt;
@@ -35,7 +36,7 @@ std::string file_signature(const std::string& path, const std::string& operation
   if (!expiration.empty()) text += ":" + expiration;
   const auto digest = codec::sha256(text);
   return "v1_" +
-         codec::base64_encode(
+         base64::encode(
              std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()), false);
 }
 

@@ -1,5 +1,6 @@
 #include "daemon/proto_json.h"
 
+#include "common/base64.h"
 #include "daemon/codec.h"
 
 namespace abx::daemon::proto_json {
@@ -10,8 +11,7 @@ using runtime::sandbox_fs::FileType;
 std::string start_event(int pid) { return json{{"event", {{"start", {{"pid", pid}}}}}}.dump(); }
 
 std::string data_event(std::string_view stream_name, std::string_view bytes) {
-  return json{{"event", {{"data", {{std::string(stream_name), codec::base64_encode(bytes)}}}}}}
-      .dump();
+  return json{{"event", {{"data", {{std::string(stream_name), base64::encode(bytes)}}}}}}.dump();
 }
 
 std::string end_event(const runtime::ExitInfo& exit, const std::string& error) {

@@ -3,7 +3,7 @@
 #include <csignal>
 
 #include "common/connect_frame.h"
-#include "daemon/codec.h"
+#include "common/base64.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"
 
@@ -71,7 +71,7 @@ int signal_of(const json& message) {
 }
 
 std::string bytes_of(const json* value, const std::string& name) {
-  const auto decoded = codec::base64_decode(string_of(value, name));
+  const auto decoded = base64::decode(string_of(value, name));
   if (!decoded) throw BadField{name + ": must be base64"};
   return *decoded;
 }

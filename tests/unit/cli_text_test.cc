@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "cli/base64.h"
+#include "common/base64.h"
 #include "cli/process_events.h"
 #include "cli/text.h"
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include "common/base64.h"
 #include "daemon/codec.h"
 #include "daemon/envd_auth.h"
 #include "daemon/gunzip.h"
@@ -10,12 +11,12 @@ namespace abx::daemon {
 namespace {
 
 TEST(DaemonCodec, Base64RoundTrip) {
-  EXPECT_EQ(codec::base64_encode("hi\n"), "aGkK");
-  EXPECT_EQ(codec::base64_encode("a"), "YQ==");
-  EXPECT_EQ(codec::base64_encode("a", false), "YQ");
-  EXPECT_EQ(codec::base64_decode("aGkK").value(), "hi\n");
-  EXPECT_EQ(codec::base64_decode("YQ").value(), "a");
-  EXPECT_FALSE(codec::base64_decode("a*b").has_value());
+  EXPECT_EQ(base64::encode("hi\n"), "aGkK");
+  EXPECT_EQ(base64::encode("a"), "YQ==");
+  EXPECT_EQ(base64::encode("a", false), "YQ");
+  EXPECT_EQ(base64::decode("aGkK").value(), "hi\n");
+  EXPECT_EQ(base64::decode("YQ").value(), "a");
+  EXPECT_FALSE(base64::decode("a*b").has_value());
 }
 
 TEST(DaemonCodec, Sha256KnownVector) {
