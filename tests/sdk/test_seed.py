@@ -4,34 +4,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-SEED = '''import asyncio
-from agent_sandbox import Sandbox
-CSV = "region,amount\\nhangzhou,120\\nbeijing,80\\nhangzhou,45\\nshanghai,200\\nbeijing,30\\n"
-AGENT_CODE = \'\'\'
-import csv
-totals = {}
-with open("/home/user/sales.csv", newline="") as f:
-    for row in csv.DictReader(f):
-        totals[row["region"]] = totals.get(row["region"], 0) + int(row["amount"])
-for region, amount in sorted(totals.items(), key=lambda kv: -kv[1]):
-    print(f"{region:<8}{amount:>6}")
-\'\'\'
-async def main():
-    async with await Sandbox.create(template="base") as sandbox:
-        await sandbox.files.write("/home/user/sales.csv", CSV)
-        result = await sandbox.run_code(AGENT_CODE)
-        print(result.text)
-        print("exit code:", result.exit_code)
-asyncio.run(main())
-'''
+SEED_SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "seed_sdk.py"  # the seed, verbatim
 
 
-def test_seed_script_prints_totals(daemon, tmp_path):
-    script = tmp_path / "seed.py"
-    script.write_text(SEED)
+def test_seed_script_prints_totals(daemon):
     env = dict(os.environ, ABX_SANDBOX_API_URL=daemon.url, ABX_SANDBOX_API_KEY=daemon.api_key)
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, str(SEED_SCRIPT)], env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.strip()]
