@@ -31,8 +31,11 @@ struct InitConfig {
   std::vector<std::pair<std::string, std::string>> binds;  // host path → sandbox path
   bool full_id_map = true;  // false: only uid/gid 0 exists inside (rootless without subuids)
   std::string seccomp_bpf;  // compiled once by the runtime (seccomp_policy::compile)
+  bool host_writable_dir = false;  // the writable layer is a host dir (RootfsSpec::writable_dir)
+  bool host_network = false;       // the net namespace is the host's: leave it alone
   // Not encoded: O_PATH fds of each lower layer, then of each bind source,
-  // received by init in the handoff message (see spawner.h).
+  // then of the writable dir if any, received by init in the handoff
+  // message (see spawner.h).
   std::vector<int> source_fds;
 };
 

@@ -100,6 +100,11 @@ Status validate(const SandboxSpec& spec) {
     if (!layer.is_absolute() || layer.native().find_first_of(":,\\") != std::string::npos)
       return Error{"create sandbox", EINVAL,
                    "layer paths must be absolute, without ':' ',' '\\': " + layer.string()};
+  const fs::path& writable = spec.rootfs.writable_dir;
+  if (!writable.empty() && (!writable.is_absolute() || writable.native().find_first_of(":,\\") !=
+                                                           std::string::npos))
+    return Error{"create sandbox", EINVAL,
+                 "the writable dir must be absolute, without ':' ',' '\\': " + writable.string()};
   for (const auto& bind : spec.rootfs.read_only_binds)
     if (!bind.host_path.is_absolute() || !bind.sandbox_path.is_absolute())
       return Error{"create sandbox", EINVAL,
@@ -118,6 +123,8 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
     config.binds.emplace_back(bind.host_path, bind.sandbox_path);
   config.full_id_map = full_id_map;
   config.seccomp_bpf = seccomp_bpf;
+  config.host_writable_dir = !spec.rootfs.writable_dir.empty();
+  config.host_network = spec.host_network;
   return config;
 }
 
@@ -139,6 +146,8 @@ Result<spawner::Handoff> open_rootfs_sources(pid_t pid, const RootfsSpec& rootfs
     if (auto s = open_source(layer, O_DIRECTORY); !s) return s.error();
   for (const auto& bind : rootfs.read_only_binds)
     if (auto s = open_source(bind.host_path, 0); !s) return s.error();
+  if (!rootfs.writable_dir.empty())
+    if (auto s = open_source(rootfs.writable_dir, O_DIRECTORY); !s) return s.error();
   return fds;
 }
 
@@ -241,7 +250,8 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
       if (auto s = cgroup::attach(cgroups_, spec.id, pid); !s) return s.error();
     return open_rootfs_sources(pid, spec.rootfs);
   };
-  auto pid = spawner::start_init({image_.get(), config->get(), listen->get()}, prepare);
+  auto pid = spawner::start_init({image_.get(), config->get(), listen->get()},
+                                 spec.host_network, prepare);
   if (!pid) return pid.error();
   if (auto s = shield_init_ ? protect_from_oom_killer(*pid) : Status{}; !s) {
     (void)kill_init(*pid);
@@ -255,8 +265,11 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
 Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
   if (!spec.id.empty()) return create_now(spec);
   SandboxSpec chosen = spec;
+  // A build sandbox owns its writable dir: never pooled, never shared.
+  const bool poolable = spec.rootfs.writable_dir.empty() && !spec.host_network;
   chosen.limits = fill_defaults(spec.limits, config_.default_limits);
-  if (auto pooled = pool_.take(chosen)) return pooled;
+  if (poolable)
+    if (auto pooled = pool_.take(chosen)) return pooled;
   chosen.id = ids::sandbox_id();
   return create_now(chosen);
 }

@@ -44,6 +44,11 @@ struct BindMount {
 struct RootfsSpec {
   std::vector<fs::path> lower_layers;  // overlay lowerdirs, topmost first, read-only
   std::vector<BindMount> read_only_binds;  // mounted after the overlay, before pivot_root
+  // Empty: the writable layer is a tmpfs that dies with the sandbox. Else a
+  // host dir holding empty `upper/` and `work/` dirs (one filesystem, owned
+  // by the host uid of sandbox root): the writable layer lives there and
+  // outlives the sandbox, so a template build can keep it as a layer.
+  fs::path writable_dir;
 };
 
 struct SandboxSpec {
@@ -53,6 +58,9 @@ struct SandboxSpec {
   RootfsSpec rootfs;
   Limits limits;
   std::string hostname;  // default: id
+  // Share the host's network namespace instead of a loopback-only one. For
+  // template builds (apt-get, pip) only; never for user sandboxes.
+  bool host_network = false;
 };
 
 // Everything needed to find a live sandbox again after the daemon restarts.

@@ -332,6 +332,19 @@ Status make_dir(const Sandbox& sb, const std::string& path, uint32_t owner_uid) 
   return {};
 }
 
+Status make_symlink(const Sandbox& sb, const std::string& path, const std::string& target,
+                    uint32_t owner_uid) {
+  const std::string normalised = absolute_path(path, "/");
+  const auto [parent_path, name] = split_last(normalised);
+  if (!names_an_entry(name)) return error_for("symlink", EEXIST, path);
+  const ActingAs owner(sb, owner_uid);
+  auto parent = make_parents(sb, parent_path);
+  if (!parent) return parent.error();
+  if (::symlinkat(target.c_str(), parent->get(), name.c_str()) != 0)
+    return Error::from_errno("symlink", normalised);
+  return {};
+}
+
 Status move(const Sandbox& sb, const std::string& from, const std::string& to) {
   const ActingAs sandbox_root(sb, 0);
   auto source = resolve_parent(sb, from, "rename");

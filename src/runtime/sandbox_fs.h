@@ -48,6 +48,9 @@ Result<UniqueFd> open_dir(const Sandbox& sb, const std::string& path);
 Result<std::vector<EntryInfo>> list_dir(const Sandbox& sb, const std::string& path, int depth);
 // Creates parents as needed; EEXIST if `path` already exists.
 Status make_dir(const Sandbox& sb, const std::string& path, uint32_t owner_uid);
+// A symlink at `path` (parents created as needed) pointing at `target`, as is.
+Status make_symlink(const Sandbox& sb, const std::string& path, const std::string& target,
+                    uint32_t owner_uid);
 Status move(const Sandbox& sb, const std::string& from, const std::string& to);
 // Removes a file or a whole directory tree.
 Status remove(const Sandbox& sb, const std::string& path);

@@ -22,7 +22,7 @@ namespace abx::runtime::spawner {
 namespace {
 
 constexpr int kCloneFlags = CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
-                            CLONE_NEWUTS | CLONE_NEWNET | SIGCHLD;
+                            CLONE_NEWUTS | SIGCHLD;
 constexpr size_t kStackSize = 256 * 1024;
 constexpr int kReadyTimeoutMs = 30000;
 constexpr unsigned kSeals = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
@@ -96,11 +96,12 @@ void kill_and_reap(pid_t pid) {
 // Blocks every signal while cloning so that no daemon handler runs on the
 // child's stack before exec; the child execs with them blocked and abx-init
 // sets its own mask.
-pid_t clone_blocked(ChildArgs* args, void* stack) {
+pid_t clone_blocked(ChildArgs* args, void* stack, bool host_network) {
   sigset_t all, old;
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t pid = ::clone(child_main, static_cast<char*>(stack) + kStackSize, kCloneFlags, args);
+  const pid_t pid = ::clone(child_main, static_cast<char*>(stack) + kStackSize,
+                             kCloneFlags | (host_network ? 0 : CLONE_NEWNET), args);
   const int saved = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   errno = saved;
@@ -142,7 +143,8 @@ Status release(int sync, const Handoff& handoff) {
   return proto::send_message(sync, "fds", fds);
 }
 
-Result<pid_t> start_init(const InitFds& fds, const std::function<Result<Handoff>(pid_t)>& prepare) {
+Result<pid_t> start_init(const InitFds& fds, bool host_network,
+                         const std::function<Result<Handoff>(pid_t)>& prepare) {
   int sync[2], status[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) != 0)
     return Error::from_errno("socketpair");
@@ -167,7 +169,7 @@ Result<pid_t> start_init(const InitFds& fds, const std::function<Result<Handoff>
   if (mapped == MAP_FAILED) return Error::from_errno("mmap init stack");
   std::unique_ptr<void, StackDeleter> stack(mapped);
 
-  const pid_t pid = clone_blocked(args.get(), stack.get());
+  const pid_t pid = clone_blocked(args.get(), stack.get(), host_network);
   if (pid < 0) return Error::from_errno("clone sandbox namespaces");
   sync_read.reset();
   status_write.reset();  // so a dead child reads as EOF

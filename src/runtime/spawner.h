@@ -33,7 +33,9 @@ using Handoff = std::vector<UniqueFd>;
 // Clones init, calls `prepare(pid)` while it waits (maps, cgroups, fds to
 // hand over), releases it, hands the fds over and waits for its
 // StatusReport. On any failure the child is killed and reaped. Returns
-// init's host pid once it reports ready.
-Result<pid_t> start_init(const InitFds& fds, const std::function<Result<Handoff>(pid_t)>& prepare);
+// init's host pid once it reports ready. With `host_network` init stays in
+// the daemon's network namespace.
+Result<pid_t> start_init(const InitFds& fds, bool host_network,
+                         const std::function<Result<Handoff>(pid_t)>& prepare);
 
 }  // namespace abx::runtime::spawner

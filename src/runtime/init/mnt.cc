@@ -132,10 +132,16 @@ Status mount_overlay(const InitConfig& config) {
     if (!lower.empty()) lower += ':';
     lower += source_path(config, i);
   }
-  const std::string options = "lowerdir=" + lower + ",upperdir=/upper,workdir=/work";
-  if (mount_fs("overlay", kNew, 0, options)) return {};
-  // Kernels that refuse trusted.* xattrs in a user namespace want userxattr.
-  return mount_fs("overlay", kNew, 0, options + ",userxattr");
+  std::string writable = "/";
+  if (config.host_writable_dir)
+    writable = source_path(config, config.lower_layers.size() + config.binds.size()) + "/";
+  const std::string options = "lowerdir=" + lower + ",upperdir=" + writable +
+                              "upper,workdir=" + writable + "work";
+  // user.overlay.* xattrs first: a user namespace cannot set trusted.* ones,
+  // and layers captured by template builds carry user.overlay.opaque marks
+  // that only a userxattr mount honours. Kernels before 5.11 lack the option.
+  if (mount_fs("overlay", kNew, 0, options + ",userxattr")) return {};
+  return mount_fs("overlay", kNew, 0, options);
 }
 
 Status bind_read_only(const InitConfig& config) {
@@ -178,9 +184,11 @@ Status make_dev(const InitConfig& config) {
 Status make_standard_dirs(const InitConfig& config) {
   const std::string tmp = std::string(kNew) + "/tmp";
   if (auto s = make_dirs(tmp, 01777); !s) return s;
-  if (auto s = sys(::chmod(tmp.c_str(), 01777), "chmod /tmp"); !s) return s;
-  const std::string home = std::string(kNew) + "/home/user";
   struct stat st {};
+  // A needless chmod would copy /tmp up into a build's captured layer.
+  if (::stat(tmp.c_str(), &st) != 0 || (st.st_mode & 07777) != 01777)
+    if (auto s = sys(::chmod(tmp.c_str(), 01777), "chmod /tmp"); !s) return s;
+  const std::string home = std::string(kNew) + "/home/user";
   if (::stat(home.c_str(), &st) == 0) return {};  // the template decided its owner
   if (auto s = make_dirs(home, 0755); !s) return s;
   if (!config.full_id_map) return {};

@@ -39,14 +39,18 @@ Status replace_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 // So that `hostname` resolves, as in any container.
+// A build's writable layer becomes part of a template: it keeps the
+// template's own files.
 Status write_host_files(const proto::InitConfig& config) {
+  if (config.host_writable_dir) return {};
   const std::string& name = config.hostname;
   if (auto s = replace_file("/etc/hostname", name + "\n"); !s) return s;
   return replace_file("/etc/hosts", "127.0.0.1\tlocalhost " + name + "\n::1\tlocalhost " + name +
                                         " ip6-localhost ip6-loopback\n");
 }
 
-Status loopback_up(const proto::InitConfig&) {
+Status loopback_up(const proto::InitConfig& config) {
+  if (config.host_network) return {};  // not ours to change
   UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return Error::from_errno("socket for loopback");
   ifreq req{};

@@ -1,0 +1,57 @@
+#include "common/sha256.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include "common/unique_fd.h"
+
+namespace abx {
+
+struct Sha256::Context {
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+  ~Context() { EVP_MD_CTX_free(md); }
+};
+
+Sha256::Sha256() : context_(std::make_unique<Context>()) {
+  EVP_DigestInit_ex(context_->md, EVP_sha256(), nullptr);
+}
+
+Sha256::~Sha256() = default;
+
+Sha256& Sha256::update(std::string_view bytes) {
+  EVP_DigestUpdate(context_->md, bytes.data(), bytes.size());
+  return *this;
+}
+
+std::string Sha256::hex() {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_DigestFinal_ex(context_->md, digest, &size);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
+}
+
+std::string sha256_hex(std::string_view bytes) { return Sha256().update(bytes).hex(); }
+
+Result<std::string> sha256_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno("open", path);
+  Sha256 digest;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::from_errno("read", path);
+    if (n == 0) break;
+    digest.update(std::string_view(buffer, static_cast<size_t>(n)));
+  }
+  return digest.hex();
+}
+
+}  // namespace abx
