@@ -6,7 +6,7 @@ venv=${1:-build/venv}
 
 packages=(cmake ninja-build g++ pkg-config clang-format
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libseccomp-dev libcap-dev libsqlite3-dev libarchive-dev libtomlplusplus-dev libgtest-dev
+  libseccomp-dev libcap-dev libsqlite3-dev libarchive-dev libtomlplusplus-dev libgtest-dev libssl-dev
   bubblewrap hyperfine iproute2 python3-venv
   mmdebstrap umoci busybox-static)
 missing=()

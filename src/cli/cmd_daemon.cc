@@ -80,6 +80,9 @@ void add_serve(CLI::App& root, Commands& commands) {
   app->add_option("--listen", options->listen, "HOST:PORT (port 0 picks a free one)")
       ->capture_default_str();
   app->add_option("--data-dir", options->data_dir, "State directory (default: the state dir)");
+  app->add_option("--templates-dir", options->templates_dir,
+                  "Templates and their layers (default: <data>/templates)")
+      ->envname("ABX_TEMPLATES_DIR");
   app->add_option("--log-level", options->log_level, "trace|debug|info|warn|error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();

@@ -11,11 +11,11 @@
 #include <memory>
 
 #include "cli/api.h"
-#include "common/base64.h"
 #include "cli/commands.h"
 #include "cli/process_events.h"
 #include "cli/terminal.h"
 #include "cli/text.h"
+#include "common/base64.h"
 #include "common/connect_frame.h"
 
 namespace abx::cli {

@@ -1,25 +1,41 @@
 // abx template build|list|inspect|rm: templates through the daemon's own
 // API (/abx/v1/templates).
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/tar_writer.h"
 #include "cli/text.h"
+#include "common/unique_fd.h"
 
 namespace abx::cli {
 namespace {
 
+namespace fs = std::filesystem;
+
 constexpr const char* kPrefix = "/abx/v1/templates";
 
+constexpr const char* kUploadedSandboxfile = ".abx-sandboxfile";
+
 struct BuildOptions {
-  std::string target;  // a spec name (base) or, later, a dir with a Sandboxfile
-  std::string file;
+  std::string target;  // a spec name (base) or a build context dir
+  std::string file;    // a Sandboxfile (its dir is the context when no target is given)
   std::string name;
+  std::vector<std::string> build_args;  // NAME=VALUE
   bool no_cache = false;
   bool no_network = false;
+};
+
+struct ImportOptions {
+  std::string image;  // OCI layout dir, oci-archive or docker-save tar
+  std::string name;
 };
 
 struct RemoveOptions {
@@ -117,47 +133,170 @@ Result<int> follow_build(http::ResponseStream& stream) {
   return Error{"the daemon ended the build stream without a result; see its log"};
 }
 
-Result<int> run_build(const BuildOptions& options) {
-  if (!options.file.empty() || options.target.find('/') != std::string::npos ||
-      options.target == ".") {
-    return Error{
-        "Sandboxfile builds are not available yet; build a spec from templates/ "
-        "(abx template build base)"};
-  }
-  const std::string name = options.name.empty() ? options.target : options.name;
-  auto endpoint = resolve_endpoint();
-  if (!endpoint) return endpoint.error();
-  const json body = {{"noCache", options.no_cache}, {"allowNetwork", !options.no_network}};
-  const std::string target = std::string(kPrefix) + "/" + http::url_encode(name) + "/build";
-  auto stream =
-      http::Client(endpoint->url).open(api_request(*endpoint, "POST", target, body.dump()));
+// Sends `request` (with `body` streamed when given) and follows the NDJSON
+// progress stream to its outcome.
+Result<int> open_and_follow(const Endpoint& endpoint, const http::Request& request,
+                            const http::BodySource* body) {
+  auto stream = http::Client(endpoint.url).open(request, body);
   if (!stream) return stream.error();
   if ((*stream)->status() != 200) {
     auto rest = (*stream)->read_all();
     http::Response response{(*stream)->status(), (*stream)->headers(), rest ? *rest : ""};
     return Error{describe_failure(response)};
   }
-  std::cerr << "building " << name << "\n";
   return follow_build(**stream);
+}
+
+// A tar file removed when this goes out of scope.
+struct TempTar {
+  fs::path path;
+  TempTar() {
+    std::string tmpl = (fs::temp_directory_path() / "abx-upload-XXXXXX").string();
+    const int fd = ::mkstemp(tmpl.data());
+    if (fd >= 0) ::close(fd);
+    path = tmpl;
+  }
+  ~TempTar() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+};
+
+Result<int> upload_and_follow(const std::string& target, const fs::path& tar) {
+  auto endpoint = resolve_endpoint();
+  if (!endpoint) return endpoint.error();
+  UniqueFd fd(::open(tar.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno("open " + tar.string());
+  const http::BodySource source = [&]() -> Result<std::string> {
+    std::string chunk(1 << 16, '\0');
+    ssize_t n;
+    do n = ::read(fd.get(), chunk.data(), chunk.size());
+    while (n < 0 && errno == EINTR);
+    if (n < 0) return Error::from_errno("read " + tar.string());
+    chunk.resize(static_cast<size_t>(n));
+    return chunk;
+  };
+  http::Request request = api_request(*endpoint, "POST", target);
+  request.headers.emplace_back("Content-Type", "application/x-tar");
+  return open_and_follow(*endpoint, request, &source);
+}
+
+bool is_context_build(const BuildOptions& options) {
+  std::error_code ec;
+  return !options.file.empty() || options.target == "." ||
+         options.target.find('/') != std::string::npos || fs::is_directory(options.target, ec);
+}
+
+Result<std::string> read_text_file(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return Error{"cannot read " + path.string()};
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Result<json> build_args_json(const std::vector<std::string>& args) {
+  json out = json::object();
+  for (const auto& arg : args) {
+    const auto eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0) return Error{"--build-arg " + arg + ": use NAME=VALUE"};
+    out[arg.substr(0, eq)] = arg.substr(eq + 1);
+  }
+  return out;
+}
+
+Result<int> run_context_build(const BuildOptions& options) {
+  if (options.name.empty()) return Error{"name the template: abx template build DIR --name NAME"};
+  const fs::path context = options.target.empty() ? fs::path(options.file).parent_path().empty()
+                                                        ? fs::path(".")
+                                                        : fs::path(options.file).parent_path()
+                                                  : fs::path(options.target);
+  std::error_code ec;
+  if (!fs::is_directory(context, ec))
+    return Error{context.string() + " is not a directory; give the build context dir"};
+  std::vector<TarExtra> extras;
+  std::string file_in_tar = "Sandboxfile";
+  if (!options.file.empty()) {
+    auto text = read_text_file(options.file);
+    if (!text) return text.error();
+    extras.push_back({kUploadedSandboxfile, std::move(*text)});
+    file_in_tar = kUploadedSandboxfile;
+  } else if (!fs::exists(context / "Sandboxfile", ec) && !fs::exists(context / "Dockerfile", ec)) {
+    return Error{"no Sandboxfile (or Dockerfile) in " + context.string() + "; give one with -f"};
+  }
+  auto args = build_args_json(options.build_args);
+  if (!args) return args.error();
+  TempTar tar;
+  if (auto st = write_tar(context, extras, tar.path); !st) return st.error();
+  std::string target = std::string(kPrefix) + "/" + http::url_encode(options.name) +
+                       "/build?file=" + http::url_encode(file_in_tar) +
+                       "&buildArgs=" + http::url_encode(args->dump());
+  if (options.no_cache) target += "&noCache=true";
+  if (options.no_network) target += "&network=false";
+  std::cerr << "building " << options.name << " from " << context.string() << "\n";
+  return upload_and_follow(target, tar.path);
+}
+
+Result<int> run_build(const BuildOptions& options) {
+  if (is_context_build(options)) return run_context_build(options);
+  const std::string name = options.name.empty() ? options.target : options.name;
+  auto endpoint = resolve_endpoint();
+  if (!endpoint) return endpoint.error();
+  const json body = {{"noCache", options.no_cache}};
+  const std::string target = std::string(kPrefix) + "/" + http::url_encode(name) + "/build";
+  std::cerr << "building " << name << "\n";
+  return open_and_follow(*endpoint, api_request(*endpoint, "POST", target, body.dump()), nullptr);
+}
+
+Result<int> run_import(const ImportOptions& options) {
+  std::error_code ec;
+  const fs::path image = fs::absolute(options.image, ec);
+  if (!fs::exists(image, ec))
+    return Error{options.image + " does not exist; give an OCI layout dir or an image tar"};
+  TempTar packed;
+  fs::path tar = image;
+  if (fs::is_directory(image, ec)) {
+    if (auto st = write_tar(image, {}, packed.path); !st) return st.error();
+    tar = packed.path;
+  }
+  const std::string target = std::string(kPrefix) + "/" + http::url_encode(options.name) +
+                             "/import?origin=" + http::url_encode(image.string());
+  std::cerr << "importing " << image.string() << " as " << options.name << "\n";
+  return upload_and_follow(target, tar);
 }
 
 void add_build(CLI::App& parent, Commands& commands) {
   auto options = std::make_shared<BuildOptions>();
   auto* app = parent.add_subcommand("build", "Build a template (e.g. base) and show its progress");
-  app->add_option("target", options->target, "Template spec name (base, code-interpreter-v1)");
-  app->add_option("-f,--file", options->file, "A Sandboxfile to build");
+  app->add_option("target", options->target,
+                  "A build context dir with a Sandboxfile, or a spec name (base, "
+                  "code-interpreter-v1)");
+  app->add_option("-f,--file", options->file, "The Sandboxfile (default: <dir>/Sandboxfile)");
   app->add_option("--name", options->name, "Name of the template to build");
+  app->add_option("--build-arg", options->build_args, "NAME=VALUE for an ARG (repeatable)");
   app->add_flag("--no-cache", options->no_cache, "Rebuild every step, ignoring the cache");
   app->add_flag("--no-network", options->no_network, "Refuse network access to build steps");
   commands.push_back({app, [options] { return run_build(*options); }});
 }
 
+void add_import(CLI::App& parent, Commands& commands) {
+  auto options = std::make_shared<ImportOptions>();
+  auto* app = parent.add_subcommand(
+      "import", "Make a template from an OCI image layout dir or a docker-save tar");
+  app->add_option("image", options->image, "OCI layout dir, oci-archive or docker-save tar")
+      ->required();
+  app->add_option("--name", options->name, "Name of the new template")->required();
+  commands.push_back({app, [options] { return run_import(*options); }});
+}
+
 }  // namespace
 
 void add_template(CLI::App& root, Commands& commands) {
-  auto* group = root.add_subcommand("template", "Build, list, inspect and remove templates");
+  auto* group =
+      root.add_subcommand("template", "Build, import, list, inspect and remove templates");
   group->require_subcommand(1);
   add_build(*group, commands);
+  add_import(*group, commands);
 
   auto as_json = std::make_shared<bool>(false);
   auto* list = group->add_subcommand("list", "List templates (name, size, created, source)");

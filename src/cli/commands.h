@@ -24,9 +24,9 @@ void add_transfers(CLI::App& root, Commands& commands);  // upload, download
 void add_config(CLI::App& root, Commands& commands);
 void add_daemon(CLI::App& root, Commands& commands);  // daemon start|stop|status
 void add_serve(CLI::App& root, Commands& commands);
-void add_mcp(CLI::App& root, Commands& commands);  // mcp serve|install|uninstall
+void add_mcp(CLI::App& root, Commands& commands);       // mcp serve|install|uninstall
 void add_template(CLI::App& root, Commands& commands);  // template build|list|inspect|rm
-void add_env(CLI::App& root, Commands& commands);   // env e2b
-void add_keys(CLI::App& root, Commands& commands);  // keys create|list
+void add_env(CLI::App& root, Commands& commands);       // env e2b
+void add_keys(CLI::App& root, Commands& commands);      // keys create|list
 
 }  // namespace abx::cli

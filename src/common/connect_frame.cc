@@ -7,7 +7,8 @@ std::string encode(std::string_view payload, uint8_t flags) {
   out.reserve(payload.size() + 5);
   const auto n = static_cast<uint32_t>(payload.size());
   out.push_back(static_cast<char>(flags));
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((n >> shift) & 0xff));
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((n >> shift) & 0xff));
   out.append(payload);
   return out;
 }

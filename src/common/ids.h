@@ -6,8 +6,8 @@
 
 namespace abx::ids {
 
-std::string sandbox_id();             // "i" + 20 chars of [a-z0-9]
-std::string api_key();                // "e2b_" + 40 hex
+std::string sandbox_id();  // "i" + 20 chars of [a-z0-9]
+std::string api_key();     // "e2b_" + 40 hex
 std::string random_hex(size_t bytes);
 bool is_valid_sandbox_id(const std::string& id);
 

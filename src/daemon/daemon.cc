@@ -96,7 +96,9 @@ int serve(const ServeOptions& options) {
   auto runtime = runtime::open_runtime(config);
   if (!runtime) return fail(runtime.error());
   for (const std::string& warning : (*runtime)->warnings()) spdlog::warn("runtime: {}", warning);
-  templates::TemplateStore templates(options.data_dir, **runtime);
+  const fs::path templates_dir =
+      options.templates_dir.empty() ? options.data_dir / "templates" : options.templates_dir;
+  templates::TemplateStore templates(templates_dir, **runtime);
   auto store = Store::open(options.data_dir / "abx.db");
   if (!store) return fail(store.error());
 

@@ -10,8 +10,11 @@ namespace abx::daemon {
 struct ServeOptions {
   std::string listen = "127.0.0.1:49980";  // host:port; port 0 picks a free one
   std::filesystem::path data_dir;          // sqlite db, sandboxes/, templates/, api_key
-  std::string log_level = "info";          // trace|debug|info|warn|error
-  std::filesystem::path init_binary;       // abx-init; default: beside /proc/self/exe
+  // Where templates and their layers live; default <data_dir>/templates.
+  // Daemons of one machine may share it (builds take a file lock).
+  std::filesystem::path templates_dir;
+  std::string log_level = "info";     // trace|debug|info|warn|error
+  std::filesystem::path init_binary;  // abx-init; default: beside /proc/self/exe
   // Written once the server listens: "http://127.0.0.1:PORT\n". Lets the CLI
   // and tests find a daemon started with port 0.
   std::filesystem::path address_file;

@@ -5,14 +5,19 @@
 
 namespace abx::daemon::envd_auth {
 
-std::optional<SandboxUser> user_by_name(const std::string& name) {
-  if (name.empty() || name == "user") return SandboxUser{"user", 1000, 1000, "/home/user"};
+SandboxUser standard_user() { return SandboxUser{"user", 1000, 1000, "/home/user"}; }
+
+std::optional<SandboxUser> user_by_name(const std::string& name, const SandboxUser& fallback) {
+  if (name.empty()) return fallback;
+  if (name == "user") return standard_user();
   if (name == "root") return SandboxUser{"root", 0, 0, "/root"};
   return std::nullopt;
 }
 
-std::optional<SandboxUser> user_from_authorization(const std::string& header, std::string* error) {
-  if (header.empty()) return user_by_name("");
+std::optional<SandboxUser> user_from_authorization(const std::string& header,
+                                                   const SandboxUser& fallback,
+                                                   std::string* error) {
+  if (header.empty()) return fallback;
   constexpr std::string_view kBasic = "Basic ";
   if (header.compare(0, kBasic.size(), kBasic) != 0) {
     *error = "unsupported Authorization scheme: use Basic base64(\"<user>:\")";
@@ -24,7 +29,7 @@ std::optional<SandboxUser> user_from_authorization(const std::string& header, st
     return std::nullopt;
   }
   const std::string name = decoded->substr(0, decoded->find(':'));
-  auto user = user_by_name(name);
+  auto user = user_by_name(name, fallback);
   if (!user) *error = "unknown user '" + name + "': use 'user' or 'root'";
   return user;
 }

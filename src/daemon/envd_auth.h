@@ -16,12 +16,18 @@ struct SandboxUser {
   std::string home;
 };
 
-// "root" or "user"; "" means the default user, `user`.
-std::optional<SandboxUser> user_by_name(const std::string& name);
+// The user a sandbox's processes run as when a request names none: `user`,
+// unless the sandbox's template says otherwise.
+SandboxUser standard_user();
 
-// From `Authorization: Basic base64("<user>:")`; absent → `user`. On failure
-// sets `error` to a one-line reason.
-std::optional<SandboxUser> user_from_authorization(const std::string& header, std::string* error);
+// "root" or "user"; "" means `fallback` (the sandbox's default user).
+std::optional<SandboxUser> user_by_name(const std::string& name,
+                                        const SandboxUser& fallback = standard_user());
+
+// From `Authorization: Basic base64("<user>:")`; absent → `fallback`. On
+// failure sets `error` to a one-line reason.
+std::optional<SandboxUser> user_from_authorization(const std::string& header,
+                                                   const SandboxUser& fallback, std::string* error);
 
 // "v1_" + base64-nopad(sha256("{path}:{operation}:{user}:{token}[:{expiration}]")).
 std::string file_signature(const std::string& path, const std::string& operation,

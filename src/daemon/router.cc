@@ -110,7 +110,8 @@ Task<void> control_plane(Service& service, Exchange& exchange, ApiKeys& keys,
   if (starts_with(req.path, "/sandboxes") || starts_with(req.path, "/v2/sandboxes")) {
     co_return co_await routes::sandboxes(service, exchange);
   }
-  if (starts_with(req.path, "/abx/v1/templates")) co_return co_await routes::templates(service, exchange);
+  if (starts_with(req.path, "/abx/v1/templates"))
+    co_return co_await routes::templates(service, exchange);
   co_await routes::respond_error(exchange, 404, "no route for " + req.method + " " + req.path);
 }
 

@@ -59,7 +59,10 @@ Task<void> connect_error(Exchange& exchange, const std::string& code, const std:
 // server-stream call; on failure an invalid_argument reply has been sent.
 Task<std::optional<nlohmann::json>> read_connect_request(Exchange& exchange, bool streaming);
 // The user the call acts as; on failure an unauthenticated reply has been sent.
-Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange);
+// Who a sandbox's processes run as when a request names no user.
+envd_auth::SandboxUser default_user_of(const SandboxRow& row);
+// The request's user; without one, the sandbox's default user.
+Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange, const SandboxRow& row);
 bool is_streaming(const http::Request& request);
 // Keepalive-Ping-Interval, envd's 90 s when absent.
 std::chrono::seconds keepalive_of(const http::Request& request);

@@ -79,10 +79,17 @@ Task<std::optional<nlohmann::json>> read_connect_request(Exchange& exchange, boo
   co_return message;
 }
 
-Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange) {
+envd_auth::SandboxUser default_user_of(const SandboxRow& row) {
+  if (row.default_user.empty()) return envd_auth::standard_user();
+  return {row.default_user, row.default_uid, row.default_gid, row.default_home};
+}
+
+Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange,
+                                                         const SandboxRow& row) {
   std::string error;
-  auto user =
-      envd_auth::user_from_authorization(exchange.request().header("authorization"), &error);
+  const envd_auth::SandboxUser fallback = default_user_of(row);
+  auto user = envd_auth::user_from_authorization(exchange.request().header("authorization"),
+                                                 fallback, &error);
   if (!user) co_await connect_error(exchange, "unauthenticated", error);
   co_return user;
 }

@@ -224,15 +224,17 @@ Task<void> files(SandboxCall& call, Exchange& exchange) {
     const auto it = req.query.find(key);
     return it == req.query.end() ? std::string{} : it->second;
   };
+  const envd_auth::SandboxUser fallback = default_user_of(call.row);
   std::string user_name = value("username");
   if (user_name.empty()) {
     std::string ignored;
     if (auto from_header =
-            envd_auth::user_from_authorization(req.header("authorization"), &ignored)) {
+            envd_auth::user_from_authorization(req.header("authorization"), fallback, &ignored)) {
       user_name = from_header->name;
     }
   }
-  const auto user = envd_auth::user_by_name(user_name);
+  const auto user = user_name == fallback.name ? std::optional(fallback)
+                                               : envd_auth::user_by_name(user_name, fallback);
   if (!user) co_return co_await respond_error(exchange, 401, "unknown user '" + user_name + "'");
   if (req.method == "GET") co_return co_await download(call, exchange, value("path"), *user);
   if (req.method != "POST") {

@@ -77,7 +77,7 @@ Task<void> filesystem(SandboxCall& call, Exchange& exchange, const std::string& 
   const bool streaming = is_streaming(exchange.request());
   auto message = co_await read_connect_request(exchange, streaming);
   if (!message) co_return;
-  auto user = co_await connect_user(exchange);
+  auto user = co_await connect_user(exchange, call.row);
   if (!user) co_return;
   Outcome outcome;
   co_await call.service.pool().run(

@@ -2,8 +2,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <csignal>
 
-#include "common/connect_frame.h"
 #include "common/base64.h"
+#include "common/connect_frame.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"
 
@@ -111,7 +111,9 @@ StartProcess start_request_of(const json& message, const envd_auth::SandboxUser&
   spec.argv.insert(spec.argv.end(), out.config.args.begin(), out.config.args.end());
   spec.uid = user.uid;
   spec.gid = user.gid;
-  spec.cwd = out.config.cwd.empty() ? user.home : out.config.cwd;
+  spec.cwd = !out.config.cwd.empty()    ? out.config.cwd
+             : !row.default_cwd.empty() ? row.default_cwd
+                                        : user.home;
   if (const json* pty = field(message, "pty", "pty")) {
     spec.pty = true;
     if (const json* size = field(*pty, "size", "size")) {
@@ -252,7 +254,7 @@ Task<void> process(SandboxCall& call, Exchange& exchange, const std::string& met
   const bool streaming = is_streaming(exchange.request());
   auto message = co_await read_connect_request(exchange, streaming);
   if (!message) co_return;
-  auto user = co_await connect_user(exchange);
+  auto user = co_await connect_user(exchange, call.row);
   if (!user) co_return;
   std::string bad_field;
   try {

@@ -5,16 +5,19 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <deque>
+#include <fstream>
 #include <mutex>
 #include <optional>
 
 #include "daemon/routes.h"
+#include "templates/build_context.h"
 
 namespace abx::daemon::routes {
 namespace {
 
 using nlohmann::json;
 namespace net = boost::asio;
+namespace fs = std::filesystem;
 
 constexpr const char* kPrefix = "/abx/v1/templates";
 constexpr auto kProgressPoll = std::chrono::milliseconds(200);
@@ -73,10 +76,13 @@ bool drain(BuildChannel& channel, std::string& out) {
   return true;
 }
 
-void start_build(Service& service, const std::shared_ptr<BuildChannel>& channel,
-                 const std::string& name, templates::BuildOptions options) {
-  service.pool().post([&store = service.templates(), channel, name, options] {
-    auto result = store.build(name, options, [&channel](const std::string& line) {
+using BuildJob =
+    std::function<Result<templates::TemplateInfo>(const templates::BuildProgressFn& progress)>;
+
+// Runs `job` on the blocking pool, its progress lines going to `channel`.
+void start_job(Service& service, const std::shared_ptr<BuildChannel>& channel, BuildJob job) {
+  service.pool().post([channel, job = std::move(job)] {
+    auto result = job([&channel](const std::string& line) {
       std::lock_guard lock(channel->mutex);
       channel->lines.push_back(line);
     });
@@ -90,13 +96,16 @@ bool parse_no_cache(const std::string& body) {
   return request.is_object() && request.value("noCache", false);
 }
 
-Task<void> build(Service& service, Exchange& exchange, const std::string& name) {
-  bool fits = true;
-  const std::string body = co_await http::read_body(exchange, 1 << 16, &fits);
-  templates::BuildOptions options;
-  options.no_cache = parse_no_cache(body);
+bool query_flag(const http::Request& request, const std::string& name, bool fallback) {
+  const auto it = request.query.find(name);
+  if (it == request.query.end()) return fallback;
+  return it->second == "true" || it->second == "1";
+}
+
+// Streams the job's progress as NDJSON lines, then its outcome.
+Task<void> stream_job(Service& service, Exchange& exchange, BuildJob job) {
   auto channel = std::make_shared<BuildChannel>();
-  start_build(service, channel, name, options);
+  start_job(service, channel, std::move(job));
   co_await exchange.start_stream(200, "application/x-ndjson");
   net::steady_timer timer(co_await net::this_coro::executor);
   for (;;) {
@@ -109,6 +118,91 @@ Task<void> build(Service& service, Exchange& exchange, const std::string& name) 
     co_await timer.async_wait(net::use_awaitable);
   }
   co_await exchange.finish_stream();
+}
+
+// Writes the request body (a tar) to `path`, piece by piece.
+Task<bool> save_body(Exchange& exchange, const fs::path& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  for (;;) {
+    const std::string piece = co_await exchange.read_body_some();
+    if (piece.empty()) break;
+    out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+  }
+  out.close();
+  co_return static_cast<bool>(out);
+}
+
+// A private dir under the templates dir for one upload, removed when the
+// job is done (or by the next daemon start if it is killed meanwhile).
+Task<Result<std::shared_ptr<templates::UploadDir>>> receive_upload(Service& service,
+                                                                   Exchange& exchange) {
+  auto dir = service.templates().upload_dir();
+  if (!dir) co_return dir.error();
+  auto shared = std::make_shared<templates::UploadDir>(std::move(*dir));
+  if (!co_await save_body(exchange, shared->path / "upload.tar"))
+    co_return Error{"template upload", EIO, "could not store the upload (disk full?)"};
+  co_return shared;
+}
+
+std::map<std::string, std::string> build_args_of(const http::Request& request) {
+  std::map<std::string, std::string> args;
+  const auto it = request.query.find("buildArgs");
+  if (it == request.query.end()) return args;
+  const json parsed = json::parse(it->second, nullptr, false);
+  if (!parsed.is_object()) return args;
+  for (const auto& [key, value] : parsed.items())
+    if (value.is_string()) args[key] = value.get<std::string>();
+  return args;
+}
+
+Task<void> build_sandboxfile(Service& service, Exchange& exchange, const std::string& name) {
+  const auto& req = exchange.request();
+  templates::SandboxfileRequest request;
+  request.name = name;
+  request.no_cache = query_flag(req, "noCache", false);
+  request.network = query_flag(req, "network", true);
+  request.build_args = build_args_of(req);
+  const auto file_it = req.query.find("file");
+  const std::string file = file_it == req.query.end() ? "Sandboxfile" : file_it->second;
+  auto upload = co_await receive_upload(service, exchange);
+  if (!upload) co_return co_await respond_error(exchange, 500, upload.error().message());
+  BuildJob job = [&store = service.templates(), request, file,
+                  upload = *upload](const templates::BuildProgressFn& progress) mutable {
+    request.context_dir = upload->path / "context";
+    auto text =
+        templates::build_context::unpack(upload->path / "upload.tar", request.context_dir, file);
+    if (!text) return Result<templates::TemplateInfo>(text.error());
+    request.sandboxfile = std::move(*text);
+    return store.build_sandboxfile(request, progress);
+  };
+  co_await stream_job(service, exchange, std::move(job));
+}
+
+Task<void> build(Service& service, Exchange& exchange, const std::string& name) {
+  if (exchange.request().header("content-type") == "application/x-tar")
+    co_return co_await build_sandboxfile(service, exchange, name);
+  bool fits = true;
+  const std::string body = co_await http::read_body(exchange, 1 << 16, &fits);
+  templates::BuildOptions options;
+  options.no_cache = parse_no_cache(body);
+  BuildJob job = [&store = service.templates(), name,
+                  options](const templates::BuildProgressFn& progress) {
+    return store.build(name, options, progress);
+  };
+  co_await stream_job(service, exchange, std::move(job));
+}
+
+Task<void> import(Service& service, Exchange& exchange, const std::string& name) {
+  const auto& query = exchange.request().query;
+  const auto origin_it = query.find("origin");
+  const std::string origin = origin_it == query.end() ? "upload" : origin_it->second;
+  auto upload = co_await receive_upload(service, exchange);
+  if (!upload) co_return co_await respond_error(exchange, 500, upload.error().message());
+  BuildJob job = [&store = service.templates(), name, origin,
+                  upload = *upload](const templates::BuildProgressFn& progress) {
+    return store.import_image(name, upload->path / "upload.tar", origin, progress);
+  };
+  co_await stream_job(service, exchange, std::move(job));
 }
 
 bool in_use(Service& service, const std::string& name) {
@@ -157,6 +251,8 @@ Task<void> templates(Service& service, Exchange& exchange) {
   const bool is_build = name.ends_with("/build");
   if (is_build) name.resize(name.size() - 6);
   if (is_build && req.method == "POST") co_return co_await build(service, exchange, name);
+  if (name.ends_with("/import") && req.method == "POST")
+    co_return co_await import(service, exchange, name.substr(0, name.size() - 7));
   if (!is_build && req.method == "GET") co_return co_await inspect(service, exchange, name);
   if (!is_build && req.method == "DELETE") co_return co_await remove(service, exchange, name);
   co_await respond_error(exchange, 405, "no route for " + req.method + " " + req.path);

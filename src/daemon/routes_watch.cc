@@ -145,7 +145,7 @@ bool is_watch_method(const std::string& method) {
 Task<void> watch(SandboxCall& call, Exchange& exchange, const std::string& method) {
   auto message = co_await read_connect_request(exchange, is_streaming(exchange.request()));
   if (!message) co_return;
-  auto user = co_await connect_user(exchange);
+  auto user = co_await connect_user(exchange, call.row);
   if (!user) co_return;
   if (method == "WatchDir") co_return co_await watch_dir(call, exchange, *message, *user);
   if (method == "CreateWatcher") co_return co_await create_watcher(call, exchange, *message, *user);

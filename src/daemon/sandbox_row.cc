@@ -17,6 +17,12 @@ nlohmann::json row_to_json(const SandboxRow& row) {
       {"cpu_count", row.cpu_count},
       {"memory_mb", row.memory_mb},
       {"disk_size_mb", row.disk_size_mb},
+      {"default_user",
+       {{"name", row.default_user},
+        {"uid", row.default_uid},
+        {"gid", row.default_gid},
+        {"home", row.default_home},
+        {"cwd", row.default_cwd}}},
       {"record",
        {{"init_pid", rec.init_pid},
         {"init_start_time", rec.init_start_time},
@@ -44,6 +50,13 @@ Result<SandboxRow> row_from_json(const nlohmann::json& json) {
     row.cpu_count = json.at("cpu_count").get<uint32_t>();
     row.memory_mb = json.at("memory_mb").get<uint32_t>();
     row.disk_size_mb = json.at("disk_size_mb").get<uint32_t>();
+    if (const auto it = json.find("default_user"); it != json.end()) {
+      row.default_user = it->value("name", "");
+      row.default_uid = it->value("uid", 1000u);
+      row.default_gid = it->value("gid", 1000u);
+      row.default_home = it->value("home", "");
+      row.default_cwd = it->value("cwd", "");
+    }
     const auto& rec = json.at("record");
     row.record.id = row.id;
     row.record.init_pid = rec.at("init_pid").get<pid_t>();

@@ -26,6 +26,13 @@ struct SandboxRow {
   uint32_t memory_mb = 512;
   uint32_t disk_size_mb = 1024;
   runtime::SandboxRecord record;
+  // From the template (an image's config, a Sandboxfile's USER/WORKDIR): who
+  // and where processes run when a request does not say.
+  std::string default_user;  // "" = `user`
+  uint32_t default_uid = 1000;
+  uint32_t default_gid = 1000;
+  std::string default_home;
+  std::string default_cwd;  // "" = the user's home
 };
 
 nlohmann::json row_to_json(const SandboxRow& row);

@@ -11,6 +11,7 @@
 
 #include "common/ids.h"
 #include "interp/interp.h"
+#include "runtime/sandbox_users.h"
 
 namespace abx::daemon {
 
@@ -88,6 +89,22 @@ void Service::destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandb
   }
 }
 
+// The template's Env (under the request's), WorkingDir and User.
+Status Service::apply_template_defaults(const runtime::Sandbox& sandbox, SandboxRow& row) {
+  auto info = templates_.inspect(row.template_id);
+  if (!info) return {};  // host and unbuilt aliases have no defaults
+  for (const auto& [key, value] : info->env) row.env_vars.try_emplace(key, value);
+  row.default_cwd = info->workdir;
+  if (info->user.empty()) return {};
+  auto user = runtime::lookup_user(sandbox, info->user);
+  if (!user) return Error{"template " + row.template_id, 0, user.error().message()};
+  row.default_user = user->name;
+  row.default_uid = user->uid;
+  row.default_gid = user->gid;
+  row.default_home = user->home;
+  return {};
+}
+
 http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandboxRequest request) {
   auto resolved = templates_.resolve(request.template_name);
   if (!resolved) co_return ServiceError{400, resolved.error().message()};
@@ -116,6 +133,11 @@ http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandbox
     auto created = runtime_.create(spec);
     if (!created) {
       failure = ServiceError{500, created.error().message()};
+      return;
+    }
+    if (Status s = apply_template_defaults(**created, row); !s) {
+      (void)runtime_.destroy((*created)->record());
+      failure = ServiceError{400, s.error().message()};
       return;
     }
     sandbox = std::move(created.value());

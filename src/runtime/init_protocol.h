@@ -29,8 +29,8 @@ struct InitConfig {
   uint64_t disk_bytes = 0;
   std::vector<std::string> lower_layers;                   // host paths, topmost first
   std::vector<std::pair<std::string, std::string>> binds;  // host path → sandbox path
-  bool full_id_map = true;  // false: only uid/gid 0 exists inside (rootless without subuids)
-  std::string seccomp_bpf;  // compiled once by the runtime (seccomp_policy::compile)
+  bool full_id_map = true;         // false: only uid/gid 0 exists inside (rootless without subuids)
+  std::string seccomp_bpf;         // compiled once by the runtime (seccomp_policy::compile)
   bool host_writable_dir = false;  // the writable layer is a host dir (RootfsSpec::writable_dir)
   bool host_network = false;       // the net namespace is the host's: leave it alone
   // Not encoded: O_PATH fds of each lower layer, then of each bind source,
@@ -76,7 +76,9 @@ Error error_from(const Reply& reply);
 
 // One message with its fds over a SOCK_SEQPACKET socket.
 inline constexpr size_t kMaxMessage = 192 * 1024;
-inline constexpr size_t kMaxFds = 8;
+// A template's layers travel in one message: up to the 127 layers validate()
+// allows, plus the binds and the writable dir (the kernel's limit is 253).
+inline constexpr size_t kMaxFds = 160;
 Status send_message(int sock, const std::string& bytes, const std::vector<int>& fds);
 // false on an orderly EOF.
 Result<bool> recv_message(int sock, std::string* bytes, std::vector<UniqueFd>* fds);

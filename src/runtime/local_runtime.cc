@@ -37,6 +37,9 @@ constexpr Limits kBuiltinLimits{512 * kMiB, 256, 1000, 1024 * kMiB};
 constexpr const char* kSocketName = "ctl.sock";
 constexpr const char* kInitFile = "init";  // "<pid> <starttime>", for sweep_orphans
 constexpr int kDeathTimeoutMs = 5000;
+// Overlay takes the lower dirs as one mount option (a page at most) and
+// init receives their fds in one message.
+constexpr size_t kMaxLayers = 127;
 
 Limits fill_defaults(Limits l, const Limits& d) {
   for (auto [field, fallback] :
@@ -96,13 +99,16 @@ Status validate(const SandboxSpec& spec) {
     return Error{"create sandbox", EINVAL, "id must be [a-z0-9]+: " + spec.id};
   if (spec.rootfs.lower_layers.empty())
     return Error{"create sandbox", EINVAL, "the rootfs has no layers: give a template"};
+  if (spec.rootfs.lower_layers.size() > kMaxLayers)
+    return Error{"create sandbox", E2BIG,
+                 "more than " + std::to_string(kMaxLayers) + " layers; flatten the template"};
   for (const auto& layer : spec.rootfs.lower_layers)
     if (!layer.is_absolute() || layer.native().find_first_of(":,\\") != std::string::npos)
       return Error{"create sandbox", EINVAL,
                    "layer paths must be absolute, without ':' ',' '\\': " + layer.string()};
   const fs::path& writable = spec.rootfs.writable_dir;
-  if (!writable.empty() && (!writable.is_absolute() || writable.native().find_first_of(":,\\") !=
-                                                           std::string::npos))
+  if (!writable.empty() &&
+      (!writable.is_absolute() || writable.native().find_first_of(":,\\") != std::string::npos))
     return Error{"create sandbox", EINVAL,
                  "the writable dir must be absolute, without ':' ',' '\\': " + writable.string()};
   for (const auto& bind : spec.rootfs.read_only_binds)
@@ -250,8 +256,8 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
       if (auto s = cgroup::attach(cgroups_, spec.id, pid); !s) return s.error();
     return open_rootfs_sources(pid, spec.rootfs);
   };
-  auto pid = spawner::start_init({image_.get(), config->get(), listen->get()},
-                                 spec.host_network, prepare);
+  auto pid =
+      spawner::start_init({image_.get(), config->get(), listen->get()}, spec.host_network, prepare);
   if (!pid) return pid.error();
   if (auto s = shield_init_ ? protect_from_oom_killer(*pid) : Status{}; !s) {
     (void)kill_init(*pid);

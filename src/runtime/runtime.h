@@ -28,10 +28,10 @@ namespace fs = std::filesystem;
 
 // Resource limits; zero means "runtime default". Users may override at create.
 struct Limits {
-  uint64_t memory_bytes = 0;  // default 512 MiB (memory.limit + memsw on v1, memory.max on v2)
-  uint64_t pids = 0;          // default 256
+  uint64_t memory_bytes = 0;    // default 512 MiB (memory.limit + memsw on v1, memory.max on v2)
+  uint64_t pids = 0;            // default 256
   uint32_t cpu_millicores = 0;  // default 1000 (one CPU)
-  uint64_t disk_bytes = 0;    // size of the tmpfs holding the writable layer; default 1 GiB
+  uint64_t disk_bytes = 0;      // size of the tmpfs holding the writable layer; default 1 GiB
 };
 
 // A read-only bind of a host path into the sandbox (used by the `host` template).
@@ -42,7 +42,7 @@ struct BindMount {
 
 // What the root filesystem is made of. Produced by src/templates.
 struct RootfsSpec {
-  std::vector<fs::path> lower_layers;  // overlay lowerdirs, topmost first, read-only
+  std::vector<fs::path> lower_layers;      // overlay lowerdirs, topmost first, read-only
   std::vector<BindMount> read_only_binds;  // mounted after the overlay, before pivot_root
   // Empty: the writable layer is a tmpfs that dies with the sandbox. Else a
   // host dir holding empty `upper/` and `work/` dirs (one filesystem, owned
@@ -67,15 +67,15 @@ struct SandboxSpec {
 // The daemon persists it verbatim.
 struct SandboxRecord {
   std::string id;
-  pid_t init_pid = 0;              // host pid of the sandbox's PID 1
-  uint64_t init_start_time = 0;    // /proc/<pid>/stat starttime: guards against pid reuse
-  fs::path state_dir;              // host dir holding the control socket
-  uid_t host_uid_base = 0;         // sandbox uid 0 maps to this host uid
-  Limits limits;                   // effective limits (defaults filled in)
+  pid_t init_pid = 0;            // host pid of the sandbox's PID 1
+  uint64_t init_start_time = 0;  // /proc/<pid>/stat starttime: guards against pid reuse
+  fs::path state_dir;            // host dir holding the control socket
+  uid_t host_uid_base = 0;       // sandbox uid 0 maps to this host uid
+  Limits limits;                 // effective limits (defaults filled in)
 };
 
 struct ProcessSpec {
-  std::vector<std::string> argv;  // argv[0] is resolved inside the sandbox, e.g. /bin/bash
+  std::vector<std::string> argv;           // argv[0] is resolved inside the sandbox, e.g. /bin/bash
   std::map<std::string, std::string> env;  // the complete environment
   std::string cwd = "/home/user";
   uint32_t uid = 1000;  // sandbox uid (1000 = `user`, 0 = `root`)
@@ -86,11 +86,11 @@ struct ProcessSpec {
 };
 
 struct Process {
-  int pid = 0;            // pid inside the sandbox (what E2B calls the pid)
-  UniqueFd stdin_fd;      // write end, or invalid (no stdin pipe / pty)
-  UniqueFd stdout_fd;     // read end (invalid with a pty)
-  UniqueFd stderr_fd;     // read end (invalid with a pty)
-  UniqueFd pty_fd;        // pty master, read+write (only with pty)
+  int pid = 0;         // pid inside the sandbox (what E2B calls the pid)
+  UniqueFd stdin_fd;   // write end, or invalid (no stdin pipe / pty)
+  UniqueFd stdout_fd;  // read end (invalid with a pty)
+  UniqueFd stderr_fd;  // read end (invalid with a pty)
+  UniqueFd pty_fd;     // pty master, read+write (only with pty)
   // Becomes readable when the process has been reaped: it then yields one
   // int32 wait status (as from waitpid) and EOF. EOF without a status means
   // the sandbox died.

@@ -23,8 +23,8 @@ struct EntryInfo {
   std::string path;  // absolute inside the sandbox
   FileType type = FileType::kOther;
   uint64_t size = 0;
-  uint32_t mode = 0;       // st_mode & 07777
-  std::string owner;       // "user", "root" or the uid as text
+  uint32_t mode = 0;  // st_mode & 07777
+  std::string owner;  // "user", "root" or the uid as text
   std::string group;
   int64_t mtime_sec = 0;
   int64_t mtime_nsec = 0;

@@ -68,8 +68,9 @@ Result<SandboxUserIds> lookup_user(const Sandbox& sb, const std::string& spec) {
   } else {
     entry = find_entry(passwd, user, 0);
     if (entry.size() < 3)
-      return Error{"user", ENOENT,
-                   "no user '" + user + "' in the sandbox's /etc/passwd; use a uid or add the user"};
+      return Error{
+          "user", ENOENT,
+          "no user '" + user + "' in the sandbox's /etc/passwd; use a uid or add the user"};
     ids.uid = number(entry[2]).value_or(0);
   }
   if (entry.size() > 5) {

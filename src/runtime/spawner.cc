@@ -21,8 +21,8 @@
 namespace abx::runtime::spawner {
 namespace {
 
-constexpr int kCloneFlags = CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
-                            CLONE_NEWUTS | SIGCHLD;
+constexpr int kCloneFlags =
+    CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
 constexpr size_t kStackSize = 256 * 1024;
 constexpr int kReadyTimeoutMs = 30000;
 constexpr unsigned kSeals = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
@@ -101,7 +101,7 @@ pid_t clone_blocked(ChildArgs* args, void* stack, bool host_network) {
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
   const pid_t pid = ::clone(child_main, static_cast<char*>(stack) + kStackSize,
-                             kCloneFlags | (host_network ? 0 : CLONE_NEWNET), args);
+                            kCloneFlags | (host_network ? 0 : CLONE_NEWNET), args);
   const int saved = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   errno = saved;

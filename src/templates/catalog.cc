@@ -20,6 +20,7 @@ nlohmann::json to_json(const TemplateMeta& meta) {
   json["created_ms"] = meta.created_ms;
   json["size_bytes"] = meta.size_bytes;
   json["spec_hash"] = meta.spec_hash;
+  json["layers"] = meta.layers;
   json["env"] = meta.env;
   json["workdir"] = meta.workdir;
   json["user"] = meta.user;
@@ -49,6 +50,7 @@ Result<TemplateMeta> read_meta(const fs::path& template_dir) {
     meta.created_ms = json.value("created_ms", int64_t{0});
     meta.size_bytes = json.value("size_bytes", uint64_t{0});
     meta.spec_hash = json.value("spec_hash", "");
+    meta.layers = json.value("layers", std::vector<std::string>{});
     meta.env = json.value("env", std::map<std::string, std::string>{});
     meta.workdir = json.value("workdir", "");
     meta.user = json.value("user", "");

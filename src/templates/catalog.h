@@ -1,11 +1,13 @@
 // What is recorded beside each stored template (meta.json) and how a stored
-// template dir is laid out: <templates>/<name>/{meta.json,rootfs/}.
+// template dir is laid out: <templates>/<name>/meta.json naming its layers,
+// which live in <templates>/.layers/<id>/ and may be shared between templates.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 
@@ -19,6 +21,7 @@ struct TemplateMeta {
   int64_t created_ms = 0;   // unix ms
   uint64_t size_bytes = 0;  // disk used by the rootfs
   std::string spec_hash;
+  std::vector<std::string> layers;         // layer ids, topmost first
   std::map<std::string, std::string> env;  // defaults for the template's processes
   std::string workdir;
   std::string user;

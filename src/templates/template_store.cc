@@ -5,11 +5,16 @@
 #include <fstream>
 #include <mutex>
 
+#include "common/ids.h"
+#include "common/sha256.h"
 #include "common/unique_fd.h"
 #include "templates/catalog.h"
 #include "templates/debian_build.h"
 #include "templates/host_template.h"
+#include "templates/image_archive.h"
 #include "templates/layer.h"
+#include "templates/sandboxfile.h"
+#include "templates/sandboxfile_build.h"
 #include "templates/spec.h"
 #include "templates/templates.h"
 #include "templates/tree_ops.h"
@@ -24,14 +29,12 @@ constexpr const char* kBase = "base";
 constexpr const char* kCodeInterpreter = "code-interpreter-v1";
 constexpr const char* kBuildingPrefix = ".building-";
 constexpr const char* kTrashPrefix = ".trash-";
+constexpr const char* kDebianImagePrefix = "debian:";
 constexpr size_t kMaxNameLength = 63;
-
-// Until the Debian base passes the whole suite here, `base` serves the host
-// template unless a Debian base has been built (`abx template build base`).
-constexpr bool kBuildBaseOnFirstUse = false;
+constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // Serialises builds between threads; the flock below does the same between
-// processes sharing a data dir.
+// processes sharing a templates dir.
 std::mutex build_mutex;
 
 bool valid_name(const std::string& name) {
@@ -43,6 +46,12 @@ bool valid_name(const std::string& name) {
     if (!ok) return false;
   }
   return true;
+}
+
+Status check_buildable_name(const std::string& name) {
+  if (valid_name(name) && name != kHost) return {};
+  return Error{"template build", EINVAL,
+               "'" + name + "' cannot be a template name: use [a-z0-9._-] (host is built in)"};
 }
 
 Result<UniqueFd> lock_builds(const fs::path& templates_dir, bool wait) {
@@ -58,9 +67,23 @@ Status ensure_templates_dir(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Error{"mkdir", ec.value(), dir.string()};
-  // Sandbox root (an unprivileged host uid) looks up the layers through here.
   if (::chmod(dir.c_str(), 0755) != 0) return Error::from_errno("chmod", dir.string());
   return {};
+}
+
+// Holds both locks for the length of one build or removal.
+struct BuildLock {
+  std::unique_lock<std::mutex> threads{build_mutex};
+  UniqueFd file;
+};
+
+Result<std::unique_ptr<BuildLock>> take_build_lock(const fs::path& templates_dir) {
+  auto lock = std::make_unique<BuildLock>();
+  if (auto st = ensure_templates_dir(templates_dir); !st) return st.error();
+  auto file = lock_builds(templates_dir, true);
+  if (!file) return file.error();
+  lock->file = std::move(*file);
+  return lock;
 }
 
 host::Owners owners_from(const runtime::Runtime& runtime) {
@@ -73,9 +96,7 @@ host::Owners owners_from(const runtime::Runtime& runtime) {
 Status build_host_once(const fs::path& templates_dir, const runtime::Runtime& runtime) {
   const fs::path ready = templates_dir / kHost;
   if (fs::is_directory(ready)) return {};
-  std::lock_guard guard(build_mutex);
-  if (auto st = ensure_templates_dir(templates_dir); !st) return st;
-  auto lock = lock_builds(templates_dir, true);
+  auto lock = take_build_lock(templates_dir);
   if (!lock) return lock.error();
   if (fs::is_directory(ready)) return {};
   const fs::path building = templates_dir / (std::string(kBuildingPrefix) + kHost);
@@ -100,6 +121,7 @@ TemplateInfo info_from(const TemplateMeta& meta) {
   info.env = meta.env;
   info.workdir = meta.workdir;
   info.user = meta.user;
+  info.layers = meta.layers.size();
   return info;
 }
 
@@ -107,11 +129,11 @@ TemplateInfo host_info() {
   return {kHost, kHost, "read-only views of the host's system directories"};
 }
 
-// An alias entry: what `name` serves while it is not built itself.
-TemplateInfo alias_info(const std::string& name, const std::string& target, bool buildable) {
-  TemplateInfo info{name, target, "alias of " + target};
-  if (buildable)
-    info.source += "; `abx template build " + name + "` builds it from templates/" + name;
+// A template that has a spec but is not built yet: it is built on first use.
+TemplateInfo unbuilt_info(const std::string& name) {
+  TemplateInfo info{name, name,
+                    "Debian packages (templates/" + name + "); built on first use or by " +
+                        "`abx template build " + name + "`"};
   info.built = false;
   return info;
 }
@@ -126,7 +148,7 @@ Status discard(const fs::path& dir) {
   return tree::remove_tree(trash);
 }
 
-void sweep_interrupted(const fs::path& templates_dir) {
+void sweep_interrupted(const fs::path& templates_dir, const LayerStore& layers) {
   std::error_code ec;
   if (!fs::is_directory(templates_dir, ec)) return;
   auto lock = lock_builds(templates_dir, false);
@@ -137,6 +159,7 @@ void sweep_interrupted(const fs::path& templates_dir) {
       (void)tree::remove_tree(it->path());
     }
   }
+  layers.sweep_staging();
 }
 
 class LogFile {
@@ -148,11 +171,36 @@ class LogFile {
   std::ofstream out_;
 };
 
+std::string mib_text(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+// A Debian root made from nothing but a suite: `FROM debian:bookworm`.
+DebianSpec plain_debian(const std::string& suite) {
+  DebianSpec spec;
+  spec.name = "debian-" + suite;
+  spec.suite = suite;
+  spec.variant = "minbase";
+  spec.mirror = "http://deb.debian.org/debian";
+  spec.hash = sha256_hex("debian\n" + suite + "\nminbase\n" + spec.mirror).substr(0, 16);
+  return spec;
+}
+
+uint64_t layers_disk_usage(const LayerStore& layers, const std::vector<std::string>& ids) {
+  uint64_t total = 0;
+  for (const auto& id : ids) total += disk_usage(layers.path(id));
+  return total;
+}
+
 }  // namespace
 
-TemplateStore::TemplateStore(std::filesystem::path data_dir, const runtime::Runtime& runtime)
-    : dir_(std::move(data_dir) / "templates"), runtime_(runtime) {
-  sweep_interrupted(dir_);
+// A template ready to be published: its meta, with the layers it names
+// already committed to the layer store.
+struct TemplateStore::Staged {
+  TemplateMeta meta;
+};
+
+TemplateStore::TemplateStore(std::filesystem::path templates_dir, runtime::Runtime& runtime)
+    : dir_(std::move(templates_dir)), runtime_(runtime), layers_(dir_) {
+  sweep_interrupted(dir_, layers_);
 }
 
 Result<runtime::RootfsSpec> TemplateStore::rootfs(const std::string& name) {
@@ -166,17 +214,17 @@ Result<runtime::RootfsSpec> TemplateStore::rootfs(const std::string& name) {
     auto built = build(*id, {}, [](const std::string&) {});
     if (!built) return built.error();
   }
-  const fs::path rootfs = dir_ / *id / "rootfs";
+  auto meta = read_meta(dir_ / *id);
+  if (!meta) return meta.error();
   runtime::RootfsSpec spec;
-  spec.lower_layers = {rootfs};
+  for (const auto& layer : meta->layers) spec.lower_layers.push_back(layers_.path(layer));
+  if (spec.lower_layers.empty()) spec.lower_layers = {dir_ / *id / "rootfs"};
   return spec;
 }
 
 Result<std::string> TemplateStore::resolve(const std::string& name) const {
   if (name == kHost) return std::string(kHost);
-  if (valid_name(name) && fs::exists(dir_ / name / "meta.json")) return name;
-  if (name == kCodeInterpreter) return resolve(kBase);
-  if (name == kBase) return std::string(kBuildBaseOnFirstUse ? kBase : kHost);
+  if (valid_name(name) && (fs::exists(dir_ / name / "meta.json") || has_spec(name))) return name;
   std::string names;
   for (const auto& info : list()) names += (names.empty() ? "" : ", ") + info.name;
   return Error{"template", ENOENT, "unknown template '" + name + "'; known: " + names};
@@ -202,11 +250,7 @@ Result<TemplateInfo> TemplateStore::inspect(const std::string& name) const {
   if (name == kHost) return host_info();
   if (valid_name(name)) {
     if (auto meta = read_meta(dir_ / name)) return info_from(*meta);
-  }
-  if (name == kBase || name == kCodeInterpreter) {
-    auto target = resolve(name);
-    if (!target) return target.error();
-    return alias_info(name, *target, has_spec(name));
+    if (has_spec(name)) return unbuilt_info(name);
   }
   return Error{"template", ENOENT, "no template named '" + name + "'; see `abx template list`"};
 }
@@ -215,18 +259,58 @@ std::filesystem::path TemplateStore::log_path(const std::string& name) const {
   return dir_ / (name + ".log");
 }
 
+Result<TemplateInfo> TemplateStore::publish(const Staged& staged) {
+  const std::string& name = staged.meta.name;
+  const fs::path building = dir_ / (kBuildingPrefix + name);
+  auto made = [&]() -> Status {
+    if (auto st = tree::remove_tree(building); !st) return st;
+    if (auto st = tree::make_dir(building, 0755); !st) return st;
+    if (auto st = write_meta(building, staged.meta); !st) return st;
+    if (auto st = discard(dir_ / name); !st) return st;
+    if (::rename(building.c_str(), (dir_ / name).c_str()) != 0)
+      return Error::from_errno("template rename", (dir_ / name).string());
+    return {};
+  }();
+  if (!made) {
+    (void)tree::remove_tree(building);
+    return made.error();
+  }
+  return inspect(name);
+}
+
+// The layer holding the root filesystem `spec` describes, extracted from
+// mmdebstrap's (cached) tar unless it is already in the layer store.
+Result<std::string> TemplateStore::debian_layer(const DebianSpec& spec, bool no_cache,
+                                                const BuildProgressFn& log,
+                                                const BuildProgressFn& progress) {
+  const std::string id = "deb-" + spec.name + "-" + spec.hash;
+  if (!no_cache && layers_.has(id)) {
+    progress("step: " + spec.name + " layer is up to date (spec " + spec.hash + ")");
+    return id;
+  }
+  auto tar = debian_rootfs_tar(spec, no_cache, log, progress);
+  if (!tar) return tar.error();
+  auto staging = layers_.begin(id);
+  if (!staging) return staging.error();
+  const fs::path rootfs = *staging / "rootfs";
+  if (auto st = tree::make_dir(rootfs, 0755); !st) return st.error();
+  progress("step: extracting " + tar->string());
+  const IdShift shift{runtime_.host_uid(0), runtime_.host_gid(0)};
+  auto stats = apply_layer(*tar, fs::canonical(rootfs), shift, [&](const LayerStats& s) {
+    progress("extracted: " + std::to_string(s.entries) + " files, " + mib_text(s.bytes));
+  });
+  if (!stats) return stats.error();
+  if (auto st = layers_.commit(id, rootfs, *staging); !st) return st.error();
+  return id;
+}
+
 Result<TemplateInfo> TemplateStore::build(const std::string& name, const BuildOptions& options,
                                           const BuildProgressFn& progress) {
-  if (!valid_name(name) || name == kHost) {
-    return Error{"template build", EINVAL,
-                 "'" + name + "' cannot be built: names are [a-z0-9._-], and host is built in"};
-  }
+  if (auto st = check_buildable_name(name); !st) return st.error();
   auto spec = load_spec(name);
   if (!spec) return spec.error();
   const bool existed = fs::exists(dir_ / name / "meta.json");
-  std::lock_guard guard(build_mutex);
-  if (auto st = ensure_templates_dir(dir_); !st) return st.error();
-  auto lock = lock_builds(dir_, true);
+  auto lock = take_build_lock(dir_);
   if (!lock) return lock.error();
   // Another request built it while this one waited: that build is the answer.
   if (!existed && !options.no_cache && fs::exists(dir_ / name / "meta.json")) return inspect(name);
@@ -237,45 +321,190 @@ Result<TemplateInfo> TemplateStore::build(const std::string& name, const BuildOp
   };
   both("step: building " + name + " (spec " + spec->hash + ", log " + log_path(name).string() +
        ")");
-  auto tar = debian_rootfs_tar(
+  auto layer = debian_layer(
       *spec, options.no_cache, [&](const std::string& l) { log.line(l); }, both);
-  if (!tar) {
-    log.line("failed: " + tar.error().message());
-    return tar.error();
+  if (!layer) {
+    log.line("failed: " + layer.error().message());
+    return layer.error();
   }
-  const fs::path staging = dir_ / (kBuildingPrefix + name);
-  auto made = [&]() -> Status {
-    if (auto st = tree::remove_tree(staging); !st) return st;
-    if (auto st = tree::make_dir(staging, 0755); !st) return st;
-    if (auto st = tree::make_dir(staging / "rootfs", 0755); !st) return st;
-    both("step: extracting " + tar->string());
-    const IdShift shift{runtime_.host_uid(0), runtime_.host_gid(0)};
-    auto stats =
-        apply_layer(*tar, fs::canonical(staging / "rootfs"), shift, [&](const LayerStats& s) {
-          both("extracted: " + std::to_string(s.entries) + " files, " +
-               std::to_string(s.bytes >> 20) + " MiB");
-        });
-    if (!stats) return stats.error();
-    TemplateMeta meta;
-    meta.name = name;
-    meta.source = "mmdebstrap " + spec->suite + " (templates/" + name + ")";
-    meta.created_ms = unix_ms_now();
-    meta.size_bytes = disk_usage(staging / "rootfs");
-    meta.spec_hash = spec->hash;
-    if (auto st = write_meta(staging, meta); !st) return st;
-    if (auto st = discard(dir_ / name); !st) return st;
-    if (::rename(staging.c_str(), (dir_ / name).c_str()) != 0)
-      return Error::from_errno("template rename", (dir_ / name).string());
-    return {};
-  }();
-  if (!made) {
-    (void)tree::remove_tree(staging);
-    log.line("failed: " + made.error().message());
-    return made.error();
+  Staged staged;
+  staged.meta.name = name;
+  staged.meta.source = "mmdebstrap " + spec->suite + " (templates/" + name + ")";
+  staged.meta.created_ms = unix_ms_now();
+  staged.meta.spec_hash = spec->hash;
+  staged.meta.layers = {*layer};
+  staged.meta.size_bytes = layers_disk_usage(layers_, staged.meta.layers);
+  auto info = publish(staged);
+  if (!info) {
+    log.line("failed: " + info.error().message());
+    return info.error();
   }
-  auto info = inspect(name);
-  if (info) both("done: " + name + ", " + std::to_string(info->size_bytes >> 20) + " MiB");
+  both("done: " + name + ", " + mib_text(info->size_bytes));
   return info;
+}
+
+// What a Sandboxfile's FROM names: a template (built first if it has a spec),
+// `debian:<suite>`, or an image archive in the build context.
+Result<TemplateMeta> TemplateStore::from_image(const std::string& image,
+                                               const SandboxfileRequest& request,
+                                               const BuildProgressFn& progress) {
+  if (image == kHost)
+    return Error{"FROM", EINVAL,
+                 "FROM host is not possible: host is a view of this machine's dirs; use FROM base"};
+  if (image.starts_with(kDebianImagePrefix)) {
+    const DebianSpec spec = plain_debian(image.substr(std::string(kDebianImagePrefix).size()));
+    auto layer = debian_layer(spec, false, progress, progress);
+    if (!layer) return layer.error();
+    TemplateMeta meta;
+    meta.layers = {*layer};
+    return meta;
+  }
+  const fs::path archive = request.context_dir / image;
+  if (image.find('/') != std::string::npos || image.ends_with(".tar")) {
+    std::error_code ec;
+    if (!fs::exists(archive, ec))
+      return Error{"FROM", ENOENT, "no image archive '" + image + "' in the build context"};
+    return import_layer(archive, progress);
+  }
+  if (!valid_name(image) || (!fs::exists(dir_ / image / "meta.json") && !has_spec(image)))
+    return Error{"FROM", ENOENT,
+                 "unknown template '" + image +
+                     "' in FROM; use a template name, debian:<suite> or an image archive"};
+  return read_meta(dir_ / image);
+}
+
+Result<TemplateInfo> TemplateStore::build_sandboxfile(const SandboxfileRequest& request,
+                                                      const BuildProgressFn& progress) {
+  if (auto st = check_buildable_name(request.name); !st) return st.error();
+  auto file = sandboxfile::parse(request.sandboxfile, request.build_args);
+  if (!file) return file.error();
+  for (const auto& warning : file->warnings) progress("warning: " + warning);
+  const std::string from = file->steps.front().args.front();
+  // Outside the lock: building a FROM template takes it too.
+  if (valid_name(from) && has_spec(from) && !fs::exists(dir_ / from / "meta.json")) {
+    progress("step: building " + from + " first (FROM " + from + ")");
+    auto built = build(from, {}, progress);
+    if (!built) return built.error();
+  }
+  auto lock = take_build_lock(dir_);
+  if (!lock) return lock.error();
+  LogFile log(log_path(request.name));
+  const auto both = [&](const std::string& line) {
+    log.line(line);
+    progress(line);
+  };
+  auto fail = [&](const Error& error) {
+    log.line("failed: " + error.message());
+    return error;
+  };
+  auto base = from_image(from, request, both);
+  if (!base) return fail(base.error());
+  // Again, now that FROM's env and workdir are known: `ENV PATH=/opt/bin:$PATH`
+  // must extend the image's PATH.
+  sandboxfile::BaseImage image{base->env, base->workdir.empty() ? "/" : base->workdir};
+  image.env.try_emplace("PATH", kDefaultPath);
+  file = sandboxfile::parse(request.sandboxfile, request.build_args, image);
+  if (!file) return fail(file.error());
+  const fs::path scratch = dir_ / (kBuildingPrefix + request.name + ".scratch");
+  if (auto st = tree::remove_tree(scratch); !st) return fail(st.error());
+  if (auto st = tree::make_dir(scratch, 0700); !st) return fail(st.error());
+  StepDeps deps{runtime_,
+                layers_,
+                request.context_dir,
+                scratch,
+                request.network,
+                request.no_cache,
+                [&](const std::string& l) { log.line(l); },
+                both};
+  auto made = run_steps(*file, *base, deps);
+  (void)tree::remove_tree(scratch);
+  if (!made) return fail(made.error());
+  Staged staged;
+  staged.meta = *made;
+  staged.meta.name = request.name;
+  staged.meta.source =
+      "Sandboxfile (FROM " + from + ", " + std::to_string(file->steps.size()) + " steps)";
+  staged.meta.created_ms = unix_ms_now();
+  staged.meta.size_bytes = layers_disk_usage(layers_, staged.meta.layers);
+  auto info = publish(staged);
+  if (!info) return fail(info.error());
+  both("done: " + request.name + ", " + std::to_string(info->layers) + " layers, " +
+       mib_text(info->size_bytes));
+  return info;
+}
+
+// One layer holding the flattened image; its id is the archive's digest, so
+// importing the same image twice stores it once.
+Result<TemplateMeta> TemplateStore::import_layer(const fs::path& image,
+                                                 const BuildProgressFn& progress) {
+  std::error_code ec;
+  const fs::path digest_source = fs::is_directory(image, ec) ? image / "index.json" : image;
+  auto digest = sha256_file(digest_source);
+  if (!digest) return digest.error();
+  const std::string id = "img-" + digest->substr(0, 32);
+  auto staging = layers_.begin(id);
+  if (!staging) return staging.error();
+  const fs::path rootfs = *staging / "rootfs";
+  const fs::path scratch = *staging / "scratch";
+  if (auto st = tree::make_dir(rootfs, 0755); !st) return st.error();
+  if (auto st = tree::make_dir(scratch, 0700); !st) return st.error();
+  progress("step: unpacking " + image.filename().string());
+  const IdShift shift{runtime_.host_uid(0), runtime_.host_gid(0)};
+  auto config =
+      unpack_image(image, scratch, fs::canonical(rootfs), shift, [&](const LayerStats& s) {
+        progress("extracted: " + std::to_string(s.entries) + " files, " + mib_text(s.bytes));
+      });
+  if (!config) {
+    (void)tree::remove_tree(*staging);
+    return config.error();
+  }
+  if (auto st = layers_.commit(id, rootfs, *staging); !st) return st.error();
+  progress("step: " + std::to_string(config->layers) + " layers of a " + config->format +
+           " unpacked");
+  TemplateMeta meta;
+  meta.layers = {id};
+  meta.env = config->env;
+  meta.workdir = config->workdir;
+  meta.user = config->user;
+  return meta;
+}
+
+Result<TemplateInfo> TemplateStore::import_image(const std::string& name, const fs::path& image,
+                                                 const std::string& origin,
+                                                 const BuildProgressFn& progress) {
+  if (auto st = check_buildable_name(name); !st) return st.error();
+  auto lock = take_build_lock(dir_);
+  if (!lock) return lock.error();
+  LogFile log(log_path(name));
+  const auto both = [&](const std::string& line) {
+    log.line(line);
+    progress(line);
+  };
+  auto imported = import_layer(image, both);
+  if (!imported) {
+    log.line("failed: " + imported.error().message());
+    return imported.error();
+  }
+  Staged staged;
+  staged.meta = *imported;
+  staged.meta.name = name;
+  staged.meta.source = "image " + origin;
+  staged.meta.created_ms = unix_ms_now();
+  staged.meta.size_bytes = layers_disk_usage(layers_, staged.meta.layers);
+  auto info = publish(staged);
+  if (info) both("done: " + name + ", " + mib_text(info->size_bytes));
+  return info;
+}
+
+UploadDir::~UploadDir() {
+  if (!path.empty()) (void)tree::remove_tree(path);
+}
+
+Result<UploadDir> TemplateStore::upload_dir() {
+  if (auto st = ensure_templates_dir(dir_); !st) return st.error();
+  const fs::path path = dir_ / (std::string(kBuildingPrefix) + "upload-" + ids::random_hex(8));
+  if (auto st = tree::make_dir(path, 0700); !st) return st.error();
+  return UploadDir(path);
 }
 
 Status TemplateStore::remove(const std::string& name) {
@@ -283,10 +512,17 @@ Status TemplateStore::remove(const std::string& name) {
   if (!valid_name(name) || !fs::exists(dir_ / name / "meta.json")) {
     return Error{"template rm", ENOENT, "no stored template named '" + name + "'"};
   }
-  std::lock_guard guard(build_mutex);
-  auto lock = lock_builds(dir_, true);
+  auto lock = take_build_lock(dir_);
   if (!lock) return lock.error();
-  return discard(dir_ / name);
+  if (auto st = discard(dir_ / name); !st) return st;
+  std::set<std::string> referenced;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (auto meta = read_meta(it->path()))
+      referenced.insert(meta->layers.begin(), meta->layers.end());
+  }
+  layers_.collect_garbage(referenced);
+  return {};
 }
 
 }  // namespace abx::templates

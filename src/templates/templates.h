@@ -7,12 +7,18 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "runtime/runtime.h"
+#include "templates/catalog.h"
+#include "templates/layer_store.h"
+#include "templates/spec.h"
 
 namespace abx::templates {
+
+namespace fs = std::filesystem;
 
 struct TemplateInfo {
   std::string name;      // e.g. "host"
@@ -24,6 +30,7 @@ struct TemplateInfo {
   std::map<std::string, std::string> env;  // defaults for processes (from an image's config)
   std::string workdir;
   std::string user;
+  size_t layers = 0;  // overlay layers it is made of (shared with templates built FROM it)
 };
 
 // Progress lines of a build ("step: ...", "packages: ...", "extracted: ...").
@@ -33,12 +40,36 @@ struct BuildOptions {
   bool no_cache = false;  // rebuild the rootfs even if the cache holds this spec
 };
 
+// A template built from a Sandboxfile (a Dockerfile subset; see sandboxfile.h).
+struct SandboxfileRequest {
+  std::string name;
+  fs::path context_dir;     // COPY/ADD sources, and FROM image archives, are taken from here
+  std::string sandboxfile;  // the file's text
+  std::map<std::string, std::string> build_args;
+  bool no_cache = false;  // run every step, even those whose layer exists
+  bool network = true;    // RUN steps reach the host's network (builds only)
+};
+
+// A private dir for one upload (a build context, an image); removed with
+// this object, or by the next daemon start if the daemon dies first.
+struct UploadDir {
+  fs::path path;
+  explicit UploadDir(fs::path p) : path(std::move(p)) {}
+  UploadDir(UploadDir&& other) noexcept : path(std::exchange(other.path, {})) {}
+  UploadDir(const UploadDir&) = delete;
+  UploadDir& operator=(const UploadDir&) = delete;
+  UploadDir& operator=(UploadDir&&) = delete;
+  ~UploadDir();
+};
+
 class TemplateStore {
  public:
   // `runtime` tells which host ids sandbox root and `user` map to, so template
   // files get owners the sandbox can use. It must outlive the store. Removes
   // what an interrupted build left behind.
-  TemplateStore(std::filesystem::path data_dir, const runtime::Runtime& runtime);
+  // Runs build steps in sandboxes of `runtime`; `templates_dir` holds the
+  // templates and their layers and may be shared by several daemons.
+  TemplateStore(std::filesystem::path templates_dir, runtime::Runtime& runtime);
   // Resolve a name or alias ("base", "host", "code-interpreter-v1") and make
   // sure its files exist, building them on first use.
   Result<runtime::RootfsSpec> rootfs(const std::string& name);
@@ -52,13 +83,31 @@ class TemplateStore {
   // once it is complete. The log is kept at log_path(name).
   Result<TemplateInfo> build(const std::string& name, const BuildOptions& options,
                              const BuildProgressFn& progress);
-  // Removes a stored template (the caller checks that no sandbox uses it).
+  // Builds `request.name` from a Sandboxfile: each step is a cached layer.
+  Result<TemplateInfo> build_sandboxfile(const SandboxfileRequest& request,
+                                         const BuildProgressFn& progress);
+  // Makes template `name` from an OCI image layout (dir or tar) or a `docker
+  // save` tar; `origin` says where it came from, for `template list`.
+  Result<TemplateInfo> import_image(const std::string& name, const fs::path& image,
+                                    const std::string& origin, const BuildProgressFn& progress);
+  Result<UploadDir> upload_dir();
+  // Removes a stored template (the caller checks that no sandbox uses it) and
+  // the layers no other template uses.
   Status remove(const std::string& name);
   std::filesystem::path log_path(const std::string& name) const;
 
  private:
+  struct Staged;
+  Result<TemplateInfo> publish(const Staged& staged);
+  Result<std::string> debian_layer(const DebianSpec& spec, bool no_cache,
+                                   const BuildProgressFn& log, const BuildProgressFn& progress);
+  Result<TemplateMeta> import_layer(const fs::path& image, const BuildProgressFn& progress);
+  Result<TemplateMeta> from_image(const std::string& image, const SandboxfileRequest& request,
+                                  const BuildProgressFn& progress);
+
   std::filesystem::path dir_;
-  const runtime::Runtime& runtime_;
+  runtime::Runtime& runtime_;
+  LayerStore layers_;
 };
 
 }  // namespace abx::templates

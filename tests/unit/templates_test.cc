@@ -69,7 +69,7 @@ class TemplateStoreTest : public ::testing::Test {
 };
 
 TEST_F(TemplateStoreTest, BuildsHostLayoutWithOwnersAndNoSecrets) {
-  TemplateStore store(data_, runtime_);
+  TemplateStore store(data_ / "templates", runtime_);
   auto spec = store.rootfs("base");
   ASSERT_TRUE(spec.ok()) << spec.error().message();
   const fs::path rootfs = host_ / "rootfs";
@@ -106,24 +106,24 @@ TEST_F(TemplateStoreTest, BuildsHostLayoutWithOwnersAndNoSecrets) {
 }
 
 TEST_F(TemplateStoreTest, SecondUseReusesTheBuiltTree) {
-  TemplateStore store(data_, runtime_);
+  TemplateStore store(data_ / "templates", runtime_);
   ASSERT_TRUE(store.rootfs("host").ok());
   std::ofstream(host_ / "rootfs/marker") << "kept";
-  TemplateStore again(data_, runtime_);
+  TemplateStore again(data_ / "templates", runtime_);
   ASSERT_TRUE(again.rootfs("code-interpreter-v1").ok());
   EXPECT_TRUE(fs::exists(host_ / "rootfs/marker"));
 }
 
 TEST_F(TemplateStoreTest, HalfBuiltTreeIsDiscarded) {
   fs::create_directories(data_ / "templates/.building-host/rootfs/junk");
-  TemplateStore store(data_, runtime_);
+  TemplateStore store(data_ / "templates", runtime_);
   ASSERT_TRUE(store.rootfs("host").ok());
   EXPECT_FALSE(fs::exists(data_ / "templates/.building-host"));
   EXPECT_FALSE(fs::exists(host_ / "rootfs/junk"));
 }
 
 TEST_F(TemplateStoreTest, ConcurrentFirstUseBuildsOnce) {
-  TemplateStore store(data_, runtime_);
+  TemplateStore store(data_ / "templates", runtime_);
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
   for (int i = 0; i < 4; ++i) {
@@ -138,12 +138,12 @@ TEST_F(TemplateStoreTest, ConcurrentFirstUseBuildsOnce) {
 // like ~/.local/state under root's 0700 home) serves templates too.
 TEST_F(TemplateStoreTest, PrivateDataDirIsFine) {
   fs::permissions(data_, fs::perms::others_all | fs::perms::group_all, fs::perm_options::remove);
-  TemplateStore store(data_, runtime_);
+  TemplateStore store(data_ / "templates", runtime_);
   EXPECT_TRUE(store.rootfs("base").ok());
 }
 
 TEST_F(TemplateStoreTest, UnknownNamesListTheKnownOnes) {
-  TemplateStore store(data_, runtime_);
+  TemplateStore store(data_ / "templates", runtime_);
   auto resolved = store.resolve("ubuntu");
   ASSERT_FALSE(resolved.ok());
   EXPECT_EQ(resolved.error().step, "template");
@@ -177,7 +177,7 @@ class HostTemplateSandboxTest : public TemplateStoreTest {
     auto rt = runtime::open_runtime({state_dir(), init, {}});
     ASSERT_TRUE(rt.ok()) << rt.error().message();
     rt_ = std::move(rt.value());
-    TemplateStore store(data_, *rt_);
+    TemplateStore store(data_ / "templates", *rt_);
     auto rootfs = store.rootfs("code-interpreter-v1");
     ASSERT_TRUE(rootfs.ok()) << rootfs.error().message();
     runtime::SandboxSpec spec;

@@ -135,8 +135,8 @@ Status mount_overlay(const InitConfig& config) {
   std::string writable = "/";
   if (config.host_writable_dir)
     writable = source_path(config, config.lower_layers.size() + config.binds.size()) + "/";
-  const std::string options = "lowerdir=" + lower + ",upperdir=" + writable +
-                              "upper,workdir=" + writable + "work";
+  const std::string options =
+      "lowerdir=" + lower + ",upperdir=" + writable + "upper,workdir=" + writable + "work";
   // user.overlay.* xattrs first: a user namespace cannot set trusted.* ones,
   // and layers captured by template builds carry user.overlay.opaque marks
   // that only a userxattr mount honours. Kernels before 5.11 lack the option.

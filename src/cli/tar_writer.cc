@@ -1,0 +1,81 @@
+#include "cli/tar_writer.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "common/unique_fd.h"
+
+namespace abx::cli {
+namespace {
+
+using Writer = std::unique_ptr<archive, decltype(&archive_write_free)>;
+using Entry = std::unique_ptr<archive_entry, decltype(&archive_entry_free)>;
+
+Error tar_error(archive* a, const std::string& what) {
+  const char* text = archive_error_string(a);
+  return Error{"pack " + what, archive_errno(a) > 0 ? archive_errno(a) : EIO, text ? text : ""};
+}
+
+Status write_file_data(archive* out, const fs::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno("open", path.string());
+  char buffer[1 << 16];
+  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::from_errno("read", path.string());
+    if (archive_write_data(out, buffer, static_cast<size_t>(n)) != n)
+      return tar_error(out, path.string());
+  }
+  return {};
+}
+
+Status add_path(archive* out, const fs::path& path, const std::string& name) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return Error::from_errno("stat", path.string());
+  if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) return {};
+  Entry entry(archive_entry_new(), archive_entry_free);
+  archive_entry_copy_stat(entry.get(), &st);
+  archive_entry_set_pathname(entry.get(), name.c_str());
+  if (S_ISLNK(st.st_mode)) archive_entry_set_symlink(entry.get(), fs::read_symlink(path).c_str());
+  if (archive_write_header(out, entry.get()) != ARCHIVE_OK) return tar_error(out, name);
+  return S_ISREG(st.st_mode) ? write_file_data(out, path) : Status{};
+}
+
+Status add_extra(archive* out, const TarExtra& extra) {
+  Entry entry(archive_entry_new(), archive_entry_free);
+  archive_entry_set_pathname(entry.get(), extra.name.c_str());
+  archive_entry_set_filetype(entry.get(), AE_IFREG);
+  archive_entry_set_perm(entry.get(), 0644);
+  archive_entry_set_size(entry.get(), static_cast<la_int64_t>(extra.content.size()));
+  if (archive_write_header(out, entry.get()) != ARCHIVE_OK) return tar_error(out, extra.name);
+  if (archive_write_data(out, extra.content.data(), extra.content.size()) !=
+      static_cast<la_ssize_t>(extra.content.size()))
+    return tar_error(out, extra.name);
+  return {};
+}
+
+}  // namespace
+
+Status write_tar(const fs::path& dir, const std::vector<TarExtra>& extras, const fs::path& out) {
+  Writer tar(archive_write_new(), archive_write_free);
+  archive_write_set_format_pax_restricted(tar.get());
+  if (archive_write_open_filename(tar.get(), out.c_str()) != ARCHIVE_OK)
+    return tar_error(tar.get(), out.string());
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = fs::relative(it->path(), dir).string();
+    if (auto st = add_path(tar.get(), it->path(), name); !st) return st;
+  }
+  if (ec) return Error{"read", ec.value(), dir.string()};
+  for (const auto& extra : extras)
+    if (auto st = add_extra(tar.get(), extra); !st) return st;
+  if (archive_write_close(tar.get()) != ARCHIVE_OK) return tar_error(tar.get(), out.string());
+  return {};
+}
+
+}  // namespace abx::cli
