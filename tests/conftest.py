@@ -7,6 +7,10 @@ import pytest
 from pathlib import Path
 
 from harness import Daemon, private_state_dir, start_daemon, stop_daemon
+from helpers import abx
+
+
+TEMPLATE_BUILD_TIMEOUT = 1800
 
 
 @pytest.fixture(scope="session")
@@ -16,6 +20,17 @@ def daemon() -> Daemon:
     yield d
     stop_daemon(d)
     shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prebuilt_templates(daemon: Daemon) -> None:
+    """`base` (mmdebstrap, cached by spec hash in build/template-cache) and
+    `code-interpreter-v1` (a layer over base) in the shared templates dir, built
+    once before any test so that no create waits minutes for a first build."""
+    for name in ("base", "code-interpreter-v1"):
+        r = abx(daemon, "template", "build", name, timeout=TEMPLATE_BUILD_TIMEOUT)
+        assert r.returncode == 0, f"building {name} failed:\n{r.stderr[-3000:]}"
+
 
 
 @pytest.fixture

@@ -13,6 +13,13 @@ import httpx
 
 REPO = Path(__file__).resolve().parent.parent
 ABX_BIN = Path(os.environ.get("ABX_BIN", REPO / "build" / "abx"))
+# Every test daemon shares one templates dir, so `base` and
+# `code-interpreter-v1` are built once per machine (template builds take a
+# file lock) instead of once per daemon. The template tests use their own.
+SHARED_TEMPLATES = Path(os.environ.get("ABX_TEST_TEMPLATES", REPO / "build" / "test-templates"))
+# The mmdebstrap tars, keyed by spec hash, survive `make clean` of templates.
+os.environ.setdefault("ABX_CACHE_DIR", str(REPO / "build" / "template-cache"))
+os.environ.setdefault("ABX_TEMPLATE_SPECS", str(REPO / "templates"))
 
 
 @dataclass
@@ -37,14 +44,15 @@ class Daemon:
         return env
 
 
-def start_daemon(data_dir: Path, timeout: float = 15.0) -> Daemon:
+def start_daemon(data_dir: Path, timeout: float = 15.0, shared_templates: bool = True) -> Daemon:
     data_dir.mkdir(parents=True, exist_ok=True)
     addr_file = data_dir / "daemon.addr"
     addr_file.unlink(missing_ok=True)
     log = open(data_dir / "daemon.log", "ab")
+    templates = ["--templates-dir", str(SHARED_TEMPLATES)] if shared_templates else []
     proc = subprocess.Popen(
         [str(ABX_BIN), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir),
-         "--address-file", str(addr_file), "--log-level", "debug"],
+         "--address-file", str(addr_file), "--log-level", "debug", *templates],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

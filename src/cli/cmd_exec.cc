@@ -29,7 +29,7 @@ struct ExecOptions {
   bool tty = false;
   std::vector<std::string> env;
   std::string cwd;
-  std::string user = "user";
+  std::string user;  // "" = the sandbox's default user
   int timeout = 0;
   std::vector<std::string> command;
 };
@@ -288,9 +288,8 @@ void add_exec(CLI::App& root, Commands& commands) {
   app->add_flag("-t,--tty", options->tty, "Run in a pseudo-terminal (interactive programs)");
   app->add_option("--env", options->env, "Environment variable K=V");
   app->add_option("--cwd", options->cwd, "Working directory in the sandbox");
-  app->add_option("--user", options->user, "user or root")
-      ->check(CLI::IsMember({"user", "root"}))
-      ->capture_default_str();
+  app->add_option("--user", options->user, "user or root (default: the template's user)")
+      ->check(CLI::IsMember({"user", "root"}));
   app->add_option("--timeout", options->timeout, "Kill the command after this many seconds")
       ->check(CLI::NonNegativeNumber);
   commands.push_back({app, [options] { return run_exec(*options); }});

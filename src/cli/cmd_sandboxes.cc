@@ -27,6 +27,7 @@ Result<int> run_create(const CreateOptions& options) {
   if (!metadata) return metadata.error();
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
+  if (auto built = build_if_unbuilt(*endpoint, options.template_id); !built) return built.error();
   const json request = {{"templateID", options.template_id},
                         {"timeout", options.timeout},
                         {"envVars", *env},

@@ -102,7 +102,7 @@ Result<int> run_remove(const RemoveOptions& options) {
 
 // One NDJSON line of the build stream: progress goes to stderr, the outcome
 // decides the exit code.
-std::optional<Result<int>> show_build_line(const std::string& line) {
+std::optional<Result<int>> show_build_line(const std::string& line, const char* verb) {
   const json event = json::parse(line, nullptr, false);
   if (!event.is_object()) return std::nullopt;
   if (event.contains("progress")) {
@@ -110,15 +110,17 @@ std::optional<Result<int>> show_build_line(const std::string& line) {
     return std::nullopt;
   }
   if (event.contains("error")) {
-    return Result<int>(Error{"template build failed: " + event["error"].value("message", "")});
+    const std::string action = std::string(verb) == "imported" ? "import" : "build";
+    return Result<int>(
+        Error{"template " + action + " failed: " + event["error"].value("message", "")});
   }
   const json& done = event["done"];
-  std::cout << "built " << done.value("name", "") << " ("
+  std::cout << verb << " " << done.value("name", "") << " ("
             << mib(done.value("sizeBytes", uint64_t{0})) << ")\n";
   return Result<int>(0);
 }
 
-Result<int> follow_build(http::ResponseStream& stream) {
+Result<int> follow_build(http::ResponseStream& stream, const char* verb) {
   std::string pending;
   while (!stream.done()) {
     auto piece = stream.read_some();
@@ -127,7 +129,7 @@ Result<int> follow_build(http::ResponseStream& stream) {
     for (size_t end; (end = pending.find('\n')) != std::string::npos;) {
       const std::string line = pending.substr(0, end);
       pending.erase(0, end + 1);
-      if (auto outcome = show_build_line(line)) return std::move(*outcome);
+      if (auto outcome = show_build_line(line, verb)) return std::move(*outcome);
     }
   }
   return Error{"the daemon ended the build stream without a result; see its log"};
@@ -136,7 +138,7 @@ Result<int> follow_build(http::ResponseStream& stream) {
 // Sends `request` (with `body` streamed when given) and follows the NDJSON
 // progress stream to its outcome.
 Result<int> open_and_follow(const Endpoint& endpoint, const http::Request& request,
-                            const http::BodySource* body) {
+                            const http::BodySource* body, const char* verb = "built") {
   auto stream = http::Client(endpoint.url).open(request, body);
   if (!stream) return stream.error();
   if ((*stream)->status() != 200) {
@@ -144,7 +146,7 @@ Result<int> open_and_follow(const Endpoint& endpoint, const http::Request& reque
     http::Response response{(*stream)->status(), (*stream)->headers(), rest ? *rest : ""};
     return Error{describe_failure(response)};
   }
-  return follow_build(**stream);
+  return follow_build(**stream, verb);
 }
 
 // A tar file removed when this goes out of scope.
@@ -162,7 +164,8 @@ struct TempTar {
   }
 };
 
-Result<int> upload_and_follow(const std::string& target, const fs::path& tar) {
+Result<int> upload_and_follow(const std::string& target, const fs::path& tar,
+                              const char* verb = "built") {
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
   UniqueFd fd(::open(tar.c_str(), O_RDONLY | O_CLOEXEC));
@@ -178,7 +181,14 @@ Result<int> upload_and_follow(const std::string& target, const fs::path& tar) {
   };
   http::Request request = api_request(*endpoint, "POST", target);
   request.headers.emplace_back("Content-Type", "application/x-tar");
-  return open_and_follow(*endpoint, request, &source);
+  return open_and_follow(*endpoint, request, &source, verb);
+}
+
+Result<int> build_spec(const Endpoint& endpoint, const std::string& name, bool no_cache) {
+  const json body = {{"noCache", no_cache}};
+  const std::string target = std::string(kPrefix) + "/" + http::url_encode(name) + "/build";
+  std::cerr << "building " << name << "\n";
+  return open_and_follow(endpoint, api_request(endpoint, "POST", target, body.dump()), nullptr);
 }
 
 bool is_context_build(const BuildOptions& options) {
@@ -242,10 +252,7 @@ Result<int> run_build(const BuildOptions& options) {
   const std::string name = options.name.empty() ? options.target : options.name;
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
-  const json body = {{"noCache", options.no_cache}};
-  const std::string target = std::string(kPrefix) + "/" + http::url_encode(name) + "/build";
-  std::cerr << "building " << name << "\n";
-  return open_and_follow(*endpoint, api_request(*endpoint, "POST", target, body.dump()), nullptr);
+  return build_spec(*endpoint, name, options.no_cache);
 }
 
 Result<int> run_import(const ImportOptions& options) {
@@ -262,7 +269,7 @@ Result<int> run_import(const ImportOptions& options) {
   const std::string target = std::string(kPrefix) + "/" + http::url_encode(options.name) +
                              "/import?origin=" + http::url_encode(image.string());
   std::cerr << "importing " << image.string() << " as " << options.name << "\n";
-  return upload_and_follow(target, tar);
+  return upload_and_follow(target, tar, "imported");
 }
 
 void add_build(CLI::App& parent, Commands& commands) {
@@ -290,6 +297,19 @@ void add_import(CLI::App& parent, Commands& commands) {
 }
 
 }  // namespace
+
+Status build_if_unbuilt(const Endpoint& endpoint, const std::string& name) {
+  const std::string target = std::string(kPrefix) + "/" + http::url_encode(name);
+  auto response = http::Client(endpoint.url).send(api_request(endpoint, "GET", target));
+  if (!response || response->status != 200) return {};  // not ours to build; create will say
+  const json info = json::parse(response->body, nullptr, false);
+  if (!info.is_object() || info.value("built", true)) return {};
+  std::cerr << "template " << name
+            << " is not built yet; building it once (later creates reuse it)\n";
+  auto built = build_spec(endpoint, name, false);
+  if (!built) return built.error();
+  return {};
+}
 
 void add_template(CLI::App& root, Commands& commands) {
   auto* group =

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "common/e2b_api.h"
 #include "common/error.h"
 
 namespace abx::cli {
@@ -26,7 +27,12 @@ void add_daemon(CLI::App& root, Commands& commands);  // daemon start|stop|statu
 void add_serve(CLI::App& root, Commands& commands);
 void add_mcp(CLI::App& root, Commands& commands);       // mcp serve|install|uninstall
 void add_template(CLI::App& root, Commands& commands);  // template build|list|inspect|rm
-void add_env(CLI::App& root, Commands& commands);       // env e2b
-void add_keys(CLI::App& root, Commands& commands);      // keys create|list
+
+// Builds `name` with a progress display if the daemon has its spec but has
+// not built it yet (a first `abx create --template base`). Daemons without
+// our template API (remote clouds) are left alone.
+Status build_if_unbuilt(const e2b::Endpoint& endpoint, const std::string& name);
+void add_env(CLI::App& root, Commands& commands);   // env e2b
+void add_keys(CLI::App& root, Commands& commands);  // keys create|list
 
 }  // namespace abx::cli

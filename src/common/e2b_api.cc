@@ -113,9 +113,9 @@ Result<SandboxPlane> SandboxPlane::open(const ControlPlane& control, const std::
                                         const std::string& user) {
   auto detail = control.get_sandbox(id);
   if (!detail) return detail.error();
-  http::Headers headers{{"E2b-Sandbox-Id", id},
-                        {"E2b-Sandbox-Port", kEnvdPort},
-                        {"Authorization", "Basic " + base64::encode(user + ":")}};
+  http::Headers headers{{"E2b-Sandbox-Id", id}, {"E2b-Sandbox-Port", kEnvdPort}};
+  // No user: the sandbox's default (its template's USER, else `user`).
+  if (!user.empty()) headers.emplace_back("Authorization", "Basic " + base64::encode(user + ":"));
   if (auto token = detail->value("envdAccessToken", ""); !token.empty()) {
     headers.emplace_back("X-Access-Token", token);
   }
@@ -158,7 +158,9 @@ Result<std::unique_ptr<http::ResponseStream>> SandboxPlane::stream(
 }
 
 std::string SandboxPlane::files_target(const std::string& path) const {
-  return "/files?path=" + http::url_encode(path) + "&username=" + http::url_encode(user_);
+  std::string target = "/files?path=" + http::url_encode(path);
+  if (!user_.empty()) target += "&username=" + http::url_encode(user_);
+  return target;
 }
 
 Result<std::unique_ptr<http::ResponseStream>> SandboxPlane::download(

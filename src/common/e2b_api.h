@@ -45,7 +45,7 @@ class SandboxPlane {
  public:
   // Looks the sandbox up (its envd access token) and routes to it as `user`.
   static Result<SandboxPlane> open(const ControlPlane& control, const std::string& id,
-                                   const std::string& user = "user");
+                                   const std::string& user = "");
 
   // A unary Connect call, e.g. rpc("process.Process/SendInput", {...}).
   Result<json> rpc(const std::string& method, const json& request) const;

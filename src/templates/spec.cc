@@ -100,7 +100,14 @@ Result<fs::path> spec_root() {
 bool has_spec(const std::string& name) {
   auto root = spec_root();
   std::error_code ec;
-  return root && fs::exists(*root / name / "spec.toml", ec);
+  return root && (fs::exists(*root / name / "spec.toml", ec) || sandboxfile_spec(name));
+}
+
+std::optional<fs::path> sandboxfile_spec(const std::string& name) {
+  auto root = spec_root();
+  std::error_code ec;
+  if (!root || !fs::exists(*root / name / "Sandboxfile", ec)) return std::nullopt;
+  return *root / name;
 }
 
 Result<DebianSpec> load_spec(const std::string& name) {

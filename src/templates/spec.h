@@ -30,6 +30,10 @@ Result<fs::path> spec_root();
 // Whether `name` has a spec (so it can be built on demand).
 bool has_spec(const std::string& name);
 
+// The spec dir of a template built from templates/<name>/Sandboxfile (a
+// layer over another template) rather than from a spec.toml.
+std::optional<fs::path> sandboxfile_spec(const std::string& name);
+
 // Reads templates/<name>/spec.toml, following `extends` (packages and hooks
 // of the parent come first).
 Result<DebianSpec> load_spec(const std::string& name);

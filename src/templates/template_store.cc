@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <mutex>
+#include <sstream>
 
 #include "common/ids.h"
 #include "common/sha256.h"
@@ -171,7 +172,7 @@ class LogFile {
   std::ofstream out_;
 };
 
-std::string mib_text(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+std::string mib_text(uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
 
 // A Debian root made from nothing but a suite: `FROM debian:bookworm`.
 DebianSpec plain_debian(const std::string& suite) {
@@ -182,6 +183,14 @@ DebianSpec plain_debian(const std::string& suite) {
   spec.mirror = "http://deb.debian.org/debian";
   spec.hash = sha256_hex("debian\n" + suite + "\nminbase\n" + spec.mirror).substr(0, 16);
   return spec;
+}
+
+// Errors name the image as the user gave it, not the daemon's upload copy.
+Error name_image(Error error, const fs::path& image, const std::string& shown_as) {
+  const std::string internal = image.string();
+  for (size_t at; (at = error.detail.find(internal)) != std::string::npos;)
+    error.detail.replace(at, internal.size(), shown_as);
+  return error;
 }
 
 uint64_t layers_disk_usage(const LayerStore& layers, const std::vector<std::string>& ids) {
@@ -307,6 +316,7 @@ Result<std::string> TemplateStore::debian_layer(const DebianSpec& spec, bool no_
 Result<TemplateInfo> TemplateStore::build(const std::string& name, const BuildOptions& options,
                                           const BuildProgressFn& progress) {
   if (auto st = check_buildable_name(name); !st) return st.error();
+  if (auto dir = sandboxfile_spec(name)) return build_from_spec_dir(name, *dir, options, progress);
   auto spec = load_spec(name);
   if (!spec) return spec.error();
   const bool existed = fs::exists(dir_ / name / "meta.json");
@@ -343,6 +353,23 @@ Result<TemplateInfo> TemplateStore::build(const std::string& name, const BuildOp
   return info;
 }
 
+// A template whose spec is a Sandboxfile in the repo (code-interpreter-v1:
+// base plus the interpreter's packages, as a layer over base's).
+Result<TemplateInfo> TemplateStore::build_from_spec_dir(const std::string& name,
+                                                        const fs::path& dir,
+                                                        const BuildOptions& options,
+                                                        const BuildProgressFn& progress) {
+  std::ifstream in(dir / "Sandboxfile");
+  std::stringstream text;
+  text << in.rdbuf();
+  SandboxfileRequest request;
+  request.name = name;
+  request.context_dir = dir;
+  request.sandboxfile = text.str();
+  request.no_cache = options.no_cache;
+  return build_sandboxfile(request, progress);
+}
+
 // What a Sandboxfile's FROM names: a template (built first if it has a spec),
 // `debian:<suite>`, or an image archive in the build context.
 Result<TemplateMeta> TemplateStore::from_image(const std::string& image,
@@ -364,7 +391,7 @@ Result<TemplateMeta> TemplateStore::from_image(const std::string& image,
     std::error_code ec;
     if (!fs::exists(archive, ec))
       return Error{"FROM", ENOENT, "no image archive '" + image + "' in the build context"};
-    return import_layer(archive, progress);
+    return import_layer(archive, image, progress);
   }
   if (!valid_name(image) || (!fs::exists(dir_ / image / "meta.json") && !has_spec(image)))
     return Error{"FROM", ENOENT,
@@ -435,7 +462,7 @@ Result<TemplateInfo> TemplateStore::build_sandboxfile(const SandboxfileRequest& 
 
 // One layer holding the flattened image; its id is the archive's digest, so
 // importing the same image twice stores it once.
-Result<TemplateMeta> TemplateStore::import_layer(const fs::path& image,
+Result<TemplateMeta> TemplateStore::import_layer(const fs::path& image, const std::string& shown_as,
                                                  const BuildProgressFn& progress) {
   std::error_code ec;
   const fs::path digest_source = fs::is_directory(image, ec) ? image / "index.json" : image;
@@ -448,7 +475,7 @@ Result<TemplateMeta> TemplateStore::import_layer(const fs::path& image,
   const fs::path scratch = *staging / "scratch";
   if (auto st = tree::make_dir(rootfs, 0755); !st) return st.error();
   if (auto st = tree::make_dir(scratch, 0700); !st) return st.error();
-  progress("step: unpacking " + image.filename().string());
+  progress("step: unpacking " + shown_as);
   const IdShift shift{runtime_.host_uid(0), runtime_.host_gid(0)};
   auto config =
       unpack_image(image, scratch, fs::canonical(rootfs), shift, [&](const LayerStats& s) {
@@ -456,7 +483,7 @@ Result<TemplateMeta> TemplateStore::import_layer(const fs::path& image,
       });
   if (!config) {
     (void)tree::remove_tree(*staging);
-    return config.error();
+    return name_image(config.error(), image, shown_as);
   }
   if (auto st = layers_.commit(id, rootfs, *staging); !st) return st.error();
   progress("step: " + std::to_string(config->layers) + " layers of a " + config->format +
@@ -480,7 +507,7 @@ Result<TemplateInfo> TemplateStore::import_image(const std::string& name, const 
     log.line(line);
     progress(line);
   };
-  auto imported = import_layer(image, both);
+  auto imported = import_layer(image, origin, both);
   if (!imported) {
     log.line("failed: " + imported.error().message());
     return imported.error();

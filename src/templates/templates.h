@@ -101,7 +101,11 @@ class TemplateStore {
   Result<TemplateInfo> publish(const Staged& staged);
   Result<std::string> debian_layer(const DebianSpec& spec, bool no_cache,
                                    const BuildProgressFn& log, const BuildProgressFn& progress);
-  Result<TemplateMeta> import_layer(const fs::path& image, const BuildProgressFn& progress);
+  Result<TemplateInfo> build_from_spec_dir(const std::string& name, const fs::path& dir,
+                                           const BuildOptions& options,
+                                           const BuildProgressFn& progress);
+  Result<TemplateMeta> import_layer(const fs::path& image, const std::string& shown_as,
+                                    const BuildProgressFn& progress);
   Result<TemplateMeta> from_image(const std::string& image, const SandboxfileRequest& request,
                                   const BuildProgressFn& progress);
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness import ABX_BIN, private_state_dir
+from harness import ABX_BIN, SHARED_TEMPLATES, private_state_dir
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -36,7 +36,9 @@ def rootless_daemon():
     state = home / "state"
     env = {"HOME": str(home), "PATH": os.environ["PATH"]}
     proc = subprocess.Popen(NOBODY + [str(ABX_BIN), "serve", "--listen", "127.0.0.1:0", "--data-dir",
-                                      str(state), "--address-file", str(state / "addr")],
+                                      str(state), "--address-file", str(state / "addr"),
+                                      # root's prebuilt base, read-only to nobody
+                                      "--templates-dir", str(SHARED_TEMPLATES)],
                             env=env, stdout=open(home / "daemon.log", "wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 15
     while not (state / "addr").exists() and time.monotonic() < deadline and proc.poll() is None:

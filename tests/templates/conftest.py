@@ -13,15 +13,13 @@ from harness import Daemon, private_state_dir, start_daemon, stop_daemon
 from helpers import abx
 
 REPO = Path(__file__).resolve().parents[2]
-os.environ.setdefault("ABX_CACHE_DIR", str(REPO / "build" / "template-cache"))
-os.environ.setdefault("ABX_TEMPLATE_SPECS", str(REPO / "templates"))
 BASE_BUILD_TIMEOUT = 900
 
 
 @pytest.fixture(scope="session")
 def template_daemon() -> Daemon:
     state = private_state_dir("abx-tpl-")
-    d = start_daemon(state / "state")
+    d = start_daemon(state / "state", shared_templates=False)
     yield d
     stop_daemon(d)
     shutil.rmtree(state, ignore_errors=True)

@@ -31,7 +31,10 @@ def test_list_and_inspect_show_the_built_base(built_base):
 
 
 def test_files_belong_to_the_sandbox_users(built_base):
-    rootfs = built_base.data_dir / "templates" / "base" / "rootfs"
+    templates = built_base.data_dir / "templates"
+    layers = json.loads((templates / "base" / "meta.json").read_text())["layers"]
+    assert len(layers) == 1
+    rootfs = templates / ".layers" / layers[0]
     root_uid = (rootfs / "usr").stat().st_uid
     assert root_uid != 0, "template files must be shifted into the sandbox id range"
     assert (rootfs / "home" / "user").stat().st_uid == root_uid + 1000

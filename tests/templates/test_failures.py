@@ -28,7 +28,7 @@ def broken_specs(tmp_path_factory) -> Path:
 def spec_daemon(broken_specs, monkeypatch):
     monkeypatch.setenv("ABX_TEMPLATE_SPECS", str(broken_specs))
     state = private_state_dir("abx-tplf-")
-    d = start_daemon(state / "state")
+    d = start_daemon(state / "state", shared_templates=False)
     yield d
     stop_daemon(d)
     shutil.rmtree(state, ignore_errors=True)
@@ -60,7 +60,7 @@ def test_interrupted_build_leaves_no_garbage_after_restart(state_dir):
     half = data / "templates" / ".building-base"
     (half / "rootfs" / "usr").mkdir(parents=True)
     os.chmod(data, 0o755)
-    d = start_daemon(data)
+    d = start_daemon(data, shared_templates=False)
     try:
         assert not half.exists()
         listed = json.loads(abx(d, "template", "list", "--json").stdout)

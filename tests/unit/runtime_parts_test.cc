@@ -73,7 +73,8 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_FALSE(back.ok());
   EXPECT_EQ(proto::error_from(back).errnum, ENOENT);
 
-  proto::InitConfig config{"box", 1 << 20, {"/a", "/b"}, {{"/usr", "/usr"}}, false, "bpf", {}};
+  proto::InitConfig config{"box", 1 << 20, {"/a", "/b"}, {{"/usr", "/usr"}}, false, "bpf", true,
+                           true, {}};
   proto::InitConfig config_back;
   ASSERT_TRUE(proto::decode(proto::encode(config), &config_back));
   EXPECT_EQ(config_back.hostname, "box");
@@ -82,6 +83,8 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_EQ(config_back.binds, config.binds);
   EXPECT_FALSE(config_back.full_id_map);
   EXPECT_EQ(config_back.seccomp_bpf, "bpf");
+  EXPECT_TRUE(config_back.host_writable_dir);
+  EXPECT_TRUE(config_back.host_network);
 }
 
 TEST(InitProtocol, RejectsTruncatedAndTrailingBytes) {

@@ -110,7 +110,7 @@ TEST_F(TemplateStoreTest, SecondUseReusesTheBuiltTree) {
   ASSERT_TRUE(store.rootfs("host").ok());
   std::ofstream(host_ / "rootfs/marker") << "kept";
   TemplateStore again(data_ / "templates", runtime_);
-  ASSERT_TRUE(again.rootfs("code-interpreter-v1").ok());
+  ASSERT_TRUE(again.rootfs("host").ok());
   EXPECT_TRUE(fs::exists(host_ / "rootfs/marker"));
 }
 
@@ -127,7 +127,7 @@ TEST_F(TemplateStoreTest, ConcurrentFirstUseBuildsOnce) {
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
   for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&] { ok += store.rootfs("base").ok() ? 1 : 0; });
+    threads.emplace_back([&] { ok += store.rootfs("host").ok() ? 1 : 0; });
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok, 4);
@@ -139,7 +139,7 @@ TEST_F(TemplateStoreTest, ConcurrentFirstUseBuildsOnce) {
 TEST_F(TemplateStoreTest, PrivateDataDirIsFine) {
   fs::permissions(data_, fs::perms::others_all | fs::perms::group_all, fs::perm_options::remove);
   TemplateStore store(data_ / "templates", runtime_);
-  EXPECT_TRUE(store.rootfs("base").ok());
+  EXPECT_TRUE(store.rootfs("host").ok());
 }
 
 TEST_F(TemplateStoreTest, UnknownNamesListTheKnownOnes) {
@@ -153,12 +153,16 @@ TEST_F(TemplateStoreTest, UnknownNamesListTheKnownOnes) {
   EXPECT_FALSE(store.rootfs("ubuntu").ok());
   EXPECT_FALSE(fs::exists(host_));
 
+  // base and code-interpreter-v1 have specs in templates/: known, built on first use.
   for (const char* name : {"base", "host", "code-interpreter-v1"}) {
     auto id = store.resolve(name);
     ASSERT_TRUE(id.ok());
-    EXPECT_EQ(*id, "host");
+    EXPECT_EQ(*id, name);
   }
-  EXPECT_EQ(store.list().size(), 3u);
+  const auto listed = store.list();
+  ASSERT_EQ(listed.size(), 3u);
+  EXPECT_FALSE(listed[0].built);
+  EXPECT_TRUE(listed[2].built);
 }
 
 // A real sandbox from the host template: needs root and abx-init next to the
@@ -178,7 +182,7 @@ class HostTemplateSandboxTest : public TemplateStoreTest {
     ASSERT_TRUE(rt.ok()) << rt.error().message();
     rt_ = std::move(rt.value());
     TemplateStore store(data_ / "templates", *rt_);
-    auto rootfs = store.rootfs("code-interpreter-v1");
+    auto rootfs = store.rootfs("host");
     ASSERT_TRUE(rootfs.ok()) << rootfs.error().message();
     runtime::SandboxSpec spec;
     spec.id = "tpl" + ids::sandbox_id().substr(0, 12);
