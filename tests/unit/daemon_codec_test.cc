@@ -33,15 +33,24 @@ TEST(DaemonCodec, Rfc3339IsUtc) {
 
 TEST(DaemonEnvdAuth, BasicUser) {
   std::string error;
-  EXPECT_EQ(envd_auth::user_from_authorization("", &error)->name, "user");
-  const auto root = envd_auth::user_from_authorization("Basic cm9vdDo=", &error);  // "root:"
+  EXPECT_EQ(envd_auth::user_from_authorization("", envd_auth::standard_user(), &error)->name,
+            "user");
+  const auto root = envd_auth::user_from_authorization("Basic cm9vdDo=", envd_auth::standard_user(),
+                                                       &error);  // "root:"
   ASSERT_TRUE(root);
   EXPECT_EQ(root->uid, 0u);
   EXPECT_EQ(root->home, "/root");
-  EXPECT_EQ(envd_auth::user_from_authorization("Basic dXNlcjo=", &error)->uid, 1000u);
-  EXPECT_FALSE(envd_auth::user_from_authorization("Basic Ym9iOg==", &error));  // "bob:"
+  EXPECT_EQ(
+      envd_auth::user_from_authorization("Basic dXNlcjo=", envd_auth::standard_user(), &error)->uid,
+      1000u);
+  EXPECT_FALSE(envd_auth::user_from_authorization("Basic Ym9iOg==", envd_auth::standard_user(),
+                                                  &error));  // "bob:"
   EXPECT_NE(error.find("unknown user 'bob'"), std::string::npos);
-  EXPECT_FALSE(envd_auth::user_from_authorization("Bearer x", &error));
+  EXPECT_FALSE(envd_auth::user_from_authorization("Bearer x", envd_auth::standard_user(), &error));
+  // Without a header, the sandbox's default user (its template's USER).
+  const envd_auth::SandboxUser app{"app", 1001, 1001, "/srv"};
+  EXPECT_EQ(envd_auth::user_from_authorization("", app, &error)->uid, 1001u);
+  EXPECT_EQ(envd_auth::user_from_authorization("Basic dXNlcjo=", app, &error)->uid, 1000u);
 }
 
 TEST(DaemonEnvdAuth, FileSignatureMatchesE2b) {

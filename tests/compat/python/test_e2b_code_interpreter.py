@@ -39,11 +39,11 @@ def test_run_code_error_has_traceback(ci):
 
 
 def test_run_code_rich_result_png(ci):
-    """run_code: a matplotlib figure is a PNG result (skipped when the template lacks matplotlib)."""
-    if ci.run_code("import importlib.util; importlib.util.find_spec('matplotlib') is None").text == "True":
-        pytest.skip("the host template has no matplotlib")
+    """run_code: a matplotlib figure is a PNG result (code-interpreter-v1 ships matplotlib)."""
     execution = ci.run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()")
     assert any(r.png for r in execution.results)
+    frame = ci.run_code("import pandas as pd\npd.DataFrame({'a': [1, 2]})")
+    assert frame.results and frame.results[0].html and "<table" in frame.results[0].html
 
 
 def test_run_code_timeout(ci):
