@@ -1,6 +1,8 @@
-"""Templates on our own daemon API (/abx/v1/templates): build, list, inspect, remove.
+"""Templates on our own daemon API (/abx/v1/templates): build, import, list, inspect, remove.
 
     info = await Template.build("base", on_progress=print)
+    info = await Template.build("my-app", path="./app", build_args={"VERSION": "2"})
+    info = await Template.import_image("imported", "./image.tar")
     names = [t.name for t in await Template.list()]
 
 Local provider only: E2B's clouds build templates their own way.
@@ -8,10 +10,17 @@ Local provider only: E2B's clouds build templates their own way.
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
+import os
+import stat
+import tarfile
+import tempfile
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
 
 import httpx
 
@@ -19,6 +28,12 @@ from . import _config
 from .errors import InvalidArgumentError, NotFoundError, SandboxException
 
 PREFIX = "/abx/v1/templates"
+# A Sandboxfile given apart from its context travels inside the context's tar under this name.
+UPLOADED_SANDBOXFILE = ".abx-sandboxfile"
+UPLOAD_CHUNK = 1 << 16
+
+PathLike = Union[str, "os.PathLike[str]"]
+ProgressFn = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -34,6 +49,7 @@ class TemplateInfo:
     env: Dict[str, str] = field(default_factory=dict)
     workdir: str = ""
     user: str = ""
+    layers: int = 0  # overlay layers it is made of (0 for templates that are not layered)
 
     @staticmethod
     def from_json(body: Dict[str, Any]) -> "TemplateInfo":
@@ -42,7 +58,7 @@ class TemplateInfo:
             source=body.get("source", ""), built=bool(body.get("built", True)),
             size_bytes=int(body.get("sizeBytes", 0)), created_ms=int(body.get("createdMs", 0)),
             env=dict(body.get("env") or {}), workdir=body.get("workdir", ""),
-            user=body.get("user", ""))
+            user=body.get("user", ""), layers=int(body.get("layers", 0) or 0))
 
 
 class TemplateBuildError(SandboxException):
@@ -110,26 +126,140 @@ class Template:
 
     @classmethod
     async def build(cls, name: str, no_cache: bool = False,
-                    on_progress: Optional[Callable[[str], None]] = None,
-                    api_key: Optional[str] = None, api_url: Optional[str] = None) -> TemplateInfo:
-        """Builds `name` from its spec (templates/<name>/ on the daemon's side), waiting for it."""
+                    on_progress: Optional[ProgressFn] = None,
+                    api_key: Optional[str] = None, api_url: Optional[str] = None, *,
+                    path: Optional[PathLike] = None, dockerfile: Optional[PathLike] = None,
+                    build_args: Optional[Dict[str, str]] = None,
+                    network: bool = True) -> TemplateInfo:
+        """Builds template `name`, waiting for it; `on_progress` gets each progress line.
+
+        Without `path` or `dockerfile`, builds it from its spec (templates/<name>/ on the
+        daemon's side, e.g. "base"). With them, builds it from a Sandboxfile: `path` is the
+        build context dir (its files are what COPY and ADD see) holding a `Sandboxfile` (or
+        `Dockerfile`); `dockerfile` is the path of another one (like `abx template build -f`:
+        as given, not inside the context; without `path`, its dir is the context).
+        `build_args` set ARG values; `network=False` keeps RUN steps off the network.
+        Raises TemplateBuildError with the failing step and its last output lines.
+        """
         config = cls._config(api_key, api_url)
-        body = {"noCache": no_cache}
-        timeout = httpx.Timeout(config.request_timeout, read=None)
-        async with httpx.AsyncClient(timeout=timeout) as client:
-            async with client.stream("POST", cls._url(config, name, "/build"), json=body,
-                                     headers=config.control_headers()) as response:
-                if response.status_code >= 300:
-                    await response.aread()
-                    _raise_for(response, f"build template {name!r}")
-                async for line in response.aiter_lines():
-                    result = _build_event(line, on_progress)
-                    if result is not None:
-                        return result
-        raise TemplateBuildError(f"build of {name!r} ended without a result; see the daemon log")
+        if path is None and dockerfile is None:
+            if build_args or not network:
+                raise InvalidArgumentError(
+                    "build_args and network apply to Sandboxfile builds: pass path=")
+            return await _follow(config, cls._url(config, name, "/build"),
+                                 f"build template {name!r}", on_progress,
+                                 json={"noCache": no_cache})
+        context, extra = _sandboxfile_context(path, dockerfile)
+        query = {"file": UPLOADED_SANDBOXFILE if extra else "Sandboxfile",
+                 "buildArgs": json.dumps(dict(build_args or {}))}
+        if no_cache:
+            query["noCache"] = "true"
+        if not network:
+            query["network"] = "false"
+        url = cls._url(config, name, "/build") + "?" + urllib.parse.urlencode(query)
+        with tempfile.TemporaryDirectory(prefix="abx-upload-") as scratch:
+            tar = Path(scratch) / "context.tar"
+            await asyncio.to_thread(_pack_dir, context, tar, extra)
+            return await _follow_upload(config, url, f"build template {name!r}", tar,
+                                        on_progress)
+
+    @classmethod
+    async def import_image(cls, name: str, path: PathLike,
+                           on_progress: Optional[ProgressFn] = None,
+                           api_key: Optional[str] = None,
+                           api_url: Optional[str] = None) -> TemplateInfo:
+        """Makes template `name` from an image: an OCI image layout dir, an oci-archive tar or
+        a `docker save` tar. Its env, working dir and user become the template's defaults."""
+        config = cls._config(api_key, api_url)
+        image = Path(path).absolute()
+        if not image.exists():
+            raise InvalidArgumentError(
+                f"{image} does not exist; give an OCI layout dir or an image tar")
+        url = (cls._url(config, name, "/import") + "?"
+               + urllib.parse.urlencode({"origin": str(image)}))
+        what = f"import {image} as template {name!r}"
+        if not image.is_dir():
+            return await _follow_upload(config, url, what, image, on_progress)
+        with tempfile.TemporaryDirectory(prefix="abx-upload-") as scratch:
+            tar = Path(scratch) / "image.tar"
+            await asyncio.to_thread(_pack_dir, image, tar, None)
+            return await _follow_upload(config, url, what, tar, on_progress)
 
 
-def _build_event(line: str, on_progress: Optional[Callable[[str], None]]) -> Optional[TemplateInfo]:
+def _sandboxfile_context(path: Optional[PathLike],
+                         dockerfile: Optional[PathLike]) -> Tuple[Path, Optional[bytes]]:
+    """The context dir, and the Sandboxfile's text when it is not the context's own."""
+    if dockerfile is not None:
+        file = Path(dockerfile)
+        try:
+            text = file.read_bytes()
+        except OSError as e:
+            raise InvalidArgumentError(f"cannot read {file}: {e.strerror}") from None
+        context = Path(path) if path is not None else file.absolute().parent
+    else:
+        context, text = Path(path), None  # type: ignore[arg-type]
+    if not context.is_dir():
+        raise InvalidArgumentError(f"{context} is not a directory; give the build context dir")
+    if text is None and not (context / "Sandboxfile").exists() \
+            and not (context / "Dockerfile").exists():
+        raise InvalidArgumentError(
+            f"no Sandboxfile (or Dockerfile) in {context}; give one with dockerfile=")
+    return context, text
+
+
+def _pack_dir(root: Path, out: Path, sandboxfile: Optional[bytes]) -> None:
+    """Writes `root`'s files, dirs and symlinks (names relative to it) to the tar `out`, and
+    `sandboxfile` as UPLOADED_SANDBOXFILE, as the CLI does."""
+    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for entry in [*dirnames, *sorted(filenames)]:
+                full = os.path.join(dirpath, entry)
+                mode = os.lstat(full).st_mode
+                if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode):
+                    tar.add(full, arcname=os.path.relpath(full, root), recursive=False)
+        if sandboxfile is not None:
+            info = tarfile.TarInfo(UPLOADED_SANDBOXFILE)
+            info.size = len(sandboxfile)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(sandboxfile))
+
+
+async def _file_chunks(path: Path) -> AsyncIterator[bytes]:
+    with open(path, "rb") as f:
+        while chunk := f.read(UPLOAD_CHUNK):
+            yield chunk
+
+
+async def _follow_upload(config: _config.ConnectionConfig, url: str, what: str, tar: Path,
+                         on_progress: Optional[ProgressFn]) -> TemplateInfo:
+    """Streams the tar `tar` as the request body, then follows the progress stream."""
+    headers = {"Content-Type": "application/x-tar", "Content-Length": str(tar.stat().st_size)}
+    return await _follow(config, url, what, on_progress, content=_file_chunks(tar),
+                         headers=headers)
+
+
+async def _follow(config: _config.ConnectionConfig, url: str, what: str,
+                  on_progress: Optional[ProgressFn], headers: Optional[Dict[str, str]] = None,
+                  **body: Any) -> TemplateInfo:
+    """POSTs to a build or import endpoint and follows its NDJSON stream to the outcome;
+    `what` names the operation in errors."""
+    timeout = httpx.Timeout(config.request_timeout, read=None)
+    async with httpx.AsyncClient(timeout=timeout) as client:
+        async with client.stream("POST", url, headers={**config.control_headers(),
+                                                       **(headers or {})},
+                                 **body) as response:
+            if response.status_code >= 300:
+                await response.aread()
+                _raise_for(response, what)
+            async for line in response.aiter_lines():
+                result = _build_event(line, on_progress)
+                if result is not None:
+                    return result
+    raise TemplateBuildError(f"{what}: the stream ended without a result; see the daemon log")
+
+
+def _build_event(line: str, on_progress: Optional[ProgressFn]) -> Optional[TemplateInfo]:
     if not line.strip():
         return None
     event = json.loads(line)
