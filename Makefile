@@ -34,7 +34,7 @@ e2e:
 	ABX_BIN=$(CURDIR)/$(BUILD)/abx $(PY) -m pytest -q
 
 bench: deps build
-	$(PY) bench/run.py --abx $(CURDIR)/$(BUILD)/abx --out bench/RESULTS.md
+	$(PY) bench/run.py --abx $(CURDIR)/$(BUILD)/abx --out bench/RESULTS.md --cold-build
 
 format:
 	find src tests/unit -name '*.cc' -o -name '*.h' | xargs clang-format -i

@@ -156,6 +156,78 @@ def idle_memory(daemon, count: int) -> dict[str, float]:
     return results
 
 
+def cold_creates(abx: str, rounds: int) -> dict[str, list[float]]:
+    """Create without the warm pool, from templates of very different sizes:
+    the template is stacked as read-only layers, never copied, so the time
+    must not grow with its size."""
+    state = private_state_dir("abx-bench-cold-")
+    daemon = start_daemon(state, extra_args=("--warm-pool", "0"))
+    out: dict[str, list[float]] = {}
+    try:
+        with daemon.api() as api:
+            names = {name: api.get(f"/abx/v1/templates/{name}").json()["sizeBytes"] >> 20
+                     for name in ("base", "code-interpreter-v1")}
+            for name, size in names.items():
+                key = f"create from {name} ({size} MiB), no warm pool"
+                out[key] = []
+                for _ in range(rounds):
+                    t = time.perf_counter()
+                    sid = api.post("/sandboxes", json={"templateID": name, "secure": False}).json()["sandboxID"]
+                    out[key].append((time.perf_counter() - t) * 1000)
+                    api.delete(f"/sandboxes/{sid}")
+    finally:
+        stop_daemon(daemon)
+        shutil.rmtree(state, ignore_errors=True)
+    return out
+
+
+def disk_per_idle_sandbox(abx: str, daemon) -> dict[str, float]:
+    """KiB of disk an idle sandbox from base holds: its writable layer (what
+    `df /` inside reports: the size-limited tmpfs upper) and its host state dir."""
+    env = daemon.env()
+    sid = subprocess.run([abx, "create", "--template", "base"], check=True, env=env,
+                         capture_output=True, text=True).stdout.strip()
+    try:
+        used = subprocess.run([abx, "exec", sid, "--", "df", "-B1", "--output=used", "/"], check=True,
+                              env=env, capture_output=True, text=True).stdout.split()[-1]
+        state = daemon.data_dir / "sandboxes" / sid
+        host = sum(p.lstat().st_blocks * 512 for p in state.rglob("*")) + state.lstat().st_blocks * 512
+    finally:
+        subprocess.run([abx, "kill", sid, "--yes"], env=env, stdout=subprocess.DEVNULL)
+    return {"writable layer (df / inside)": int(used) / 1024, "host state dir": host / 1024}
+
+
+def base_builds(abx: str, cold: bool) -> dict[str, float]:
+    """Seconds to build `base`: from nothing (mmdebstrap downloads and installs
+    every package), from the cached mmdebstrap tar (a fresh templates dir
+    extracts it), and again once its layer exists (nothing to do)."""
+    state = private_state_dir("abx-bench-build-")
+    cache = state / "cache"
+    env_before = os.environ.get("ABX_CACHE_DIR")
+    if cold:
+        os.environ["ABX_CACHE_DIR"] = str(cache)
+    daemon = start_daemon(state / "state", shared_templates=False)
+    out = {}
+    try:
+        def build(label: str) -> None:
+            t = time.perf_counter()
+            subprocess.run([abx, "template", "build", "base"], check=True, env=daemon.env(),
+                           capture_output=True, timeout=3600)
+            out[label] = time.perf_counter() - t
+        build("cold (mmdebstrap, empty cache)" if cold else "from the cached mmdebstrap tar")
+        build("layer already built")
+    finally:
+        stop_daemon(daemon)
+        shutil.rmtree(state, ignore_errors=True)
+        if env_before is None:
+            os.environ.pop("ABX_CACHE_DIR", None)
+        else:
+            os.environ["ABX_CACHE_DIR"] = env_before
+    if cold:  # the tar is cached now (in the shared cache): time the middle case too
+        out.update({k: v for k, v in base_builds(abx, False).items() if "tar" in k})
+    return out
+
+
 def table(rows: list[tuple]) -> str:
     head = "| what | p50 ms | p99 ms | n |\n|---|---|---|---|\n"
     return head + "".join(f"| {n} | {pct(v, 50):.1f} | {pct(v, 99):.1f} | {len(v)} |\n" for n, v in rows)
@@ -167,6 +239,8 @@ def main() -> None:
     ap.add_argument("--out", default=str(REPO / "bench" / "RESULTS.md"))
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--idle", type=int, default=1000, help="sandboxes alive for the memory figure")
+    ap.add_argument("--cold-build", action="store_true",
+                    help="also time a base build from an empty mmdebstrap cache (minutes)")
     args = ap.parse_args()
     if not shutil.which("bwrap"):
         sys.exit("bench: bubblewrap is missing; run `make deps` first")
@@ -178,9 +252,13 @@ def main() -> None:
         side = daemon_side(daemon, args.rounds * 3)
         interp = interpreter(daemon, args.rounds)
         memory = idle_memory(daemon, args.idle)
+        disk = disk_per_idle_sandbox(args.abx, daemon)
     finally:
         stop_daemon(daemon)
         shutil.rmtree(state, ignore_errors=True)
+    creates = cold_creates(args.abx, args.rounds)
+    builds = base_builds(args.abx, args.cold_build)
+    create_ratio = pct(list(creates.values())[1], 50) / pct(list(creates.values())[0], 50)
 
     ratio_bwrap = pct(oneshot["abx create+exec+kill"], 50) / pct(oneshot["bwrap"], 50)
     ratio_plain = pct(oneshot["abx create+exec+kill"], 50) / pct(oneshot["plain python3"], 50)
@@ -188,7 +266,7 @@ def main() -> None:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = f"""# Benchmark results
 
-Produced by `make bench` (`{' '.join(['bench/run.py', '--rounds', str(args.rounds), '--idle', str(args.idle)])}`)
+Produced by `make bench` (`{' '.join(['bench/run.py', '--rounds', str(args.rounds), '--idle', str(args.idle)] + (['--cold-build'] if args.cold_build else []))}`)
 on {now}, {platform.node()} ({os.cpu_count()} cores, kernel {platform.release()}). Peers run interleaved in
 the same rounds; compare ratios, not absolute numbers (this VM pays ~2 ms per exec).
 
@@ -212,7 +290,21 @@ the same rounds; compare ratios, not absolute numbers (this VM pays ~2 ms per ex
 
 | runtime | MiB per idle sandbox |
 |---|---|
-""" + "".join(f"| {k} | {v:.2f} |\n" for k, v in memory.items()) + "\n- target ≤ 1 MiB.\n"
+""" + "".join(f"| {k} | {v:.2f} |\n" for k, v in memory.items()) + f"""
+- target ≤ 1 MiB.
+
+## Templates
+
+{table(list(creates.items()))}
+- create from code-interpreter-v1 / create from base = **{create_ratio:.2f}×** (target ≈ 1×: the
+  template's layers are stacked read-only, never copied).
+
+| disk per idle sandbox (from base) | KiB |
+|---|---|
+""" + "".join(f"| {k} | {v:.0f} |\n" for k, v in disk.items()) + """
+| `abx template build base` | seconds |
+|---|---|
+""" + "".join(f"| {k} | {v:.1f} |\n" for k, v in builds.items())
     Path(args.out).write_text(text)
     print(text)
 

@@ -83,6 +83,10 @@ void add_serve(CLI::App& root, Commands& commands) {
   app->add_option("--templates-dir", options->templates_dir,
                   "Templates and their layers (default: <data>/templates)")
       ->envname("ABX_TEMPLATES_DIR");
+  app->add_option("--warm-pool", options->warm_pool,
+                  "Ready sandboxes kept per template for fast creates (0: none)")
+      ->envname("ABX_WARM_POOL")
+      ->capture_default_str();
   app->add_option("--log-level", options->log_level, "trace|debug|info|warn|error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();

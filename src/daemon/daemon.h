@@ -13,6 +13,9 @@ struct ServeOptions {
   // Where templates and their layers live; default <data_dir>/templates.
   // Daemons of one machine may share it (builds take a file lock).
   std::filesystem::path templates_dir;
+  // Ready sandboxes kept per template and limits, so a create takes one
+  // instead of starting one; 0 turns the pool off.
+  size_t warm_pool = 2;
   std::string log_level = "info";     // trace|debug|info|warn|error
   std::filesystem::path init_binary;  // abx-init; default: beside /proc/self/exe
   // Written once the server listens: "http://127.0.0.1:PORT\n". Lets the CLI

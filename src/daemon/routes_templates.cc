@@ -23,9 +23,10 @@ constexpr const char* kPrefix = "/abx/v1/templates";
 constexpr auto kProgressPoll = std::chrono::milliseconds(200);
 
 json info_json(const templates::TemplateInfo& info) {
-  return {{"name", info.name},   {"resolved", info.resolved},    {"source", info.source},
-          {"built", info.built}, {"sizeBytes", info.size_bytes}, {"createdMs", info.created_ms},
-          {"env", info.env},     {"workdir", info.workdir},      {"user", info.user}};
+  return {{"name", info.name},    {"resolved", info.resolved},    {"source", info.source},
+          {"built", info.built},  {"sizeBytes", info.size_bytes}, {"createdMs", info.created_ms},
+          {"env", info.env},      {"workdir", info.workdir},      {"user", info.user},
+          {"layers", info.layers}};
 }
 
 json list_json(const std::vector<templates::TemplateInfo>& infos) {
@@ -81,11 +82,12 @@ using BuildJob =
 
 // Runs `job` on the blocking pool, its progress lines going to `channel`.
 void start_job(Service& service, const std::shared_ptr<BuildChannel>& channel, BuildJob job) {
-  service.pool().post([channel, job = std::move(job)] {
+  service.pool().post([channel, job = std::move(job)]() mutable {
     auto result = job([&channel](const std::string& line) {
       std::lock_guard lock(channel->mutex);
       channel->lines.push_back(line);
     });
+    job = nullptr;  // drops its upload dir before the client hears the outcome
     std::lock_guard lock(channel->mutex);
     channel->result.emplace(std::move(result));
   });
@@ -167,7 +169,7 @@ Task<void> build_sandboxfile(Service& service, Exchange& exchange, const std::st
   auto upload = co_await receive_upload(service, exchange);
   if (!upload) co_return co_await respond_error(exchange, 500, upload.error().message());
   BuildJob job = [&store = service.templates(), request, file,
-                  upload = *upload](const templates::BuildProgressFn& progress) mutable {
+                  upload = std::move(*upload)](const templates::BuildProgressFn& progress) mutable {
     request.context_dir = upload->path / "context";
     auto text =
         templates::build_context::unpack(upload->path / "upload.tar", request.context_dir, file);
@@ -199,7 +201,7 @@ Task<void> import(Service& service, Exchange& exchange, const std::string& name)
   auto upload = co_await receive_upload(service, exchange);
   if (!upload) co_return co_await respond_error(exchange, 500, upload.error().message());
   BuildJob job = [&store = service.templates(), name, origin,
-                  upload = *upload](const templates::BuildProgressFn& progress) {
+                  upload = std::move(*upload)](const templates::BuildProgressFn& progress) {
     return store.import_image(name, upload->path / "upload.tar", origin, progress);
   };
   co_await stream_job(service, exchange, std::move(job));

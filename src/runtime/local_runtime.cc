@@ -215,6 +215,7 @@ class LocalRuntime final : public Runtime {
   Result<std::unique_ptr<Sandbox>> adopt(const SandboxRecord& record) override;
   Status destroy(const SandboxRecord& record) override;
   void sweep_orphans(const std::vector<std::string>& live_ids) override;
+  void drain_pool() override { pool_.clear(); }
   uid_t host_uid(uint32_t id) const override { return ids_.host_uid(id); }
   gid_t host_gid(uint32_t id) const override { return ids_.host_gid(id); }
   std::vector<std::string> warnings() const override { return warnings_; }

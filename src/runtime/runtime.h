@@ -163,6 +163,11 @@ class Runtime {
   // This runtime's own pooled sandboxes are never swept.
   virtual void sweep_orphans(const std::vector<std::string>& live_ids) = 0;
 
+  // Discards every ready sandbox of the warm pool (the pool refills on the
+  // next creates): a template whose layers changed must not be served from
+  // sandboxes made before the change.
+  virtual void drain_pool() {}
+
   // Host uid/gid that a sandbox uid/gid maps to (the same for every sandbox
   // of this runtime). Template files that sandbox root or `user` must own are
   // chowned to these.

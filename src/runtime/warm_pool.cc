@@ -51,6 +51,24 @@ std::vector<std::string> WarmPool::ids() const {
   return out;
 }
 
+void WarmPool::clear() {
+  std::vector<std::unique_ptr<Sandbox>> stale;
+  {
+    std::lock_guard lock(mutex_);
+    ++generation_;
+    for (auto& [key, shelf] : shelves_) {
+      for (auto& sandbox : shelf.ready) stale.push_back(std::move(sandbox));
+      shelf.ready.clear();
+      shelf.refill = false;  // refilled on the next take, from the template as it is then
+    }
+  }
+  for (auto& sandbox : stale) {
+    const SandboxRecord record = sandbox->record();
+    sandbox.reset();
+    discard_(record);
+  }
+}
+
 void WarmPool::drain() {
   {
     std::lock_guard lock(mutex_);
@@ -87,10 +105,19 @@ void WarmPool::run() {
     SandboxSpec spec = shelf->spec;
     spec.id = ids::sandbox_id();
     making_.insert(spec.id);
+    const uint64_t generation = generation_;
     lock.unlock();
     auto made = make_(spec);
     lock.lock();
     making_.erase(spec.id);
+    if (made && generation != generation_) {  // cleared meanwhile: made from an old template
+      const SandboxRecord record = (*made)->record();
+      made->reset();
+      lock.unlock();
+      discard_(record);
+      lock.lock();
+      continue;
+    }
     // Shelves are never erased, so `shelf` is still valid.
     if (made)
       shelf->ready.push_back(std::move(*made));

@@ -40,6 +40,10 @@ class WarmPool {
   // Ids of pooled sandboxes and of those being made (not orphans).
   std::vector<std::string> ids() const;
 
+  // Destroys every pooled sandbox (and any being made now) but keeps
+  // refilling on later takes: their templates may have changed.
+  void clear();
+
   // Stops refilling and destroys every pooled sandbox.
   void drain();
 
@@ -61,7 +65,8 @@ class WarmPool {
   std::map<std::string, Shelf> shelves_;  // by spec key
   std::set<std::string> making_;          // ids being created right now
   bool stopping_ = false;
-  std::thread thread_;  // last: starts once the rest exists
+  uint64_t generation_ = 0;  // bumped by clear(): sandboxes made before it are discarded
+  std::thread thread_;       // last: starts once the rest exists
 };
 
 }  // namespace abx::runtime

@@ -270,6 +270,8 @@ std::filesystem::path TemplateStore::log_path(const std::string& name) const {
 
 Result<TemplateInfo> TemplateStore::publish(const Staged& staged) {
   const std::string& name = staged.meta.name;
+  // A rebuilt layer may have replaced one that pooled sandboxes still use.
+  runtime_.drain_pool();
   const fs::path building = dir_ / (kBuildingPrefix + name);
   auto made = [&]() -> Status {
     if (auto st = tree::remove_tree(building); !st) return st;
@@ -542,6 +544,7 @@ Status TemplateStore::remove(const std::string& name) {
   auto lock = take_build_lock(dir_);
   if (!lock) return lock.error();
   if (auto st = discard(dir_ / name); !st) return st;
+  runtime_.drain_pool();
   std::set<std::string> referenced;
   std::error_code ec;
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {

@@ -3,9 +3,9 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "common/base64.h"
 #include "cli/process_events.h"
 #include "cli/text.h"
+#include "common/base64.h"
 
 namespace abx::cli {
 namespace {

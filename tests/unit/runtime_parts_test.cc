@@ -74,7 +74,7 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_EQ(proto::error_from(back).errnum, ENOENT);
 
   proto::InitConfig config{"box", 1 << 20, {"/a", "/b"}, {{"/usr", "/usr"}}, false, "bpf", true,
-                           true, {}};
+                           true,  {}};
   proto::InitConfig config_back;
   ASSERT_TRUE(proto::decode(proto::encode(config), &config_back));
   EXPECT_EQ(config_back.hostname, "box");

@@ -276,7 +276,15 @@ TEST_F(SandboxTest, WarmPoolHandsOutReadySandboxes) {
   runtime->sweep_orphans({(*first)->record().id, taken.id});
   for (int i = 0; i < 500 && entries(config.state_dir).size() < 4; ++i) ::usleep(10000);
   EXPECT_EQ(entries(config.state_dir).size(), 4u) << "sweep spares pooled sandboxes";
-  for (auto* sb : {&*first, &*second}) {
+  // A changed template: the pool is emptied, and refills only on a later take.
+  runtime->drain_pool();
+  // One may still be in the making: it is discarded when done.
+  for (int i = 0; i < 500 && entries(config.state_dir).size() != 2; ++i) ::usleep(10000);
+  EXPECT_EQ(entries(config.state_dir).size(), 2u) << "pooled sandboxes are destroyed";
+  auto third = runtime->create(spec);
+  ASSERT_TRUE(third) << third.error().message();
+  EXPECT_FALSE(before.contains((*third)->record().id)) << "made now, not taken from the pool";
+  for (auto* sb : {&*first, &*second, &*third}) {
     const SandboxRecord record = (*sb)->record();
     sb->reset();
     EXPECT_TRUE(runtime->destroy(record));

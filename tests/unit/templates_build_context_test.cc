@@ -99,9 +99,9 @@ TEST_F(BuildContextTest, DigestFollowsContentNotTime) {
   auto first = build_context::digest(context_, *paths);
   ASSERT_TRUE(first.ok());
   write(context_ / "src/app.py", "print(1)\n");  // same bytes, new mtime
-  EXPECT_EQ(*build_context::digest(context_, *paths), *first);
+  EXPECT_EQ(build_context::digest(context_, *paths).value(), *first);
   write(context_ / "src/app.py", "print(2)\n");
-  EXPECT_NE(*build_context::digest(context_, *paths), *first);
+  EXPECT_NE(build_context::digest(context_, *paths).value(), *first);
 }
 
 TEST_F(BuildContextTest, LayerStoreCommitsAndCollects) {

@@ -70,7 +70,7 @@ class TemplateStoreTest : public ::testing::Test {
 
 TEST_F(TemplateStoreTest, BuildsHostLayoutWithOwnersAndNoSecrets) {
   TemplateStore store(data_ / "templates", runtime_);
-  auto spec = store.rootfs("base");
+  auto spec = store.rootfs("host");
   ASSERT_TRUE(spec.ok()) << spec.error().message();
   const fs::path rootfs = host_ / "rootfs";
   ASSERT_EQ(spec->lower_layers, std::vector<fs::path>{rootfs});
