@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <deque>
 #include <thread>
 
@@ -129,6 +130,11 @@ class OutputLines {
     if (!pending_.empty()) emit(pending_);
     pending_.clear();
   }
+  bool mentions(const std::string& text) const {
+    return std::any_of(tail_.begin(), tail_.end(), [&](const std::string& line) {
+      return line.find(text) != std::string::npos;
+    });
+  }
   std::string tail() const {
     std::string text;
     for (const auto& line : tail_) text += "\n  | " + line;
@@ -206,9 +212,13 @@ Status run_command(runtime::Sandbox& sb, const BuildState& state, const Step& st
   if (!status) return status.error();
   const runtime::ExitInfo exit = runtime::decode_wait_status(*status);
   if (exit.exit_code == 0) return {};
-  return Error{"Sandboxfile line " + std::to_string(step.line), 0,
+  // The step's writes land on the templates dir's filesystem: say so plainly.
+  const bool full = lines.mentions("No space left on device");
+  return Error{"Sandboxfile line " + std::to_string(step.line), full ? ENOSPC : 0,
                step.text + " failed with exit code " + std::to_string(exit.exit_code) + " (" +
-                   exit.status + "); last lines:" + lines.tail()};
+                   exit.status + ")" +
+                   (full ? "; out of disk space (ENOSPC) where the templates are stored" : "") +
+                   "; last lines:" + lines.tail()};
 }
 
 Status copy_file(runtime::Sandbox& sb, const fs::path& from, const std::string& to, uint32_t uid) {

@@ -59,10 +59,16 @@ def test_interrupted_build_leaves_no_garbage_after_restart(state_dir):
     data = state_dir / "state"
     half = data / "templates" / ".building-base"
     (half / "rootfs" / "usr").mkdir(parents=True)
+    # A RUN step's writable layer and an uploaded build context, both cut short.
+    step = data / "templates" / ".layers" / ".staging-s-0123"
+    (step / "upper" / "etc").mkdir(parents=True)
+    upload = data / "templates" / ".building-upload-0123"
+    upload.mkdir()
+    (upload / "upload.tar").write_bytes(b"partial")
     os.chmod(data, 0o755)
     d = start_daemon(data, shared_templates=False)
     try:
-        assert not half.exists()
+        assert not half.exists() and not step.exists() and not upload.exists()
         listed = json.loads(abx(d, "template", "list", "--json").stdout)
         assert all(t["name"] != ".building-base" for t in listed)
     finally:

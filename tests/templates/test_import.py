@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from harness import Daemon
+from harness import Daemon, private_state_dir, start_daemon, stop_daemon
 from helpers import abx
 
 BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static: runs without any library
@@ -221,3 +222,58 @@ def test_bad_paths_fail_with_a_one_line_error_and_list_nothing(template_daemon, 
 
     listed = json.loads(abx(template_daemon, "template", "list", "--json").stdout)
     assert "bad-import" not in {t["name"] for t in listed}
+
+
+def test_sandboxfile_builds_from_an_image_archive(template_daemon, image, tmp_path):
+    """FROM an image tar in the build context: its layers and config, then the steps on top."""
+    context = tmp_path / "ctx"
+    context.mkdir()
+    shutil.copy(image.docker_tar, context / "image.tar")
+    (context / "Sandboxfile").write_text("FROM image.tar\nRUN echo built > /etc/built.txt\n")
+    r = abx(template_daemon, "template", "build", str(context), "--name", "from-archive",
+            timeout=IMPORT_TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    try:
+        seen = probe(template_daemon, "from-archive")
+        assert_is_the_image(seen)
+        assert "built.txt" in seen["etc"].split()
+    finally:
+        abx(template_daemon, "template", "rm", "from-archive")
+
+
+@pytest.fixture
+def small_templates_dir(tmp_path) -> Iterator[Path]:
+    """A 24 MiB tmpfs as a daemon's templates dir, unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "templates"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_disk_during_a_build_is_reported_as_enospc(image, small_templates_dir, tmp_path):
+    state = private_state_dir("abx-enospc-")
+    d = start_daemon(state / "state", shared_templates=False,
+                     extra_args=("--templates-dir", str(small_templates_dir)))
+    try:
+        context = tmp_path / "ctx"
+        context.mkdir()
+        shutil.copy(image.docker_tar, context / "image.tar")
+        (context / "Sandboxfile").write_text(
+            "FROM image.tar\nRUN dd if=/dev/zero of=/fill bs=1M count=64\n")
+        r = abx(d, "template", "build", str(context), "--name", "too-big", timeout=IMPORT_TIMEOUT)
+        assert r.returncode != 0
+        assert "ENOSPC" in r.stderr and "No space left on device" in r.stderr, r.stderr
+        listed = json.loads(abx(d, "template", "list", "--json").stdout)
+        assert "too-big" not in {t["name"] for t in listed}
+        leftovers = [p.name for p in [*small_templates_dir.iterdir(),
+                                      *(small_templates_dir / ".layers").iterdir()]
+                     if p.name.startswith((".building", ".staging"))]
+        assert leftovers == []
+    finally:
+        stop_daemon(d)
+        shutil.rmtree(state, ignore_errors=True)
