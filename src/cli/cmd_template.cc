@@ -102,7 +102,8 @@ Result<int> run_remove(const RemoveOptions& options) {
 
 // One NDJSON line of the build stream: progress goes to stderr, the outcome
 // decides the exit code.
-std::optional<Result<int>> show_build_line(const std::string& line, const char* verb) {
+std::optional<Result<int>> show_build_line(const std::string& line, const char* verb,
+                                           std::ostream& out) {
   const json event = json::parse(line, nullptr, false);
   if (!event.is_object()) return std::nullopt;
   if (event.contains("progress")) {
@@ -115,12 +116,12 @@ std::optional<Result<int>> show_build_line(const std::string& line, const char* 
         Error{"template " + action + " failed: " + event["error"].value("message", "")});
   }
   const json& done = event["done"];
-  std::cout << verb << " " << done.value("name", "") << " ("
-            << mib(done.value("sizeBytes", uint64_t{0})) << ")\n";
+  out << verb << " " << done.value("name", "") << " (" << mib(done.value("sizeBytes", uint64_t{0}))
+      << ")\n";
   return Result<int>(0);
 }
 
-Result<int> follow_build(http::ResponseStream& stream, const char* verb) {
+Result<int> follow_build(http::ResponseStream& stream, const char* verb, std::ostream& out) {
   std::string pending;
   while (!stream.done()) {
     auto piece = stream.read_some();
@@ -129,7 +130,7 @@ Result<int> follow_build(http::ResponseStream& stream, const char* verb) {
     for (size_t end; (end = pending.find('\n')) != std::string::npos;) {
       const std::string line = pending.substr(0, end);
       pending.erase(0, end + 1);
-      if (auto outcome = show_build_line(line, verb)) return std::move(*outcome);
+      if (auto outcome = show_build_line(line, verb, out)) return std::move(*outcome);
     }
   }
   return Error{"the daemon ended the build stream without a result; see its log"};
@@ -138,7 +139,8 @@ Result<int> follow_build(http::ResponseStream& stream, const char* verb) {
 // Sends `request` (with `body` streamed when given) and follows the NDJSON
 // progress stream to its outcome.
 Result<int> open_and_follow(const Endpoint& endpoint, const http::Request& request,
-                            const http::BodySource* body, const char* verb = "built") {
+                            const http::BodySource* body, const char* verb = "built",
+                            std::ostream& out = std::cout) {
   auto stream = http::Client(endpoint.url).open(request, body);
   if (!stream) return stream.error();
   if ((*stream)->status() != 200) {
@@ -146,7 +148,7 @@ Result<int> open_and_follow(const Endpoint& endpoint, const http::Request& reque
     http::Response response{(*stream)->status(), (*stream)->headers(), rest ? *rest : ""};
     return Error{describe_failure(response)};
   }
-  return follow_build(**stream, verb);
+  return follow_build(**stream, verb, out);
 }
 
 // A tar file removed when this goes out of scope.
@@ -184,11 +186,15 @@ Result<int> upload_and_follow(const std::string& target, const fs::path& tar,
   return open_and_follow(*endpoint, request, &source, verb);
 }
 
-Result<int> build_spec(const Endpoint& endpoint, const std::string& name, bool no_cache) {
+// The outcome line goes to `out`: stdout for `abx template build`, stderr
+// when a create builds first (its stdout is the sandbox id).
+Result<int> build_spec(const Endpoint& endpoint, const std::string& name, bool no_cache,
+                       std::ostream& out = std::cout) {
   const json body = {{"noCache", no_cache}};
   const std::string target = std::string(kPrefix) + "/" + http::url_encode(name) + "/build";
   std::cerr << "building " << name << "\n";
-  return open_and_follow(endpoint, api_request(endpoint, "POST", target, body.dump()), nullptr);
+  return open_and_follow(endpoint, api_request(endpoint, "POST", target, body.dump()), nullptr,
+                         "built", out);
 }
 
 bool is_context_build(const BuildOptions& options) {
@@ -306,7 +312,7 @@ Status build_if_unbuilt(const Endpoint& endpoint, const std::string& name) {
   if (!info.is_object() || info.value("built", true)) return {};
   std::cerr << "template " << name
             << " is not built yet; building it once (later creates reuse it)\n";
-  auto built = build_spec(endpoint, name, false);
+  auto built = build_spec(endpoint, name, false, std::cerr);
   if (!built) return built.error();
   return {};
 }

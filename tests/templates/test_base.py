@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from helpers import abx, create
@@ -67,3 +68,20 @@ def test_rm_is_refused_while_a_sandbox_uses_it(built_base):
         assert "--force" in r.stderr
     finally:
         abx(built_base, "kill", sandbox_id, "--yes")
+
+
+def test_first_create_builds_base_with_progress_and_prints_only_the_id(state_dir):
+    """Built on first use: the create shows the build's progress on stderr; stdout stays the id."""
+    from harness import start_daemon, stop_daemon
+    d = start_daemon(state_dir / "state", shared_templates=False)
+    try:
+        r = abx(d, "create", "--template", "base", timeout=900)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert re.fullmatch(r"[a-z0-9]+\n", r.stdout), r.stdout
+        assert "building it once" in r.stderr and "done: base" in r.stderr
+        again = abx(d, "create", "--template", "base")
+        assert again.returncode == 0 and "building" not in again.stderr
+        for sandbox_id in (r.stdout.strip(), again.stdout.strip()):
+            abx(d, "kill", sandbox_id, "--yes")
+    finally:
+        stop_daemon(d)
