@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from harness import ABX_BIN, Daemon
 
@@ -18,12 +20,22 @@ def abx(daemon: Daemon, *args: str, input: str | bytes | None = None, timeout: f
                           stdin=None if input is not None else subprocess.DEVNULL)
 
 
-def create(daemon: Daemon, *extra: str) -> str:
-    r = abx(daemon, "create", "--template", "base", *extra)
+def create(daemon: Daemon, *extra: str, template: str = "base") -> str:
+    r = abx(daemon, "create", "--template", template, *extra)
     assert r.returncode == 0, r.stderr
     sandbox_id = r.stdout.strip()
     assert sandbox_id, "create printed no id"
     return sandbox_id
+
+
+@contextmanager
+def sandbox(daemon: Daemon, template: str = "base") -> Iterator[str]:
+    """A sandbox of `template`, killed when the block ends."""
+    sandbox_id = create(daemon, template=template)
+    try:
+        yield sandbox_id
+    finally:
+        abx(daemon, "kill", sandbox_id, "--yes")
 
 
 def sandbox_host_pids(sandbox_id: str) -> list[int]:

@@ -12,7 +12,6 @@ import re
 import shutil
 import subprocess
 import tarfile
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -20,7 +19,7 @@ from typing import Callable, Iterator
 import pytest
 
 from harness import Daemon, private_state_dir, start_daemon, stop_daemon
-from helpers import abx
+from helpers import abx, sandbox
 
 BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static: runs without any library
 APPLETS = ("sh", "cat", "ls", "pwd", "env", "id")
@@ -138,18 +137,6 @@ def oci_template(template_daemon: Daemon, image: Image) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def docker_template(template_daemon: Daemon, image: Image) -> Iterator[str]:
     yield from import_template(template_daemon, image.docker_tar, "imported-docker")
-
-
-@contextmanager
-def sandbox(daemon: Daemon, template: str) -> Iterator[str]:
-    r = abx(daemon, "create", "--template", template)
-    assert r.returncode == 0, r.stderr
-    sandbox_id = r.stdout.strip()
-    assert sandbox_id, "create printed no id"
-    try:
-        yield sandbox_id
-    finally:
-        abx(daemon, "kill", sandbox_id, "--yes")
 
 
 # Printed as key=value lines, so one exec answers every question about the sandbox.

@@ -22,7 +22,7 @@ from typing import Iterator
 import pytest
 
 from harness import Daemon, private_state_dir, start_daemon, stop_daemon
-from helpers import abx
+from helpers import abx, sandbox
 
 BUILD_TIMEOUT = 600
 MIRROR = "deb.debian.org"
@@ -90,18 +90,6 @@ def built(daemon: Daemon, context: Path, name: str, *extra: str) -> Iterator[str
         yield name
     finally:
         remove_template(daemon, name)
-
-
-@contextmanager
-def sandbox(daemon: Daemon, template: str) -> Iterator[str]:
-    r = abx(daemon, "create", "--template", template)
-    assert r.returncode == 0, r.stderr
-    sandbox_id = r.stdout.strip()
-    assert sandbox_id, "create printed no id"
-    try:
-        yield sandbox_id
-    finally:
-        abx(daemon, "kill", sandbox_id, "--yes")
 
 
 def sh(daemon: Daemon, sandbox_id: str, script: str) -> str:
