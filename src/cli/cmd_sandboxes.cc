@@ -27,13 +27,18 @@ Result<int> run_create(const CreateOptions& options) {
   if (!metadata) return metadata.error();
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
-  if (auto built = build_if_unbuilt(*endpoint, options.template_id); !built) return built.error();
-  const json request = {{"templateID", options.template_id},
-                        {"timeout", options.timeout},
-                        {"envVars", *env},
-                        {"metadata", *metadata},
-                        {"secure", true}};
+  json request = {{"templateID", options.template_id},
+                  {"timeout", options.timeout},
+                  {"envVars", *env},
+                  {"metadata", *metadata},
+                  {"secure", true},
+                  {"waitForBuild", false}};
   auto sandbox = ControlPlane(*endpoint).create_sandbox(request);
+  // First use of a template with a spec: build it here, with its progress shown.
+  if (!sandbox && sandbox.error().message().find(kNotBuiltYet) != std::string::npos) {
+    if (auto built = build_first(*endpoint, options.template_id); !built) return built.error();
+    sandbox = ControlPlane(*endpoint).create_sandbox(request);
+  }
   if (!sandbox) return sandbox.error();
   if (options.json) {
     std::cout << sandbox->dump(2) << "\n";

@@ -304,12 +304,7 @@ void add_import(CLI::App& parent, Commands& commands) {
 
 }  // namespace
 
-Status build_if_unbuilt(const Endpoint& endpoint, const std::string& name) {
-  const std::string target = std::string(kPrefix) + "/" + http::url_encode(name);
-  auto response = http::Client(endpoint.url).send(api_request(endpoint, "GET", target));
-  if (!response || response->status != 200) return {};  // not ours to build; create will say
-  const json info = json::parse(response->body, nullptr, false);
-  if (!info.is_object() || info.value("built", true)) return {};
+Status build_first(const Endpoint& endpoint, const std::string& name) {
   std::cerr << "template " << name
             << " is not built yet; building it once (later creates reuse it)\n";
   auto built = build_spec(endpoint, name, false, std::cerr);

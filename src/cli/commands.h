@@ -28,10 +28,12 @@ void add_serve(CLI::App& root, Commands& commands);
 void add_mcp(CLI::App& root, Commands& commands);       // mcp serve|install|uninstall
 void add_template(CLI::App& root, Commands& commands);  // template build|list|inspect|rm
 
-// Builds `name` with a progress display if the daemon has its spec but has
-// not built it yet (a first `abx create --template base`). Daemons without
-// our template API (remote clouds) are left alone.
-Status build_if_unbuilt(const e2b::Endpoint& endpoint, const std::string& name);
+// Builds template `name` from its spec with a progress display, the outcome
+// line on stderr (a first `abx create --template base`, whose stdout is the id).
+Status build_first(const e2b::Endpoint& endpoint, const std::string& name);
+
+// What the daemon says when a create would have to build its template first.
+inline constexpr const char* kNotBuiltYet = "is not built yet";
 void add_env(CLI::App& root, Commands& commands);   // env e2b
 void add_keys(CLI::App& root, Commands& commands);  // keys create|list
 

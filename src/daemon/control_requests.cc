@@ -114,6 +114,9 @@ Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint3
   auto disk = bounded_field(d, "diskSizeMB", 16, 65536);
   if (!disk) return disk.error();
   req.disk_size_mb = *disk;
+  auto wait = bool_field(d, "waitForBuild", true);
+  if (!wait) return wait.error();
+  req.wait_for_build = *wait;
   return req;
 }
 

@@ -26,6 +26,9 @@ struct CreateSandboxRequest {
   std::optional<uint32_t> cpu_count;
   std::optional<uint32_t> memory_mb;
   std::optional<uint32_t> disk_size_mb;
+  // Our extension: false answers 409 instead of building an unbuilt template
+  // first, so that a client can show the build's progress itself.
+  bool wait_for_build = true;
 };
 
 Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint32_t host_cores);

@@ -108,6 +108,10 @@ Status Service::apply_template_defaults(const runtime::Sandbox& sandbox, Sandbox
 http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandboxRequest request) {
   auto resolved = templates_.resolve(request.template_name);
   if (!resolved) co_return ServiceError{400, resolved.error().message()};
+  if (!request.wait_for_build && !templates_.is_built(*resolved)) {
+    co_return ServiceError{409, "template '" + *resolved + "' " + kNotBuiltYet +
+                                    "; build it with `abx template build " + *resolved + "`"};
+  }
   SandboxRow row;
   row.template_id = *resolved;
   row.alias = request.template_name;

@@ -45,6 +45,10 @@ struct ServiceError {
   std::string message;
 };
 
+// What a create with waitForBuild=false answers (409) for a template that
+// would have to be built first.
+inline constexpr const char* kNotBuiltYet = "is not built yet";
+
 class Service {
  public:
   Service(boost::asio::io_context& ioc, BlockingPool& pool, runtime::Runtime& runtime,

@@ -239,6 +239,10 @@ Result<std::string> TemplateStore::resolve(const std::string& name) const {
   return Error{"template", ENOENT, "unknown template '" + name + "'; known: " + names};
 }
 
+bool TemplateStore::is_built(const std::string& id) const {
+  return id == kHost || fs::exists(dir_ / id / "meta.json");
+}
+
 std::vector<TemplateInfo> TemplateStore::list() const {
   std::vector<TemplateInfo> out;
   for (const char* name : {kBase, kCodeInterpreter}) {

@@ -75,6 +75,8 @@ class TemplateStore {
   Result<runtime::RootfsSpec> rootfs(const std::string& name);
   // The canonical template id a name resolves to, or an error naming the known templates.
   Result<std::string> resolve(const std::string& name) const;
+  // Whether sandboxes of `id` (a resolved name) start without building first.
+  bool is_built(const std::string& id) const;
   std::vector<TemplateInfo> list() const;
   Result<TemplateInfo> inspect(const std::string& name) const;
 

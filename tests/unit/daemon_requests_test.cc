@@ -45,6 +45,10 @@ TEST(DaemonRequests, CreateDefaultsAndExtensions) {
   EXPECT_TRUE(req->secure);
   EXPECT_EQ(req->memory_mb.value(), 256u);
   EXPECT_FALSE(req->cpu_count.has_value());
+  EXPECT_TRUE(req->wait_for_build) << "E2B clients wait for a first build";
+  auto cli = parse_create_sandbox(R"({"templateID":"base","waitForBuild":false})", 4);
+  ASSERT_TRUE(cli) << cli.error().message();
+  EXPECT_FALSE(cli->wait_for_build);
 }
 
 TEST(DaemonRequests, CreateErrorsNameTheField) {
