@@ -1,0 +1,64 @@
+#include "templates/store_common.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+namespace abx::templates::store {
+namespace {
+
+constexpr size_t kMaxNameLength = 63;
+
+// Serialises builds between threads; the flock does the same between
+// processes sharing a templates dir.
+std::mutex build_mutex;
+
+}  // namespace
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || name.size() > kMaxNameLength) return false;
+  if (!std::isalnum(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    const bool ok = std::islower(static_cast<unsigned char>(c)) ||
+                    std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Status check_buildable_name(const std::string& name) {
+  if (valid_name(name) && name != kHost) return {};
+  return Error{"template build", EINVAL,
+               "'" + name + "' cannot be a template name: use [a-z0-9._-] (host is built in)"};
+}
+
+Result<UniqueFd> lock_builds(const fs::path& templates_dir, bool wait) {
+  const fs::path lock_path = templates_dir / ".build.lock";
+  UniqueFd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Error::from_errno("template lock", lock_path.string());
+  if (::flock(fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB)) != 0)
+    return Error::from_errno("template lock", lock_path.string());
+  return fd;
+}
+
+Status ensure_templates_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Error{"mkdir", ec.value(), dir.string()};
+  if (::chmod(dir.c_str(), 0755) != 0) return Error::from_errno("chmod", dir.string());
+  return {};
+}
+
+Result<std::unique_ptr<BuildLock>> take_build_lock(const fs::path& templates_dir) {
+  auto lock = std::make_unique<BuildLock>();
+  lock->threads = std::unique_lock<std::mutex>(build_mutex);
+  if (auto st = ensure_templates_dir(templates_dir); !st) return st.error();
+  auto file = lock_builds(templates_dir, true);
+  if (!file) return file.error();
+  lock->file = std::move(*file);
+  return lock;
+}
+
+std::string mib_text(uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
+
+}  // namespace abx::templates::store

@@ -1,0 +1,295 @@
+// The building half of the template store: Debian specs (mmdebstrap),
+// Sandboxfiles (spec dirs in the repo and uploaded contexts) and image imports.
+#include <sstream>
+
+#include "common/sha256.h"
+#include "templates/catalog.h"
+#include "templates/debian_build.h"
+#include "templates/image_archive.h"
+#include "templates/layer.h"
+#include "templates/sandboxfile.h"
+#include "templates/sandboxfile_build.h"
+#include "templates/spec.h"
+#include "templates/store_common.h"
+#include "templates/templates.h"
+#include "templates/tree_ops.h"
+
+namespace abx::templates {
+namespace {
+
+namespace fs = std::filesystem;
+using store::check_buildable_name;
+using store::kBuildingPrefix;
+using store::kHost;
+using store::LogFile;
+using store::mib_text;
+using store::take_build_lock;
+using store::valid_name;
+
+constexpr const char* kDebianImagePrefix = "debian:";
+constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// A Debian root made from nothing but a suite: `FROM debian:bookworm`.
+DebianSpec plain_debian(const std::string& suite) {
+  DebianSpec spec;
+  spec.name = "debian-" + suite;
+  spec.suite = suite;
+  spec.variant = "minbase";
+  spec.mirror = "http://deb.debian.org/debian";
+  spec.hash = sha256_hex("debian\n" + suite + "\nminbase\n" + spec.mirror).substr(0, 16);
+  return spec;
+}
+
+// Errors name the image as the user gave it, not the daemon's upload copy.
+Error name_image(Error error, const fs::path& image, const std::string& shown_as) {
+  const std::string internal = image.string();
+  for (size_t at; (at = error.detail.find(internal)) != std::string::npos;)
+    error.detail.replace(at, internal.size(), shown_as);
+  return error;
+}
+
+uint64_t layers_disk_usage(const LayerStore& layers, const std::vector<std::string>& ids) {
+  uint64_t total = 0;
+  for (const auto& id : ids) total += disk_usage(layers.path(id));
+  return total;
+}
+
+}  // namespace
+
+// The layer holding the root filesystem `spec` describes, extracted from
+// mmdebstrap's (cached) tar unless it is already in the layer store.
+Result<std::string> TemplateStore::debian_layer(const DebianSpec& spec, bool no_cache,
+                                                const BuildProgressFn& log,
+                                                const BuildProgressFn& progress) {
+  const std::string id = "deb-" + spec.name + "-" + spec.hash;
+  if (!no_cache && layers_.has(id)) {
+    progress("step: " + spec.name + " layer is up to date (spec " + spec.hash + ")");
+    return id;
+  }
+  auto tar = debian_rootfs_tar(spec, no_cache, log, progress);
+  if (!tar) return tar.error();
+  auto staging = layers_.begin(id);
+  if (!staging) return staging.error();
+  const fs::path rootfs = *staging / "rootfs";
+  if (auto st = tree::make_dir(rootfs, 0755); !st) return st.error();
+  progress("step: extracting " + tar->string());
+  const IdShift shift{runtime_.host_uid(0), runtime_.host_gid(0)};
+  auto stats = apply_layer(*tar, fs::canonical(rootfs), shift, [&](const LayerStats& s) {
+    progress("extracted: " + std::to_string(s.entries) + " files, " + mib_text(s.bytes));
+  });
+  if (!stats) return stats.error();
+  if (auto st = layers_.commit(id, rootfs, *staging); !st) return st.error();
+  return id;
+}
+
+Result<TemplateInfo> TemplateStore::build(const std::string& name, const BuildOptions& options,
+                                          const BuildProgressFn& progress) {
+  if (auto st = check_buildable_name(name); !st) return st.error();
+  if (auto dir = sandboxfile_spec(name)) return build_from_spec_dir(name, *dir, options, progress);
+  auto spec = load_spec(name);
+  if (!spec) return spec.error();
+  const bool existed = fs::exists(dir_ / name / "meta.json");
+  auto lock = take_build_lock(dir_);
+  if (!lock) return lock.error();
+  // Another request built it while this one waited: that build is the answer.
+  if (!existed && !options.no_cache && fs::exists(dir_ / name / "meta.json")) return inspect(name);
+  LogFile log(log_path(name));
+  const auto both = [&](const std::string& line) {
+    log.line(line);
+    progress(line);
+  };
+  both("step: building " + name + " (spec " + spec->hash + ", log " + log_path(name).string() +
+       ")");
+  auto layer = debian_layer(
+      *spec, options.no_cache, [&](const std::string& l) { log.line(l); }, both);
+  if (!layer) {
+    log.line("failed: " + layer.error().message());
+    return layer.error();
+  }
+  Staged staged;
+  staged.meta.name = name;
+  staged.meta.source = "mmdebstrap " + spec->suite + " (templates/" + name + ")";
+  staged.meta.created_ms = unix_ms_now();
+  staged.meta.spec_hash = spec->hash;
+  staged.meta.layers = {*layer};
+  staged.meta.size_bytes = layers_disk_usage(layers_, staged.meta.layers);
+  auto info = publish(staged);
+  if (!info) {
+    log.line("failed: " + info.error().message());
+    return info.error();
+  }
+  both("done: " + name + ", " + mib_text(info->size_bytes));
+  return info;
+}
+
+// A template whose spec is a Sandboxfile in the repo (code-interpreter-v1:
+// base plus the interpreter's packages, as a layer over base's).
+Result<TemplateInfo> TemplateStore::build_from_spec_dir(const std::string& name,
+                                                        const fs::path& dir,
+                                                        const BuildOptions& options,
+                                                        const BuildProgressFn& progress) {
+  std::ifstream in(dir / "Sandboxfile");
+  std::stringstream text;
+  text << in.rdbuf();
+  SandboxfileRequest request;
+  request.name = name;
+  request.context_dir = dir;
+  request.sandboxfile = text.str();
+  request.no_cache = options.no_cache;
+  return build_sandboxfile(request, progress);
+}
+
+// What a Sandboxfile's FROM names: a template (built first if it has a spec),
+// `debian:<suite>`, or an image archive in the build context.
+Result<TemplateMeta> TemplateStore::from_image(const std::string& image,
+                                               const SandboxfileRequest& request,
+                                               const BuildProgressFn& progress) {
+  if (image == kHost)
+    return Error{"FROM", EINVAL,
+                 "FROM host is not possible: host is a view of this machine's dirs; use FROM base"};
+  if (image.starts_with(kDebianImagePrefix)) {
+    const DebianSpec spec = plain_debian(image.substr(std::string(kDebianImagePrefix).size()));
+    auto layer = debian_layer(spec, false, progress, progress);
+    if (!layer) return layer.error();
+    TemplateMeta meta;
+    meta.layers = {*layer};
+    return meta;
+  }
+  const fs::path archive = request.context_dir / image;
+  if (image.find('/') != std::string::npos || image.ends_with(".tar")) {
+    std::error_code ec;
+    if (!fs::exists(archive, ec))
+      return Error{"FROM", ENOENT, "no image archive '" + image + "' in the build context"};
+    return import_layer(archive, image, progress);
+  }
+  if (!valid_name(image) || (!fs::exists(dir_ / image / "meta.json") && !has_spec(image)))
+    return Error{"FROM", ENOENT,
+                 "unknown template '" + image +
+                     "' in FROM; use a template name, debian:<suite> or an image archive"};
+  return read_meta(dir_ / image);
+}
+
+Result<TemplateInfo> TemplateStore::build_sandboxfile(const SandboxfileRequest& request,
+                                                      const BuildProgressFn& progress) {
+  if (auto st = check_buildable_name(request.name); !st) return st.error();
+  auto file = sandboxfile::parse(request.sandboxfile, request.build_args);
+  if (!file) return file.error();
+  for (const auto& warning : file->warnings) progress("warning: " + warning);
+  const std::string from = file->steps.front().args.front();
+  // Outside the lock: building a FROM template takes it too.
+  if (valid_name(from) && has_spec(from) && !fs::exists(dir_ / from / "meta.json")) {
+    progress("step: building " + from + " first (FROM " + from + ")");
+    auto built = build(from, {}, progress);
+    if (!built) return built.error();
+  }
+  auto lock = take_build_lock(dir_);
+  if (!lock) return lock.error();
+  LogFile log(log_path(request.name));
+  const auto both = [&](const std::string& line) {
+    log.line(line);
+    progress(line);
+  };
+  auto fail = [&](const Error& error) {
+    log.line("failed: " + error.message());
+    return error;
+  };
+  auto base = from_image(from, request, both);
+  if (!base) return fail(base.error());
+  // Again, now that FROM's env and workdir are known: `ENV PATH=/opt/bin:$PATH`
+  // must extend the image's PATH.
+  sandboxfile::BaseImage image{base->env, base->workdir.empty() ? "/" : base->workdir};
+  image.env.try_emplace("PATH", kDefaultPath);
+  file = sandboxfile::parse(request.sandboxfile, request.build_args, image);
+  if (!file) return fail(file.error());
+  const fs::path scratch = dir_ / (kBuildingPrefix + request.name + ".scratch");
+  if (auto st = tree::remove_tree(scratch); !st) return fail(st.error());
+  if (auto st = tree::make_dir(scratch, 0700); !st) return fail(st.error());
+  StepDeps deps{runtime_,
+                layers_,
+                request.context_dir,
+                scratch,
+                request.network,
+                request.no_cache,
+                [&](const std::string& l) { log.line(l); },
+                both};
+  auto made = run_steps(*file, *base, deps);
+  (void)tree::remove_tree(scratch);
+  if (!made) return fail(made.error());
+  Staged staged;
+  staged.meta = *made;
+  staged.meta.name = request.name;
+  staged.meta.source =
+      "Sandboxfile (FROM " + from + ", " + std::to_string(file->steps.size()) + " steps)";
+  staged.meta.created_ms = unix_ms_now();
+  staged.meta.size_bytes = layers_disk_usage(layers_, staged.meta.layers);
+  auto info = publish(staged);
+  if (!info) return fail(info.error());
+  both("done: " + request.name + ", " + std::to_string(info->layers) + " layers, " +
+       mib_text(info->size_bytes));
+  return info;
+}
+
+// One layer holding the flattened image; its id is the archive's digest, so
+// importing the same image twice stores it once.
+Result<TemplateMeta> TemplateStore::import_layer(const fs::path& image, const std::string& shown_as,
+                                                 const BuildProgressFn& progress) {
+  std::error_code ec;
+  const fs::path digest_source = fs::is_directory(image, ec) ? image / "index.json" : image;
+  auto digest = sha256_file(digest_source);
+  if (!digest) return digest.error();
+  const std::string id = "img-" + digest->substr(0, 32);
+  auto staging = layers_.begin(id);
+  if (!staging) return staging.error();
+  const fs::path rootfs = *staging / "rootfs";
+  const fs::path scratch = *staging / "scratch";
+  if (auto st = tree::make_dir(rootfs, 0755); !st) return st.error();
+  if (auto st = tree::make_dir(scratch, 0700); !st) return st.error();
+  progress("step: unpacking " + shown_as);
+  const IdShift shift{runtime_.host_uid(0), runtime_.host_gid(0)};
+  auto config =
+      unpack_image(image, scratch, fs::canonical(rootfs), shift, [&](const LayerStats& s) {
+        progress("extracted: " + std::to_string(s.entries) + " files, " + mib_text(s.bytes));
+      });
+  if (!config) {
+    (void)tree::remove_tree(*staging);
+    return name_image(config.error(), image, shown_as);
+  }
+  if (auto st = layers_.commit(id, rootfs, *staging); !st) return st.error();
+  progress("step: " + std::to_string(config->layers) + " layers of a " + config->format +
+           " unpacked");
+  TemplateMeta meta;
+  meta.layers = {id};
+  meta.env = config->env;
+  meta.workdir = config->workdir;
+  meta.user = config->user;
+  return meta;
+}
+
+Result<TemplateInfo> TemplateStore::import_image(const std::string& name, const fs::path& image,
+                                                 const std::string& origin,
+                                                 const BuildProgressFn& progress) {
+  if (auto st = check_buildable_name(name); !st) return st.error();
+  auto lock = take_build_lock(dir_);
+  if (!lock) return lock.error();
+  LogFile log(log_path(name));
+  const auto both = [&](const std::string& line) {
+    log.line(line);
+    progress(line);
+  };
+  auto imported = import_layer(image, origin, both);
+  if (!imported) {
+    log.line("failed: " + imported.error().message());
+    return imported.error();
+  }
+  Staged staged;
+  staged.meta = *imported;
+  staged.meta.name = name;
+  staged.meta.source = "image " + origin;
+  staged.meta.created_ms = unix_ms_now();
+  staged.meta.size_bytes = layers_disk_usage(layers_, staged.meta.layers);
+  auto info = publish(staged);
+  if (info) both("done: " + name + ", " + mib_text(info->size_bytes));
+  return info;
+}
+
+}  // namespace abx::templates
