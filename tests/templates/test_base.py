@@ -85,3 +85,22 @@ def test_first_create_builds_base_with_progress_and_prints_only_the_id(state_dir
             abx(d, "kill", sandbox_id, "--yes")
     finally:
         stop_daemon(d)
+
+
+def test_a_second_build_request_waits_for_the_running_one(state_dir):
+    """Two first builds at once: one extracts base, the other waits for it and reuses it."""
+    import subprocess
+    from harness import ABX_BIN, start_daemon, stop_daemon
+    d = start_daemon(state_dir / "state", shared_templates=False)
+    try:
+        builds = [subprocess.Popen([str(ABX_BIN), "template", "build", "base"], env=d.env(),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                  for _ in range(2)]
+        outputs = [b.communicate(timeout=900) for b in builds]
+        assert [b.returncode for b in builds] == [0, 0], [err[-2000:] for _, err in outputs]
+        extracting = [err for _, err in outputs if "step: extracting" in err]
+        assert len(extracting) == 1, "the second request must not start another build"
+        layers = list((d.data_dir / "templates" / ".layers").iterdir())
+        assert len(layers) == 1, layers
+    finally:
+        stop_daemon(d)
