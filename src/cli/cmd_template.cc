@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 constexpr const char* kPrefix = "/abx/v1/templates";
 
 constexpr const char* kUploadedSandboxfile = ".abx-sandboxfile";
+constexpr size_t kUploadChunk = 256 * 1024;
 
 struct BuildOptions {
   std::string target;  // a spec name (base) or a build context dir
@@ -172,15 +173,7 @@ Result<int> upload_and_follow(const std::string& target, const fs::path& tar,
   if (!endpoint) return endpoint.error();
   UniqueFd fd(::open(tar.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return Error::from_errno("open " + tar.string());
-  const http::BodySource source = [&]() -> Result<std::string> {
-    std::string chunk(1 << 16, '\0');
-    ssize_t n;
-    do n = ::read(fd.get(), chunk.data(), chunk.size());
-    while (n < 0 && errno == EINTR);
-    if (n < 0) return Error::from_errno("read " + tar.string());
-    chunk.resize(static_cast<size_t>(n));
-    return chunk;
-  };
+  const http::BodySource source = http::fd_body(fd.get(), tar.string(), kUploadChunk);
   http::Request request = api_request(*endpoint, "POST", target);
   request.headers.emplace_back("Content-Type", "application/x-tar");
   return open_and_follow(*endpoint, request, &source, verb);

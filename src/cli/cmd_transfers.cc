@@ -43,17 +43,8 @@ Status upload_file(const SandboxPlane& plane, const fs::path& local, const std::
   struct stat st {};
   ::fstat(fd.get(), &st);
   Progress progress(local.filename().string(), static_cast<std::uint64_t>(st.st_size));
-  const http::BodySource source = [&]() -> Result<std::string> {
-    std::string chunk(kChunk, '\0');
-    ssize_t n;
-    do {
-      n = ::read(fd.get(), chunk.data(), chunk.size());
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) return Error::from_errno("read " + local.string());
-    chunk.resize(static_cast<size_t>(n));
-    progress.add(chunk.size());
-    return chunk;
-  };
+  const http::BodySource source =
+      http::fd_body(fd.get(), local.string(), kChunk, [&](size_t n) { progress.add(n); });
   return plane.upload(remote, source);
 }
 

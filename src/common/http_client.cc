@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -60,6 +61,20 @@ std::string find_header(const Headers& headers, std::string_view name) {
     }
   }
   return {};
+}
+
+BodySource fd_body(int fd, std::string what, size_t chunk, std::function<void(size_t)> on_piece) {
+  return
+      [fd, what = std::move(what), chunk, on_piece = std::move(on_piece)]() -> Result<std::string> {
+        std::string piece(chunk, '\0');
+        ssize_t n;
+        do n = ::read(fd, piece.data(), piece.size());
+        while (n < 0 && errno == EINTR);
+        if (n < 0) return Error::from_errno("read " + what);
+        piece.resize(static_cast<size_t>(n));
+        if (on_piece) on_piece(piece.size());
+        return piece;
+      };
 }
 
 std::string url_encode(std::string_view text) {

@@ -50,6 +50,12 @@ struct Response {
 // Produces the next piece of a streamed request body; an empty string ends it.
 using BodySource = std::function<Result<std::string>()>;
 
+// A body read from `fd` (which must outlive it) in `chunk`-byte pieces;
+// `on_piece` sees each piece's size (for a progress bar). `what` names the
+// source in errors.
+BodySource fd_body(int fd, std::string what, size_t chunk,
+                   std::function<void(size_t)> on_piece = {});
+
 // A response whose header has arrived and whose body is read piece by piece.
 class ResponseStream {
  public:

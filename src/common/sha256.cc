@@ -24,15 +24,19 @@ Sha256& Sha256::update(std::string_view bytes) {
   return *this;
 }
 
-std::string Sha256::hex() {
+std::string Sha256::bytes() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_DigestFinal_ex(context_->md, digest, &size);
+  return std::string(reinterpret_cast<const char*>(digest), size);
+}
+
+std::string Sha256::hex() {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  for (unsigned int i = 0; i < size; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
+  for (unsigned char byte : bytes()) {
+    out += kHex[byte >> 4];
+    out += kHex[byte & 15];
   }
   return out;
 }

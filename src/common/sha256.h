@@ -1,5 +1,5 @@
-// SHA-256 digests (OpenSSL's libcrypto): template layer cache keys are
-// content hashes, so a collision would serve the wrong files.
+// SHA-256 digests (OpenSSL's libcrypto): template layer cache keys (content
+// hashes, so a collision would serve the wrong files) and envd's signed URLs.
 #pragma once
 
 #include <memory>
@@ -18,6 +18,8 @@ class Sha256 {
   Sha256& operator=(const Sha256&) = delete;
 
   Sha256& update(std::string_view bytes);
+  // The 32 digest bytes; the object is spent afterwards.
+  std::string bytes();
   // Lower-case hex of the digest; the object is spent afterwards.
   std::string hex();
 

@@ -1,7 +1,7 @@
 #include "daemon/envd_auth.h"
 
 #include "common/base64.h"
-#include "daemon/codec.h"
+#include "common/sha256.h"
 
 namespace abx::daemon::envd_auth {
 
@@ -39,10 +39,7 @@ std::string file_signature(const std::string& path, const std::string& operation
                            const std::string& expiration) {
   std::string text = path + ":" + operation + ":" + user + ":" + token;
   if (!expiration.empty()) text += ":" + expiration;
-  const auto digest = codec::sha256(text);
-  return "v1_" +
-         base64::encode(
-             std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()), false);
+  return "v1_" + base64::encode(Sha256().update(text).bytes(), false);
 }
 
 bool file_signature_valid(const std::map<std::string, std::string>& query,

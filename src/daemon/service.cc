@@ -90,13 +90,13 @@ void Service::destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandb
 }
 
 // The template's Env (under the request's), WorkingDir and User.
-Status Service::apply_template_defaults(const runtime::Sandbox& sandbox, SandboxRow& row) {
-  auto info = templates_.inspect(row.template_id);
-  if (!info) return {};  // host and unbuilt aliases have no defaults
-  for (const auto& [key, value] : info->env) row.env_vars.try_emplace(key, value);
-  row.default_cwd = info->workdir;
-  if (info->user.empty()) return {};
-  auto user = runtime::lookup_user(sandbox, info->user);
+Status Service::apply_template_defaults(const runtime::Sandbox& sandbox,
+                                        const templates::ProcessDefaults& defaults,
+                                        SandboxRow& row) {
+  for (const auto& [key, value] : defaults.env) row.env_vars.try_emplace(key, value);
+  row.default_cwd = defaults.workdir;
+  if (defaults.user.empty()) return {};
+  auto user = runtime::lookup_user(sandbox, defaults.user);
   if (!user) return Error{"template " + row.template_id, 0, user.error().message()};
   row.default_user = user->name;
   row.default_uid = user->uid;
@@ -128,7 +128,8 @@ http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandbox
   std::optional<ServiceError> failure;
   std::unique_ptr<runtime::Sandbox> sandbox;
   co_await pool_.run([&] {
-    auto rootfs = templates_.rootfs(request.template_name);
+    templates::ProcessDefaults defaults;
+    auto rootfs = templates_.rootfs(request.template_name, &defaults);
     if (!rootfs) {
       failure = ServiceError{400, rootfs.error().message()};
       return;
@@ -139,7 +140,7 @@ http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandbox
       failure = ServiceError{500, created.error().message()};
       return;
     }
-    if (Status s = apply_template_defaults(**created, row); !s) {
+    if (Status s = apply_template_defaults(**created, defaults, row); !s) {
       (void)runtime_.destroy((*created)->record());
       failure = ServiceError{400, s.error().message()};
       return;

@@ -74,7 +74,8 @@ class Service {
   boost::asio::io_context& io_context() { return ioc_; }
 
  private:
-  Status apply_template_defaults(const runtime::Sandbox& sandbox, SandboxRow& row);
+  Status apply_template_defaults(const runtime::Sandbox& sandbox,
+                                 const templates::ProcessDefaults& defaults, SandboxRow& row);
   http::Task<void> ttl_loop();
   void destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live);
   std::shared_ptr<LiveSandbox> make_live(SandboxRow row, std::unique_ptr<runtime::Sandbox> sb);

@@ -7,8 +7,8 @@ namespace {
 
 // Everything a create request may differ in, except the id.
 std::string spec_key(const SandboxSpec& spec) {
-  std::string key = spec.hostname + '\n' + (spec.host_network ? "N" : "n") + '\n';
-  key += "W" + spec.rootfs.writable_dir.string() + '\n';
+  // Build sandboxes (writable_dir, host_network) never come to the pool.
+  std::string key = spec.hostname + '\n';
   for (const auto& layer : spec.rootfs.lower_layers) key += "L" + layer.string() + '\n';
   for (const auto& bind : spec.rootfs.read_only_binds)
     key += "B" + bind.host_path.string() + '\n' + bind.sandbox_path.string() + '\n';

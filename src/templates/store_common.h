@@ -34,26 +34,35 @@ struct BuildLock {
 };
 Result<std::unique_ptr<BuildLock>> take_build_lock(const fs::path& templates_dir);
 
-class LogFile {
+// A build's log file and its client's progress: steps go to both, details
+// (every line mmdebstrap prints) only to the file.
+class BuildLog {
  public:
-  explicit LogFile(const fs::path& path) : out_(path, std::ios::trunc) {}
-  void line(const std::string& text) { out_ << text << '\n' << std::flush; }
+  BuildLog(const fs::path& path, BuildProgressFn progress)
+      : out_(path, std::ios::trunc), progress_(std::move(progress)) {}
+  void step(const std::string& line) {
+    detail(line);
+    progress_(line);
+  }
+  void detail(const std::string& line) { out_ << line << '\n' << std::flush; }
+  // Logs why the build failed and hands the error back.
+  Error failed(const Error& error) {
+    detail("failed: " + error.message());
+    return error;
+  }
+  BuildProgressFn steps() {
+    return [this](const std::string& line) { step(line); };
+  }
+  BuildProgressFn details() {
+    return [this](const std::string& line) { detail(line); };
+  }
 
  private:
   std::ofstream out_;
+  BuildProgressFn progress_;
 };
 
 // "313 MiB", rounded to the nearest MiB.
 std::string mib_text(uint64_t bytes);
 
 }  // namespace abx::templates::store
-
-namespace abx::templates {
-
-// A template ready to be published: its meta, with the layers it names
-// already committed to the layer store.
-struct TemplateStore::Staged {
-  TemplateMeta meta;
-};
-
-}  // namespace abx::templates

@@ -18,10 +18,10 @@ namespace abx::templates {
 namespace {
 
 namespace fs = std::filesystem;
+using store::BuildLog;
 using store::check_buildable_name;
 using store::kBuildingPrefix;
 using store::kHost;
-using store::LogFile;
 using store::mib_text;
 using store::take_build_lock;
 using store::valid_name;
@@ -46,12 +46,6 @@ Error name_image(Error error, const fs::path& image, const std::string& shown_as
   for (size_t at; (at = error.detail.find(internal)) != std::string::npos;)
     error.detail.replace(at, internal.size(), shown_as);
   return error;
-}
-
-uint64_t layers_disk_usage(const LayerStore& layers, const std::vector<std::string>& ids) {
-  uint64_t total = 0;
-  for (const auto& id : ids) total += disk_usage(layers.path(id));
-  return total;
 }
 
 }  // namespace
@@ -93,32 +87,19 @@ Result<TemplateInfo> TemplateStore::build(const std::string& name, const BuildOp
   if (!lock) return lock.error();
   // Another request built it while this one waited: that build is the answer.
   if (!existed && !options.no_cache && fs::exists(dir_ / name / "meta.json")) return inspect(name);
-  LogFile log(log_path(name));
-  const auto both = [&](const std::string& line) {
-    log.line(line);
-    progress(line);
-  };
-  both("step: building " + name + " (spec " + spec->hash + ", log " + log_path(name).string() +
-       ")");
-  auto layer = debian_layer(
-      *spec, options.no_cache, [&](const std::string& l) { log.line(l); }, both);
-  if (!layer) {
-    log.line("failed: " + layer.error().message());
-    return layer.error();
-  }
-  Staged staged;
-  staged.meta.name = name;
-  staged.meta.source = "mmdebstrap " + spec->suite + " (templates/" + name + ")";
-  staged.meta.created_ms = unix_ms_now();
-  staged.meta.spec_hash = spec->hash;
-  staged.meta.layers = {*layer};
-  staged.meta.size_bytes = layers_disk_usage(layers_, staged.meta.layers);
-  auto info = publish(staged);
-  if (!info) {
-    log.line("failed: " + info.error().message());
-    return info.error();
-  }
-  both("done: " + name + ", " + mib_text(info->size_bytes));
+  BuildLog log(log_path(name), progress);
+  log.step("step: building " + name + " (spec " + spec->hash + ", log " + log_path(name).string() +
+           ")");
+  auto layer = debian_layer(*spec, options.no_cache, log.details(), log.steps());
+  if (!layer) return log.failed(layer.error());
+  TemplateMeta meta;
+  meta.name = name;
+  meta.source = "mmdebstrap " + spec->suite + " (templates/" + name + ")";
+  meta.spec_hash = spec->hash;
+  meta.layers = {*layer};
+  auto info = publish(std::move(meta));
+  if (!info) return log.failed(info.error());
+  log.step("done: " + name + ", " + mib_text(info->size_bytes));
   return info;
 }
 
@@ -184,48 +165,30 @@ Result<TemplateInfo> TemplateStore::build_sandboxfile(const SandboxfileRequest& 
   }
   auto lock = take_build_lock(dir_);
   if (!lock) return lock.error();
-  LogFile log(log_path(request.name));
-  const auto both = [&](const std::string& line) {
-    log.line(line);
-    progress(line);
-  };
-  auto fail = [&](const Error& error) {
-    log.line("failed: " + error.message());
-    return error;
-  };
-  auto base = from_image(from, request, both);
-  if (!base) return fail(base.error());
+  BuildLog log(log_path(request.name), progress);
+  auto base = from_image(from, request, log.steps());
+  if (!base) return log.failed(base.error());
   // Again, now that FROM's env and workdir are known: `ENV PATH=/opt/bin:$PATH`
   // must extend the image's PATH.
   sandboxfile::BaseImage image{base->env, base->workdir.empty() ? "/" : base->workdir};
   image.env.try_emplace("PATH", kDefaultPath);
   file = sandboxfile::parse(request.sandboxfile, request.build_args, image);
-  if (!file) return fail(file.error());
+  if (!file) return log.failed(file.error());
   const fs::path scratch = dir_ / (kBuildingPrefix + request.name + ".scratch");
-  if (auto st = tree::remove_tree(scratch); !st) return fail(st.error());
-  if (auto st = tree::make_dir(scratch, 0700); !st) return fail(st.error());
-  StepDeps deps{runtime_,
-                layers_,
-                request.context_dir,
-                scratch,
-                request.network,
-                request.no_cache,
-                [&](const std::string& l) { log.line(l); },
-                both};
+  if (auto st = tree::remove_tree(scratch); !st) return log.failed(st.error());
+  if (auto st = tree::make_dir(scratch, 0700); !st) return log.failed(st.error());
+  StepDeps deps{runtime_,        layers_,          request.context_dir, scratch,
+                request.network, request.no_cache, log.details(),       log.steps()};
   auto made = run_steps(*file, *base, deps);
   (void)tree::remove_tree(scratch);
-  if (!made) return fail(made.error());
-  Staged staged;
-  staged.meta = *made;
-  staged.meta.name = request.name;
-  staged.meta.source =
-      "Sandboxfile (FROM " + from + ", " + std::to_string(file->steps.size()) + " steps)";
-  staged.meta.created_ms = unix_ms_now();
-  staged.meta.size_bytes = layers_disk_usage(layers_, staged.meta.layers);
-  auto info = publish(staged);
-  if (!info) return fail(info.error());
-  both("done: " + request.name + ", " + std::to_string(info->layers) + " layers, " +
-       mib_text(info->size_bytes));
+  if (!made) return log.failed(made.error());
+  TemplateMeta meta = std::move(*made);
+  meta.name = request.name;
+  meta.source = "Sandboxfile (FROM " + from + ", " + std::to_string(file->steps.size()) + " steps)";
+  auto info = publish(std::move(meta));
+  if (!info) return log.failed(info.error());
+  log.step("done: " + request.name + ", " + std::to_string(info->layers) + " layers, " +
+           mib_text(info->size_bytes));
   return info;
 }
 
@@ -271,24 +234,15 @@ Result<TemplateInfo> TemplateStore::import_image(const std::string& name, const 
   if (auto st = check_buildable_name(name); !st) return st.error();
   auto lock = take_build_lock(dir_);
   if (!lock) return lock.error();
-  LogFile log(log_path(name));
-  const auto both = [&](const std::string& line) {
-    log.line(line);
-    progress(line);
-  };
-  auto imported = import_layer(image, origin, both);
-  if (!imported) {
-    log.line("failed: " + imported.error().message());
-    return imported.error();
-  }
-  Staged staged;
-  staged.meta = *imported;
-  staged.meta.name = name;
-  staged.meta.source = "image " + origin;
-  staged.meta.created_ms = unix_ms_now();
-  staged.meta.size_bytes = layers_disk_usage(layers_, staged.meta.layers);
-  auto info = publish(staged);
-  if (info) both("done: " + name + ", " + mib_text(info->size_bytes));
+  BuildLog log(log_path(name), progress);
+  auto imported = import_layer(image, origin, log.steps());
+  if (!imported) return log.failed(imported.error());
+  TemplateMeta meta = std::move(*imported);
+  meta.name = name;
+  meta.source = "image " + origin;
+  auto info = publish(std::move(meta));
+  if (!info) return log.failed(info.error());
+  log.step("done: " + name + ", " + mib_text(info->size_bytes));
   return info;
 }
 

@@ -108,7 +108,8 @@ TemplateStore::TemplateStore(std::filesystem::path templates_dir, runtime::Runti
   sweep_interrupted(dir_, layers_);
 }
 
-Result<runtime::RootfsSpec> TemplateStore::rootfs(const std::string& name) {
+Result<runtime::RootfsSpec> TemplateStore::rootfs(const std::string& name,
+                                                  ProcessDefaults* defaults) {
   auto id = resolve(name);
   if (!id) return id.error();
   if (*id == kHost) {
@@ -121,6 +122,7 @@ Result<runtime::RootfsSpec> TemplateStore::rootfs(const std::string& name) {
   }
   auto meta = read_meta(dir_ / *id);
   if (!meta) return meta.error();
+  if (defaults) *defaults = {meta->env, meta->workdir, meta->user};
   runtime::RootfsSpec spec;
   for (const auto& layer : meta->layers) spec.lower_layers.push_back(layers_.path(layer));
   if (spec.lower_layers.empty()) spec.lower_layers = {dir_ / *id / "rootfs"};
@@ -168,15 +170,18 @@ std::filesystem::path TemplateStore::log_path(const std::string& name) const {
   return dir_ / (name + ".log");
 }
 
-Result<TemplateInfo> TemplateStore::publish(const Staged& staged) {
-  const std::string& name = staged.meta.name;
+Result<TemplateInfo> TemplateStore::publish(TemplateMeta meta) {
+  const std::string& name = meta.name;
+  meta.created_ms = unix_ms_now();
+  meta.size_bytes = 0;
+  for (const auto& layer : meta.layers) meta.size_bytes += disk_usage(layers_.path(layer));
   // A rebuilt layer may have replaced one that pooled sandboxes still use.
   runtime_.drain_pool();
   const fs::path building = dir_ / (kBuildingPrefix + name);
   auto made = [&]() -> Status {
     if (auto st = tree::remove_tree(building); !st) return st;
     if (auto st = tree::make_dir(building, 0755); !st) return st;
-    if (auto st = write_meta(building, staged.meta); !st) return st;
+    if (auto st = write_meta(building, meta); !st) return st;
     if (auto st = discard(dir_ / name); !st) return st;
     if (::rename(building.c_str(), (dir_ / name).c_str()) != 0)
       return Error::from_errno("template rename", (dir_ / name).string());

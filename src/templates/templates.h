@@ -33,6 +33,14 @@ struct TemplateInfo {
   size_t layers = 0;  // overlay layers it is made of (shared with templates built FROM it)
 };
 
+// What a template asks of the processes started in it (an image's config, a
+// Sandboxfile's ENV, WORKDIR and USER); empty fields ask nothing.
+struct ProcessDefaults {
+  std::map<std::string, std::string> env;
+  std::string workdir;
+  std::string user;
+};
+
 // Progress lines of a build ("step: ...", "packages: ...", "extracted: ...").
 using BuildProgressFn = std::function<void(const std::string& line)>;
 
@@ -70,9 +78,9 @@ class TemplateStore {
   // Runs build steps in sandboxes of `runtime`; `templates_dir` holds the
   // templates and their layers and may be shared by several daemons.
   TemplateStore(std::filesystem::path templates_dir, runtime::Runtime& runtime);
-  // Resolve a name or alias ("base", "host", "code-interpreter-v1") and make
-  // sure its files exist, building them on first use.
-  Result<runtime::RootfsSpec> rootfs(const std::string& name);
+  // Resolve a name ("base", "host", "code-interpreter-v1") and make sure its
+  // files exist, building them on first use. Fills `defaults` when given.
+  Result<runtime::RootfsSpec> rootfs(const std::string& name, ProcessDefaults* defaults = nullptr);
   // The canonical template id a name resolves to, or an error naming the known templates.
   Result<std::string> resolve(const std::string& name) const;
   // Whether sandboxes of `id` (a resolved name) start without building first.
@@ -99,8 +107,9 @@ class TemplateStore {
   std::filesystem::path log_path(const std::string& name) const;
 
  private:
-  struct Staged;
-  Result<TemplateInfo> publish(const Staged& staged);
+  // Lists `meta` (whose layers are committed) as a template, stamping its
+  // creation time and size; replaces a template of that name.
+  Result<TemplateInfo> publish(TemplateMeta meta);
   Result<std::string> debian_layer(const DebianSpec& spec, bool no_cache,
                                    const BuildProgressFn& log, const BuildProgressFn& progress);
   Result<TemplateInfo> build_from_spec_dir(const std::string& name, const fs::path& dir,

@@ -1,8 +1,8 @@
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include "common/base64.h"
+#include "common/sha256.h"
 #include "daemon/codec.h"
 #include "daemon/envd_auth.h"
 #include "daemon/gunzip.h"
@@ -20,10 +20,7 @@ TEST(DaemonCodec, Base64RoundTrip) {
 }
 
 TEST(DaemonCodec, Sha256KnownVector) {
-  const auto digest = codec::sha256("abc");
-  std::string hex;
-  for (uint8_t b : digest) hex += fmt::format("{:02x}", b);
-  EXPECT_EQ(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(DaemonCodec, Rfc3339IsUtc) {
