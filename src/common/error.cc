@@ -6,8 +6,8 @@ namespace abx {
 
 std::string Error::message() const {
   std::string out = step;
-  if (errnum != 0) out += std::string(": ") + std::strerror(errnum);
-  if (!detail.empty()) out += (errnum != 0 ? " (" : ": ") + detail + (errnum != 0 ? ")" : "");
+  if (errnum > 0) out += std::string(": ") + std::strerror(errnum);
+  if (!detail.empty()) out += (errnum > 0 ? " (" : ": ") + detail + (errnum > 0 ? ")" : "");
   return out;
 }
 

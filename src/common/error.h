@@ -9,6 +9,12 @@
 
 namespace abx {
 
+// Kinds of failure that are not errno values; negative so they never collide.
+inline constexpr int kErrBadInput = EINVAL;  // the caller's input is wrong (400)
+inline constexpr int kErrQuota = -1;         // a team quota or host cap refused it (429)
+inline constexpr int kErrUnauthorized = -2;  // no credential, or a wrong one (401)
+inline constexpr int kErrTooLarge = -3;      // a body or field larger than allowed (413)
+
 struct Error {
   std::string step;    // e.g. "mount overlay", "cgroup memory.limit_in_bytes"
   int errnum = 0;      // errno when the step was a syscall, else 0
@@ -16,6 +22,12 @@ struct Error {
 
   // "mount overlay: No such file or directory (/x/y)"
   std::string message() const;
+
+  // A failure that is not a syscall's: `message` is the whole text, `errnum`
+  // (an errno or one of the kErr* kinds below) picks its status.
+  static Error with_message(std::string message, int errnum = 0) {
+    return Error{std::move(message), errnum, {}};
+  }
 
   static Error from_errno(std::string step, std::string detail = {}) {
     return Error{std::move(step), errno, std::move(detail)};

@@ -9,7 +9,9 @@ namespace abx::daemon {
 
 namespace net = boost::asio;
 
-BlockingPool::BlockingPool(size_t threads) : pool_(std::make_unique<net::thread_pool>(threads)) {}
+BlockingPool::BlockingPool(size_t short_threads, size_t long_threads)
+    : short_(std::make_unique<net::thread_pool>(short_threads)),
+      long_(std::make_unique<net::thread_pool>(long_threads)) {}
 
 BlockingPool::~BlockingPool() { join(); }
 
@@ -25,11 +27,20 @@ net::awaitable<void> call(std::function<void()> work) {
 }  // namespace
 
 http::Task<void> BlockingPool::run(std::function<void()> work) {
-  co_await net::co_spawn(pool_->get_executor(), call(std::move(work)), net::use_awaitable);
+  co_await net::co_spawn(short_->get_executor(), call(std::move(work)), net::use_awaitable);
 }
 
-void BlockingPool::post(std::function<void()> work) { net::post(*pool_, std::move(work)); }
+http::Task<void> BlockingPool::run_long(std::function<void()> work) {
+  co_await net::co_spawn(long_->get_executor(), call(std::move(work)), net::use_awaitable);
+}
 
-void BlockingPool::join() { pool_->join(); }
+void BlockingPool::post(std::function<void()> work) { net::post(*short_, std::move(work)); }
+
+void BlockingPool::post_long(std::function<void()> work) { net::post(*long_, std::move(work)); }
+
+void BlockingPool::join() {
+  short_->join();
+  long_->join();
+}
 
 }  // namespace abx::daemon

@@ -1,5 +1,6 @@
-// Threads for calls that block (runtime create/destroy, spawn, interpreter
-// execute), so the few io threads never stall.
+// Threads for calls that block, so the few io threads never stall. Two lanes:
+// short work (creates, kills, expiry, file operations, spawns) never waits
+// behind long work whose length a caller controls (code executions, builds).
 #pragma once
 
 #include <cstddef>
@@ -16,16 +17,20 @@ namespace abx::daemon {
 
 class BlockingPool {
  public:
-  explicit BlockingPool(size_t threads);
+  BlockingPool(size_t short_threads, size_t long_threads);
   ~BlockingPool();
-  // Runs `work` on the pool; the awaiting coroutine resumes on its own executor.
+  // Runs short `work`; the awaiting coroutine resumes on its own executor.
   http::Task<void> run(std::function<void()> work);
-  // Runs `work` on the pool without waiting for it.
+  // Runs `work` that may take as long as its caller asks (run_code, builds).
+  http::Task<void> run_long(std::function<void()> work);
+  // Runs short or long `work` without waiting for it.
   void post(std::function<void()> work);
+  void post_long(std::function<void()> work);
   void join();
 
  private:
-  std::unique_ptr<boost::asio::thread_pool> pool_;
+  std::unique_ptr<boost::asio::thread_pool> short_;
+  std::unique_ptr<boost::asio::thread_pool> long_;
 };
 
 }  // namespace abx::daemon

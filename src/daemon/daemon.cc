@@ -24,7 +24,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kIoThreads = 3;
-constexpr int kBlockingThreads = 8;  // runtime create/destroy and interpreter executions
+// Short blocking work (create/destroy, file operations, spawns) and long work
+// (code executions, template builds) on separate threads: see blocking_pool.h.
+constexpr size_t kShortBlockingThreads = 8;
+constexpr size_t kLongBlockingThreads = 64;
 
 // Private: it holds the API keys. Sandboxes get their template layers as fds
 // from the runtime, so they never need to traverse it.
@@ -105,7 +108,7 @@ int serve(const ServeOptions& options) {
 
   auto keys = std::make_shared<ApiKeys>(*api_key, extra_keys_path(options.data_dir));
   boost::asio::io_context ioc(kIoThreads);
-  BlockingPool pool(kBlockingThreads);
+  BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store);
   service.restore();
   auto port = http::listen(ioc, options.listen, make_router(service, keys, key_path.string()));

@@ -48,42 +48,6 @@ json entry_info(const runtime::sandbox_fs::EntryInfo& entry) {
   return out;
 }
 
-std::string code_for_errno(int errnum) {
-  switch (errnum) {
-    case ENOENT:
-    case ESRCH:  // the process exited between the lookup and the signal
-      return "not_found";
-    case EEXIST:
-    case ENOTEMPTY:
-      return "already_exists";
-    case ENOTDIR:
-    case EISDIR:
-    case EINVAL:
-    case ELOOP:
-    case ENAMETOOLONG:
-    case EXDEV:
-      return "invalid_argument";
-    case ENOSPC:
-    case EDQUOT:
-      return "resource_exhausted";
-    case EACCES:
-    case EPERM:
-      return "permission_denied";
-    default:
-      return "internal";
-  }
-}
-
-int http_status_for_code(const std::string& code) {
-  static const std::map<std::string, int> kStatus = {
-      {"invalid_argument", 400}, {"unauthenticated", 401},    {"permission_denied", 403},
-      {"not_found", 404},        {"already_exists", 409},     {"resource_exhausted", 429},
-      {"unimplemented", 501},    {"unavailable", 503},        {"deadline_exceeded", 504},
-      {"internal", 500},         {"failed_precondition", 400}};
-  const auto it = kStatus.find(code);
-  return it == kStatus.end() ? 500 : it->second;
-}
-
 std::string error_body(const std::string& code, const std::string& message) {
   return json{{"code", code}, {"message", message}}.dump();
 }

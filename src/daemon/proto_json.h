@@ -20,9 +20,7 @@ nlohmann::json entry_info(const runtime::sandbox_fs::EntryInfo& entry);
 // "-rw-r--r--" / "drwxr-xr-x" / "lrwxrwxrwx", as Go's fs.FileMode.String() prints.
 std::string permissions_string(runtime::sandbox_fs::FileType type, uint32_t mode);
 
-// Connect error codes.
-std::string code_for_errno(int errnum);
-int http_status_for_code(const std::string& code);
+// A unary Connect error's body (codes come from daemon/error_map.h).
 std::string error_body(const std::string& code, const std::string& message);
 
 // Input field lookup that accepts both snake_case and lowerCamelCase names.

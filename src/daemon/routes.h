@@ -3,11 +3,13 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "daemon/envd_auth.h"
+#include "daemon/error_map.h"
 #include "daemon/http_exchange.h"
 #include "daemon/service.h"
 
@@ -40,7 +42,36 @@ struct SandboxCall {
   Service& service;
   std::shared_ptr<LiveSandbox> live;
   SandboxRow row;  // snapshot at the start of the request
+  std::map<std::string, std::string> params = {};  // from the route's pattern, e.g. {context}
 };
+
+// The sandbox plane, one handler per row of the route table (route_table.cc).
+// envd (port 49983): /files, process.Process/*, filesystem.Filesystem/*.
+Task<void> files_download(SandboxCall& call, Exchange& exchange);
+Task<void> files_upload(SandboxCall& call, Exchange& exchange);
+Task<void> process_start(SandboxCall& call, Exchange& exchange);
+Task<void> process_connect(SandboxCall& call, Exchange& exchange);
+Task<void> process_list(SandboxCall& call, Exchange& exchange);
+Task<void> process_send_input(SandboxCall& call, Exchange& exchange);
+Task<void> process_update(SandboxCall& call, Exchange& exchange);
+Task<void> process_send_signal(SandboxCall& call, Exchange& exchange);
+Task<void> process_close_stdin(SandboxCall& call, Exchange& exchange);
+Task<void> fs_stat(SandboxCall& call, Exchange& exchange);
+Task<void> fs_make_dir(SandboxCall& call, Exchange& exchange);
+Task<void> fs_move(SandboxCall& call, Exchange& exchange);
+Task<void> fs_list_dir(SandboxCall& call, Exchange& exchange);
+Task<void> fs_remove(SandboxCall& call, Exchange& exchange);
+Task<void> fs_watch_dir(SandboxCall& call, Exchange& exchange);
+Task<void> fs_create_watcher(SandboxCall& call, Exchange& exchange);
+Task<void> fs_get_watcher_events(SandboxCall& call, Exchange& exchange);
+Task<void> fs_remove_watcher(SandboxCall& call, Exchange& exchange);
+// The code interpreter (port 49999); {context} is call.params["context"].
+Task<void> interp_health(SandboxCall& call, Exchange& exchange);
+Task<void> interp_execute(SandboxCall& call, Exchange& exchange);
+Task<void> interp_list_contexts(SandboxCall& call, Exchange& exchange);
+Task<void> interp_create_context(SandboxCall& call, Exchange& exchange);
+Task<void> interp_remove_context(SandboxCall& call, Exchange& exchange);
+Task<void> interp_restart_context(SandboxCall& call, Exchange& exchange);
 
 // routes_process.cc: process.Process/<method>
 Task<void> process(SandboxCall& call, Exchange& exchange, const std::string& method);

@@ -1,5 +1,6 @@
 // Connect protocol plumbing shared by the process and filesystem routes.
 #include "common/connect_frame.h"
+#include "daemon/error_map.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"
 
@@ -42,7 +43,7 @@ Task<void> respond_error(Exchange& exchange, int status, const std::string& mess
 
 Task<void> connect_error(Exchange& exchange, const std::string& code, const std::string& message) {
   if (!is_streaming(exchange.request())) {
-    co_await exchange.respond(proto_json::http_status_for_code(code), "application/json",
+    co_await exchange.respond(error_map::http_status_for_connect_code(code), "application/json",
                               proto_json::error_body(code, message));
     co_return;
   }

@@ -16,26 +16,6 @@ namespace sfs = runtime::sandbox_fs;
 
 constexpr size_t kReadChunk = 256 * 1024;
 
-int status_for_errno(int errnum) {
-  switch (errnum) {
-    case ENOENT:
-      return 404;
-    case EISDIR:
-    case ENOTDIR:
-    case EINVAL:
-    case ELOOP:
-      return 400;
-    case EACCES:
-    case EPERM:
-      return 403;
-    case ENOSPC:
-    case EDQUOT:
-      return 507;
-    default:
-      return 500;
-  }
-}
-
 // One destination file being written; removed again if the upload fails.
 class UploadTarget {
  public:
@@ -93,7 +73,7 @@ json written_entries(const std::vector<std::string>& paths) {
 }
 
 std::string write_error_message(const Error& error) {
-  return status_for_errno(error.errnum) == 507 ? "not enough disk space in the sandbox"
+  return error_map::http_status(error) == 507 ? "not enough disk space in the sandbox"
                                                : error.message();
 }
 
@@ -101,7 +81,7 @@ std::string write_error_message(const Error& error) {
 // conditional's temporary twice there.
 Task<void> respond_write_error(Exchange& exchange, const Error& error) {
   const std::string message = write_error_message(error);
-  co_await respond_error(exchange, status_for_errno(error.errnum), message);
+  co_await respond_error(exchange, error_map::http_status(error), message);
 }
 
 struct UploadState {
@@ -191,7 +171,7 @@ Task<void> download(SandboxCall& call, Exchange& exchange, const std::string& pa
   if (path.empty()) co_return co_await respond_error(exchange, 400, "path: required");
   auto fd = sfs::open_read(*call.live->sandbox, sfs::absolute_path(path, user.home));
   if (!fd) {
-    co_return co_await respond_error(exchange, status_for_errno(fd.error().errnum),
+    co_return co_await respond_error(exchange, error_map::http_status(fd.error()),
                                      fd.error().message());
   }
   std::unique_ptr<Gzip> gzip;

@@ -1,5 +1,6 @@
 // Sandbox plane: envd's filesystem.Filesystem service over Connect-JSON.
 // Every path goes through runtime::sandbox_fs (openat2 RESOLVE_IN_ROOT).
+#include "daemon/error_map.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"
 #include "runtime/sandbox_fs.h"
@@ -88,7 +89,7 @@ Task<void> filesystem(SandboxCall& call, Exchange& exchange, const std::string& 
   if (outcome.error) {
     const std::string code = outcome.error->errnum == ENOSYS
                                  ? "unimplemented"
-                                 : proto_json::code_for_errno(outcome.error->errnum);
+                                 : error_map::connect_code(outcome.error->errnum);
     co_return co_await connect_error(exchange, code, outcome.error->message());
   }
   co_await respond_json(exchange, 200, outcome.reply);

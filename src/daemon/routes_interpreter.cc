@@ -22,10 +22,6 @@ std::shared_ptr<interp::Interpreter> interpreter_of(LiveSandbox& live) {
   return live.interpreter;
 }
 
-int status_for(const Error& error) {
-  return error.errnum == ENOENT ? 404 : error.errnum == EINVAL ? 400 : 500;
-}
-
 Task<void> text_error(Exchange& exchange, int status, const std::string& message) {
   co_await exchange.respond(status, "text/plain; charset=utf-8", message);
 }
@@ -89,7 +85,7 @@ Task<void> execute(SandboxCall& call, Exchange& exchange, const json& body) {
 
   StreamEvent first = co_await lines->next(std::chrono::hours(24));
   if (first.last && *outcome) {
-    co_return co_await text_error(exchange, status_for(**outcome), (*outcome)->message());
+    co_return co_await text_error(exchange, error_map::http_status(**outcome), (*outcome)->message());
   }
   co_await exchange.start_stream(200, "application/x-ndjson");
   for (StreamEvent event = std::move(first); !event.last;
@@ -117,7 +113,7 @@ Task<void> contexts(SandboxCall& call, Exchange& exchange, const json& body) {
       created = interpreter->create_context(string_of(body, "language"), string_of(body, "cwd"));
     });
     if (!*created)
-      co_return co_await text_error(exchange, status_for(created->error()),
+      co_return co_await text_error(exchange, error_map::http_status(created->error()),
                                     created->error().message());
     co_return co_await respond_json(exchange, 200, context_json(created->value()));
   }
@@ -132,7 +128,7 @@ Task<void> contexts(SandboxCall& call, Exchange& exchange, const json& body) {
     co_await call.service.pool().run([&] { status = interpreter->remove_context(id); });
   }
   if (!status)
-    co_return co_await text_error(exchange, status_for(status.error()), status.error().message());
+    co_return co_await text_error(exchange, error_map::http_status(status.error()), status.error().message());
   co_await respond_json(exchange, 200, nullptr);
 }
 

@@ -4,6 +4,7 @@
 
 #include "common/base64.h"
 #include "common/connect_frame.h"
+#include "daemon/error_map.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"
 
@@ -162,7 +163,7 @@ Task<void> stream_events(SandboxCall& call, Exchange& exchange,
 
 Task<void> reply_status(Exchange& exchange, const Status& status) {
   if (!status) {
-    co_return co_await connect_error(exchange, proto_json::code_for_errno(status.error().errnum),
+    co_return co_await connect_error(exchange, error_map::connect_code(status.error().errnum),
                                      status.error().message());
   }
   co_await respond_json(exchange, 200, json::object());
@@ -178,7 +179,7 @@ Task<void> start(SandboxCall& call, Exchange& exchange, const json& message,
       [&] { started = call.live->processes->start(std::move(request), executor); });
   if (!*started) {
     const Error& error = started->error();
-    co_return co_await connect_error(exchange, proto_json::code_for_errno(error.errnum),
+    co_return co_await connect_error(exchange, error_map::connect_code(error.errnum),
                                      error.message());
   }
   co_await stream_events(call, exchange, started->value());

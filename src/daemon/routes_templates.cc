@@ -35,21 +35,6 @@ json list_json(const std::vector<templates::TemplateInfo>& infos) {
   return json{{"templates", out}};
 }
 
-int status_for(const Error& error) {
-  switch (error.errnum) {
-    case ENOENT:
-      return 404;
-    case EINVAL:
-      return 400;
-    case EPERM:
-      return 403;
-    case EBUSY:
-      return 409;
-    default:
-      return 500;
-  }
-}
-
 // Lines a build on the blocking pool hands to the streaming coroutine.
 struct BuildChannel {
   std::mutex mutex;
@@ -224,7 +209,7 @@ Task<void> remove(Service& service, Exchange& exchange, const std::string& name)
   }
   const Status removed = service.templates().remove(name);
   if (!removed) {
-    const int status = status_for(removed.error());
+    const int status = error_map::http_status(removed.error());
     co_return co_await respond_error(exchange, status, removed.error().message());
   }
   co_await exchange.respond(204, "application/json", "");
@@ -233,7 +218,7 @@ Task<void> remove(Service& service, Exchange& exchange, const std::string& name)
 Task<void> inspect(Service& service, Exchange& exchange, const std::string& name) {
   auto info = service.templates().inspect(name);
   if (!info) {
-    const int status = status_for(info.error());
+    const int status = error_map::http_status(info.error());
     co_return co_await respond_error(exchange, status, info.error().message());
   }
   co_await respond_json(exchange, 200, info_json(*info));

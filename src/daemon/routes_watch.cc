@@ -5,6 +5,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/connect_frame.h"
+#include "daemon/error_map.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"
 #include "runtime/sandbox_fs.h"
@@ -68,7 +69,7 @@ Task<bool> refused(Exchange& exchange, const Opened& opened) {
     co_return true;
   }
   if (opened.error) {
-    const std::string code = proto_json::code_for_errno(opened.error->errnum);
+    const std::string code = error_map::connect_code(opened.error->errnum);
     co_await connect_error(exchange, code, opened.error->message());
     co_return true;
   }

@@ -1,5 +1,7 @@
 #include "daemon/sandbox_row.h"
 
+#include "daemon/caller.h"
+
 namespace abx::daemon {
 
 nlohmann::json row_to_json(const SandboxRow& row) {
@@ -8,6 +10,7 @@ nlohmann::json row_to_json(const SandboxRow& row) {
       {"id", row.id},
       {"template_id", row.template_id},
       {"alias", row.alias},
+      {"owner", row.owner},
       {"started_at_ms", row.started_at_ms},
       {"end_at_ms", row.end_at_ms},
       {"metadata", row.metadata},
@@ -41,6 +44,7 @@ Result<SandboxRow> row_from_json(const nlohmann::json& json) {
     row.id = json.at("id").get<std::string>();
     row.template_id = json.at("template_id").get<std::string>();
     row.alias = json.at("alias").get<std::string>();
+    row.owner = json.value("owner", std::string(kDefaultTeam));  // rows from before teams
     row.started_at_ms = json.at("started_at_ms").get<int64_t>();
     row.end_at_ms = json.at("end_at_ms").get<int64_t>();
     row.metadata = json.at("metadata").get<std::map<std::string, std::string>>();

@@ -16,6 +16,7 @@ struct SandboxRow {
   std::string id;
   std::string template_id;  // canonical (resolved) template
   std::string alias;        // the template name the client asked for
+  std::string owner;        // the team that created it (Caller::team)
   int64_t started_at_ms = 0;
   int64_t end_at_ms = 0;
   std::map<std::string, std::string> metadata;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "daemon/error_map.h"
 #include "daemon/multipart.h"
 #include "daemon/proto_json.h"
 
@@ -95,9 +96,9 @@ TEST(DaemonProtoJson, EventsOmitDefaults) {
             R"({"event":{"end":{"exited":true,"status":"exit status 0"}}})");
   EXPECT_EQ(proto_json::end_event({137, false, "signal: killed"}, ""),
             R"({"event":{"end":{"exitCode":137,"status":"signal: killed"}}})");
-  EXPECT_EQ(proto_json::code_for_errno(ENOENT), "not_found");
-  EXPECT_EQ(proto_json::code_for_errno(ENOSPC), "resource_exhausted");
-  EXPECT_EQ(proto_json::http_status_for_code("already_exists"), 409);
+  EXPECT_EQ(error_map::connect_code(ENOENT), "not_found");
+  EXPECT_EQ(error_map::connect_code(ENOSPC), "resource_exhausted");
+  EXPECT_EQ(error_map::http_status_for_connect_code("already_exists"), 409);
 }
 
 }  // namespace
