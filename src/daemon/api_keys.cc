@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/ids.h"
+#include "common/sha256.h"
 #include "common/unique_fd.h"
 
 namespace abx::daemon {
@@ -58,9 +59,17 @@ Result<ApiKeyEntry> create_extra_key(const fs::path& file, const std::string& na
 ApiKeys::ApiKeys(std::string primary, fs::path extra_file)
     : primary_(std::move(primary)), extra_file_(std::move(extra_file)) {}
 
-bool ApiKeys::accepts(const std::string& key) {
-  if (key.empty()) return false;
-  if (key == primary_) return true;
+namespace {
+
+// Names a key in logs and rows without revealing it.
+std::string key_id_of(const std::string& key) { return "key-" + sha256_hex(key).substr(0, 12); }
+
+}  // namespace
+
+// Every key is the default team's for now; the daemon's own key is its admin.
+std::optional<Caller> ApiKeys::caller_for(const std::string& key) {
+  if (key.empty()) return std::nullopt;
+  if (key == primary_) return Caller{Caller::Kind::api_key, key_id_of(key), kDefaultTeam, true, {}};
   struct stat st {};
   const bool exists = ::stat(extra_file_.c_str(), &st) == 0;
   std::lock_guard lock(mutex_);
@@ -72,7 +81,8 @@ bool ApiKeys::accepts(const std::string& key) {
       for (const auto& entry : *entries) extra_.insert(entry.key);
     }
   }
-  return extra_.count(key) > 0;
+  if (!extra_.count(key)) return std::nullopt;
+  return Caller{Caller::Kind::api_key, key_id_of(key), kDefaultTeam, false, {}};
 }
 
 }  // namespace abx::daemon

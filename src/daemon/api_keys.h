@@ -7,11 +7,13 @@
 #include <ctime>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "daemon/caller.h"
 
 namespace abx::daemon {
 
@@ -30,8 +32,9 @@ Result<ApiKeyEntry> create_extra_key(const std::filesystem::path& file, const st
 class ApiKeys {
  public:
   ApiKeys(std::string primary, std::filesystem::path extra_file);
-  // Re-reads the extra keys when their file changed, so new keys work at once.
-  bool accepts(const std::string& key);
+  // Who `key` is, or nothing for an unknown key. Re-reads the extra keys when
+  // their file changed, so new keys work at once.
+  std::optional<Caller> caller_for(const std::string& key);
 
  private:
   std::string primary_;

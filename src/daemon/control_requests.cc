@@ -10,7 +10,7 @@ namespace {
 using nlohmann::json;
 
 Error field_error(const std::string& field, const std::string& what) {
-  return Error{field, 0, what};
+  return Error::with_message(field + ": " + what, kErrBadInput);
 }
 
 Result<json> parse_object(const std::string& body) {

@@ -80,6 +80,15 @@ int fail(const Error& error) {
   return 1;
 }
 
+// The address a local client reaches the server on: a wildcard host
+// ("0.0.0.0", "::", "") means loopback.
+ListenAddress reachable_address(const std::string& host_port, uint16_t port) {
+  std::string host = host_port.substr(0, host_port.rfind(':'));
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  if (host.empty() || host == "0.0.0.0" || host == "::") host = "127.0.0.1";
+  return {host, port};
+}
+
 }  // namespace
 
 fs::path api_key_path(const fs::path& data_dir) { return data_dir / "api_key"; }
@@ -113,6 +122,7 @@ int serve(const ServeOptions& options) {
   service.restore();
   auto port = http::listen(ioc, options.listen, make_router(service, keys, key_path.string()));
   if (!port) return fail(port.error());
+  service.set_listen_address(reachable_address(options.listen, *port));
   if (Status s = write_address_file(options.address_file, *port); !s) return fail(s.error());
   service.start_ttl();
   spdlog::info("abx serve: listening on http://127.0.0.1:{} (data dir {})", *port,

@@ -2,12 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/envd_auth.h"
-#include "daemon/http_proxy.h"
+#include "daemon/authentication.h"
 #include "daemon/plane.h"
+#include "daemon/route_table.h"
 #include "daemon/routes.h"
-#include "daemon/routes_mcp.h"
-#include "runtime/sandbox_net.h"
 
 namespace abx::daemon {
 namespace {
@@ -15,124 +13,99 @@ namespace {
 using http::Exchange;
 using http::Task;
 
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.rfind(prefix, 0) == 0;
-}
-
 // Built outside the coroutines: g++ 12 rejects string literals in braced
 // initializers inside a coroutine body ("array used as initializer").
-nlohmann::json proxy_error(const std::string& id, const std::string& message, int port) {
-  nlohmann::json out = {{"sandboxId", id}, {"message", message}, {"code", 502}};
-  if (port != 0) out["port"] = port;
-  return out;
+nlohmann::json sandbox_missing(const std::string& id) {
+  return {{"sandboxId", id}, {"message", "The sandbox was not found"}, {"code", 502}};
 }
 
-Task<void> sandbox_not_found(Exchange& exchange, const std::string& id) {
-  co_await routes::respond_json(exchange, 502, proxy_error(id, "The sandbox was not found", 0));
+http::Headers allow_header(const std::string& allowed) { return {{"Allow", allowed}}; }
+
+std::string no_route(const http::Request& request) {
+  return "no route for " + request.method + " " + request.path;
 }
 
-// Any other port: a server the user runs inside the sandbox, reached in its
-// network namespace.
-Task<void> other_port(routes::SandboxCall& call, Exchange& exchange, int port) {
-  std::optional<Result<UniqueFd>> connected;
-  if (port > 0) {
-    co_await call.service.pool().run([&] {
-      connected = runtime::connect_tcp(*call.live->sandbox, static_cast<uint16_t>(port));
-    });
+// The answer when no row matched: 405 when the path exists with other
+// methods, else each plane's own "not found".
+Task<void> unmatched(Exchange& exchange, Plane plane, const RouteMatch& match) {
+  const auto& request = exchange.request();
+  if (!match.allowed.empty()) {
+    const std::string message = request.method + " is not allowed on " + request.path +
+                                "; use " + match.allowed;
+    co_return co_await routes::respond_json(exchange, 405, routes::error_json(405, message),
+                                            allow_header(match.allowed));
   }
-  if (!connected || !*connected) {
-    co_return co_await routes::respond_json(
-        exchange, 502,
-        proxy_error(call.row.id, "The sandbox is running but port is not open", port));
+  if (plane == Plane::envd) {
+    co_return co_await routes::connect_error(exchange, "unimplemented",
+                                             no_route(request) + " is not served by this envd");
   }
-  co_await http::forward(exchange, std::move(connected->value()));
+  co_await routes::respond_error(exchange, 404, no_route(request));
 }
 
-// envd checks X-Access-Token on everything but /health and signed /files.
-bool envd_authorized(const http::Request& request, const SandboxRow& row) {
-  if (row.access_token.empty() || request.path == "/health") return true;
-  if (request.header("x-access-token") == row.access_token) return true;
-  if (request.path != "/files") return false;
-  const char* operation = request.method == "GET" ? "read" : "write";
-  return envd_auth::file_signature_valid(request.query, operation, row.access_token,
-                                         now_ms() / 1000);
+Plane plane_of_port(int port) {
+  if (port == kEnvdPort) return Plane::envd;
+  if (port == kInterpreterPort) return Plane::interpreter;
+  return Plane::proxy;
 }
 
-Task<void> envd(routes::SandboxCall& call, Exchange& exchange) {
-  const auto& req = exchange.request();
-  if (!envd_authorized(req, call.row)) {
-    co_await routes::respond_error(exchange, 401, "invalid or missing X-Access-Token");
-  } else if (req.path == "/health") {
-    co_await exchange.respond(204, "", "");
-  } else if (req.path == "/files") {
-    co_await routes::files(call, exchange);
-  } else if (req.path == "/metrics" && req.method == "GET") {
-    co_await routes::envd_metrics(call, exchange);
-  } else if (req.path == "/envs" && req.method == "GET") {
-    co_await routes::respond_json(exchange, 200, call.row.env_vars);
-  } else if (req.method == "POST" && starts_with(req.path, "/process.Process/")) {
-    co_await routes::process(call, exchange, req.path.substr(17));
-  } else if (req.method == "POST" && starts_with(req.path, "/filesystem.Filesystem/")) {
-    co_await routes::filesystem(call, exchange, req.path.substr(23));
-  } else {
-    co_await routes::connect_error(exchange, "unimplemented",
-                                   req.method + " " + req.path + " is not served by this envd");
+class Router {
+ public:
+  Router(Service& service, std::shared_ptr<ApiKeys> keys, std::string key_path)
+      : service_(service), keys_(std::move(keys)), key_path_(std::move(key_path)) {}
+
+  Task<void> route(Exchange& exchange) {
+    const auto& request = exchange.request();
+    spdlog::debug("http: {} {}", request.method, request.target);
+    if (auto target = sandbox_target(request)) co_return co_await sandbox_plane(exchange, *target);
+    co_await control_plane(exchange);
   }
-}
 
-Task<void> sandbox_plane(Service& service, Exchange& exchange, const SandboxTarget& target) {
-  auto live = service.find(target.sandbox_id);
-  if (!live) co_return co_await sandbox_not_found(exchange, target.sandbox_id);
-  routes::SandboxCall call{service, live, live->snapshot()};
-  if (target.port == kEnvdPort) co_return co_await envd(call, exchange);
-  if (target.port == kInterpreterPort) {
-    if (!envd_authorized(exchange.request(), call.row) && exchange.request().path == "/execute") {
+ private:
+  Task<void> control_plane(Exchange& exchange) {
+    const auto& request = exchange.request();
+    RouteMatch match = match_route(Plane::control, request.method, request.path);
+    if (!match.route) co_return co_await unmatched(exchange, Plane::control, match);
+    auto caller = authenticate_control(match.route->credential, request, *keys_);
+    if (!caller) {
+      co_return co_await routes::respond_error(
+          exchange, 401,
+          "Invalid API key: set ABX_SANDBOX_API_KEY (or E2B_API_KEY) to the key in " + key_path_);
+    }
+    routes::ControlCall call{service_, std::move(*caller), std::move(match.params)};
+    co_await std::get<ControlHandler>(match.route->handler)(call, exchange);
+  }
+
+  Task<void> sandbox_plane(Exchange& exchange, const SandboxTarget& target) {
+    const auto& request = exchange.request();
+    auto live = service_.find(target.sandbox_id);
+    if (!live) {
+      co_return co_await routes::respond_json(exchange, 502, sandbox_missing(target.sandbox_id));
+    }
+    const Plane plane = plane_of_port(target.port);
+    RouteMatch match = match_route(plane, request.method, request.path);
+    if (!match.route) co_return co_await unmatched(exchange, plane, match);
+    routes::SandboxCall call{service_, live, live->snapshot(), std::move(match.params)};
+    auto caller = authenticate_sandbox(match.route->credential, request, call.row, *keys_);
+    if (!caller) {
       co_return co_await routes::respond_error(exchange, 401, "invalid or missing X-Access-Token");
     }
-    co_return co_await routes::interpreter(call, exchange);
+    call.caller = std::move(*caller);
+    if (plane == Plane::proxy) call.params["port"] = std::to_string(target.port);
+    co_await std::get<SandboxHandler>(match.route->handler)(call, exchange);
   }
-  co_await other_port(call, exchange, target.port);
-}
 
-Task<void> control_plane(Service& service, Exchange& exchange, ApiKeys& keys,
-                         const std::string& key_path) {
-  const auto& req = exchange.request();
-  if (req.path == "/health" && req.method == "GET")
-    co_return co_await routes::control_health(exchange);
-  if (!keys.accepts(req.header("x-api-key"))) {
-    co_return co_await routes::respond_error(
-        exchange, 401,
-        "Invalid API key: set ABX_SANDBOX_API_KEY (or E2B_API_KEY) to the key in " + key_path);
-  }
-  if (req.path == "/mcp") {
-    co_return co_await routes::mcp(service, exchange, req.header("x-api-key"));
-  }
-  if (starts_with(req.path, "/sandboxes") || starts_with(req.path, "/v2/sandboxes")) {
-    co_return co_await routes::sandboxes(service, exchange);
-  }
-  if (starts_with(req.path, "/abx/v1/templates"))
-    co_return co_await routes::templates(service, exchange);
-  co_await routes::respond_error(exchange, 404, "no route for " + req.method + " " + req.path);
-}
-
-Task<void> route(Service& service, Exchange& exchange, ApiKeys& keys, const std::string& key_path) {
-  const auto& req = exchange.request();
-  spdlog::debug("http: {} {}", req.method, req.target);
-  if (auto target = sandbox_target(req)) {
-    co_await sandbox_plane(service, exchange, *target);
-  } else {
-    co_await control_plane(service, exchange, keys, key_path);
-  }
-}
+  Service& service_;
+  std::shared_ptr<ApiKeys> keys_;
+  std::string key_path_;
+};
 
 }  // namespace
 
-// The handler is a plain lambda returning route()'s coroutine: g++ 12
+// The handler is a plain lambda returning the router's coroutine: g++ 12
 // mishandles lambdas that are coroutines themselves.
 http::Handler make_router(Service& service, std::shared_ptr<ApiKeys> keys, std::string key_path) {
-  return [&service, keys = std::move(keys), key_path = std::move(key_path)](Exchange& exchange) {
-    return route(service, exchange, *keys, key_path);
-  };
+  auto router = std::make_shared<Router>(service, std::move(keys), std::move(key_path));
+  return [router](Exchange& exchange) { return router->route(exchange); };
 }
 
 }  // namespace abx::daemon

@@ -10,6 +10,7 @@
 
 #include "daemon/envd_auth.h"
 #include "daemon/error_map.h"
+#include "daemon/caller.h"
 #include "daemon/http_exchange.h"
 #include "daemon/service.h"
 
@@ -25,17 +26,43 @@ nlohmann::json error_json(int status, const std::string& message);
 std::string stream_error(const std::string& code, const std::string& message);
 // Control-plane and /files errors: {"code":<status>,"message":...}.
 Task<void> respond_error(Exchange& exchange, int status, const std::string& message);
+// The same with the status error_map gives `error` (routes_common.cc).
+Task<void> respond_error(Exchange& exchange, const Error& error);
+// The whole body, or a 413-kind error when it is larger than `limit` bytes.
+Task<Result<std::string>> read_json_body(Exchange& exchange, size_t limit);
 
+// What every control-plane route knows about the request.
+struct ControlCall {
+  Service& service;
+  Caller caller;
+  std::map<std::string, std::string> params = {};  // from the route's pattern, e.g. {id}
+};
+
+// The control plane, one handler per row of the route table (route_table.cc).
 // routes_health.cc
-Task<void> control_health(Exchange& exchange);
-
-// routes_sandboxes.cc: /sandboxes, /v2/sandboxes and everything under them.
-Task<void> sandboxes(Service& service, Exchange& exchange);
+Task<void> control_health(ControlCall& call, Exchange& exchange);
+// routes_sandboxes.cc: E2B's /sandboxes and /v2/sandboxes.
+Task<void> sandboxes_list(ControlCall& call, Exchange& exchange);
+Task<void> sandboxes_list_v2(ControlCall& call, Exchange& exchange);  // paginated
+Task<void> sandboxes_create(ControlCall& call, Exchange& exchange);
+Task<void> sandboxes_create_v2(ControlCall& call, Exchange& exchange);  // always secure
+Task<void> sandboxes_metrics(ControlCall& call, Exchange& exchange);
+Task<void> sandbox_get(ControlCall& call, Exchange& exchange);
+Task<void> sandbox_kill(ControlCall& call, Exchange& exchange);
+Task<void> sandbox_set_timeout(ControlCall& call, Exchange& exchange);
+Task<void> sandbox_connect(ControlCall& call, Exchange& exchange);
+Task<void> sandbox_metrics(ControlCall& call, Exchange& exchange);
 // One SandboxMetric sample (the control plane's camelCase shape).
 nlohmann::json sandbox_metric(LiveSandbox& live);
-
 // routes_templates.cc: /abx/v1/templates (our API, not E2B's).
-Task<void> templates(Service& service, Exchange& exchange);
+Task<void> templates_list(ControlCall& call, Exchange& exchange);
+Task<void> template_get(ControlCall& call, Exchange& exchange);
+Task<void> template_remove(ControlCall& call, Exchange& exchange);
+Task<void> template_build(ControlCall& call, Exchange& exchange);
+Task<void> template_import(ControlCall& call, Exchange& exchange);
+// routes_mcp.cc: MCP's Streamable HTTP transport.
+Task<void> mcp_post(ControlCall& call, Exchange& exchange);
+Task<void> mcp_delete(ControlCall& call, Exchange& exchange);
 
 // What every sandbox-plane route knows about the request.
 struct SandboxCall {
@@ -43,6 +70,7 @@ struct SandboxCall {
   std::shared_ptr<LiveSandbox> live;
   SandboxRow row;  // snapshot at the start of the request
   std::map<std::string, std::string> params = {};  // from the route's pattern, e.g. {context}
+  Caller caller = {};  // a token's caller is the sandbox's team
 };
 
 // The sandbox plane, one handler per row of the route table (route_table.cc).
@@ -65,6 +93,13 @@ Task<void> fs_watch_dir(SandboxCall& call, Exchange& exchange);
 Task<void> fs_create_watcher(SandboxCall& call, Exchange& exchange);
 Task<void> fs_get_watcher_events(SandboxCall& call, Exchange& exchange);
 Task<void> fs_remove_watcher(SandboxCall& call, Exchange& exchange);
+// routes_health.cc: envd's GET /health, /envs and /metrics (snake_case, as envd writes it).
+Task<void> envd_health(SandboxCall& call, Exchange& exchange);
+Task<void> envd_envs(SandboxCall& call, Exchange& exchange);
+Task<void> envd_metrics(SandboxCall& call, Exchange& exchange);
+// routes_proxy.cc: any other port, forwarded to the server the sandbox runs
+// (the port is call.params["port"]).
+Task<void> proxy_port(SandboxCall& call, Exchange& exchange);
 // The code interpreter (port 49999); {context} is call.params["context"].
 Task<void> interp_health(SandboxCall& call, Exchange& exchange);
 Task<void> interp_execute(SandboxCall& call, Exchange& exchange);
@@ -77,8 +112,6 @@ Task<void> interp_restart_context(SandboxCall& call, Exchange& exchange);
 Task<void> process(SandboxCall& call, Exchange& exchange, const std::string& method);
 // routes_filesystem.cc: filesystem.Filesystem/<method>
 Task<void> filesystem(SandboxCall& call, Exchange& exchange, const std::string& method);
-// routes_health.cc: envd's GET /metrics (snake_case, as envd writes it)
-Task<void> envd_metrics(SandboxCall& call, Exchange& exchange);
 // routes_files.cc: GET/POST /files
 Task<void> files(SandboxCall& call, Exchange& exchange);
 // routes_interpreter.cc: the code interpreter on port 49999

@@ -1,3 +1,4 @@
+// Health checks of both planes and envd's small GET endpoints.
 #include "daemon/routes.h"
 
 namespace abx::daemon::routes {
@@ -13,7 +14,15 @@ nlohmann::json envd_metric_json(LiveSandbox& live) {
 
 }  // namespace
 
-Task<void> control_health(Exchange& exchange) { co_await exchange.respond(204, "", ""); }
+Task<void> control_health(ControlCall&, Exchange& exchange) {
+  co_await exchange.respond(204, "", "");
+}
+
+Task<void> envd_health(SandboxCall&, Exchange& exchange) { co_await exchange.respond(204, "", ""); }
+
+Task<void> envd_envs(SandboxCall& call, Exchange& exchange) {
+  co_await respond_json(exchange, 200, call.row.env_vars);
+}
 
 Task<void> envd_metrics(SandboxCall& call, Exchange& exchange) {
   co_await respond_json(exchange, 200, envd_metric_json(*call.live));

@@ -1,7 +1,5 @@
 // The Streamable HTTP transport of the MCP server: one mcp::Session per
 // Mcp-Session-Id, the same tools as `abx mcp serve`, answered as plain JSON.
-#include "daemon/routes_mcp.h"
-
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -109,12 +107,11 @@ bool is_initialize(const json& message) {
   return is_request(message) && message["method"] == "initialize";
 }
 
-// The daemon's own API on loopback, at the port this request came in on.
-e2b::Endpoint loopback_endpoint(const http::Request& request, const std::string& api_key) {
-  const std::string host = request.header("host");
-  const size_t colon = host.rfind(':');
-  const std::string port = colon == std::string::npos ? "80" : host.substr(colon + 1);
-  return {{"127.0.0.1", port, ""}, api_key};
+// The daemon's own API, at the address it listens on: never one a request
+// names (a Host header could point the session's tools anywhere).
+e2b::Endpoint own_endpoint(const Service& service, const std::string& api_key) {
+  const auto& address = service.listen_address();
+  return {{address.host, std::to_string(address.port), ""}, api_key};
 }
 
 Task<void> respond_rpc_error(Exchange& exchange, int status, int code, const std::string& text) {
@@ -122,8 +119,10 @@ Task<void> respond_rpc_error(Exchange& exchange, int status, int code, const std
                             mcp::wire_text(mcp::rpc_error(nullptr, code, text)));
 }
 
+// Closing a session kills its sandbox through the daemon's own API, so it
+// runs on the long lane: it must not hold a thread that the kill needs.
 void close_in_background(Service& service, std::vector<std::shared_ptr<mcp::Session>> idle) {
-  for (auto& session : idle) service.pool().post([session] { session->close(); });
+  for (auto& session : idle) service.start_long([session] { session->close(); });
 }
 
 Task<void> wait_for(Replies& replies) {
@@ -134,7 +133,7 @@ Task<void> wait_for(Replies& replies) {
   }
 }
 
-Task<void> post(Exchange& exchange, const std::string& api_key) {
+Task<void> post(Service& service, Exchange& exchange, const std::string& api_key) {
   bool fits = true;
   const std::string body = co_await http::read_body(exchange, kMaxMessageBytes, &fits);
   const json message = json::parse(body, nullptr, false);
@@ -147,7 +146,7 @@ Task<void> post(Exchange& exchange, const std::string& api_key) {
   http::Headers headers;
   if (batch.size() == 1 && is_initialize(batch[0])) {
     session = std::make_shared<mcp::Session>(
-        mcp::ToolboxOptions{loopback_endpoint(exchange.request(), api_key), {}, kNoHostFiles});
+        mcp::ToolboxOptions{own_endpoint(service, api_key), {}, kNoHostFiles});
     headers.emplace_back("Mcp-Session-Id", sessions().add(session));
   } else {
     const std::string id = exchange.request().header("mcp-session-id");
@@ -173,26 +172,19 @@ Task<void> post(Exchange& exchange, const std::string& api_key) {
   co_await exchange.respond(200, "application/json", mcp::wire_text(out), std::move(headers));
 }
 
-Task<void> remove(Service& service, Exchange& exchange) {
-  auto session = sessions().remove(exchange.request().header("mcp-session-id"));
-  if (!session) co_return co_await respond_error(exchange, 404, "unknown or ended MCP session");
-  co_await service.pool().run([session] { session->close(); });
-  co_await exchange.respond(200, "", "");
-}
-
-// Built outside the coroutine: g++ 12 rejects string literals in braced
-// initializers inside a coroutine body.
-http::Headers allowed_methods() { return {{"Allow", "POST, DELETE"}}; }
-
 }  // namespace
 
-Task<void> mcp(Service& service, Exchange& exchange, const std::string& api_key) {
-  close_in_background(service, sessions().take_idle());
-  const std::string& method = exchange.request().method;
-  if (method == "POST") co_return co_await post(exchange, api_key);
-  if (method == "DELETE") co_return co_await remove(service, exchange);
-  co_await exchange.respond(405, "text/plain", "/mcp takes POST and DELETE (no server stream)\n",
-                            allowed_methods());
+Task<void> mcp_post(ControlCall& call, Exchange& exchange) {
+  close_in_background(call.service, sessions().take_idle());
+  co_await post(call.service, exchange, exchange.request().header("x-api-key"));
+}
+
+Task<void> mcp_delete(ControlCall& call, Exchange& exchange) {
+  close_in_background(call.service, sessions().take_idle());
+  auto session = sessions().remove(exchange.request().header("mcp-session-id"));
+  if (!session) co_return co_await respond_error(exchange, 404, "unknown or ended MCP session");
+  co_await call.service.run_long([session] { session->close(); });
+  co_await exchange.respond(200, "", "");
 }
 
 }  // namespace abx::daemon::routes

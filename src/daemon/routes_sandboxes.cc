@@ -56,10 +56,10 @@ bool matches(const SandboxRow& row, const ListSandboxesQuery& query) {
          std::find(query.states.begin(), query.states.end(), "running") != query.states.end();
 }
 
-Task<void> list(Service& service, Exchange& exchange, bool paginated) {
+Task<void> list(ControlCall& call, Exchange& exchange, bool paginated) {
   auto query = parse_list_query(exchange.request().query);
-  if (!query) co_return co_await respond_error(exchange, 400, query.error().message());
-  std::vector<SandboxRow> rows = service.list();
+  if (!query) co_return co_await respond_error(exchange, query.error());
+  std::vector<SandboxRow> rows = call.service.list();
   std::erase_if(rows, [&](const SandboxRow& row) { return !matches(row, *query); });
   std::sort(rows.begin(), rows.end(), [](const SandboxRow& a, const SandboxRow& b) {
     return std::tie(a.started_at_ms, a.id) < std::tie(b.started_at_ms, b.id);
@@ -81,18 +81,15 @@ Task<void> list(Service& service, Exchange& exchange, bool paginated) {
   co_await respond_json(exchange, 200, out, std::move(headers));
 }
 
-Task<void> create(Service& service, Exchange& exchange, bool always_secure) {
-  bool fits = true;
-  const std::string body = co_await http::read_body(exchange, 1 << 20, &fits);
-  if (!fits) co_return co_await respond_error(exchange, 400, "body: larger than 1 MiB");
-  auto request = parse_create_sandbox(body, service.host_cores());
-  if (!request) co_return co_await respond_error(exchange, 400, request.error().message());
+Task<void> create(ControlCall& call, Exchange& exchange, bool always_secure) {
+  auto body = co_await read_json_body(exchange, 1 << 20);
+  if (!body) co_return co_await respond_error(exchange, body.error());
+  auto request = parse_create_sandbox(*body, call.service.host_cores());
+  if (!request) co_return co_await respond_error(exchange, request.error());
   request->secure = request->secure || always_secure;
-  auto created = co_await service.create(std::move(*request));
-  if (auto* failure = std::get_if<ServiceError>(&created)) {
-    co_return co_await respond_error(exchange, failure->status, failure->message);
-  }
-  co_await respond_json(exchange, 201, sandbox_json(std::get<SandboxRow>(created)));
+  auto created = co_await call.service.create(std::move(*request), call.caller);
+  if (!created) co_return co_await respond_error(exchange, created.error());
+  co_await respond_json(exchange, 201, sandbox_json(*created));
 }
 
 bool body_has_timeout(const std::string& body) {
@@ -100,27 +97,43 @@ bool body_has_timeout(const std::string& body) {
   return !doc.is_object() || doc.contains("timeout");
 }
 
-Task<void> set_timeout(Service& service, Exchange& exchange, const std::string& id,
-                       bool is_connect) {
-  bool fits = true;
-  const std::string body = co_await http::read_body(exchange, 1 << 16, &fits);
+// The {id} of the route, or an error when it is not a sandbox id.
+Result<std::string> id_param(const ControlCall& call) {
+  const std::string& id = call.params.at("id");
+  if (!ids::is_valid_sandbox_id(id))
+    return Error::with_message("sandboxID: must match [a-z0-9]+", kErrBadInput);
+  return id;
+}
+
+Error not_found(const std::string& id) {
+  return Error::with_message("sandbox " + id + " not found", ENOENT);
+}
+
+// The live sandbox the route's {id} names, or the error to answer with.
+Result<std::shared_ptr<LiveSandbox>> sandbox_of(const ControlCall& call) {
+  auto id = id_param(call);
+  if (!id) return id.error();
+  auto live = call.service.find(*id);
+  if (!live) return not_found(*id);
+  return live;
+}
+
+Task<void> set_timeout(ControlCall& call, Exchange& exchange, bool is_connect) {
+  auto id = id_param(call);
+  if (!id) co_return co_await respond_error(exchange, id.error());
+  auto body = co_await read_json_body(exchange, 1 << 16);
+  if (!body) co_return co_await respond_error(exchange, body.error());
   // v2 connect may omit the timeout: then the end time stays as it is.
-  const bool keep_end = is_connect && fits && !body_has_timeout(body);
-  auto seconds = keep_end ? Result<int>(0) : parse_timeout_body(fits ? body : std::string());
-  if (!seconds) co_return co_await respond_error(exchange, 400, seconds.error().message());
-  auto row = service.set_timeout(id, *seconds, is_connect);
-  if (!row) co_return co_await respond_error(exchange, 404, "sandbox " + id + " not found");
+  const bool keep_end = is_connect && !body_has_timeout(*body);
+  auto seconds = keep_end ? Result<int>(0) : parse_timeout_body(*body);
+  if (!seconds) co_return co_await respond_error(exchange, seconds.error());
+  auto row = call.service.set_timeout(*id, *seconds, is_connect);
+  if (!row) co_return co_await respond_error(exchange, not_found(*id));
   if (is_connect) co_return co_await respond_json(exchange, 200, sandbox_json(*row));
   co_await exchange.respond(204, "", "");
 }
 
 json metric_json(LiveSandbox& live) { return json::array({sandbox_metric(live)}); }
-
-Task<void> metrics(Service& service, Exchange& exchange, const std::string& id) {
-  auto live = service.find(id);
-  if (!live) co_return co_await respond_error(exchange, 404, "sandbox " + id + " not found");
-  co_await respond_json(exchange, 200, metric_json(*live));
-}
 
 // GET /sandboxes/metrics?sandbox_ids=a,b → {"sandboxes": {id: SandboxMetric}}
 json metrics_of_many(Service& service, const std::string& ids) {
@@ -136,54 +149,56 @@ json metrics_of_many(Service& service, const std::string& ids) {
   return {{"sandboxes", out}};
 }
 
-Task<void> one_sandbox(Service& service, Exchange& exchange, const std::string& id,
-                       const std::string& action) {
-  const std::string& method = exchange.request().method;
-  if (!ids::is_valid_sandbox_id(id)) {
-    co_return co_await respond_error(exchange, 400, "sandboxID: must match [a-z0-9]+");
-  }
-  if (action.empty() && method == "GET") {
-    auto live = service.find(id);
-    if (!live) co_return co_await respond_error(exchange, 404, "sandbox " + id + " not found");
-    co_return co_await respond_json(exchange, 200, detail_json(live->snapshot()));
-  }
-  if (action.empty() && method == "DELETE") {
-    if (!co_await service.kill(id)) {
-      co_return co_await respond_error(exchange, 404, "sandbox " + id + " not found");
-    }
-    co_return co_await exchange.respond(204, "", "");
-  }
-  if (action == "timeout" && method == "POST")
-    co_return co_await set_timeout(service, exchange, id, false);
-  if (action == "connect" && method == "POST")
-    co_return co_await set_timeout(service, exchange, id, true);
-  if (action == "metrics" && method == "GET") co_return co_await metrics(service, exchange, id);
-  co_await respond_error(exchange, 404, "no route for " + method + " " + exchange.request().path);
-}
-
 }  // namespace
 
-Task<void> sandboxes(Service& service, Exchange& exchange) {
-  const auto& req = exchange.request();
-  const bool v2 = req.path.rfind("/v2/", 0) == 0;
-  // /v2/... has the v1 shapes; v2 lists paginate and v2 creates are always secured.
-  const std::string path = v2 ? req.path.substr(3) : req.path;
-  if (path == "/sandboxes" && req.method == "GET") co_return co_await list(service, exchange, v2);
-  if (path == "/sandboxes" && req.method == "POST")
-    co_return co_await create(service, exchange, v2);
-  if (req.path == "/sandboxes/metrics" && req.method == "GET") {
-    const auto ids = req.query.find("sandbox_ids");
-    const json body = metrics_of_many(service, ids == req.query.end() ? "" : ids->second);
-    co_return co_await respond_json(exchange, 200, body);
-  }
-  if (path.rfind("/sandboxes/", 0) == 0) {
-    const std::string rest = path.substr(11);
-    const size_t slash = rest.find('/');
-    const std::string id = rest.substr(0, slash);
-    const std::string action = slash == std::string::npos ? "" : rest.substr(slash + 1);
-    co_return co_await one_sandbox(service, exchange, id, action);
-  }
-  co_await respond_error(exchange, 404, "no route for " + req.method + " " + req.path);
+Task<void> sandboxes_list(ControlCall& call, Exchange& exchange) {
+  co_await list(call, exchange, false);
+}
+
+Task<void> sandboxes_list_v2(ControlCall& call, Exchange& exchange) {
+  co_await list(call, exchange, true);
+}
+
+Task<void> sandboxes_create(ControlCall& call, Exchange& exchange) {
+  co_await create(call, exchange, false);
+}
+
+Task<void> sandboxes_create_v2(ControlCall& call, Exchange& exchange) {
+  co_await create(call, exchange, true);
+}
+
+Task<void> sandboxes_metrics(ControlCall& call, Exchange& exchange) {
+  const auto& query = exchange.request().query;
+  const auto ids = query.find("sandbox_ids");
+  const json body = metrics_of_many(call.service, ids == query.end() ? "" : ids->second);
+  co_await respond_json(exchange, 200, body);
+}
+
+Task<void> sandbox_get(ControlCall& call, Exchange& exchange) {
+  auto live = sandbox_of(call);
+  if (!live) co_return co_await respond_error(exchange, live.error());
+  co_await respond_json(exchange, 200, detail_json((*live)->snapshot()));
+}
+
+Task<void> sandbox_kill(ControlCall& call, Exchange& exchange) {
+  auto id = id_param(call);
+  if (!id) co_return co_await respond_error(exchange, id.error());
+  if (!co_await call.service.kill(*id)) co_return co_await respond_error(exchange, not_found(*id));
+  co_await exchange.respond(204, "", "");
+}
+
+Task<void> sandbox_set_timeout(ControlCall& call, Exchange& exchange) {
+  co_await set_timeout(call, exchange, false);
+}
+
+Task<void> sandbox_connect(ControlCall& call, Exchange& exchange) {
+  co_await set_timeout(call, exchange, true);
+}
+
+Task<void> sandbox_metrics(ControlCall& call, Exchange& exchange) {
+  auto live = sandbox_of(call);
+  if (!live) co_return co_await respond_error(exchange, live.error());
+  co_await respond_json(exchange, 200, metric_json(**live));
 }
 
 nlohmann::json sandbox_metric(LiveSandbox& live) {

@@ -19,7 +19,6 @@ using nlohmann::json;
 namespace net = boost::asio;
 namespace fs = std::filesystem;
 
-constexpr const char* kPrefix = "/abx/v1/templates";
 constexpr auto kProgressPoll = std::chrono::milliseconds(200);
 
 json info_json(const templates::TemplateInfo& info) {
@@ -65,9 +64,9 @@ bool drain(BuildChannel& channel, std::string& out) {
 using BuildJob =
     std::function<Result<templates::TemplateInfo>(const templates::BuildProgressFn& progress)>;
 
-// Runs `job` on the blocking pool, its progress lines going to `channel`.
+// Runs `job` on the long lane, its progress lines going to `channel`.
 void start_job(Service& service, const std::shared_ptr<BuildChannel>& channel, BuildJob job) {
-  service.pool().post([channel, job = std::move(job)]() mutable {
+  service.start_long([channel, job = std::move(job)]() mutable {
     auto result = job([&channel](const std::string& line) {
       std::lock_guard lock(channel->mutex);
       channel->lines.push_back(line);
@@ -152,7 +151,7 @@ Task<void> build_sandboxfile(Service& service, Exchange& exchange, const std::st
   const auto file_it = req.query.find("file");
   const std::string file = file_it == req.query.end() ? "Sandboxfile" : file_it->second;
   auto upload = co_await receive_upload(service, exchange);
-  if (!upload) co_return co_await respond_error(exchange, 500, upload.error().message());
+  if (!upload) co_return co_await respond_error(exchange, upload.error());
   BuildJob job = [&store = service.templates(), request, file,
                   upload = std::move(*upload)](const templates::BuildProgressFn& progress) mutable {
     request.context_dir = upload->path / "context";
@@ -184,7 +183,7 @@ Task<void> import(Service& service, Exchange& exchange, const std::string& name)
   const auto origin_it = query.find("origin");
   const std::string origin = origin_it == query.end() ? "upload" : origin_it->second;
   auto upload = co_await receive_upload(service, exchange);
-  if (!upload) co_return co_await respond_error(exchange, 500, upload.error().message());
+  if (!upload) co_return co_await respond_error(exchange, upload.error());
   BuildJob job = [&store = service.templates(), name, origin,
                   upload = std::move(*upload)](const templates::BuildProgressFn& progress) {
     return store.import_image(name, upload->path / "upload.tar", origin, progress);
@@ -199,50 +198,38 @@ bool in_use(Service& service, const std::string& name) {
   return false;
 }
 
-Task<void> remove(Service& service, Exchange& exchange, const std::string& name) {
-  const bool force =
-      exchange.request().query.count("force") && exchange.request().query.at("force") == "true";
-  if (!force && in_use(service, name)) {
+}  // namespace
+
+Task<void> templates_list(ControlCall& call, Exchange& exchange) {
+  co_await respond_json(exchange, 200, list_json(call.service.templates().list()));
+}
+
+Task<void> template_get(ControlCall& call, Exchange& exchange) {
+  auto info = call.service.templates().inspect(call.params.at("name"));
+  if (!info) co_return co_await respond_error(exchange, info.error());
+  co_await respond_json(exchange, 200, info_json(*info));
+}
+
+Task<void> template_remove(ControlCall& call, Exchange& exchange) {
+  const std::string& name = call.params.at("name");
+  const auto& query = exchange.request().query;
+  const bool force = query.count("force") && query.at("force") == "true";
+  if (!force && in_use(call.service, name)) {
     co_return co_await respond_error(
         exchange, 409,
         "template '" + name + "' is used by running sandboxes; kill them or use --force");
   }
-  const Status removed = service.templates().remove(name);
-  if (!removed) {
-    const int status = error_map::http_status(removed.error());
-    co_return co_await respond_error(exchange, status, removed.error().message());
-  }
+  const Status removed = call.service.templates().remove(name);
+  if (!removed) co_return co_await respond_error(exchange, removed.error());
   co_await exchange.respond(204, "application/json", "");
 }
 
-Task<void> inspect(Service& service, Exchange& exchange, const std::string& name) {
-  auto info = service.templates().inspect(name);
-  if (!info) {
-    const int status = error_map::http_status(info.error());
-    co_return co_await respond_error(exchange, status, info.error().message());
-  }
-  co_await respond_json(exchange, 200, info_json(*info));
+Task<void> template_build(ControlCall& call, Exchange& exchange) {
+  co_await build(call.service, exchange, call.params.at("name"));
 }
 
-}  // namespace
-
-Task<void> templates(Service& service, Exchange& exchange) {
-  const auto& req = exchange.request();
-  const std::string rest = req.path.substr(std::string(kPrefix).size());
-  if (rest.empty() || rest == "/") {
-    if (req.method == "GET")
-      co_return co_await respond_json(exchange, 200, list_json(service.templates().list()));
-    co_return co_await respond_error(exchange, 405, "use GET " + std::string(kPrefix));
-  }
-  std::string name = rest.substr(1);
-  const bool is_build = name.ends_with("/build");
-  if (is_build) name.resize(name.size() - 6);
-  if (is_build && req.method == "POST") co_return co_await build(service, exchange, name);
-  if (name.ends_with("/import") && req.method == "POST")
-    co_return co_await import(service, exchange, name.substr(0, name.size() - 7));
-  if (!is_build && req.method == "GET") co_return co_await inspect(service, exchange, name);
-  if (!is_build && req.method == "DELETE") co_return co_await remove(service, exchange, name);
-  co_await respond_error(exchange, 405, "no route for " + req.method + " " + req.path);
+Task<void> template_import(ControlCall& call, Exchange& exchange) {
+  co_await import(call.service, exchange, call.params.at("name"));
 }
 
 }  // namespace abx::daemon::routes

@@ -11,6 +11,7 @@
 
 #include "common/ids.h"
 #include "interp/interp.h"
+#include "runtime/sandbox_net.h"
 #include "runtime/sandbox_users.h"
 
 namespace abx::daemon {
@@ -89,6 +90,16 @@ void Service::destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandb
   }
 }
 
+namespace {
+
+// A runtime step that failed is the daemon's problem (500), unless the disk is full.
+Error runtime_failure(const Error& error) {
+  const bool disk_full = error.errnum == ENOSPC || error.errnum == EDQUOT;
+  return Error::with_message(error.message(), disk_full ? error.errnum : EIO);
+}
+
+}  // namespace
+
 // The template's Env (under the request's), WorkingDir and User.
 Status Service::apply_template_defaults(const runtime::Sandbox& sandbox,
                                         const templates::ProcessDefaults& defaults,
@@ -97,7 +108,10 @@ Status Service::apply_template_defaults(const runtime::Sandbox& sandbox,
   row.default_cwd = defaults.workdir;
   if (defaults.user.empty()) return {};
   auto user = runtime::lookup_user(sandbox, defaults.user);
-  if (!user) return Error{"template " + row.template_id, 0, user.error().message()};
+  if (!user) {
+    return Error::with_message("template " + row.template_id + ": " + user.error().message(),
+                               kErrBadInput);
+  }
   row.default_user = user->name;
   row.default_uid = user->uid;
   row.default_gid = user->gid;
@@ -105,16 +119,18 @@ Status Service::apply_template_defaults(const runtime::Sandbox& sandbox,
   return {};
 }
 
-http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandboxRequest request) {
+http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, const Caller& caller) {
   auto resolved = templates_.resolve(request.template_name);
-  if (!resolved) co_return ServiceError{400, resolved.error().message()};
+  if (!resolved) co_return Error::with_message(resolved.error().message(), kErrBadInput);
   if (!request.wait_for_build && !templates_.is_built(*resolved)) {
-    co_return ServiceError{409, "template '" + *resolved + "' " + kNotBuiltYet +
-                                    "; build it with `abx template build " + *resolved + "`"};
+    co_return Error::with_message("template '" + *resolved + "' " + kNotBuiltYet +
+                                      "; build it with `abx template build " + *resolved + "`",
+                                  EBUSY);
   }
   SandboxRow row;
   row.template_id = *resolved;
   row.alias = request.template_name;
+  row.owner = caller.team;
   row.metadata = std::move(request.metadata);
   row.env_vars = std::move(request.env_vars);
   row.allow_internet_access = request.allow_internet_access;
@@ -125,24 +141,24 @@ http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandbox
   if (request.memory_mb) spec.limits.memory_bytes = uint64_t{*request.memory_mb} << 20;
   if (request.disk_size_mb) spec.limits.disk_bytes = uint64_t{*request.disk_size_mb} << 20;
 
-  std::optional<ServiceError> failure;
+  std::optional<Error> failure;
   std::unique_ptr<runtime::Sandbox> sandbox;
   co_await pool_.run([&] {
     templates::ProcessDefaults defaults;
     auto rootfs = templates_.rootfs(request.template_name, &defaults);
     if (!rootfs) {
-      failure = ServiceError{400, rootfs.error().message()};
+      failure = Error::with_message(rootfs.error().message(), kErrBadInput);
       return;
     }
     spec.rootfs = std::move(rootfs.value());
     auto created = runtime_.create(spec);
     if (!created) {
-      failure = ServiceError{500, created.error().message()};
+      failure = runtime_failure(created.error());
       return;
     }
     if (Status s = apply_template_defaults(**created, defaults, row); !s) {
       (void)runtime_.destroy((*created)->record());
-      failure = ServiceError{400, s.error().message()};
+      failure = s.error();
       return;
     }
     sandbox = std::move(created.value());
@@ -159,13 +175,26 @@ http::Task<std::variant<SandboxRow, ServiceError>> Service::create(CreateSandbox
   row.end_at_ms = row.started_at_ms + int64_t{request.timeout_sec} * 1000;
   if (Status s = store_.put(row); !s) {
     co_await pool_.run([&] { (void)runtime_.destroy(row.record); });
-    co_return ServiceError{500, s.error().message()};
+    co_return s.error();
   }
   auto live = make_live(row, std::move(sandbox));
   std::lock_guard lock(mutex_);
   live_[row.id] = std::move(live);
-  spdlog::info("sandbox {} created from {} ({}s)", row.id, row.template_id, request.timeout_sec);
+  spdlog::info("sandbox {} created from {} for team {} ({}s)", row.id, row.template_id, row.owner,
+               request.timeout_sec);
   co_return row;
+}
+
+http::Task<Result<UniqueFd>> Service::connect_port(const LiveSandbox& live, uint16_t port) {
+  std::optional<Result<UniqueFd>> connected;
+  co_await pool_.run([&] { connected = runtime::connect_tcp(*live.sandbox, port); });
+  co_return std::move(*connected);
+}
+
+void Service::start_long(std::function<void()> work) { pool_.post_long(std::move(work)); }
+
+http::Task<void> Service::run_long(std::function<void()> work) {
+  co_await pool_.run_long(std::move(work));
 }
 
 http::Task<bool> Service::kill(const std::string& id) {

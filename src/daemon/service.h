@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/unique_fd.h"
 #include "daemon/blocking_pool.h"
+#include "daemon/caller.h"
 #include "daemon/control_requests.h"
 #include "daemon/dir_watch.h"
 #include "daemon/process_table.h"
@@ -39,15 +41,15 @@ struct LiveSandbox {
   std::shared_ptr<interp::Interpreter> interpreter;  // created on first use
 };
 
-// A failure with the HTTP status the control plane answers with.
-struct ServiceError {
-  int status = 500;
-  std::string message;
-};
-
 // What a create with waitForBuild=false answers (409) for a template that
 // would have to be built first.
 inline constexpr const char* kNotBuiltYet = "is not built yet";
+
+// Where the daemon's HTTP server listens, as a client would reach it.
+struct ListenAddress {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+};
 
 class Service {
  public:
@@ -61,12 +63,25 @@ class Service {
   // Starts the TTL sweep on the io_context.
   void start_ttl();
 
-  http::Task<std::variant<SandboxRow, ServiceError>> create(CreateSandboxRequest request);
+  // The new sandbox belongs to the caller's team. Errors carry the errno
+  // (or kErr* kind) error_map turns into a status.
+  http::Task<Result<SandboxRow>> create(CreateSandboxRequest request, const Caller& caller);
   http::Task<bool> kill(const std::string& id);  // false: unknown id
   // end = now + seconds; with `extend_only` the end time never moves earlier.
   std::optional<SandboxRow> set_timeout(const std::string& id, int seconds, bool extend_only);
   std::vector<SandboxRow> list() const;
   std::shared_ptr<LiveSandbox> find(const std::string& id) const;
+
+  // A TCP connection to `port` inside the sandbox's network namespace.
+  http::Task<Result<UniqueFd>> connect_port(const LiveSandbox& live, uint16_t port);
+  // Runs work whose length its caller controls (builds, MCP sessions that
+  // end their sandboxes) where it cannot hold up creates and kills.
+  void start_long(std::function<void()> work);
+  http::Task<void> run_long(std::function<void()> work);
+
+  // Set once the server is bound; /mcp sessions call the daemon here.
+  void set_listen_address(ListenAddress address) { listen_address_ = std::move(address); }
+  const ListenAddress& listen_address() const { return listen_address_; }
 
   uint32_t host_cores() const { return host_cores_; }
   BlockingPool& pool() { return pool_; }
@@ -86,6 +101,7 @@ class Service {
   templates::TemplateStore& templates_;
   Store& store_;
   uint32_t host_cores_;
+  ListenAddress listen_address_;
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<LiveSandbox>> live_;

@@ -1,0 +1,150 @@
+#include "daemon/route_table.h"
+
+#include <array>
+
+namespace abx::daemon {
+namespace {
+
+using namespace routes;
+using P = Plane;
+using C = Credential;
+
+#define ROW(method, pattern, plane, credential, handler) \
+  Route { method, pattern, plane, credential, &handler, #handler }
+
+// clang-format off
+const std::array kRoutes = {
+    // Control plane: E2B's API (spec/daemon-api.md) and our own under /abx/v1.
+    ROW("GET",    "/health",                           P::control, C::none,    control_health),
+    ROW("GET",    "/sandboxes",                        P::control, C::api_key, sandboxes_list),
+    ROW("POST",   "/sandboxes",                        P::control, C::api_key, sandboxes_create),
+    ROW("GET",    "/v2/sandboxes",                     P::control, C::api_key, sandboxes_list_v2),
+    ROW("POST",   "/v2/sandboxes",                     P::control, C::api_key, sandboxes_create_v2),
+    ROW("GET",    "/sandboxes/metrics",                P::control, C::api_key, sandboxes_metrics),
+    ROW("GET",    "/sandboxes/{id}",                   P::control, C::api_key, sandbox_get),
+    ROW("DELETE", "/sandboxes/{id}",                   P::control, C::api_key, sandbox_kill),
+    ROW("POST",   "/sandboxes/{id}/timeout",           P::control, C::api_key, sandbox_set_timeout),
+    ROW("POST",   "/sandboxes/{id}/connect",           P::control, C::api_key, sandbox_connect),
+    ROW("POST",   "/v2/sandboxes/{id}/connect",        P::control, C::api_key, sandbox_connect),
+    ROW("GET",    "/sandboxes/{id}/metrics",           P::control, C::api_key, sandbox_metrics),
+    ROW("GET",    "/abx/v1/templates",                 P::control, C::api_key, templates_list),
+    ROW("GET",    "/abx/v1/templates/{name}",          P::control, C::api_key, template_get),
+    ROW("DELETE", "/abx/v1/templates/{name}",          P::control, C::api_key, template_remove),
+    ROW("POST",   "/abx/v1/templates/{name}/build",    P::control, C::api_key, template_build),
+    ROW("POST",   "/abx/v1/templates/{name}/import",   P::control, C::api_key, template_import),
+    ROW("POST",   "/mcp",                              P::control, C::api_key, mcp_post),
+    ROW("DELETE", "/mcp",                              P::control, C::api_key, mcp_delete),
+    // Sandbox plane, port 49983: envd's plain HTTP endpoints and Connect RPCs.
+    ROW("GET",    "/health",                           P::envd, C::none,               envd_health),
+    ROW("GET",    "/envs",                             P::envd, C::access_token,       envd_envs),
+    ROW("GET",    "/metrics",                          P::envd, C::access_token,       envd_metrics),
+    ROW("GET",    "/files",                            P::envd, C::token_or_signature, files_download),
+    ROW("POST",   "/files",                            P::envd, C::token_or_signature, files_upload),
+    ROW("POST",   "/process.Process/Start",            P::envd, C::access_token,       process_start),
+    ROW("POST",   "/process.Process/Connect",          P::envd, C::access_token,       process_connect),
+    ROW("POST",   "/process.Process/List",             P::envd, C::access_token,       process_list),
+    ROW("POST",   "/process.Process/SendInput",        P::envd, C::access_token,       process_send_input),
+    ROW("POST",   "/process.Process/Update",           P::envd, C::access_token,       process_update),
+    ROW("POST",   "/process.Process/SendSignal",       P::envd, C::access_token,       process_send_signal),
+    ROW("POST",   "/process.Process/CloseStdin",       P::envd, C::access_token,       process_close_stdin),
+    ROW("POST",   "/filesystem.Filesystem/Stat",       P::envd, C::access_token,       fs_stat),
+    ROW("POST",   "/filesystem.Filesystem/MakeDir",    P::envd, C::access_token,       fs_make_dir),
+    ROW("POST",   "/filesystem.Filesystem/Move",       P::envd, C::access_token,       fs_move),
+    ROW("POST",   "/filesystem.Filesystem/ListDir",    P::envd, C::access_token,       fs_list_dir),
+    ROW("POST",   "/filesystem.Filesystem/Remove",     P::envd, C::access_token,       fs_remove),
+    ROW("POST",   "/filesystem.Filesystem/WatchDir",   P::envd, C::access_token,       fs_watch_dir),
+    ROW("POST",   "/filesystem.Filesystem/CreateWatcher",    P::envd, C::access_token, fs_create_watcher),
+    ROW("POST",   "/filesystem.Filesystem/GetWatcherEvents", P::envd, C::access_token, fs_get_watcher_events),
+    ROW("POST",   "/filesystem.Filesystem/RemoveWatcher",    P::envd, C::access_token, fs_remove_watcher),
+    // Sandbox plane, port 49999: the code interpreter. /contexts needs no
+    // token yet (as before; the tenancy issue closes it).
+    ROW("GET",    "/health",                           P::interpreter, C::none,         interp_health),
+    ROW("POST",   "/execute",                          P::interpreter, C::access_token, interp_execute),
+    ROW("GET",    "/contexts",                         P::interpreter, C::none,         interp_list_contexts),
+    ROW("POST",   "/contexts",                         P::interpreter, C::none,         interp_create_context),
+    ROW("DELETE", "/contexts/{context}",               P::interpreter, C::none,         interp_remove_context),
+    ROW("POST",   "/contexts/{context}/restart",       P::interpreter, C::none,         interp_restart_context),
+    // Sandbox plane, any other port: forwarded to the server the sandbox runs.
+    ROW("*",      "*",                                 P::proxy, C::none,              proxy_port),
+};
+// clang-format on
+
+#undef ROW
+
+// Next "/"-separated segment of `text` from `pos` (without the slash).
+std::string_view segment(std::string_view text, size_t& pos) {
+  if (pos < text.size() && text[pos] == '/') ++pos;
+  const size_t end = std::min(text.find('/', pos), text.size());
+  const std::string_view out = text.substr(pos, end - pos);
+  pos = end;
+  return out;
+}
+
+// Matches `path` against `pattern` segment by segment, filling `params`.
+bool path_matches(std::string_view pattern, std::string_view path,
+                  std::map<std::string, std::string>& params) {
+  if (pattern == "*") return true;
+  size_t at_pattern = 0;
+  size_t at_path = 0;
+  while (at_pattern < pattern.size() && at_path < path.size()) {
+    const std::string_view want = segment(pattern, at_pattern);
+    const std::string_view got = segment(path, at_path);
+    if (want.size() > 2 && want.front() == '{' && want.back() == '}') {
+      if (got.empty()) return false;
+      params.emplace(std::string(want.substr(1, want.size() - 2)), std::string(got));
+    } else if (want != got) {
+      return false;
+    }
+  }
+  return at_pattern == pattern.size() && at_path == path.size();
+}
+
+}  // namespace
+
+std::span<const Route> route_table() { return kRoutes; }
+
+RouteMatch match_route(Plane plane, std::string_view method, std::string_view path) {
+  RouteMatch out;
+  for (const Route& route : kRoutes) {
+    if (route.plane != plane) continue;
+    std::map<std::string, std::string> params;
+    if (!path_matches(route.pattern, path, params)) continue;
+    if (route.method == method || route.method == "*") {
+      out.route = &route;
+      out.params = std::move(params);
+      return out;
+    }
+    out.allowed += (out.allowed.empty() ? "" : ", ") + std::string(route.method);
+  }
+  return out;
+}
+
+std::string_view plane_name(Plane plane) {
+  switch (plane) {
+    case Plane::control:
+      return "control";
+    case Plane::envd:
+      return "envd";
+    case Plane::interpreter:
+      return "interpreter";
+    case Plane::proxy:
+      return "proxy";
+  }
+  return "?";
+}
+
+std::string_view credential_name(Credential credential) {
+  switch (credential) {
+    case Credential::none:
+      return "none";
+    case Credential::api_key:
+      return "api key";
+    case Credential::access_token:
+      return "access token";
+    case Credential::token_or_signature:
+      return "access token or signed URL";
+  }
+  return "?";
+}
+
+}  // namespace abx::daemon
