@@ -1,5 +1,5 @@
 // Connect protocol envelopes: [flags:u8][length:u32 big-endian][payload].
-// Used by server streams (daemon) and their readers (CLI).
+// Used by server streams (daemon) and their readers (CLI). spec/e2b-protocol.md §7.2.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The E2B wire protocol as our clients (CLI, MCP server) use it: the control
 // plane (X-API-KEY) and one sandbox's envd and interpreter planes (routed by
-// E2b-Sandbox-Id on the same URL).
+// E2b-Sandbox-Id on the same URL). spec/e2b-protocol.md §1–§13.
 #pragma once
 
 #include <memory>

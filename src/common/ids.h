@@ -1,5 +1,6 @@
 // Random identifiers: sandbox ids ([a-z0-9], E2B's host routing splits on '-')
 // and API keys (e2b_ + hex, the format the E2B SDKs check client-side).
+// spec/e2b-protocol.md §2.3, §4.
 #pragma once
 
 #include <string>

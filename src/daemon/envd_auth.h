@@ -1,5 +1,6 @@
 // Who a sandbox-plane request acts as (Basic auth user) and whether it may
-// (X-Access-Token or a signed /files URL), as envd decides it.
+// (X-Access-Token or a signed /files URL), as envd decides it
+// (spec/e2b-protocol.md §9, §11).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Which plane a request is for: a request naming a sandbox (headers, or a
 // Host of the form {port}-{id}.{domain}) goes to that sandbox, the rest to
-// the control plane.
+// the control plane (spec/e2b-protocol.md §2).
 #pragma once
 
 #include <optional>

@@ -1,5 +1,6 @@
 // envd's messages in proto3 JSON as Connect's JSON codec writes them:
-// lowerCamelCase, defaults omitted, int64 as strings, bytes as base64.
+// lowerCamelCase, defaults omitted, int64 as strings, bytes as base64
+// (spec/e2b-protocol.md §7.4).
 #pragma once
 
 #include <nlohmann/json.hpp>

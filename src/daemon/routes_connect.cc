@@ -1,4 +1,5 @@
-// Connect protocol plumbing shared by the process and filesystem routes.
+// Connect protocol plumbing shared by the process and filesystem routes
+// (spec/e2b-protocol.md §7).
 #include "common/connect_frame.h"
 #include "daemon/error_map.h"
 #include "daemon/proto_json.h"

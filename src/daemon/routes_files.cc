@@ -1,5 +1,6 @@
 // Sandbox plane: envd's GET/POST /files, streamed both ways through
 // runtime::sandbox_fs so a symlink in the sandbox never reaches a host file.
+// spec/e2b-protocol.md §10.
 #include <unistd.h>
 
 #include "daemon/gunzip.h"

@@ -1,5 +1,6 @@
 // Sandbox plane: envd's filesystem.Filesystem service over Connect-JSON.
 // Every path goes through runtime::sandbox_fs (openat2 RESOLVE_IN_ROOT).
+// spec/e2b-protocol.md §8.
 #include "daemon/error_map.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"

@@ -1,5 +1,6 @@
 // Sandbox plane, port 49999: the code interpreter (E2B's Jupyter front),
-// backed by src/interp. Errors are plain text, as the SDKs expect.
+// backed by src/interp. Errors are plain text, as the SDKs expect
+// (spec/e2b-protocol.md §13).
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 

@@ -1,4 +1,5 @@
-// Sandbox plane: envd's process.Process service over Connect-JSON.
+// Sandbox plane: envd's process.Process service over Connect-JSON
+// (spec/e2b-protocol.md §8, headers §9).
 #include <boost/asio/this_coro.hpp>
 #include <csignal>
 

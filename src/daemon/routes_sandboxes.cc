@@ -1,4 +1,4 @@
-// Control plane: E2B's /sandboxes resource (§1.3/§1.4 of the protocol notes).
+// Control plane: E2B's /sandboxes resource (spec/e2b-protocol.md §5, shapes §6).
 #include <algorithm>
 
 #include "common/ids.h"

@@ -1,5 +1,5 @@
 // Sandbox plane: filesystem.Filesystem's WatchDir (a server stream) and the
-// polling watchers the sync Python SDK uses instead.
+// polling watchers the sync Python SDK uses instead (spec/e2b-protocol.md §8).
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>

@@ -1,5 +1,6 @@
 // Code-interpreter contexts: long-lived interpreter processes inside a
-// sandbox, stateful across executions, speaking E2B's NDJSON result lines.
+// sandbox, stateful across executions, speaking E2B's NDJSON result lines
+// (spec/e2b-protocol.md §13.2).
 // Knows nothing of HTTP: the daemon's port-49999 routes call this and write
 // the emitted lines to the response.
 #pragma once
