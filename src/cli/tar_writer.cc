@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
 
 namespace abx::cli {
@@ -24,14 +25,15 @@ Error tar_error(archive* a, const std::string& what) {
 Status write_file_data(archive* out, const fs::path& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return Error::from_errno("open", path.string());
-  char buffer[1 << 16];
-  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::from_errno("read", path.string());
-    if (archive_write_data(out, buffer, static_cast<size_t>(n)) != n)
-      return tar_error(out, path.string());
-  }
-  return {};
+  return read_to_end(
+      fd.get(),
+      [&](std::string_view piece) -> Status {
+        if (archive_write_data(out, piece.data(), piece.size()) !=
+            static_cast<la_ssize_t>(piece.size()))
+          return tar_error(out, path.string());
+        return {};
+      },
+      path.string());
 }
 
 Status add_path(archive* out, const fs::path& path, const std::string& name) {

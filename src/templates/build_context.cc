@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 
+#include "common/fd_io.h"
 #include "common/sha256.h"
 
 namespace abx::templates::build_context {
@@ -107,13 +108,11 @@ Result<std::string> unpack(const fs::path& tar, const fs::path& dir,
   const fs::path real = fs::weakly_canonical(file, ec);
   if (ec || !inside(root, real.parent_path()))
     return Error{"template build", EINVAL, "the Sandboxfile must be inside the build context"};
-  std::ifstream in(real);
-  if (!in)
+  auto text = read_file(real);
+  if (!text)
     return Error{"template build", ENOENT,
                  "no " + sandboxfile + " in the build context; give one with -f"};
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return text;
 }
 
 Result<std::vector<fs::path>> expand(const fs::path& context, const std::string& source) {
