@@ -11,7 +11,8 @@ constexpr size_t kReadBlock = 1 << 16;
 
 // Re-roots one member below `dir`; true when the member is to be written.
 Result<bool> reroot(archive_entry* entry, const fs::path& dir, const ExtractOptions& options) {
-  const mode_t type = archive_entry_filetype(entry);
+  // A hard link's header has no file type of its own; it is a file.
+  const mode_t type = archive_entry_hardlink(entry) ? AE_IFREG : archive_entry_filetype(entry);
   if (options.files_dirs_links && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
     return false;
   }
