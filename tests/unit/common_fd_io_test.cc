@@ -13,6 +13,7 @@
 #include "common/fd_io.h"
 #include "common/file_replacement.h"
 #include "common/unique_fd.h"
+#include "temp_dir.h"
 
 namespace abx {
 namespace {
@@ -25,12 +26,7 @@ std::string text_of(const fs::path& path) {
 
 class FdIoTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "abx-fdio-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override {}
 
   // Every name in the test dir: a failed write must leave no temp file behind.
   std::vector<std::string> names() const {
@@ -42,7 +38,8 @@ class FdIoTest : public ::testing::Test {
     return out;
   }
 
-  fs::path dir_;
+  abx::testing::TempDir temp_{"abx-fdio-test"};
+  fs::path dir_ = temp_.path();
 };
 
 TEST_F(FdIoTest, WriteAllThenReadFileRoundTripsLargeData) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/fd_io.h"
+#include "temp_dir.h"
 #include "templates/archive_io.h"
 
 namespace abx::templates::archive_io {
@@ -43,13 +44,7 @@ struct Member {
 
 class ArchiveIoExtract : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "abx-archive-io-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    root_ = tmpl;
-    fs::create_directories(root_ / "out");
-  }
-  void TearDown() override { fs::remove_all(root_); }
+  void SetUp() override { fs::create_directories(root_ / "out"); }
 
   fs::path tar_of(const std::vector<Member>& members) {
     const fs::path tar = root_ / "in.tar";
@@ -85,7 +80,8 @@ class ArchiveIoExtract : public ::testing::Test {
     return extract(reader.get(), root_ / "out", options);
   }
 
-  fs::path root_;
+  abx::testing::TempDir temp_{"abx-archive-io"};
+  fs::path root_ = temp_.path();
 };
 
 TEST_F(ArchiveIoExtract, UnpacksFilesDirsAndHardLinks) {
