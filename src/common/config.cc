@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/fd_io.h"
 #include "common/file_replacement.h"
 
 namespace abx::config {
@@ -50,7 +51,9 @@ Result<Config> Config::load(const std::filesystem::path& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return config;
   try {
-    const toml::table table = toml::parse_file(file.string());
+    auto text = read_file(file);  // not toml::parse_file: its stream is not close-on-exec
+    if (!text) return Error{"read config " + file.string(), text.error().errnum, {}};
+    const toml::table table = toml::parse(*text, file.string());
     for (const auto& [key, node] : table) {
       if (auto value = node.value<std::string>()) config.values_[std::string(key.str())] = *value;
     }
