@@ -304,7 +304,8 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::connect(const SandboxRecord& reco
 }
 
 Result<std::unique_ptr<Sandbox>> LocalRuntime::adopt(const SandboxRecord& record) {
-  if (!ids::is_valid_sandbox_id(record.id)) return Error{"adopt sandbox", EINVAL, "bad id " + record.id};
+  if (!ids::is_valid_sandbox_id(record.id))
+    return Error{"adopt sandbox", EINVAL, "bad id " + record.id};
   if (record.init_pid <= 0 || process_start_time(record.init_pid) != record.init_start_time)
     return Error{"adopt sandbox", ESRCH, "init of " + record.id + " is gone (or its pid reused)"};
   return connect(record);
@@ -320,7 +321,8 @@ Status LocalRuntime::remove_leftovers(const std::string& id) {
 }
 
 Status LocalRuntime::destroy(const SandboxRecord& record) {
-  if (!ids::is_valid_sandbox_id(record.id)) return Error{"destroy sandbox", EINVAL, "bad id " + record.id};
+  if (!ids::is_valid_sandbox_id(record.id))
+    return Error{"destroy sandbox", EINVAL, "bad id " + record.id};
   Status killed;
   if (record.init_pid > 0) reaper_.forget(record.init_pid);
   if (record.init_pid > 0 && process_start_time(record.init_pid) == record.init_start_time)
