@@ -4,15 +4,14 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cli/api.h"
 #include "cli/commands.h"
 #include "cli/tar_writer.h"
 #include "cli/text.h"
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
 
 namespace abx::cli {
@@ -157,7 +156,7 @@ struct TempTar {
   fs::path path;
   TempTar() {
     std::string tmpl = (fs::temp_directory_path() / "abx-upload-XXXXXX").string();
-    const int fd = ::mkstemp(tmpl.data());
+    const int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
     if (fd >= 0) ::close(fd);
     path = tmpl;
   }
@@ -197,11 +196,9 @@ bool is_context_build(const BuildOptions& options) {
 }
 
 Result<std::string> read_text_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return Error{"cannot read " + path.string()};
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = read_file(path);
+  if (!text) return Error{"cannot read " + path.string()};
+  return text;
 }
 
 Result<json> build_args_json(const std::vector<std::string>& args) {

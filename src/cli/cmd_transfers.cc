@@ -11,6 +11,7 @@
 #include "cli/api.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "common/file_replacement.h"
 #include "common/unique_fd.h"
 
 namespace abx::cli {
@@ -93,45 +94,23 @@ Result<int> run_upload(const TransferOptions& options) {
   return 0;
 }
 
-Status write_all(int fd, std::string_view data, const fs::path& file) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::from_errno("write " + file.string());
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return {};
-}
-
-Status copy_body(http::ResponseStream& stream, int fd, const fs::path& file, Progress& progress) {
-  while (!stream.done()) {
-    auto piece = stream.read_some();
-    if (!piece) return piece.error();
-    if (auto st = write_all(fd, *piece, file); !st) return st;
-    progress.add(piece->size());
-  }
-  return {};
-}
-
 // Streams into a temp file beside `local` and renames it over on success, so
 // a failed transfer never leaves a half file under the real name.
 Status download_file(const SandboxPlane& plane, const std::string& remote, const fs::path& local) {
   auto stream = plane.download(remote);
   if (!stream) return stream.error();
-  const fs::path temp = local.string() + ".abx-part-" + std::to_string(::getpid());
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Error::from_errno("create " + temp.string());
-  const auto length = std::strtoull((*stream)->header("Content-Length").c_str(), nullptr, 10);
-  Status copied;
-  {
-    Progress progress(local.filename().string(), length);
-    copied = copy_body(**stream, fd.get(), temp, progress);
-  }
-  if (copied && ::rename(temp.c_str(), local.c_str()) != 0) {
-    copied = Error::from_errno("rename " + temp.string() + " to " + local.string());
-  }
-  if (!copied) ::unlink(temp.c_str());
-  return copied;
+  http::ResponseStream& body = **stream;
+  const auto length = std::strtoull(body.header("Content-Length").c_str(), nullptr, 10);
+  Progress progress(local.filename().string(), length);
+  const PieceSource source{[&]() -> Result<std::string> {
+                             auto piece = body.read_some();
+                             if (piece) progress.add(piece->size());
+                             return piece;
+                           },
+                           [&] { return body.done(); }};
+  auto saved = download_to_file(source, local);
+  if (!saved) return saved.error();
+  return {};
 }
 
 Result<std::string> remote_type(const SandboxPlane& plane, const std::string& path) {

@@ -8,30 +8,32 @@
 
 #include <memory>
 
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
+#include "templates/archive_io.h"
 
 namespace abx::cli {
 namespace {
 
-using Writer = std::unique_ptr<archive, decltype(&archive_write_free)>;
 using Entry = std::unique_ptr<archive_entry, decltype(&archive_entry_free)>;
 
 Error tar_error(archive* a, const std::string& what) {
   const char* text = archive_error_string(a);
-  return Error{"pack " + what, archive_errno(a) > 0 ? archive_errno(a) : EIO, text ? text : ""};
+  return Error{"pack " + what, templates::archive_io::error_number(a), text ? text : ""};
 }
 
 Status write_file_data(archive* out, const fs::path& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return Error::from_errno("open", path.string());
-  char buffer[1 << 16];
-  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::from_errno("read", path.string());
-    if (archive_write_data(out, buffer, static_cast<size_t>(n)) != n)
-      return tar_error(out, path.string());
-  }
-  return {};
+  return read_to_end(
+      fd.get(),
+      [&](std::string_view piece) -> Status {
+        if (archive_write_data(out, piece.data(), piece.size()) !=
+            static_cast<la_ssize_t>(piece.size()))
+          return tar_error(out, path.string());
+        return {};
+      },
+      path.string());
 }
 
 Status add_path(archive* out, const fs::path& path, const std::string& name) {
@@ -62,9 +64,8 @@ Status add_extra(archive* out, const TarExtra& extra) {
 }  // namespace
 
 Status write_tar(const fs::path& dir, const std::vector<TarExtra>& extras, const fs::path& out) {
-  Writer tar(archive_write_new(), archive_write_free);
-  archive_write_set_format_pax_restricted(tar.get());
-  if (archive_write_open_filename(tar.get(), out.c_str()) != ARCHIVE_OK)
+  templates::archive_io::Writer tar = templates::archive_io::tar_file_writer();
+  if (!templates::archive_io::open_file_for_writing(tar.get(), out))
     return tar_error(tar.get(), out.string());
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {

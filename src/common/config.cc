@@ -9,20 +9,11 @@
 #include <cstdio>
 #include <sstream>
 
-#include "common/unique_fd.h"
+#include "common/fd_io.h"
+#include "common/file_replacement.h"
 
 namespace abx::config {
 namespace {
-
-Status write_all(int fd, std::string_view data, const std::filesystem::path& file) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::from_errno("write config", file.string());
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return {};
-}
 
 std::string to_toml(const std::map<std::string, std::string, std::less<>>& values) {
   toml::table table;
@@ -60,7 +51,9 @@ Result<Config> Config::load(const std::filesystem::path& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return config;
   try {
-    const toml::table table = toml::parse_file(file.string());
+    auto text = read_file(file);  // not toml::parse_file: its stream is not close-on-exec
+    if (!text) return Error{"read config " + file.string(), text.error().errnum, {}};
+    const toml::table table = toml::parse(*text, file.string());
     for (const auto& [key, node] : table) {
       if (auto value = node.value<std::string>()) config.values_[std::string(key.str())] = *value;
     }
@@ -75,19 +68,7 @@ Status Config::save(const std::filesystem::path& file) const {
   std::error_code ec;
   std::filesystem::create_directories(file.parent_path(), ec);
   if (ec) return Error{"create config dir", ec.value(), file.parent_path().string()};
-  const std::filesystem::path temp = file.string() + ".tmp" + std::to_string(::getpid());
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd.valid()) return Error::from_errno("create config", temp.string());
-  if (auto st = write_all(fd.get(), to_toml(values_), temp); !st) {
-    ::unlink(temp.c_str());
-    return st;
-  }
-  if (::fsync(fd.get()) != 0 || ::rename(temp.c_str(), file.c_str()) != 0) {
-    auto err = Error::from_errno("save config", file.string());
-    ::unlink(temp.c_str());
-    return err;
-  }
-  return {};
+  return replace_file(file, to_toml(values_), 0600, /*sync=*/true);
 }
 
 std::optional<std::string> Config::get(std::string_view key) const {

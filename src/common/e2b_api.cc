@@ -2,6 +2,7 @@
 
 #include "common/base64.h"
 #include "common/connect_frame.h"
+#include "common/ids.h"
 
 namespace abx::e2b {
 namespace {
@@ -10,6 +11,12 @@ constexpr const char* kEnvdPort = "49983";
 constexpr const char* kInterpreterPort = "49999";
 
 Error sandbox_not_found(const std::string& id) { return Error{"sandbox " + id + " not found"}; }
+
+// A malformed id names no sandbox: say so before asking the daemon (CLI and MCP alike).
+Status check_sandbox_id(const std::string& id) {
+  if (ids::is_valid_sandbox_id(id)) return {};
+  return Error{"'" + id + "' is not a sandbox id (ids are lowercase letters and digits)"};
+}
 
 Result<json> parse_json(const std::string& body, const std::string& what) {
   auto parsed = json::parse(body, nullptr, false);
@@ -79,6 +86,7 @@ Result<json> ControlPlane::list_sandboxes() const {
 }
 
 Result<json> ControlPlane::get_sandbox(const std::string& id) const {
+  if (Status st = check_sandbox_id(id); !st) return st.error();
   auto response = call("GET", "/sandboxes/" + http::url_encode(id));
   if (!response) return response.error();
   if (response->status == 404) return sandbox_not_found(id);
@@ -89,6 +97,7 @@ Result<json> ControlPlane::get_sandbox(const std::string& id) const {
 }
 
 Status ControlPlane::set_timeout(const std::string& id, int seconds) const {
+  if (Status st = check_sandbox_id(id); !st) return st;
   const json body = {{"timeout", seconds}};
   auto response = call("POST", "/sandboxes/" + http::url_encode(id) + "/timeout", body.dump());
   if (!response) return response.error();
@@ -100,6 +109,7 @@ Status ControlPlane::set_timeout(const std::string& id, int seconds) const {
 }
 
 Status ControlPlane::kill_sandbox(const std::string& id) const {
+  if (Status st = check_sandbox_id(id); !st) return st;
   auto response = call("DELETE", "/sandboxes/" + http::url_encode(id));
   if (!response) return response.error();
   if (response->status == 404) return sandbox_not_found(id);

@@ -14,6 +14,8 @@
 #include <limits>
 #include <optional>
 
+#include "common/fd_io.h"
+
 namespace abx::http {
 namespace net = boost::asio;
 namespace beast_http = boost::beast::http;
@@ -67,9 +69,7 @@ BodySource fd_body(int fd, std::string what, size_t chunk, std::function<void(si
   return
       [fd, what = std::move(what), chunk, on_piece = std::move(on_piece)]() -> Result<std::string> {
         std::string piece(chunk, '\0');
-        ssize_t n;
-        do n = ::read(fd, piece.data(), piece.size());
-        while (n < 0 && errno == EINTR);
+        const ssize_t n = read_some(fd, piece.data(), piece.size());
         if (n < 0) return Error::from_errno("read " + what);
         piece.resize(static_cast<size_t>(n));
         if (on_piece) on_piece(piece.size());

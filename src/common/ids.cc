@@ -45,7 +45,7 @@ std::string sandbox_id() {
 
 std::string api_key() { return "e2b_" + random_hex(20); }
 
-bool is_valid_sandbox_id(const std::string& id) {
+bool is_valid_sandbox_id(std::string_view id) {
   if (id.empty() || id.size() > 64) return false;
   for (char c : id) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace abx::ids {
 
 std::string sandbox_id();  // "i" + 20 chars of [a-z0-9]
 std::string api_key();     // "e2b_" + 40 hex
 std::string random_hex(size_t bytes);
-bool is_valid_sandbox_id(const std::string& id);
+// [a-z0-9]{1,64}: what every sandbox id is, and all a URL host label or path may carry.
+bool is_valid_sandbox_id(std::string_view id);
 
 }  // namespace abx::ids

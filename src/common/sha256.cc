@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <unistd.h>
 
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
 
 namespace abx {
@@ -47,14 +48,14 @@ Result<std::string> sha256_file(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return Error::from_errno("open", path);
   Sha256 digest;
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::from_errno("read", path);
-    if (n == 0) break;
-    digest.update(std::string_view(buffer, static_cast<size_t>(n)));
-  }
+  const Status read = read_to_end(
+      fd.get(),
+      [&](std::string_view piece) {
+        digest.update(piece);
+        return Status{};
+      },
+      path);
+  if (!read) return read.error();
   return digest.hex();
 }
 

@@ -1,16 +1,13 @@
-// Small pipe helpers for talking to a context process.
+// Small pipe helpers for talking to a context process (write_all is common's).
 #pragma once
 
 #include <string>
 #include <string_view>
 
 #include "common/error.h"
+#include "common/fd_io.h"  // write_all
 
 namespace abx::interp {
-
-// Writes all of `data`; a closed reader gives EPIPE, never a SIGPIPE that
-// would kill the daemon.
-Status write_all(int fd, std::string_view data);
 
 enum class ReadState { kOpen, kEof };
 // Appends what the non-blocking `fd` has right now to `out`.

@@ -2,9 +2,10 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "common/fd_io.h"
+#include "common/file_replacement.h"
 
 namespace abx::mcp {
 namespace {
@@ -34,11 +35,9 @@ size_t line_of(const std::string& text, size_t byte) {
 
 // The file's JSON object; an absent or empty file is an empty object.
 Result<json> load(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) return json::object();
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  auto read = read_file(file);
+  if (!read) return json::object();
+  const std::string& text = *read;
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
   try {
     json document = json::parse(text, nullptr, true, /*ignore_comments=*/true);
@@ -50,20 +49,6 @@ Result<json> load(const fs::path& file) {
     return Error{file.string() + ":" + std::to_string(line_of(text, error.byte)) +
                  ": not valid JSON, left untouched; fix or move it, then run again"};
   }
-}
-
-Status write_file(const fs::path& file, const std::string& text, mode_t mode) {
-  const fs::path tmp = file.string() + ".abx-tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out.flush()) return Error::from_errno("write " + tmp.string());
-  }
-  ::chmod(tmp.c_str(), mode);
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec) return Error{"rename " + tmp.string(), ec.value(), file.string()};
-  return {};
 }
 
 // Saves <file>.bak, then replaces the file with `document`.
@@ -83,9 +68,11 @@ Result<std::string> save(const fs::path& file, const json& document) {
     fs::create_directories(file.parent_path(), ec);
     if (ec) return Error{"create " + file.parent_path().string(), ec.value()};
   }
-  if (auto written = write_file(file, document.dump(2) + "\n", mode); !written) {
-    return written.error();
-  }
+  auto replacement = FileReplacement::create(file, mode);
+  if (!replacement) return replacement.error();
+  ::chmod(replacement->temp_path().c_str(), mode);  // the old file's mode, whatever the umask
+  if (auto st = replacement->write(document.dump(2) + "\n"); !st) return st.error();
+  if (auto st = replacement->commit(); !st) return st.error();
   return note;
 }
 

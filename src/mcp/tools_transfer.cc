@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file_replacement.h"
 #include "common/unique_fd.h"
 #include "mcp/allowed_paths.h"
 #include "mcp/file_entries.h"
@@ -22,32 +23,15 @@ Result<fs::path> host_path_of(Call& call) {
   return allowed_host_path(string_arg(call.args, "host_path"), options.allow_dirs);
 }
 
-Status write_all(int fd, std::string_view data, const fs::path& path) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::from_errno("write " + path.string());
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return {};
-}
-
+// Into a temp file renamed over `path` once whole: a link that appears at `path` meanwhile is
+// replaced, never written through (the path was judged with its symlinks resolved).
 Result<uint64_t> save_stream(http::ResponseStream& stream, const fs::path& path,
                              const CancelFlag& cancel) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  // O_NOFOLLOW: the path was judged with its symlinks resolved; do not let a
-  // link appear in its place now.
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Error::from_errno("create " + path.string());
-  uint64_t total = 0;
-  while (!stream.done()) {
-    auto bytes = read_unless_cancelled(stream, cancel);
-    if (!bytes) return bytes.error();
-    if (auto written = write_all(fd.get(), *bytes, path); !written) return written.error();
-    total += bytes->size();
-  }
-  return total;
+  const PieceSource source{[&] { return read_unless_cancelled(stream, cancel); },
+                           [&] { return stream.done(); }};
+  return download_to_file(source, path);
 }
 
 }  // namespace
@@ -64,16 +48,10 @@ ToolResult upload(Call& call) {
   auto plane = plane_for(call);
   if (!plane) return ToolResult::failure(plane.error().message());
   const std::string& id = plane->id();
+  const http::BodySource from_file = http::fd_body(fd.get(), local->string(), kChunk);
   const http::BodySource source = [&]() -> Result<std::string> {
     if (call.cancel) return Error{"cancelled by the client", ECANCELED};
-    std::string chunk(kChunk, '\0');
-    ssize_t n;
-    do {
-      n = ::read(fd.get(), chunk.data(), chunk.size());
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) return Error::from_errno("read " + local->string());
-    chunk.resize(static_cast<size_t>(n));
-    return chunk;
+    return from_file();
   };
   const std::string path = string_arg(call.args, "path");
   if (auto sent = plane->upload(path, source); !sent) {

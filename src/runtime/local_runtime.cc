@@ -88,14 +88,8 @@ Result<UniqueFd> config_memfd(const proto::InitConfig& config) {
   return fd;
 }
 
-bool valid_id(const std::string& id) {
-  return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-  });
-}
-
 Status validate(const SandboxSpec& spec) {
-  if (!valid_id(spec.id))
+  if (!ids::is_valid_sandbox_id(spec.id))
     return Error{"create sandbox", EINVAL, "id must be [a-z0-9]+: " + spec.id};
   if (spec.rootfs.lower_layers.empty())
     return Error{"create sandbox", EINVAL, "the rootfs has no layers: give a template"};
@@ -310,7 +304,8 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::connect(const SandboxRecord& reco
 }
 
 Result<std::unique_ptr<Sandbox>> LocalRuntime::adopt(const SandboxRecord& record) {
-  if (!valid_id(record.id)) return Error{"adopt sandbox", EINVAL, "bad id " + record.id};
+  if (!ids::is_valid_sandbox_id(record.id))
+    return Error{"adopt sandbox", EINVAL, "bad id " + record.id};
   if (record.init_pid <= 0 || process_start_time(record.init_pid) != record.init_start_time)
     return Error{"adopt sandbox", ESRCH, "init of " + record.id + " is gone (or its pid reused)"};
   return connect(record);
@@ -326,7 +321,8 @@ Status LocalRuntime::remove_leftovers(const std::string& id) {
 }
 
 Status LocalRuntime::destroy(const SandboxRecord& record) {
-  if (!valid_id(record.id)) return Error{"destroy sandbox", EINVAL, "bad id " + record.id};
+  if (!ids::is_valid_sandbox_id(record.id))
+    return Error{"destroy sandbox", EINVAL, "bad id " + record.id};
   Status killed;
   if (record.init_pid > 0) reaper_.forget(record.init_pid);
   if (record.init_pid > 0 && process_start_time(record.init_pid) == record.init_start_time)

@@ -1,40 +1,42 @@
 #include "templates/build_context.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <glob.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
-#include <memory>
 #include <sstream>
 
+#include "common/fd_io.h"
 #include "common/sha256.h"
+#include "templates/archive_io.h"
 
 namespace abx::templates::build_context {
 namespace {
 
-// Entries are re-rooted under the context dir (so their paths become
-// absolute); relative_inside() has checked each name first.
+// Entries are re-rooted under the context dir (so their paths become absolute)
+// once archive_io has checked each name.
 constexpr int kExtractFlags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
                               ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT;
 
-using Reader = std::unique_ptr<archive, decltype(&archive_read_free)>;
-using Writer = std::unique_ptr<archive, decltype(&archive_write_free)>;
-
 Error archive_error(archive* a, const std::string& what) {
-  const char* text = archive_error_string(a);
-  return Error{"build context", archive_errno(a) > 0 ? archive_errno(a) : EIO,
-               what + (text ? std::string(": ") + text : "")};
+  return archive_io::error("build context", a, what);
 }
 
-// A tar member name that stays below the dir it is unpacked into.
-bool relative_inside(const char* name) {
-  if (name == nullptr || name[0] == '/') return false;
-  for (const auto& part : fs::path(name))
-    if (part == "..") return false;
-  return true;
+// The errors of extract() in a build's words.
+Error extract_failed(archive_io::Stage stage, archive* a, const fs::path& dir,
+                     const std::string& name) {
+  using archive_io::Stage;
+  switch (stage) {
+    case Stage::kFirstHeader:
+    case Stage::kHeader:
+    case Stage::kData:
+      return archive_error(a, "read the uploaded context");
+    case Stage::kClose:
+      return archive_error(a, "unpack the context");
+    default:
+      return archive_error(a, "unpack " + (dir / name).string());
+  }
 }
 
 bool inside(const fs::path& root, const fs::path& path) {
@@ -60,39 +62,18 @@ Status digest_entry(const fs::path& context, const fs::path& path, Sha256& sum) 
 }  // namespace
 
 Status extract(const fs::path& tar, const fs::path& dir) {
-  Reader in(archive_read_new(), archive_read_free);
-  archive_read_support_format_tar(in.get());
-  archive_read_support_format_gnutar(in.get());
-  archive_read_support_filter_all(in.get());
-  if (archive_read_open_filename(in.get(), tar.c_str(), 1 << 16) != ARCHIVE_OK)
+  archive_io::Reader in = archive_io::tar_reader();
+  if (!archive_io::open_file(in.get(), tar))
     return archive_error(in.get(), "open the uploaded context");
-  Writer out(archive_write_disk_new(), archive_write_free);
-  archive_write_disk_set_options(out.get(), kExtractFlags);
-  archive_entry* entry = nullptr;
-  for (int r; (r = archive_read_next_header(in.get(), &entry)) != ARCHIVE_EOF;) {
-    if (r != ARCHIVE_OK) return archive_error(in.get(), "read the uploaded context");
-    const char* name = archive_entry_pathname(entry);
-    const char* link = archive_entry_hardlink(entry);
-    if (!relative_inside(name) || (link && !relative_inside(link)))
-      return Error{
-          "build context", EPERM,
-          std::string("the upload names a path outside the context: ") + (name ? name : "")};
-    const std::string path = (dir / name).string();
-    archive_entry_set_pathname(entry, path.c_str());
-    if (link) archive_entry_set_hardlink(entry, (dir / link).c_str());
-    if (archive_write_header(out.get(), entry) != ARCHIVE_OK)
-      return archive_error(out.get(), "unpack " + path);
-    const void* block;
-    size_t size;
-    la_int64_t offset;
-    while ((r = archive_read_data_block(in.get(), &block, &size, &offset)) == ARCHIVE_OK)
-      if (archive_write_data_block(out.get(), block, size, offset) != ARCHIVE_OK)
-        return archive_error(out.get(), "unpack " + path);
-    if (r != ARCHIVE_EOF) return archive_error(in.get(), "read the uploaded context");
-  }
-  if (archive_write_close(out.get()) != ARCHIVE_OK)
-    return archive_error(out.get(), "unpack the context");
-  return {};
+  archive_io::ExtractOptions options;
+  options.disk_options = kExtractFlags;
+  options.failed = [&](archive_io::Stage stage, archive* a, const std::string& name) {
+    return extract_failed(stage, a, dir, name);
+  };
+  options.outside = [](const std::string& name, const std::string&) {
+    return Error{"build context", EPERM, "the upload names a path outside the context: " + name};
+  };
+  return archive_io::extract(in.get(), dir, options);
 }
 
 Result<std::string> unpack(const fs::path& tar, const fs::path& dir,
@@ -107,13 +88,11 @@ Result<std::string> unpack(const fs::path& tar, const fs::path& dir,
   const fs::path real = fs::weakly_canonical(file, ec);
   if (ec || !inside(root, real.parent_path()))
     return Error{"template build", EINVAL, "the Sandboxfile must be inside the build context"};
-  std::ifstream in(real);
-  if (!in)
+  auto text = read_file(real);
+  if (!text)
     return Error{"template build", ENOENT,
                  "no " + sandboxfile + " in the build context; give one with -f"};
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return text;
 }
 
 Result<std::vector<fs::path>> expand(const fs::path& context, const std::string& source) {

@@ -8,6 +8,9 @@
 #include <set>
 #include <utility>
 
+#include "common/fd_io.h"
+#include "common/file_replacement.h"
+
 namespace abx::templates {
 namespace {
 
@@ -31,19 +34,15 @@ nlohmann::json to_json(const TemplateMeta& meta) {
 
 Status write_meta(const fs::path& template_dir, const TemplateMeta& meta) {
   const fs::path path = template_dir / kMetaFile;
-  std::ofstream out(path, std::ios::trunc);
-  out << to_json(meta).dump(2) << '\n';
-  out.close();
-  if (!out) return Error{"write template meta", EIO, path.string()};
-  return {};
+  return replace_file(path, to_json(meta).dump(2) + "\n");
 }
 
 Result<TemplateMeta> read_meta(const fs::path& template_dir) {
   const fs::path path = template_dir / kMetaFile;
-  std::ifstream in(path);
-  if (!in) return Error{"template", ENOENT, path.string()};
+  auto text = read_file(path);
+  if (!text) return Error{"template", ENOENT, path.string()};
   try {
-    const auto json = nlohmann::json::parse(in);
+    const auto json = nlohmann::json::parse(*text);
     TemplateMeta meta;
     meta.name = json.value("name", "");
     meta.source = json.value("source", "");

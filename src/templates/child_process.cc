@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
 
 extern char** environ;
@@ -69,13 +70,14 @@ Result<ChildResult> run_child(const std::vector<std::string>& argv, const LineFn
   write_end.reset();
   ChildResult result;
   LineSplitter lines(on_line, result);
-  char buffer[8192];
-  for (;;) {
-    const ssize_t n = ::read(read_end.get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    lines.feed(buffer, static_cast<size_t>(n));
-  }
+  // A read error ends the output just as EOF does; the exit code still tells.
+  (void)read_to_end(
+      read_end.get(),
+      [&](std::string_view piece) {
+        lines.feed(piece.data(), piece.size());
+        return Status{};
+      },
+      argv[0]);
   lines.flush();
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {

@@ -1,12 +1,13 @@
 #include "templates/layer.h"
 
-#include <archive.h>
 #include <archive_entry.h>
 
-#include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+
+#include "templates/archive_io.h"
 
 namespace abx::templates {
 namespace {
@@ -14,33 +15,17 @@ namespace {
 constexpr const char* kWhiteoutPrefix = ".wh.";
 constexpr const char* kOpaqueMarker = ".wh..wh..opq";
 constexpr uint64_t kProgressEvery = 4096;
-constexpr size_t kReadBlock = 1 << 16;
-
-using Reader = std::unique_ptr<archive, decltype(&archive_read_free)>;
-using Writer = std::unique_ptr<archive, decltype(&archive_write_free)>;
 
 Error archive_error(const char* step, archive* a, const std::string& what) {
-  const int err = archive_errno(a) > 0 ? archive_errno(a) : EIO;
-  const char* text = archive_error_string(a);
-  return Error{step, err, what + (text ? std::string(": ") + text : "")};
+  return archive_io::error(step, a, what);
 }
 
-// "./usr/bin/x" → "usr/bin/x"; empty for the root itself; nullopt if it
-// climbs out with "..".
+// "./usr/bin/x" and "/usr/bin/x" → "usr/bin/x"; empty for the root itself;
+// nullopt if it climbs out with "..".
 std::optional<std::string> clean_path(const char* raw) {
-  std::string path = raw ? raw : "";
-  std::string out;
-  size_t at = 0;
-  while (at <= path.size()) {
-    size_t next = path.find('/', at);
-    if (next == std::string::npos) next = path.size();
-    const std::string part = path.substr(at, next - at);
-    at = next + 1;
-    if (part.empty() || part == ".") continue;
-    if (part == "..") return std::nullopt;
-    out += (out.empty() ? "" : "/") + part;
-  }
-  return out;
+  std::string_view path = raw ? raw : "";
+  while (path.starts_with('/')) path.remove_prefix(1);
+  return path.empty() ? std::string() : archive_io::relative_inside(path);
 }
 
 Status remove_path(const fs::path& path) {
@@ -105,47 +90,31 @@ class LayerWriter {
   std::set<std::string> written_;
 };
 
-Result<Reader> open_reader(const fs::path& tar) {
-  Reader reader(archive_read_new(), archive_read_free);
-  archive_read_support_format_tar(reader.get());
-  archive_read_support_format_gnutar(reader.get());
-  archive_read_support_filter_all(reader.get());
-  if (archive_read_open_filename(reader.get(), tar.c_str(), kReadBlock) != ARCHIVE_OK) {
+Result<archive_io::Reader> open_reader(const fs::path& tar) {
+  archive_io::Reader reader = archive_io::tar_reader();
+  if (!archive_io::open_file(reader.get(), tar)) {
     return archive_error("open layer", reader.get(), tar.string());
   }
   return reader;
 }
 
-Writer open_writer() {
-  Writer writer(archive_write_disk_new(), archive_write_free);
-  archive_write_disk_set_options(
-      writer.get(), ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
-                        ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_UNLINK |
-                        ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT);
-  return writer;
-}
-
-Status copy_data(archive* in, archive* out, const std::string& what, LayerStats& stats) {
-  const void* block = nullptr;
-  size_t size = 0;
-  la_int64_t offset = 0;
-  for (;;) {
-    const int rc = archive_read_data_block(in, &block, &size, &offset);
-    if (rc == ARCHIVE_EOF) return {};
-    if (rc != ARCHIVE_OK) return archive_error("read layer", in, what);
-    if (archive_write_data_block(out, block, size, offset) != ARCHIVE_OK) {
-      return archive_error("write layer", out, what);
-    }
-    stats.bytes += size;
-  }
-}
+constexpr int kLayerWriteOptions =
+    ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_XATTR |
+    ARCHIVE_EXTRACT_UNLINK | ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT;
 
 Status extract_entry(archive* in, archive* out, archive_entry* entry, LayerStats& stats) {
   const std::string what = archive_entry_pathname(entry);
   if (archive_write_header(out, entry) != ARCHIVE_OK)
     return archive_error("write layer", out, what);
   if (archive_entry_size(entry) > 0) {
-    if (auto st = copy_data(in, out, what, stats); !st) return st;
+    switch (archive_io::copy_data(in, out, stats.bytes)) {
+      case archive_io::CopyFailure::kNone:
+        break;
+      case archive_io::CopyFailure::kRead:
+        return archive_error("read layer", in, what);
+      case archive_io::CopyFailure::kWrite:
+        return archive_error("write layer", out, what);
+    }
   }
   if (archive_write_finish_entry(out) != ARCHIVE_OK) return archive_error("write layer", out, what);
   return {};
@@ -157,7 +126,7 @@ Result<LayerStats> apply_layer(const fs::path& tar, const fs::path& rootfs, IdSh
                                const LayerProgressFn& progress) {
   auto reader = open_reader(tar);
   if (!reader) return reader.error();
-  Writer writer = open_writer();
+  archive_io::Writer writer = archive_io::disk_writer(kLayerWriteOptions);
   LayerWriter layer(rootfs, shift);
   LayerStats stats;
   archive_entry* entry = nullptr;

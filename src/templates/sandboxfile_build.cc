@@ -9,6 +9,7 @@
 #include <deque>
 #include <thread>
 
+#include "common/fd_io.h"
 #include "common/ids.h"
 #include "common/sha256.h"
 #include "runtime/sandbox_fs.h"
@@ -226,13 +227,10 @@ Status copy_file(runtime::Sandbox& sb, const fs::path& from, const std::string& 
   if (!out) return out.error();
   UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
   if (!in.valid()) return Error::from_errno("open", from.string());
-  char buffer[1 << 16];
-  for (ssize_t n; (n = ::read(in.get(), buffer, sizeof buffer)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::from_errno("read", from.string());
-    if (::write(out->get(), buffer, static_cast<size_t>(n)) != n)
-      return Error::from_errno("write", to);
-  }
+  const Status copied = read_to_end(
+      in.get(), [&](std::string_view piece) { return write_all(out->get(), piece, "write", to); },
+      from.string());
+  if (!copied) return copied;
   struct stat st {};
   if (::fstat(in.get(), &st) != 0 || ::fchmod(out->get(), st.st_mode & 07777) != 0)
     return Error::from_errno("chmod", to);

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/fd_io.h"
+
 namespace abx::templates {
 namespace {
 
@@ -28,12 +30,10 @@ std::string hex(uint64_t value) {
   return buffer;
 }
 
-Result<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"template spec", ENOENT, path.string()};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+Result<std::string> read_spec_file(const fs::path& path) {
+  auto text = read_file(path);
+  if (!text) return Error{"template spec", ENOENT, path.string()};
+  return text;
 }
 
 fs::path exe_dir() {
@@ -60,7 +60,7 @@ Status merge_table(const fs::path& dir, const toml::table& table, DebianSpec& sp
   }
   if (auto hook = table["customize"].value<std::string>()) {
     const fs::path hook_path = dir / *hook;
-    auto text = read_file(hook_path);
+    auto text = read_spec_file(hook_path);
     if (!text) return text.error();
     digest_input += *text;
     spec.customize_hooks.push_back(hook_path);
@@ -71,7 +71,7 @@ Status merge_table(const fs::path& dir, const toml::table& table, DebianSpec& sp
 Status merge_file(const fs::path& spec_dir, DebianSpec& spec, int depth,
                   std::string& digest_input) {
   const fs::path file = spec_dir / "spec.toml";
-  auto text = read_file(file);
+  auto text = read_spec_file(file);
   if (!text) return text.error();
   digest_input += *text;
   try {

@@ -3,13 +3,15 @@
 // serialises builds between threads and processes, and the build log.
 #pragma once
 
+#include <fcntl.h>
+
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "common/error.h"
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
 #include "templates/templates.h"
 
@@ -39,12 +41,16 @@ Result<std::unique_ptr<BuildLock>> take_build_lock(const fs::path& templates_dir
 class BuildLog {
  public:
   BuildLog(const fs::path& path, BuildProgressFn progress)
-      : out_(path, std::ios::trunc), progress_(std::move(progress)) {}
+      : out_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)),
+        progress_(std::move(progress)) {}
   void step(const std::string& line) {
     detail(line);
     progress_(line);
   }
-  void detail(const std::string& line) { out_ << line << '\n' << std::flush; }
+  // The log is for people reading it later; a failed write must not fail the build.
+  void detail(const std::string& line) {
+    if (out_.valid()) (void)write_all(out_.get(), line + "\n");
+  }
   // Logs why the build failed and hands the error back.
   Error failed(const Error& error) {
     detail("failed: " + error.message());
@@ -58,7 +64,7 @@ class BuildLog {
   }
 
  private:
-  std::ofstream out_;
+  UniqueFd out_;
   BuildProgressFn progress_;
 };
 

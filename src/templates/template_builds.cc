@@ -2,6 +2,7 @@
 // Sandboxfiles (spec dirs in the repo and uploaded contexts) and image imports.
 #include <sstream>
 
+#include "common/fd_io.h"
 #include "common/sha256.h"
 #include "templates/catalog.h"
 #include "templates/debian_build.h"
@@ -109,13 +110,12 @@ Result<TemplateInfo> TemplateStore::build_from_spec_dir(const std::string& name,
                                                         const fs::path& dir,
                                                         const BuildOptions& options,
                                                         const BuildProgressFn& progress) {
-  std::ifstream in(dir / "Sandboxfile");
-  std::stringstream text;
-  text << in.rdbuf();
+  auto text = read_file(dir / "Sandboxfile");
+  if (!text) return text.error();
   SandboxfileRequest request;
   request.name = name;
   request.context_dir = dir;
-  request.sandboxfile = text.str();
+  request.sandboxfile = std::move(*text);
   request.no_cache = options.no_cache;
   return build_sandboxfile(request, progress);
 }

@@ -6,6 +6,7 @@
 
 #include <system_error>
 
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
 
 namespace abx::templates::tree {
@@ -61,13 +62,7 @@ Status make_dir(const fs::path& path, mode_t mode) {
 Status write_text(const fs::path& path, const std::string& text, mode_t mode) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!fd.valid()) return Error::from_errno("write", path.string());
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0) return Error::from_errno("write", path.string());
-    done += static_cast<size_t>(n);
-  }
-  return {};
+  return write_all(fd.get(), text, "write", path.string());
 }
 
 Status make_symlink(const std::string& target, const fs::path& link) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "temp_dir.h"
 #include "templates/build_context.h"
 #include "templates/layer_store.h"
 
@@ -20,15 +21,11 @@ namespace fs = std::filesystem;
 class BuildContextTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "abx-context-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    root_ = tmpl;
     context_ = root_ / "context";
     fs::create_directories(context_ / "src");
     write(context_ / "src/app.py", "print(1)\n");
     write(context_ / "Sandboxfile", "FROM base\n");
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   static void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -51,7 +48,9 @@ class BuildContextTest : public ::testing::Test {
     return tar;
   }
 
-  fs::path root_, context_;
+  abx::testing::TempDir temp_{"abx-context-test"};
+  fs::path root_ = temp_.path();
+  fs::path context_;
 };
 
 TEST_F(BuildContextTest, UnpackReturnsTheSandboxfile) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "templates/image_archive.h"
 
 namespace abx::templates {
@@ -175,15 +176,11 @@ const json kDefaults = {
 class ImageArchiveTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "abx-image-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = fs::canonical(tmpl);
     rootfs_ = dir_ / "rootfs";
     scratch_ = dir_ / "scratch";
     fs::create_directory(rootfs_);
     fs::create_directory(scratch_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   Result<ImageConfig> unpack(const fs::path& source) {
     return unpack_image(source, scratch_, rootfs_, {});
@@ -237,7 +234,9 @@ class ImageArchiveTest : public ::testing::Test {
 
   bool rootfs_is_empty() const { return fs::is_empty(rootfs_); }
 
-  fs::path dir_, rootfs_, scratch_;
+  abx::testing::TempDir temp_{"abx-image-test"};
+  fs::path dir_ = temp_.path();
+  fs::path rootfs_, scratch_;
 };
 
 TEST_F(ImageArchiveTest, UnpacksAnOciLayoutLayerByLayer) {

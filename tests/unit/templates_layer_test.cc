@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "templates/layer.h"
 
 namespace abx::templates {
@@ -47,15 +48,13 @@ void write_tar(const fs::path& tar, const std::vector<TarEntry>& entries) {
 class LayerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "abx-layer-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
     rootfs_ = dir_ / "rootfs";
     fs::create_directory(rootfs_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  fs::path dir_, rootfs_;
+  abx::testing::TempDir temp_{"abx-layer-test"};
+  fs::path dir_ = temp_.path();
+  fs::path rootfs_;
 };
 
 TEST_F(LayerTest, ShiftsOwnersAndAppliesWhiteouts) {

@@ -13,6 +13,7 @@
 
 #include "common/ids.h"
 #include "runtime/sandbox_fs.h"
+#include "temp_dir.h"
 
 namespace abx::templates {
 namespace {
@@ -56,15 +57,13 @@ struct stat lstat_of(const fs::path& path) {
 class TemplateStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "abx-templates-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    data_ = tmpl;
     fs::permissions(data_, fs::perms::others_exec, fs::perm_options::add);
     host_ = data_ / "templates/host";
   }
-  void TearDown() override { fs::remove_all(data_); }
 
-  fs::path data_, host_;
+  abx::testing::TempDir temp_{"abx-templates-test"};
+  fs::path data_ = temp_.path();
+  fs::path host_;
   FakeRuntime runtime_;
 };
 
