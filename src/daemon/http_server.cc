@@ -152,6 +152,28 @@ Request to_request(const bhttp::request<bhttp::buffer_body>& message) {
   return req;
 }
 
+// Answers a request the server will not serve, then reads and drops what the
+// client still sends for a moment: closing with unread data would reset the
+// connection and the client could lose the answer.
+Task<void> refuse_and_close(beast::tcp_stream& stream, const Refusal& refusal) {
+  spdlog::debug("http: refused with {}: {}", refusal.status, refusal.message);
+  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(refusal.status), 11};
+  res.set(bhttp::field::content_type, "application/json");
+  res.keep_alive(false);
+  res.body() = error_body(refusal);
+  res.prepare_payload();
+  beast::error_code ec;
+  stream.expires_after(kLingerTimeout);
+  co_await bhttp::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+  if (ec) co_return;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  std::string sink(kReadChunk, '\0');
+  for (size_t dropped = 0; !ec && dropped < kLingerLimit;) {
+    dropped += co_await stream.async_read_some(net::buffer(sink),
+                                               net::redirect_error(net::use_awaitable, ec));
+  }
+}
+
 class BeastExchange final : public Exchange {
  public:
   BeastExchange(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser,
@@ -197,10 +219,11 @@ class BeastExchange final : public Exchange {
     co_return std::string{};
   }
 
-  // Answers with a JSON error and ends the connection after it.
+  // Answers with a JSON error; the connection ends after it.
   Task<void> refuse(const Refusal& refusal) {
     keep_alive_ = false;
-    co_await respond(refusal.status, "application/json", error_body(refusal), Headers{});
+    responded_ = true;
+    co_await refuse_and_close(stream_, refusal);
   }
 
   Task<void> respond(int status, std::string content_type, std::string body,
@@ -359,28 +382,6 @@ std::optional<Refusal> framing_refusal(const Parser& parser) {
     return Refusal{400, "malformed request: Transfer-Encoding must end with chunked"};
   }
   return std::nullopt;
-}
-
-// Answers a request that never reached a handler, then reads and drops what
-// the client still sends for a moment: closing with unread data would reset
-// the connection and the client could lose the answer.
-Task<void> refuse_and_close(beast::tcp_stream& stream, const Refusal& refusal) {
-  spdlog::debug("http: refused with {}: {}", refusal.status, refusal.message);
-  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(refusal.status), 11};
-  res.set(bhttp::field::content_type, "application/json");
-  res.keep_alive(false);
-  res.body() = error_body(refusal);
-  res.prepare_payload();
-  beast::error_code ec;
-  stream.expires_after(kLingerTimeout);
-  co_await bhttp::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
-  if (ec) co_return;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  std::string sink(kReadChunk, '\0');
-  for (size_t dropped = 0; !ec && dropped < kLingerLimit;) {
-    dropped += co_await stream.async_read_some(net::buffer(sink),
-                                               net::redirect_error(net::use_awaitable, ec));
-  }
 }
 
 // Waits for the first byte of the next request (or the rest of a pipelined

@@ -44,7 +44,7 @@ def http_daemon() -> Iterator[Daemon]:
     shutil.rmtree(state, ignore_errors=True)
 
 
-def exchange(d: Daemon, raw: bytes, then_wait: bool = False) -> tuple[str, dict]:
+def exchange(d: Daemon, raw: bytes) -> tuple[str, dict]:
     """Sends `raw`, reads until the daemon closes the connection; returns the
     status line and the JSON body."""
     url = urlparse(d.url)
@@ -75,6 +75,13 @@ def test_malformed_chunk_size_on_create_is_400(http_daemon):
     raw = request(http_daemon, "POST /sandboxes HTTP/1.1",
                   ["Content-Type: application/json", "Transfer-Encoding: chunked"],
                   b"zz\r\n{}\r\n0\r\n\r\n")
+    assert_refused(http_daemon, raw, 400)
+
+
+def test_the_answer_survives_a_large_unread_remainder(http_daemon):
+    raw = request(http_daemon, "POST /sandboxes HTTP/1.1",
+                  ["Content-Type: application/json", "Transfer-Encoding: chunked"],
+                  b"zz\r\n" + b"x" * 500_000)
     assert_refused(http_daemon, raw, 400)
 
 
