@@ -51,8 +51,7 @@ Result<UniqueFd> lock_data_dir(const fs::path& data_dir) {
                                 ? "`abx daemon stop` or `kill " + std::to_string(holder) + "`"
                                 : "`abx daemon stop`";
     return Error::with_message("another abx daemon " + who + "is using the data dir " +
-                                   data_dir.string() + "; stop it first (" + how + ")",
-                               EBUSY);
+                               data_dir.string() + "; stop it first (" + how + ")");
   }
   const std::string line = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd.get(), 0) != 0 ||

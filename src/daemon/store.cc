@@ -96,8 +96,7 @@ Status Store::migrate(const std::filesystem::path& db_path) {
       const std::string why = sqlite3_errmsg(db_);
       (void)exec("ROLLBACK");
       return Error::with_message("migrate state db " + db_path.string() + " to schema version " +
-                                     std::to_string(step + 1) + ": " + why,
-                                 EIO);
+                                 std::to_string(step + 1) + ": " + why);
     }
     if (step > 0) spdlog::info("state db: migrated to schema version {}", step + 1);
   }
