@@ -85,7 +85,8 @@ std::string exe_path(pid_t pid) {
 Status write_pid_file(const fs::path& data_dir, pid_t pid) {
   std::ofstream out(paths::daemon_pid_file(data_dir), std::ios::trunc);
   out << pid << "\n";
-  if (!out.flush()) return Error::from_errno("write pid file", paths::daemon_pid_file(data_dir).string());
+  if (!out.flush())
+    return Error::from_errno("write pid file", paths::daemon_pid_file(data_dir).string());
   return {};
 }
 
