@@ -9,6 +9,7 @@
 #include "cli/local_daemon.h"
 #include "common/paths.h"
 #include "daemon/daemon.h"
+#include "daemon/data_dir_lock.h"
 
 namespace abx::cli {
 namespace {
@@ -50,6 +51,9 @@ Result<int> run_status() {
   const auto data_dir = paths::state_dir();
   const auto url = local_daemon::healthy_url(data_dir);
   if (!url) {
+    if (const auto holder = daemon::lock_holder(data_dir)) {
+      return local_daemon::not_answering(data_dir, *holder);
+    }
     std::cout << "stopped (data: " << data_dir.string() << ")\n";
     return kStatusStopped;
   }

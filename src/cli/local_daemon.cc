@@ -17,6 +17,7 @@
 #include "common/http_client.h"
 #include "common/paths.h"
 #include "common/unique_fd.h"
+#include "daemon/data_dir_lock.h"
 
 namespace abx::cli::local_daemon {
 namespace fs = std::filesystem;
@@ -64,8 +65,9 @@ std::string exe_path(pid_t pid) {
 [[noreturn]] void exec_daemon(const fs::path& data_dir, const std::string& listen) {
   ::setsid();
   const auto log = paths::daemon_log_file(data_dir);
-  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-  const int null_fd = ::open("/dev/null", O_RDONLY);
+  // Close-on-exec: only their dup2 copies (0-2) reach the daemon.
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (log_fd >= 0) {
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
@@ -83,7 +85,8 @@ std::string exe_path(pid_t pid) {
 Status write_pid_file(const fs::path& data_dir, pid_t pid) {
   std::ofstream out(paths::daemon_pid_file(data_dir), std::ios::trunc);
   out << pid << "\n";
-  if (!out) return Error::from_errno("write pid file", paths::daemon_pid_file(data_dir).string());
+  if (!out.flush())
+    return Error::from_errno("write pid file", paths::daemon_pid_file(data_dir).string());
   return {};
 }
 
@@ -132,6 +135,17 @@ std::optional<std::string> healthy_url(const fs::path& data_dir) {
 
 Result<StartResult> start(const fs::path& data_dir) {
   if (auto url = healthy_url(data_dir)) return StartResult{*url, true};
+  // A daemon holds the data dir: it may still be starting (restoring its
+  // sandboxes); a second one must never start beside it.
+  if (daemon::lock_holder(data_dir)) {
+    const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (auto url = healthy_url(data_dir)) return StartResult{*url, true};
+      if (!daemon::lock_holder(data_dir)) break;  // it exited: start a new one
+      std::this_thread::sleep_for(100ms);
+    }
+    if (const auto holder = daemon::lock_holder(data_dir)) return not_answering(data_dir, *holder);
+  }
   auto url = spawn(data_dir);
   if (!url) return url.error();
   return StartResult{*url, false};
@@ -148,11 +162,21 @@ Result<std::string> ensure_running(const fs::path& data_dir) {
 }
 
 std::optional<pid_t> running_pid(const fs::path& data_dir) {
+  // The daemon holding the data dir, however it was started (`abx serve` too).
+  if (const auto holder = daemon::lock_holder(data_dir); holder && *holder > 0) return *holder;
   const pid_t pid =
       static_cast<pid_t>(std::atoi(read_file(paths::daemon_pid_file(data_dir)).c_str()));
   if (pid <= 0 || ::kill(pid, 0) != 0) return std::nullopt;
   if (exe_path(pid) != exe_path(::getpid())) return std::nullopt;
   return pid;
+}
+
+Error not_answering(const fs::path& data_dir, pid_t pid) {
+  const std::string who = pid > 0 ? " (pid " + std::to_string(pid) + ")" : "";
+  const std::string kill = pid > 0 ? " or `kill " + std::to_string(pid) + "`" : "";
+  return Error::with_message("the local daemon" + who + " holds " + data_dir.string() +
+                             " but does not answer; stop it with `abx daemon stop`" + kill +
+                             " (logs: " + paths::daemon_log_file(data_dir).string() + ")");
 }
 
 Result<bool> stop(const fs::path& data_dir) {

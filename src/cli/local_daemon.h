@@ -16,6 +16,8 @@ namespace abx::cli::local_daemon {
 std::optional<std::string> healthy_url(const std::filesystem::path& data_dir);
 
 // The daemon's URL, starting it (and saying so on stderr) when none answers.
+// Never starts a second daemon while one holds the data dir's lock: when that
+// one does not answer, the error says so and how to stop it.
 Result<std::string> ensure_running(const std::filesystem::path& data_dir);
 
 struct StartResult {
@@ -28,7 +30,11 @@ Result<StartResult> start(const std::filesystem::path& data_dir);
 // Returns false when no daemon was running.
 Result<bool> stop(const std::filesystem::path& data_dir);
 
-// The recorded pid when that process is still an abx.
+// The pid of the daemon holding the data dir's lock, else the pid file's when
+// that process is still an abx.
 std::optional<pid_t> running_pid(const std::filesystem::path& data_dir);
+
+// "the local daemon (pid N) holds DIR but does not answer; stop it with …"
+Error not_answering(const std::filesystem::path& data_dir, pid_t pid);
 
 }  // namespace abx::cli::local_daemon

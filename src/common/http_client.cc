@@ -1,5 +1,6 @@
 #include "common/http_client.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <strings.h>
 #include <unistd.h>
@@ -266,6 +267,22 @@ Status send_request(tcp::socket& socket, const Url& base, const Request& request
   return {};
 }
 
+// Like net::connect, but the socket is close-on-exec: the daemon (its /mcp
+// route) uses this client, and its helpers must not inherit the socket.
+void connect_cloexec(tcp::socket& socket, const tcp::resolver::results_type& endpoints,
+                     boost::system::error_code& ec) {
+  ec = net::error::host_not_found;
+  for (const auto& entry : endpoints) {
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    socket.open(entry.endpoint().protocol(), ec);
+    if (ec) continue;
+    ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
+    socket.connect(entry.endpoint(), ec);
+    if (!ec) return;
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ResponseStream>> Client::open(const Request& request,
@@ -279,7 +296,7 @@ Result<std::unique_ptr<ResponseStream>> Client::open(const Request& request,
   boost::system::error_code ec;
   tcp::resolver resolver(impl->io);
   const auto endpoints = resolver.resolve(base_.host, base_.port, ec);
-  if (!ec) net::connect(impl->socket, endpoints, ec);
+  if (!ec) connect_cloexec(impl->socket, endpoints, ec);
   if (ec) return Error{"cannot reach " + base_.str(), 0, ec.message()};
   const Status sent = send_request(impl->socket, base_, request, body_source);
   // A server may answer (e.g. 404) and close before taking the whole body;

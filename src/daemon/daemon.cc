@@ -11,10 +11,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
-#include <fstream>
+#include <string_view>
 #include <thread>
 
 #include "common/ids.h"
+#include "common/unique_fd.h"
+#include "daemon/data_dir_lock.h"
 #include "daemon/router.h"
 #include "daemon/service.h"
 
@@ -39,34 +41,40 @@ Status make_data_dir(const fs::path& dir) {
   return {};
 }
 
-Result<std::string> load_or_create_api_key(const fs::path& path) {
-  std::ifstream in(path);
-  std::string key;
-  if (in && std::getline(in, key) && !key.empty()) return key;
-  key = ids::api_key();
+// Written whole or not at all (temp file + rename), never inherited by helpers.
+Status write_file_atomically(const fs::path& path, const std::string& text, mode_t mode) {
   const fs::path tmp = path.string() + ".tmp";
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd.valid()) return Error::from_errno("create api key file", tmp.string());
-  const std::string line = key + "\n";
-  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (!fd.valid()) return Error::from_errno("create", tmp.string());
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
       ::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Error::from_errno("write api key file", path.string());
+    return Error::from_errno("write", path.string());
   }
+  return {};
+}
+
+// The first line of a small file, or "" when it is missing or empty.
+std::string first_line(const fs::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return {};
+  char text[256];
+  const ssize_t got = ::read(fd.get(), text, sizeof text);
+  if (got <= 0) return {};
+  const std::string_view view(text, static_cast<size_t>(got));
+  return std::string(view.substr(0, view.find('\n')));
+}
+
+Result<std::string> load_or_create_api_key(const fs::path& path) {
+  std::string key = first_line(path);
+  if (!key.empty()) return key;
+  key = ids::api_key();
+  if (Status s = write_file_atomically(path, key + "\n", 0600); !s) return s.error();
   return key;
 }
 
 Status write_address_file(const fs::path& path, uint16_t port) {
   if (path.empty()) return {};
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << "http://127.0.0.1:" << port << "\n";
-    if (!out.flush()) return Error::from_errno("write address file", tmp.string());
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Error::from_errno("write address file", path.string());
-  }
-  return {};
+  return write_file_atomically(path, "http://127.0.0.1:" + std::to_string(port) + "\n", 0644);
 }
 
 fs::path default_init_binary() {
@@ -98,6 +106,9 @@ int serve(const ServeOptions& options) {
   std::signal(SIGPIPE, SIG_IGN);  // a process that exits closes its stdin pipe under us
   if (options.data_dir.empty()) return fail(Error{"serve", EINVAL, "--data-dir is required"});
   if (Status s = make_data_dir(options.data_dir); !s) return fail(s.error());
+  // Held until we exit: closing the fd releases it.
+  auto data_dir_lock = lock_data_dir(options.data_dir);
+  if (!data_dir_lock) return fail(data_dir_lock.error());
   const fs::path key_path = api_key_path(options.data_dir);
   auto api_key = load_or_create_api_key(key_path);
   if (!api_key) return fail(api_key.error());

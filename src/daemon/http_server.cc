@@ -1,5 +1,6 @@
 #include "daemon/http_server.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -7,14 +8,20 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <chrono>
+#include <cstdlib>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
 
 #include "daemon/url.h"
 
@@ -27,11 +34,102 @@ namespace bhttp = beast::http;
 using tcp = net::ip::tcp;
 using Parser = bhttp::request_parser<bhttp::buffer_body>;
 
-// Streams may be silent for minutes (keepalive events cover them); an idle
-// keep-alive connection between requests is closed after this long, as envd does.
-constexpr auto kIdleTimeout = std::chrono::seconds(640);
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kDrainLimit = 1 << 20;
+constexpr size_t kHeaderLimit = 64 * 1024;
+// After a refusal: how long and how much of what the client still sends is
+// read and dropped, so that closing does not reset the connection before the
+// client has read the answer.
+constexpr auto kLingerTimeout = std::chrono::seconds(2);
+constexpr size_t kLingerLimit = 1 << 20;
+
+struct Timeouts {
+  // Streams may be silent for minutes (keepalive events cover them); an idle
+  // keep-alive connection between requests is closed after this long, as envd does.
+  std::chrono::seconds idle{640};
+  // From a request's first byte to the end of its header.
+  std::chrono::seconds header{30};
+  // Without a byte while a request body is read.
+  std::chrono::seconds body{60};
+};
+
+std::chrono::seconds seconds_from_env(const char* name, std::chrono::seconds fallback) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value <= 0) return fallback;
+  return std::chrono::seconds(value);
+}
+
+// Tests shorten the header and body timeouts to check the 408s quickly.
+Timeouts timeouts_from_env() {
+  Timeouts timeouts;
+  timeouts.header = seconds_from_env("ABX_HTTP_HEADER_TIMEOUT_S", timeouts.header);
+  timeouts.body = seconds_from_env("ABX_HTTP_BODY_TIMEOUT_S", timeouts.body);
+  return timeouts;
+}
+
+// A request the server answers itself, then closes the connection.
+struct Refusal {
+  int status;
+  std::string message;
+};
+
+// The one-line JSON error body every route sends: {"code":N,"message":"..."}.
+std::string error_body(const Refusal& refusal) {
+  return nlohmann::json{{"code", refusal.status}, {"message", refusal.message}}.dump();
+}
+
+// Thrown by read_body_some when the body cannot be read: handle_one answers
+// it with `status` (a framing error is the client's, not a 500), or just
+// closes when status is 0 (the client went away).
+class BodyError : public std::runtime_error {
+ public:
+  BodyError(int status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+bool client_went_away(const beast::error_code& ec) {
+  return ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+         ec == net::error::eof || ec == net::error::connection_reset ||
+         ec == net::error::broken_pipe || ec == net::error::operation_aborted;
+}
+
+// Cancels the reads on `stream` once `after` has passed. Unlike tcp_stream's
+// own timeout it leaves the socket open, so a 408 can still be sent.
+class ReadDeadline {
+ public:
+  ReadDeadline(beast::tcp_stream& stream, std::chrono::seconds after)
+      : state_(std::make_shared<State>()), timer_(stream.get_executor()) {
+    timer_.expires_after(after);
+    // The timer runs on the connection's strand; `armed` is false once this
+    // object (and so possibly the stream) is gone.
+    timer_.async_wait([state = state_, &socket = stream.socket()](const beast::error_code& ec) {
+      if (ec || !state->armed) return;
+      state->expired = true;
+      beast::error_code ignored;
+      socket.cancel(ignored);
+    });
+  }
+  ~ReadDeadline() { state_->armed = false; }
+  ReadDeadline(const ReadDeadline&) = delete;
+  ReadDeadline& operator=(const ReadDeadline&) = delete;
+
+  bool expired() const { return state_->expired; }
+
+ private:
+  struct State {
+    bool armed = true;
+    bool expired = false;
+  };
+  std::shared_ptr<State> state_;
+  net::steady_timer timer_;
+};
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -54,10 +152,37 @@ Request to_request(const bhttp::request<bhttp::buffer_body>& message) {
   return req;
 }
 
+// Answers a request the server will not serve, then reads and drops what the
+// client still sends for a moment: closing with unread data would reset the
+// connection and the client could lose the answer.
+Task<void> refuse_and_close(beast::tcp_stream& stream, const Refusal& refusal) {
+  spdlog::debug("http: refused with {}: {}", refusal.status, refusal.message);
+  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(refusal.status), 11};
+  res.set(bhttp::field::content_type, "application/json");
+  res.keep_alive(false);
+  res.body() = error_body(refusal);
+  res.prepare_payload();
+  beast::error_code ec;
+  stream.expires_after(kLingerTimeout);
+  co_await bhttp::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+  if (ec) co_return;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  std::string sink(kReadChunk, '\0');
+  for (size_t dropped = 0; !ec && dropped < kLingerLimit;) {
+    dropped += co_await stream.async_read_some(net::buffer(sink),
+                                               net::redirect_error(net::use_awaitable, ec));
+  }
+}
+
 class BeastExchange final : public Exchange {
  public:
-  BeastExchange(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser)
-      : stream_(stream), buffer_(buffer), parser_(parser), request_(to_request(parser.get())) {
+  BeastExchange(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser,
+                std::chrono::seconds body_timeout)
+      : stream_(stream),
+        buffer_(buffer),
+        parser_(parser),
+        body_timeout_(body_timeout),
+        request_(to_request(parser.get())) {
     keep_alive_ = parser.get().keep_alive();
   }
 
@@ -72,9 +197,19 @@ class BeastExchange final : public Exchange {
       parser_.get().body().data = chunk.data();
       parser_.get().body().size = chunk.size();
       beast::error_code ec;
-      co_await bhttp::async_read(stream_, buffer_, parser_,
-                                 net::redirect_error(net::use_awaitable, ec));
-      if (ec && ec != bhttp::error::need_buffer) throw beast::system_error(ec);
+      {
+        const ReadDeadline deadline(stream_, body_timeout_);
+        co_await bhttp::async_read(stream_, buffer_, parser_,
+                                   net::redirect_error(net::use_awaitable, ec));
+        if (deadline.expired()) {
+          throw BodyError(
+              408, "no request body data for " + std::to_string(body_timeout_.count()) + " s");
+        }
+      }
+      if (ec && ec != bhttp::error::need_buffer) {
+        if (client_went_away(ec)) throw BodyError(0, "read body: " + ec.message());
+        throw BodyError(400, "malformed request body: " + ec.message());
+      }
       const size_t got = chunk.size() - parser_.get().body().size;
       if (got > 0) {
         chunk.resize(got);
@@ -82,6 +217,13 @@ class BeastExchange final : public Exchange {
       }
     }
     co_return std::string{};
+  }
+
+  // Answers with a JSON error; the connection ends after it.
+  Task<void> refuse(const Refusal& refusal) {
+    keep_alive_ = false;
+    responded_ = true;
+    co_await refuse_and_close(stream_, refusal);
   }
 
   Task<void> respond(int status, std::string content_type, std::string body,
@@ -148,17 +290,23 @@ class BeastExchange final : public Exchange {
   beast::tcp_stream& stream_;
   beast::flat_buffer& buffer_;
   Parser& parser_;
+  std::chrono::seconds body_timeout_;
   Request request_;
   bool keep_alive_ = true;
   bool responded_ = false;
   bool continue_sent_ = false;
 };
 
-// Runs the handler; turns an escaped exception into a 500 when nothing was sent yet.
+// Runs the handler; turns an escaped exception into a 500 (a body that could
+// not be read into its 4xx) when nothing was sent yet.
 Task<bool> handle_one(BeastExchange& exchange, const Handler& handler) {
   std::string failure;
+  std::optional<Refusal> refusal;
   try {
     co_await handler(exchange);
+  } catch (const BodyError& e) {
+    failure = e.what();
+    refusal = Refusal{e.status(), e.what()};
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -168,6 +316,12 @@ Task<bool> handle_one(BeastExchange& exchange, const Handler& handler) {
                   exchange.request().target, failure);
     co_return false;
   }
+  if (refusal && refusal->status == 0) co_return false;  // the client went away
+  if (refusal) {
+    spdlog::debug("http: {} {}: {}", exchange.request().method, exchange.request().target, failure);
+    co_await exchange.refuse(*refusal);
+    co_return false;
+  }
   if (failure.empty()) failure = "the handler sent no response";
   spdlog::error("http: {} {}: {}", exchange.request().method, exchange.request().target, failure);
   co_await exchange.respond(500, "application/json", R"({"code":500,"message":"internal error"})",
@@ -175,24 +329,136 @@ Task<bool> handle_one(BeastExchange& exchange, const Handler& handler) {
   co_return exchange.keep_alive();
 }
 
-Task<void> serve_connection(tcp::socket socket, Handler handler) {
+// The first line of what was read so far (the request line), if it ended.
+std::optional<std::string_view> request_line(const beast::flat_buffer& buffer) {
+  const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
+  const size_t end = data.find("\r\n");
+  if (end == std::string_view::npos) return std::nullopt;
+  return data.substr(0, end);
+}
+
+// A well-formed "HTTP/x.y" at the end of the request line: the version is
+// one this server does not speak rather than garbage.
+bool names_other_version(std::string_view line) {
+  if (line.size() < 8) return false;
+  const std::string_view version = line.substr(line.size() - 8);
+  return version.starts_with("HTTP/") && std::isdigit(static_cast<unsigned char>(version[5])) &&
+         version[6] == '.' && std::isdigit(static_cast<unsigned char>(version[7]));
+}
+
+// What to answer when the header could not be read; nothing when the client
+// went away.
+std::optional<Refusal> refusal_for_header_error(const beast::error_code& ec,
+                                                const beast::flat_buffer& buffer,
+                                                size_t header_bytes_parsed) {
+  if (client_went_away(ec)) return std::nullopt;
+  if (ec == bhttp::error::header_limit) {
+    // The parser consumes nothing until the request line is complete.
+    if (header_bytes_parsed == 0 && !request_line(buffer)) {
+      return Refusal{414, "request target too long"};
+    }
+    return Refusal{431, "request header fields too large (limit 64 KiB)"};
+  }
+  if (ec == bhttp::error::bad_version) {
+    const auto line = request_line(buffer);
+    if (line && names_other_version(*line)) {
+      return Refusal{505, "HTTP version not supported (HTTP/1.0 and HTTP/1.1 are)"};
+    }
+  }
+  return Refusal{400, "malformed request: " + ec.message()};
+}
+
+// Framing Beast accepts but a request must not have: Content-Length given
+// twice (even when equal), or a Transfer-Encoding whose last coding is not
+// chunked (the body's length would be unknown).
+std::optional<Refusal> framing_refusal(const Parser& parser) {
+  const auto& message = parser.get();
+  const auto lengths = message.count(bhttp::field::content_length);
+  if (lengths > 1 ||
+      (lengths == 1 && message[bhttp::field::content_length].find(',') != std::string::npos)) {
+    return Refusal{400, "malformed request: Content-Length given more than once"};
+  }
+  if (message.count(bhttp::field::transfer_encoding) > 0 && !parser.chunked()) {
+    return Refusal{400, "malformed request: Transfer-Encoding must end with chunked"};
+  }
+  return std::nullopt;
+}
+
+// Waits for the first byte of the next request (or the rest of a pipelined
+// one): a keep-alive connection may stay quiet for a long time between requests.
+Task<bool> wait_for_request(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                            const Timeouts& timeouts) {
+  if (buffer.size() > 0) co_return true;
+  stream.expires_after(timeouts.idle);
+  beast::error_code ec;
+  const size_t got = co_await stream.async_read_some(buffer.prepare(kReadChunk),
+                                                     net::redirect_error(net::use_awaitable, ec));
+  buffer.commit(got);
+  stream.expires_never();
+  co_return got > 0;
+}
+
+// Feeds the header to the parser as it arrives. Not bhttp::async_read_header:
+// Beast 1.74 applies header_limit to each parse call rather than to the whole
+// header, so a header sent in pieces could grow without bound.
+Task<beast::error_code> parse_header(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                     Parser& parser, size_t* parsed) {
+  for (;;) {
+    beast::error_code ec;
+    if (buffer.size() > 0) {
+      const size_t used = parser.put(buffer.data(), ec);
+      buffer.consume(used);
+      *parsed += used;
+      if (ec != bhttp::error::need_more) {
+        if (ec || parser.is_header_done()) co_return ec;
+      }
+    }
+    if (*parsed + buffer.size() >= kHeaderLimit) co_return bhttp::error::header_limit;
+    ec = {};
+    const size_t got = co_await stream.async_read_some(buffer.prepare(kReadChunk),
+                                                       net::redirect_error(net::use_awaitable, ec));
+    buffer.commit(got);
+    if (ec == net::error::eof) co_return bhttp::error::partial_message;
+    if (ec) co_return ec;
+  }
+}
+
+// Reads one request's header; a refusal when it is malformed, too large or late.
+Task<std::optional<Refusal>> read_header(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                         Parser& parser, const Timeouts& timeouts,
+                                         bool* client_gone) {
+  const ReadDeadline deadline(stream, timeouts.header);
+  size_t parsed = 0;
+  const beast::error_code ec = co_await parse_header(stream, buffer, parser, &parsed);
+  if (deadline.expired()) {
+    co_return Refusal{408, "request header not received within " +
+                               std::to_string(timeouts.header.count()) + " s"};
+  }
+  if (ec) {
+    spdlog::debug("http: read header: {}", ec.message());
+    auto refusal = refusal_for_header_error(ec, buffer, parsed);
+    *client_gone = !refusal;
+    co_return refusal;
+  }
+  co_return framing_refusal(parser);
+}
+
+Task<void> serve_connection(tcp::socket socket, Handler handler, Timeouts timeouts) {
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
   try {
     for (;;) {
+      if (!co_await wait_for_request(stream, buffer, timeouts)) break;
       Parser parser;
       parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // uploads stream to disk
-      parser.header_limit(64 * 1024);
-      stream.expires_after(kIdleTimeout);
-      beast::error_code ec;
-      co_await bhttp::async_read_header(stream, buffer, parser,
-                                        net::redirect_error(net::use_awaitable, ec));
-      if (ec) {
-        spdlog::debug("http: read header: {}", ec.message());
+      parser.header_limit(kHeaderLimit);
+      bool client_gone = false;
+      if (auto refusal = co_await read_header(stream, buffer, parser, timeouts, &client_gone)) {
+        co_await refuse_and_close(stream, *refusal);
         break;
       }
-      stream.expires_never();
-      BeastExchange exchange(stream, buffer, parser);
+      if (client_gone) break;
+      BeastExchange exchange(stream, buffer, parser, timeouts.body);
       if (!co_await handle_one(exchange, handler)) break;
       if (!co_await exchange.drain_body()) break;
     }
@@ -203,7 +469,12 @@ Task<void> serve_connection(tcp::socket socket, Handler handler) {
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
 }
 
-Task<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor, Handler handler) {
+// Asio opens and accepts sockets without close-on-exec; the daemon's helpers
+// (mmdebstrap, newuidmap, a sandbox's init) must not inherit them.
+void set_cloexec(int fd) { ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC); }
+
+Task<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor, Handler handler,
+                       Timeouts timeouts) {
   auto& ioc = static_cast<net::io_context&>(acceptor->get_executor().context());
   for (;;) {
     beast::error_code ec;
@@ -214,9 +485,10 @@ Task<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor, Handler handler)
       spdlog::warn("http: accept: {}", ec.message());
       continue;
     }
+    set_cloexec(socket.native_handle());
     socket.set_option(tcp::no_delay(true), ec);  // stream frames go out at once
     auto executor = socket.get_executor();
-    net::co_spawn(executor, serve_connection(std::move(socket), handler), net::detached);
+    net::co_spawn(executor, serve_connection(std::move(socket), handler, timeouts), net::detached);
   }
 }
 
@@ -259,12 +531,13 @@ Result<uint16_t> listen(net::io_context& ioc, const std::string& host_port, Hand
   auto acceptor = std::make_shared<tcp::acceptor>(ioc);
   const tcp::endpoint endpoint(address, static_cast<uint16_t>(port));
   acceptor->open(endpoint.protocol(), ec);
+  if (!ec) set_cloexec(acceptor->native_handle());
   if (!ec) acceptor->set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) acceptor->bind(endpoint, ec);
   if (!ec) acceptor->listen(net::socket_base::max_listen_connections, ec);
   if (ec) return Error{"listen on " + host_port, ec.value(), ec.message()};
   const uint16_t bound = acceptor->local_endpoint().port();
-  net::co_spawn(ioc, accept_loop(acceptor, std::move(handler)), net::detached);
+  net::co_spawn(ioc, accept_loop(acceptor, std::move(handler), timeouts_from_env()), net::detached);
   return bound;
 }
 

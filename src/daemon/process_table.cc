@@ -1,5 +1,6 @@
 #include "daemon/process_table.h"
 
+#include <fcntl.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 
@@ -138,7 +139,7 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
     outputs.emplace_back(std::make_shared<Descriptor>(process->strand, fd.release()), name);
   };
   if (proc.pty_fd.valid()) {
-    UniqueFd reader(::dup(proc.pty_fd.get()));
+    UniqueFd reader(::fcntl(proc.pty_fd.get(), F_DUPFD_CLOEXEC, 0));
     if (!reader.valid()) return Error::from_errno("dup pty master");
     process->pty_fd = std::move(proc.pty_fd);
     add_output(reader, "pty");

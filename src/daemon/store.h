@@ -1,5 +1,6 @@
 // The state store: one SQLite (WAL) row per live sandbox, so a restarted
-// daemon can adopt every sandbox again.
+// daemon can adopt every sandbox again. The schema is versioned with
+// `PRAGMA user_version` and upgraded in place by forward migrations.
 #pragma once
 
 #include <filesystem>
@@ -17,6 +18,10 @@ namespace abx::daemon {
 
 class Store {
  public:
+  // The schema version this binary writes; a db at a newer one is refused
+  // (an older abx must not rewrite rows it does not understand).
+  static int schema_version();
+
   static Result<std::unique_ptr<Store>> open(const std::filesystem::path& db_path);
   ~Store();
   Store(const Store&) = delete;
@@ -24,11 +29,15 @@ class Store {
 
   Status put(const SandboxRow& row);  // insert or replace
   Status remove(const std::string& id);
+  // Every row that decodes; one that does not is logged (naming its id) and
+  // skipped, so one bad row never leaves the other sandboxes unmanaged.
   Result<std::vector<SandboxRow>> load_all();
 
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   Status exec(const std::string& sql);
+  Result<int> user_version();
+  Status migrate(const std::filesystem::path& db_path);
 
   sqlite3* db_;
   std::mutex mutex_;

@@ -63,6 +63,19 @@ uint64_t process_start_time(pid_t pid) {
   return 0;
 }
 
+// sweep_orphans finds a sandbox's init through this file alone, so a create
+// whose file did not land fails instead of leaving an init nobody can find.
+Status write_init_file(const fs::path& path, pid_t pid) {
+  const std::string line =
+      std::to_string(pid) + ' ' + std::to_string(process_start_time(pid)) + '\n';
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Error::from_errno("create init pid file", path.string());
+  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    return Error::from_errno("write init pid file", path.string());
+  }
+  return {};
+}
+
 Result<UniqueFd> listen_control(const fs::path& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -259,7 +272,10 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
     return s.error();
   }
   reaper_.watch(*pid);
-  std::ofstream(state / kInitFile) << *pid << ' ' << process_start_time(*pid) << '\n';
+  if (auto s = write_init_file(state / kInitFile, *pid); !s) {
+    (void)kill_init(*pid);
+    return s.error();
+  }
   return pid;
 }
 
