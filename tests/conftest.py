@@ -22,14 +22,28 @@ def daemon() -> Daemon:
     shutil.rmtree(state, ignore_errors=True)
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def prebuilt_templates(daemon: Daemon) -> None:
     """`base` (mmdebstrap, cached by spec hash in build/template-cache) and
     `code-interpreter-v1` (a layer over base) in the shared templates dir, built
-    once before any test so that no create waits minutes for a first build."""
+    once before the first test that needs them so that no create waits minutes for
+    a first build."""
     for name in ("base", "code-interpreter-v1"):
         r = abx(daemon, "template", "build", name, timeout=TEMPLATE_BUILD_TIMEOUT)
         assert r.returncode == 0, f"building {name} failed:\n{r.stderr[-3000:]}"
+
+
+@pytest.fixture(autouse=True)
+def templates_when_needed(request: pytest.FixtureRequest) -> None:
+    """Builds the shared templates for a test that uses the session daemon (or is
+    marked `needs_template`) unless it is marked `offline`: offline tests (the
+    quick tier, `make check`) never wait for a template build. The template
+    suite's own daemon builds what it needs itself."""
+    node = request.node
+    if node.get_closest_marker("offline"):
+        return
+    if "daemon" in request.fixturenames or node.get_closest_marker("needs_template"):
+        request.getfixturevalue("prebuilt_templates")
 
 
 

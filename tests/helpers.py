@@ -2,11 +2,30 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from harness import ABX_BIN, Daemon
+
+T = TypeVar("T")
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = 10.0, what: str = "the condition",
+               interval: float = 0.05) -> T:
+    """Polls `predicate` until it returns something truthy and returns that; fails the test
+    naming `what` when `timeout` seconds pass first. For conditions a test waits on (a
+    process gone, a server up), instead of a fixed sleep that is too short under load and
+    too long otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
 
 
 def abx(daemon: Daemon, *args: str, input: str | bytes | None = None, timeout: float = 60,

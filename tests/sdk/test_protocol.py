@@ -27,6 +27,9 @@ from agent_sandbox._http import Call, error_from_response, retry_delay
 from agent_sandbox._process import ProcessOutput
 from agent_sandbox._streams import ConnectMessages, NdjsonMessages
 
+# Parsing and error mapping against fakes of the wire: no daemon, no sandbox.
+pytestmark = pytest.mark.offline
+
 
 def frame(message: dict, flags: int = 0) -> bytes:
     payload = json.dumps(message).encode()

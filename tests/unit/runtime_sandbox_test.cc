@@ -28,6 +28,17 @@ std::string read_all(int fd) {
   return out;
 }
 
+// The first line `fd` gives within `timeout_ms` (without its newline), or what
+// came before the timeout or end of file.
+std::string read_line(int fd, int timeout_ms) {
+  std::string line;
+  char c;
+  pollfd readable{fd, POLLIN, 0};
+  while (::poll(&readable, 1, timeout_ms) == 1 && ::read(fd, &c, 1) == 1 && c != '\n')
+    line += c;
+  return line;
+}
+
 // -1 if the exit pipe closed without a status.
 int wait_status(const Process& p) {
   int32_t status = -1;
@@ -228,11 +239,13 @@ TEST_F(SandboxTest, TemplateAndBindsUnderAPrivateDir) {
 TEST_F(SandboxTest, SignalReachesTheWholeProcessGroup) {
   Sandbox& sb = create();
   ProcessSpec spec;
-  spec.argv = {"/bin/sh", "-c", "sleep 100; echo survived"};
+  // "ready" once sleep is forked (so in sh's group): a signal sent earlier
+  // could find no group yet, or kill sh before there is a child to reach.
+  spec.argv = {"/bin/sh", "-c", "sleep 100 & echo ready; wait; echo survived"};
   spec.env = {{"PATH", "/usr/bin"}};
   auto p = sb.spawn(spec);
   ASSERT_TRUE(p) << p.error().message();
-  ::usleep(100 * 1000);  // let sh start sleep
+  ASSERT_EQ(read_line(p->stdout_fd.get(), 30000), "ready");
   ASSERT_TRUE(sb.signal(p->pid, SIGTERM));
   pollfd eof{p->stdout_fd.get(), POLLIN, 0};
   ASSERT_EQ(::poll(&eof, 1, 5000), 1) << "sleep still holds stdout";
