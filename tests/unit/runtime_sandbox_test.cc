@@ -34,8 +34,7 @@ std::string read_line(int fd, int timeout_ms) {
   std::string line;
   char c;
   pollfd readable{fd, POLLIN, 0};
-  while (::poll(&readable, 1, timeout_ms) == 1 && ::read(fd, &c, 1) == 1 && c != '\n')
-    line += c;
+  while (::poll(&readable, 1, timeout_ms) == 1 && ::read(fd, &c, 1) == 1 && c != '\n') line += c;
   return line;
 }
 
