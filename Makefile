@@ -57,9 +57,10 @@ e2e:
 offline:
 	ABX_BIN=$(CURDIR)/$(BUILD)/abx $(PY) -m pytest -q -m offline
 
+# Their caches live in the build dir, not in the source tree.
 lint-python:
-	$(PY) -m ruff check sdk/python
-	cd sdk/python && $(CURDIR)/$(PY) -m mypy --strict agent_sandbox
+	$(PY) -m ruff check --cache-dir $(BUILD)/ruff-cache sdk/python
+	cd sdk/python && $(CURDIR)/$(PY) -m mypy --strict --cache-dir $(CURDIR)/$(BUILD)/mypy-cache agent_sandbox
 
 bench: deps build
 	$(PY) bench/run.py --abx $(CURDIR)/$(BUILD)/abx --out bench/RESULTS.md --cold-build
