@@ -188,7 +188,9 @@ TEST_F(SandboxTest, PtyGivesATerminal) {
   std::string out;
   char buf[256];
   ssize_t n;
-  while ((n = ::read(p->pty_fd.get(), buf, sizeof buf)) > 0) out.append(buf, n);  // EIO at hangup
+  // Ends with EIO at hangup.
+  while ((n = ::read(p->pty_fd.get(), buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<size_t>(n));
   EXPECT_NE(out.find("/dev/pts/0"), std::string::npos) << out;
   EXPECT_NE(out.find("30 100"), std::string::npos) << out;
   EXPECT_NE(out.find("done"), std::string::npos) << out;
