@@ -237,6 +237,25 @@ TEST_F(SandboxTest, TemplateAndBindsUnderAPrivateDir) {
   EXPECT_NE(decode_wait_status(run(sb, "echo x > /opt/note", 0).status).exit_code, 0);
 }
 
+// The sandbox's first process reports why it could not become init (here the
+// exec, of a file that is no program) and the create fails with that step.
+TEST_F(SandboxTest, AnInitThatCannotRunFailsTheCreateNamingTheStep) {
+  const fs::path not_a_program = dir_ / "not-init";
+  std::ofstream(not_a_program) << "plain text\n";
+  RuntimeConfig config = config_;
+  config.state_dir = dir_ / "bad-init";
+  config.init_binary = not_a_program;
+  config.warm_pool_size = 0;
+  auto rt = open_runtime(config);
+  ASSERT_TRUE(rt) << rt.error().message();
+  SandboxSpec spec;
+  spec.id = "t" + std::to_string(::getpid()) + "noinit";
+  spec.rootfs = rootfs();
+  auto sb = (*rt)->create(spec);
+  ASSERT_FALSE(sb);
+  EXPECT_NE(sb.error().message().find("exec abx-init"), std::string::npos) << sb.error().message();
+}
+
 TEST_F(SandboxTest, SignalReachesTheWholeProcessGroup) {
   Sandbox& sb = create();
   ProcessSpec spec;
