@@ -44,11 +44,11 @@ struct ChildArgs {
   proto::StatusReport failures[kChildSteps];
 };
 
-// The child shares the parent thread's thread-local storage (no CLONE_SETTLS),
-// so under ThreadSanitizer it must neither be instrumented nor enter a libc
-// function the sanitizer intercepts (read, write, fcntl, _exit, memset...):
-// raw syscalls only, on memory the parent filled in.
-#define ABX_CHILD_CODE __attribute__((no_sanitize("thread")))
+// The child shares the parent thread's thread-local storage (no CLONE_SETTLS)
+// and runs on a small stack of its own, so it must neither be instrumented by a
+// sanitizer nor enter a libc function one intercepts (read, write, fcntl,
+// _exit, memset...): raw syscalls only, on memory the parent filled in.
+#define ABX_CHILD_CODE __attribute__((no_sanitize("address,thread,undefined")))
 
 ABX_CHILD_CODE [[noreturn]] void fail(ChildArgs* a, ChildStep step, int exit_code) {
   a->failures[step].errnum = errno;
