@@ -197,6 +197,15 @@ def test_relative_paths_resolve_to_home():
     assert _ops.absolute_path("/etc/hosts") == "/etc/hosts"
 
 
+def test_times_keep_their_offset_and_lose_only_sub_microseconds():
+    utc = _ops.parse_time("2026-01-01T00:00:00.123456789Z")
+    assert utc.isoformat() == "2026-01-01T00:00:00.123456+00:00"
+    east = _ops.parse_time("2026-01-01T02:00:00.5+02:00")
+    assert east == utc.replace(microsecond=500000)
+    assert _ops.parse_time("2026-01-01T00:00:00") == utc.replace(microsecond=0)
+    assert _ops.parse_time(None) is None
+
+
 def test_list_follows_next_token():
     pages = {None: (["a", "b"], "t1"), "t1": (["c"], None)}
 

@@ -169,7 +169,8 @@ def parse_time(value: str | None) -> datetime | None:
     text = value.replace("Z", "+00:00")
     if "." in text:
         head, _, tail = text.partition(".")
-        digits = "".join(c for c in tail if c.isdigit())
+        # The fraction is the leading digits only: an offset's digits are not part of it.
+        digits = tail[:len(tail) - len(tail.lstrip("0123456789"))]
         text = f"{head}.{digits[:6].ljust(6, '0')}{tail[len(digits):]}"
     parsed = datetime.fromisoformat(text)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
