@@ -49,8 +49,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The first test that needs the shared templates builds them in its setup: it gets
     the build's time on top of the usual per-test timeout."""
     first = next((item for item in items if needs_shared_templates(item)), None)
-    if first is not None and first.get_closest_marker("timeout") is None:
-        first.add_marker(pytest.mark.timeout(2 * TEMPLATE_BUILD_TIMEOUT + 300))
+    if first is not None:  # prepended: it wins over the test's own timeout marker
+        first.add_marker(pytest.mark.timeout(2 * TEMPLATE_BUILD_TIMEOUT + 300), append=False)
 
 
 @pytest.fixture(autouse=True)
