@@ -1,11 +1,16 @@
 # The two commands a new user needs: `make demo` and `make test`.
+# `make check` is the quick loop while editing: unit tests, the SDK's lint and
+# types, and the pytest tests that need no built Debian template.
 SHELL := /bin/bash
 BUILD := build
 ASAN_BUILD := build-asan
+TSAN_BUILD := build-tsan
+STRICT_BUILD := build-strict
 VENV := $(BUILD)/venv
 PY := $(VENV)/bin/python
 
-.PHONY: all build deps demo test unit e2e bench format clean
+.PHONY: all build deps demo check test unit unit-tsan strict e2e offline lint-python \
+	format format-check bench clean
 
 all: build
 
@@ -22,7 +27,9 @@ build: $(BUILD)/build.ninja
 demo: deps build
 	scripts/demo.sh
 
-test: deps build unit e2e
+check: deps build lint-python unit offline
+
+test: deps build format-check lint-python unit unit-tsan e2e
 
 # Unit tests run under AddressSanitizer and UndefinedBehaviorSanitizer.
 unit:
@@ -30,14 +37,41 @@ unit:
 	ninja -C $(ASAN_BUILD) abx_unit_tests abx-init
 	$(ASAN_BUILD)/abx_unit_tests --gtest_brief=1
 
+# The same unit tests under ThreadSanitizer: the daemon runs I/O, pool, reaper
+# and warm-pool threads. See tests/unit/tsan.supp for what it is told to skip.
+unit-tsan:
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DABX_TSAN=ON >/dev/null
+	ninja -C $(TSAN_BUILD) abx_unit_tests abx-init
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/unit/tsan.supp" \
+	  $(TSAN_BUILD)/abx_unit_tests --gtest_brief=1
+
+# -Wshadow -Wconversion -Wsign-conversion, in a dir of their own (ABX_STRICT_WARNINGS).
+strict:
+	cmake -S . -B $(STRICT_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DABX_STRICT_WARNINGS=ON >/dev/null
+	ninja -C $(STRICT_BUILD) abx abx-init abx_unit_tests
+
 e2e:
 	ABX_BIN=$(CURDIR)/$(BUILD)/abx $(PY) -m pytest -q
+
+# The pytest tests marked `offline`: they start real daemons but need no built template.
+offline:
+	ABX_BIN=$(CURDIR)/$(BUILD)/abx $(PY) -m pytest -q -m offline
+
+# Their caches live in the build dir, not in the source tree.
+lint-python:
+	$(PY) -m ruff check --cache-dir $(BUILD)/ruff-cache sdk/python
+	cd sdk/python && $(CURDIR)/$(PY) -m mypy --strict --cache-dir $(CURDIR)/$(BUILD)/mypy-cache agent_sandbox
 
 bench: deps build
 	$(PY) bench/run.py --abx $(CURDIR)/$(BUILD)/abx --out bench/RESULTS.md --cold-build
 
+CXX_SOURCES = find src tests/unit -name '*.cc' -o -name '*.h'
+
 format:
-	find src tests/unit -name '*.cc' -o -name '*.h' | xargs clang-format -i
+	$(CXX_SOURCES) | xargs clang-format -i
+
+format-check:
+	$(CXX_SOURCES) | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(STRICT_BUILD)

@@ -1,12 +1,45 @@
 """Helpers for tests that drive the real `abx` binary."""
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Awaitable, Callable, Iterator, TypeVar
 
 from harness import ABX_BIN, Daemon
+
+T = TypeVar("T")
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = 10.0, what: str = "the condition",
+               interval: float = 0.05) -> T:
+    """Polls `predicate` until it returns something truthy and returns that; fails the test
+    naming `what` when `timeout` seconds pass first. For conditions a test waits on (a
+    process gone, a server up), instead of a fixed sleep that is too short under load and
+    too long otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+async def wait_until_async(predicate: Callable[[], Awaitable[T]], timeout: float = 10.0,
+                           what: str = "the condition", interval: float = 0.05) -> T:
+    """wait_until for a coroutine predicate, polled without blocking the event loop."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await predicate()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        await asyncio.sleep(interval)
 
 
 def abx(daemon: Daemon, *args: str, input: str | bytes | None = None, timeout: float = 60,

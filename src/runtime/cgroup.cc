@@ -129,8 +129,8 @@ Status remove_dir(const fs::path& dir) {
 
 std::string instance_name(const fs::path& state_dir) {
   uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a: stable across builds, unlike std::hash
-  for (unsigned char c : state_dir.lexically_normal().string()) {
-    hash ^= c;
+  for (const char c : state_dir.lexically_normal().string()) {
+    hash ^= static_cast<unsigned char>(c);
     hash *= 0x100000001b3ull;
   }
   char hex[17];

@@ -1,5 +1,6 @@
 #include "runtime/spawner.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -27,6 +28,9 @@ constexpr size_t kStackSize = 256 * 1024;
 constexpr int kReadyTimeoutMs = 30000;
 constexpr unsigned kSeals = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
+// The steps the child can fail at, each with its report prepared by the parent.
+enum ChildStep { kSetresgid, kSetresuid, kExec, kChildSteps };
+
 // Everything the child touches, prepared by the parent: the child shares the
 // parent's memory and must not allocate (another thread may hold malloc's lock).
 struct ChildArgs {
@@ -37,33 +41,41 @@ struct ChildArgs {
   char fd_text[4][16] = {};
   char* argv[6] = {};
   char* envp[1] = {};
+  proto::StatusReport failures[kChildSteps];
 };
 
-void report(int fd, const char* step) {
-  proto::StatusReport r;
-  r.errnum = errno;
-  std::strncpy(r.step, step, sizeof r.step - 1);
-  (void)::write(fd, &r, sizeof r);
+// The child shares the parent thread's thread-local storage (no CLONE_SETTLS)
+// and runs on a small stack of its own, so it must neither be instrumented by a
+// sanitizer nor enter a libc function one intercepts (read, write, fcntl,
+// _exit, memset...): raw syscalls only, on memory the parent filled in.
+#define ABX_CHILD_CODE __attribute__((no_sanitize("address,thread,undefined")))
+
+ABX_CHILD_CODE [[noreturn]] void fail(ChildArgs* a, ChildStep step, int exit_code) {
+  a->failures[step].errnum = errno;
+  ::syscall(SYS_write, a->status_write, &a->failures[step], sizeof a->failures[step]);
+  ::syscall(SYS_exit_group, exit_code);
+  __builtin_unreachable();
 }
 
 // Raw syscalls only: glibc's setresuid would try to signal the parent's
 // threads (its setxid broadcast), since this child shares their memory.
-int child_main(void* p) {
-  const auto* a = static_cast<const ChildArgs*>(p);
+ABX_CHILD_CODE int child_main(void* p) {
+  auto* a = static_cast<ChildArgs*>(p);
   char go = 0;
-  if (::read(a->sync_read, &go, 1) != 1) ::_exit(1);  // the parent gave up
-  if (::syscall(SYS_setresgid, 0, 0, 0) != 0) {
-    report(a->status_write, "setresgid 0 in the new user namespace");
-    ::_exit(1);
-  }
-  if (::syscall(SYS_setresuid, 0, 0, 0) != 0) {
-    report(a->status_write, "setresuid 0 in the new user namespace");
-    ::_exit(1);
-  }
-  for (int fd : a->inherit) ::fcntl(fd, F_SETFD, 0);
+  if (::syscall(SYS_read, a->sync_read, &go, 1) != 1)  // the parent gave up
+    ::syscall(SYS_exit_group, 1);
+  if (::syscall(SYS_setresgid, 0, 0, 0) != 0) fail(a, kSetresgid, 1);
+  if (::syscall(SYS_setresuid, 0, 0, 0) != 0) fail(a, kSetresuid, 1);
+  for (int fd : a->inherit) ::syscall(SYS_fcntl, fd, F_SETFD, 0);
   ::syscall(SYS_execveat, a->image, "", a->argv, a->envp, AT_EMPTY_PATH);
-  report(a->status_write, "exec abx-init");
-  ::_exit(127);
+  fail(a, kExec, 127);
+}
+
+void prepare_failure_reports(ChildArgs& args) {
+  const char* steps[kChildSteps] = {"setresgid 0 in the new user namespace",
+                                    "setresuid 0 in the new user namespace", "exec abx-init"};
+  for (int i = 0; i < kChildSteps; ++i)
+    std::strncpy(args.failures[i].step, steps[i], sizeof args.failures[i].step - 1);
 }
 
 struct StackDeleter {
@@ -93,6 +105,24 @@ void kill_and_reap(pid_t pid) {
   }
 }
 
+using CloneFn = int (*)(int (*)(void*), void*, int, void*, ...);
+
+// ThreadSanitizer intercepts clone() and treats its child like a fork's, which
+// with CLONE_VM rewrites the parent's own sanitizer state (the parent then dies
+// "starting new threads after multi-threaded fork"): call libc's clone.
+CloneFn libc_clone() {
+#if defined(__SANITIZE_THREAD__)
+  static const CloneFn real = [] {
+    void* libc = ::dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    void* symbol = libc != nullptr ? ::dlsym(libc, "clone") : nullptr;
+    return symbol != nullptr ? reinterpret_cast<CloneFn>(symbol) : &::clone;
+  }();
+  return real;
+#else
+  return &::clone;
+#endif
+}
+
 // Blocks every signal while cloning so that no daemon handler runs on the
 // child's stack before exec; the child execs with them blocked and abx-init
 // sets its own mask.
@@ -100,8 +130,8 @@ pid_t clone_blocked(ChildArgs* args, void* stack, bool host_network) {
   sigset_t all, old;
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t pid = ::clone(child_main, static_cast<char*>(stack) + kStackSize,
-                            kCloneFlags | (host_network ? 0 : CLONE_NEWNET), args);
+  const pid_t pid = libc_clone()(child_main, static_cast<char*>(stack) + kStackSize,
+                                 kCloneFlags | (host_network ? 0 : CLONE_NEWNET), args);
   const int saved = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   errno = saved;
@@ -163,6 +193,7 @@ Result<pid_t> start_init(const InitFds& fds, bool host_network,
     args->argv[i + 1] = args->fd_text[i];
   }
   args->argv[0] = const_cast<char*>("abx-init");
+  prepare_failure_reports(*args);
 
   void* mapped = ::mmap(nullptr, kStackSize, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

@@ -19,6 +19,7 @@ def sandbox(daemon):
     abx(daemon, "kill", sandbox_id, "--yes")
 
 
+@pytest.mark.offline
 def test_version_names_the_program(daemon):
     r = abx(daemon, "--version")
     assert r.returncode == 0
@@ -140,6 +141,7 @@ def test_missing_remote_path_is_a_one_line_error(daemon, sandbox, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.offline
 def test_unknown_sandbox_is_named(daemon):
     for args in (["exec", "izzzzzzzzzzzzzzzzzzzz", "--", "true"], ["kill", "izzzzzzzzzzzzzzzzzzzz", "--yes"]):
         r = abx(daemon, *args)
@@ -162,12 +164,14 @@ def test_kill_all(daemon):
     assert not any(i in listing for i in ids)
 
 
+@pytest.mark.offline
 def test_wrong_key_is_rejected_with_a_hint(daemon):
     r = abx(daemon, "list", env={"ABX_SANDBOX_API_KEY": "e2b_" + "0" * 40})
     assert r.returncode != 0
     assert "key" in r.stderr.lower()
 
 
+@pytest.mark.offline
 def test_config_set_get_list_unset_and_env_wins(daemon):
     assert abx(daemon, "config", "set", "sandbox_api_key", "e2b_1234567890abcdef").returncode == 0
     env = {"ABX_SANDBOX_API_KEY": ""}

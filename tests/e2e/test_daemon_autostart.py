@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from harness import ABX_BIN
+
+# The CLI starts its own daemon; nothing here creates a sandbox.
+pytestmark = pytest.mark.offline
 
 
 def run(env, *args):

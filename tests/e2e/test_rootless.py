@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from harness import ABX_BIN, private_state_dir
+from helpers import wait_until
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -38,9 +38,8 @@ def rootless_daemon():
     proc = subprocess.Popen(NOBODY + [str(ABX_BIN), "serve", "--listen", "127.0.0.1:0", "--data-dir",
                                       str(state), "--address-file", str(state / "addr")],
                             env=env, stdout=open(home / "daemon.log", "wb"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 15
-    while not (state / "addr").exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
+    wait_until(lambda: (state / "addr").exists() or proc.poll() is not None, timeout=15,
+               what="the rootless daemon to write its address")
     assert (state / "addr").exists(), (home / "daemon.log").read_text()
     cli_env = dict(env, ABX_SANDBOX_API_URL=(state / "addr").read_text().strip(),
                    ABX_SANDBOX_API_KEY=(state / "api_key").read_text().strip(), ABX_STATE_DIR=str(state))

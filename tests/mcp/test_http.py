@@ -41,6 +41,7 @@ def test_host_files_are_not_reachable_over_http(daemon):
     asyncio.run(scenario())
 
 
+@pytest.mark.offline
 def test_api_key_and_session_are_required(daemon):
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {},

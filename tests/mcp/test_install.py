@@ -10,6 +10,8 @@ import pytest
 
 from harness import ABX_BIN
 
+pytestmark = pytest.mark.offline  # config files only: no daemon, no sandbox
+
 ABX = str(Path(ABX_BIN).resolve())
 CURSOR_ENTRY = {"command": ABX, "args": ["mcp", "serve"]}
 STDIO_ENTRY = {"type": "stdio", "command": ABX, "args": ["mcp", "serve"]}

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from mcp import types
 
+from helpers import wait_until_async
 from mcp_helpers import (call, call_error, check_errors_and_limits, check_full_session,
                          check_tool_schemas, sandbox_exists, stdio_session, text_of)
 
@@ -81,11 +82,12 @@ def test_cancel_interrupts_a_running_command(daemon, work_dir):
             # The SDK does not send notifications/cancelled for a cancelled task itself.
             await session.send_notification(types.ClientNotification(types.CancelledNotification(
                 params=types.CancelledNotificationParams(requestId=request_id, reason="test"))))
-            await asyncio.sleep(0.5)
             task.cancel()  # a cancelled request gets no answer
-            # The session still answers, and the sleep is gone.
-            ps = await call(session, "run_command", command="pgrep -x sleep || echo none")
-            assert ps["stdout"].strip() == "none"
+
+            async def sleep_is_gone() -> bool:  # and the session still answers
+                ps = await call(session, "run_command", command="pgrep -x sleep || echo none")
+                return ps["stdout"].strip() == "none"
+            await wait_until_async(sleep_is_gone, what="the cancelled command to end")
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
 

@@ -5,11 +5,13 @@ import pytest
 from agent_sandbox import AuthenticationError, NotFoundError, Sandbox, SandboxException, SandboxNotFound
 
 
+@pytest.mark.offline
 async def test_unknown_sandbox(conn):
     with pytest.raises(SandboxNotFound, match="not found"):
         await Sandbox.connect("inosuchsandbox000000", **conn)
 
 
+@pytest.mark.offline
 async def test_wrong_key(daemon):
     with pytest.raises(AuthenticationError, match="API key"):
         await Sandbox.create(api_url=daemon.url, api_key="e2b_" + "0" * 40)
@@ -17,11 +19,13 @@ async def test_wrong_key(daemon):
         await Sandbox.list(api_url=daemon.url, api_key="e2b_" + "0" * 40)
 
 
+@pytest.mark.offline
 async def test_unknown_provider():
     with pytest.raises(ValueError, match="local, e2b, alicloud-express"):
         await Sandbox.create(provider="nowhere")
 
 
+@pytest.mark.offline
 async def test_unknown_template(conn):
     with pytest.raises(SandboxException):
         await Sandbox.create(template="no-such-template", **conn)

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import asyncio
 import io
-import time
 
 import pytest
 from agent_sandbox import FileType, NotFoundError, Sandbox, WriteEntry
+
+from helpers import wait_until
 
 
 async def test_write_and_read_forms(conn, tmp_path):
@@ -89,11 +90,12 @@ def test_sync_watch_dir_reports_changes(conn):
         try:
             sandbox.files.write("watched/new.txt", "x")
             events = []
-            for _ in range(50):
-                events += handle.get_new_events()
-                if any(e.name == "new.txt" for e in events):
-                    break
-                time.sleep(0.1)
+
+            def saw_new_txt() -> bool:
+                events.extend(handle.get_new_events())
+                return any(e.name == "new.txt" for e in events)
+
+            wait_until(saw_new_txt, what="the watcher to report new.txt")
         finally:
             handle.stop()
         assert any(e.name == "new.txt" for e in events), events

@@ -8,6 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 ABX_BIN = Path(os.environ.get("ABX_BIN", Path(__file__).resolve().parents[2] / "build" / "abx"))
 
 SCRIPT = """
@@ -17,6 +19,7 @@ with Sandbox.create() as sandbox:
 """
 
 
+@pytest.mark.needs_template  # its own daemon builds base from the shared mmdebstrap cache
 def test_create_starts_the_daemon_when_none_answers():
     # Short: the unix socket paths of the sandboxes live in it.
     tmp_path = Path(tempfile.mkdtemp(prefix="abx-sdk-"))

@@ -27,6 +27,9 @@ from agent_sandbox._http import Call, error_from_response, retry_delay
 from agent_sandbox._process import ProcessOutput
 from agent_sandbox._streams import ConnectMessages, NdjsonMessages
 
+# Parsing and error mapping against fakes of the wire: no daemon, no sandbox.
+pytestmark = pytest.mark.offline
+
 
 def frame(message: dict, flags: int = 0) -> bytes:
     payload = json.dumps(message).encode()
@@ -192,6 +195,15 @@ def test_relative_paths_resolve_to_home():
     assert _ops.absolute_path("a/b.txt") == "/home/user/a/b.txt"
     assert _ops.absolute_path("x", "root") == "/root/x"
     assert _ops.absolute_path("/etc/hosts") == "/etc/hosts"
+
+
+def test_times_keep_their_offset_and_lose_only_sub_microseconds():
+    utc = _ops.parse_time("2026-01-01T00:00:00.123456789Z")
+    assert utc.isoformat() == "2026-01-01T00:00:00.123456+00:00"
+    east = _ops.parse_time("2026-01-01T02:00:00.5+02:00")
+    assert east == utc.replace(microsecond=500000)
+    assert _ops.parse_time("2026-01-01T00:00:00") == utc.replace(microsecond=0)
+    assert _ops.parse_time(None) is None
 
 
 def test_list_follows_next_token():

@@ -34,6 +34,7 @@ def spec_daemon(broken_specs, monkeypatch):
     shutil.rmtree(state, ignore_errors=True)
 
 
+@pytest.mark.offline
 def test_unknown_template_is_named(template_daemon):
     r = abx(template_daemon, "template", "inspect", "nope")
     assert r.returncode != 0 and "nope" in r.stderr
@@ -55,6 +56,7 @@ def test_failed_step_reports_exit_code_and_output_and_lists_nothing(spec_daemon)
     assert leftovers == []
 
 
+@pytest.mark.offline
 def test_interrupted_build_leaves_no_garbage_after_restart(state_dir):
     data = state_dir / "state"
     half = data / "templates" / ".building-base"

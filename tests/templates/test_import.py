@@ -193,6 +193,7 @@ def test_imported_template_is_listed_and_inspect_shows_its_config(template_daemo
     assert info["user"] == "0"
 
 
+@pytest.mark.offline
 def test_bad_paths_fail_with_a_one_line_error_and_list_nothing(template_daemon, tmp_path):
     absent = tmp_path / "no-such-image.tar"
     r = abx(template_daemon, "template", "import", str(absent), "--name", "bad-import")

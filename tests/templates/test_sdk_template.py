@@ -14,6 +14,7 @@ import pytest
 from agent_sandbox import InvalidArgumentError, NotFoundError, Sandbox, Template, TemplateBuildError
 
 
+@pytest.mark.offline
 def test_list_get_and_missing(template_daemon):
     kw = {"api_url": template_daemon.url, "api_key": template_daemon.api_key}
 

@@ -28,6 +28,16 @@ std::string read_all(int fd) {
   return out;
 }
 
+// The first line `fd` gives within `timeout_ms` (without its newline), or what
+// came before the timeout or end of file.
+std::string read_line(int fd, int timeout_ms) {
+  std::string line;
+  char c;
+  pollfd readable{fd, POLLIN, 0};
+  while (::poll(&readable, 1, timeout_ms) == 1 && ::read(fd, &c, 1) == 1 && c != '\n') line += c;
+  return line;
+}
+
 // -1 if the exit pipe closed without a status.
 int wait_status(const Process& p) {
   int32_t status = -1;
@@ -178,7 +188,9 @@ TEST_F(SandboxTest, PtyGivesATerminal) {
   std::string out;
   char buf[256];
   ssize_t n;
-  while ((n = ::read(p->pty_fd.get(), buf, sizeof buf)) > 0) out.append(buf, n);  // EIO at hangup
+  // Ends with EIO at hangup.
+  while ((n = ::read(p->pty_fd.get(), buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<size_t>(n));
   EXPECT_NE(out.find("/dev/pts/0"), std::string::npos) << out;
   EXPECT_NE(out.find("30 100"), std::string::npos) << out;
   EXPECT_NE(out.find("done"), std::string::npos) << out;
@@ -225,14 +237,35 @@ TEST_F(SandboxTest, TemplateAndBindsUnderAPrivateDir) {
   EXPECT_NE(decode_wait_status(run(sb, "echo x > /opt/note", 0).status).exit_code, 0);
 }
 
+// The sandbox's first process reports why it could not become init (here the
+// exec, of a file that is no program) and the create fails with that step.
+TEST_F(SandboxTest, AnInitThatCannotRunFailsTheCreateNamingTheStep) {
+  const fs::path not_a_program = dir_ / "not-init";
+  std::ofstream(not_a_program) << "plain text\n";
+  RuntimeConfig config = config_;
+  config.state_dir = dir_ / "bad-init";
+  config.init_binary = not_a_program;
+  config.warm_pool_size = 0;
+  auto rt = open_runtime(config);
+  ASSERT_TRUE(rt) << rt.error().message();
+  SandboxSpec spec;
+  spec.id = "t" + std::to_string(::getpid()) + "noinit";
+  spec.rootfs = rootfs();
+  auto sb = (*rt)->create(spec);
+  ASSERT_FALSE(sb);
+  EXPECT_NE(sb.error().message().find("exec abx-init"), std::string::npos) << sb.error().message();
+}
+
 TEST_F(SandboxTest, SignalReachesTheWholeProcessGroup) {
   Sandbox& sb = create();
   ProcessSpec spec;
-  spec.argv = {"/bin/sh", "-c", "sleep 100; echo survived"};
+  // "ready" once sleep is forked (so in sh's group): a signal sent earlier
+  // could find no group yet, or kill sh before there is a child to reach.
+  spec.argv = {"/bin/sh", "-c", "sleep 100 & echo ready; wait; echo survived"};
   spec.env = {{"PATH", "/usr/bin"}};
   auto p = sb.spawn(spec);
   ASSERT_TRUE(p) << p.error().message();
-  ::usleep(100 * 1000);  // let sh start sleep
+  ASSERT_EQ(read_line(p->stdout_fd.get(), 30000), "ready");
   ASSERT_TRUE(sb.signal(p->pid, SIGTERM));
   pollfd eof{p->stdout_fd.get(), POLLIN, 0};
   ASSERT_EQ(::poll(&eof, 1, 5000), 1) << "sleep still holds stdout";

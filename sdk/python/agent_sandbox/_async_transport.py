@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import Any, AsyncGenerator, Callable, Dict, Optional, TypeVar, Union
+from collections.abc import AsyncGenerator
+from typing import Any, Callable, TypeVar, Union
 
 import httpx
 
@@ -19,7 +20,7 @@ Decoder = Union[ConnectMessages, NdjsonMessages]
 T = TypeVar("T")
 
 
-async def call_handler(handler: Optional[Callable[[Any], Any]], value: Any) -> None:
+async def call_handler(handler: Callable[[Any], Any] | None, value: Any) -> None:
     """Calls a user callback, awaiting it if it is a coroutine function."""
     if handler is None:
         return
@@ -37,13 +38,13 @@ class AsyncMessageStream:
         self._decoder = decoder
         self._messages = self._read()
 
-    def __aiter__(self) -> "AsyncMessageStream":
+    def __aiter__(self) -> AsyncMessageStream:
         return self
 
-    async def __anext__(self) -> Dict[str, Any]:
+    async def __anext__(self) -> dict[str, Any]:
         return await self._messages.__anext__()
 
-    async def _read(self) -> AsyncGenerator[Dict[str, Any], None]:
+    async def _read(self) -> AsyncGenerator[dict[str, Any], None]:
         try:
             with transport_errors(self._call):
                 async for chunk in self._response.aiter_bytes():
@@ -53,7 +54,7 @@ class AsyncMessageStream:
         finally:
             await self._response.aclose()
 
-    async def next_or_none(self) -> Optional[Dict[str, Any]]:
+    async def next_or_none(self) -> dict[str, Any] | None:
         """The next message, or None at the end of the stream."""
         try:
             return await self._messages.__anext__()
@@ -91,7 +92,7 @@ class AsyncTransport:
             attempt += 1
             await asyncio.sleep(delay)
 
-    async def run(self, op: "_ops.Op[T]") -> T:
+    async def run(self, op: _ops.Op[T]) -> T:
         """Drives a shared operation to its result."""
         try:
             call = next(op)

@@ -7,7 +7,6 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional
 
 from .errors import AuthenticationError, InvalidArgumentError
 
@@ -24,17 +23,17 @@ class ConnectionConfig:
     provider: str
     api_url: str
     api_key: str
-    domain: Optional[str]  # None: header routing through api_url
+    domain: str | None  # None: header routing through api_url
     request_timeout: float
     # True when the local daemon's address was discovered rather than given,
     # so starting the daemon may change it.
     discovered: bool = False
 
-    def control_headers(self) -> Dict[str, str]:
+    def control_headers(self) -> dict[str, str]:
         """Headers for control-plane requests."""
         return {"X-API-KEY": self.api_key}
 
-    def sandbox_url(self, sandbox_id: str, port: int, domain: Optional[str] = None) -> str:
+    def sandbox_url(self, sandbox_id: str, port: int, domain: str | None = None) -> str:
         """Base URL of `port` inside the sandbox (host routing) or the shared proxy.
 
         `domain` (from the create response) overrides the configured one for host routing.
@@ -49,7 +48,7 @@ class ConnectionConfig:
         return f"{scheme}://{port}-{sandbox_id}.{domain}"
 
 
-def sandbox_headers(sandbox_id: str, port: int, access_token: Optional[str]) -> Dict[str, str]:
+def sandbox_headers(sandbox_id: str, port: int, access_token: str | None) -> dict[str, str]:
     """Routing (and auth) headers for sandbox-plane requests."""
     headers = {"E2b-Sandbox-Id": sandbox_id, "E2b-Sandbox-Port": str(port)}
     if access_token:
@@ -57,8 +56,8 @@ def sandbox_headers(sandbox_id: str, port: int, access_token: Optional[str]) -> 
     return headers
 
 
-def resolve(provider: Optional[str], api_key: Optional[str], api_url: Optional[str],
-            domain: Optional[str], request_timeout: Optional[float]) -> ConnectionConfig:
+def resolve(provider: str | None, api_key: str | None, api_url: str | None,
+            domain: str | None, request_timeout: float | None) -> ConnectionConfig:
     """Builds the connection config from arguments, environment and config files."""
     provider = provider or os.environ.get("ABX_PROVIDER") or "local"
     timeout = DEFAULT_REQUEST_TIMEOUT if request_timeout is None else request_timeout
@@ -67,7 +66,8 @@ def resolve(provider: Optional[str], api_key: Optional[str], api_url: Optional[s
     if provider == "e2b":
         key = api_key or os.environ.get("ABX_SANDBOX_API_KEY") or os.environ.get("E2B_API_KEY")
         url = api_url or os.environ.get("E2B_API_URL") or "https://api.e2b.app"
-        return ConnectionConfig("e2b", url, _require_key(key, provider), domain or "e2b.app", timeout)
+        return ConnectionConfig("e2b", url, _require_key(key, provider), domain or "e2b.app",
+                                timeout)
     if provider == "alicloud-express":
         remote_url = api_url or os.environ.get("ABX_SANDBOX_API_URL")
         dom = domain or os.environ.get("ABX_SANDBOX_DOMAIN")
@@ -82,14 +82,14 @@ def resolve(provider: Optional[str], api_key: Optional[str], api_url: Optional[s
         f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
 
 
-def _require_key(key: Optional[str], provider: str) -> str:
+def _require_key(key: str | None, provider: str) -> str:
     if not key:
         raise AuthenticationError(
             f"provider {provider!r} needs an API key: pass api_key= or set ABX_SANDBOX_API_KEY")
     return key
 
 
-def _resolve_local(api_key: Optional[str], api_url: Optional[str], timeout: float) -> ConnectionConfig:
+def _resolve_local(api_key: str | None, api_url: str | None, timeout: float) -> ConnectionConfig:
     config = read_config_file()
     explicit_url = api_url or os.environ.get("ABX_SANDBOX_API_URL") or config.get("sandbox_api_url")
     url = explicit_url or read_daemon_address() or ""
@@ -117,12 +117,12 @@ def state_dir() -> Path:
     return Path(base) / "abx"
 
 
-def read_daemon_address() -> Optional[str]:
+def read_daemon_address() -> str | None:
     """The URL the local daemon wrote when it started listening, if any."""
     return _read_text(state_dir() / "daemon.addr")
 
 
-def read_config_file() -> Dict[str, str]:
+def read_config_file() -> dict[str, str]:
     """Top-level string settings of config.toml (empty if there is none)."""
     text = _read_text(config_dir() / "config.toml")
     if not text:
@@ -137,7 +137,7 @@ def read_config_file() -> Dict[str, str]:
 _TOML_LINE = re.compile(r'^\s*([A-Za-z0-9_-]+)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(#.*)?$')
 
 
-def _parse_flat_toml(text: str) -> Dict[str, str]:
+def _parse_flat_toml(text: str) -> dict[str, str]:
     """Reads `key = "value"` lines: all abx writes, for Pythons without tomllib."""
     found = {}
     for line in text.splitlines():
@@ -147,7 +147,7 @@ def _parse_flat_toml(text: str) -> Dict[str, str]:
     return found
 
 
-def _read_text(path: Path) -> Optional[str]:
+def _read_text(path: Path) -> str | None:
     try:
         return path.read_text().strip() or None
     except OSError:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 END_STREAM_FLAG = 0x02
 COMPRESSED_FLAG = 0x01
 _HEADER = struct.Struct(">BI")
 
 
-def encode_envelope(message: Dict[str, Any]) -> bytes:
+def encode_envelope(message: dict[str, Any]) -> bytes:
     """Frames one request message for a server-streaming call."""
     payload = json.dumps(message).encode()
     return _HEADER.pack(0, len(payload)) + payload
@@ -27,9 +27,9 @@ class EnvelopeDecoder:
     def __init__(self) -> None:
         self._buffer = bytearray()
         self.ended = False
-        self.end_error: Optional[Dict[str, Any]] = None
+        self.end_error: dict[str, Any] | None = None
 
-    def feed(self, chunk: bytes) -> List[Dict[str, Any]]:
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
         """Returns the messages completed by `chunk` (none after the end frame)."""
         self._buffer += chunk
         messages = []
@@ -40,7 +40,8 @@ class EnvelopeDecoder:
             payload = bytes(self._buffer[_HEADER.size:_HEADER.size + length])
             del self._buffer[:_HEADER.size + length]
             if flags & COMPRESSED_FLAG:
-                raise ValueError("server sent a compressed Connect frame; the SDK asks for identity")
+                raise ValueError(
+                    "server sent a compressed Connect frame; the SDK asks for identity")
             body = json.loads(payload or b"{}")
             if flags & END_STREAM_FLAG:
                 self.ended = True

@@ -5,18 +5,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from typing import Optional, Set
 
 from .errors import SandboxException
 
 START_TIMEOUT = 60.0
 HEALTH_WAIT = 20.0
 
-healthy_urls: Set[str] = set()
+healthy_urls: set[str] = set()
 """Daemon URLs seen answering /health in this process: checked once, not per sandbox."""
 
 
-def find_abx() -> Optional[str]:
+def find_abx() -> str | None:
     """$ABX_BIN, else `abx` on PATH."""
     explicit = os.environ.get("ABX_BIN")
     if explicit:

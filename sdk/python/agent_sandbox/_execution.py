@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 
 from .errors import TimeoutError
 from .models import Execution, ExecutionError, Result
@@ -14,7 +14,7 @@ class ExecutionBuilder:
     def __init__(self) -> None:
         self.execution = Execution()
 
-    def handle(self, line: Dict[str, Any]) -> Optional[Tuple[str, Any]]:
+    def handle(self, line: dict[str, Any]) -> tuple[str, Any] | None:
         """Records a line; returns (callback name, value) for lines users may watch."""
         kind = line.get("type")
         if kind in ("stdout", "stderr"):
@@ -39,7 +39,7 @@ def _traceback_text(traceback: Any) -> str:
     return "\n".join(traceback) if isinstance(traceback, list) else str(traceback)
 
 
-def code_timeout_error(timeout: Optional[float]) -> TimeoutError:
+def code_timeout_error(timeout: float | None) -> TimeoutError:
     """The error raised when run_code passes its timeout (the code is interrupted)."""
     return TimeoutError(f"run_code: the code ran past its {timeout} s timeout and was "
                         "interrupted; the context keeps its state. Pass a larger timeout=")

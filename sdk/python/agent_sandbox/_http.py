@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any
 
 import httpx
 
@@ -39,17 +40,17 @@ class Call:
     url: str
     plane: str  # "control", "envd" or "jupyter": decides how failures read
     subject: str  # e.g. "sandbox i1x2", "/home/user/a.txt", "process 42"
-    headers: Dict[str, str] = field(default_factory=dict)
-    params: Optional[Dict[str, Any]] = None
+    headers: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] | None = None
     json: Any = None
     content: Any = None
     files: Any = None
     timeout: Any = None  # None: the client's default; else an httpx timeout value
-    sandbox_id: Optional[str] = None  # control-plane calls about one sandbox: 404 means it is gone
+    sandbox_id: str | None = None  # control-plane calls about one sandbox: 404 means it is gone
 
-    def send_kwargs(self) -> Dict[str, Any]:
+    def send_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for httpx's `build_request`."""
-        kwargs: Dict[str, Any] = {"headers": self.headers}
+        kwargs: dict[str, Any] = {"headers": self.headers}
         for name in ("params", "json", "content", "files"):
             value = getattr(self, name)
             if value is not None:
@@ -59,7 +60,7 @@ class Call:
         return kwargs
 
 
-def retry_delay(status: int, headers: Mapping[str, str], attempt: int) -> Optional[float]:
+def retry_delay(status: int, headers: Mapping[str, str], attempt: int) -> float | None:
     """Seconds to wait before retrying a 429, or None when retries are used up."""
     if status != 429 or attempt >= MAX_RATE_LIMIT_RETRIES:
         return None
@@ -70,7 +71,7 @@ def retry_delay(status: int, headers: Mapping[str, str], attempt: int) -> Option
     return min(max(delay, 0.0), MAX_RETRY_AFTER)
 
 
-def parse_error_body(body: bytes) -> Tuple[Optional[str], str]:
+def parse_error_body(body: bytes) -> tuple[str | None, str]:
     """(Connect code or None, message) from a JSON or plain-text error body."""
     text = body.decode(errors="replace").strip()
     try:
@@ -118,7 +119,8 @@ def error_from_code(call: Call, code: str, message: str, status: int = 200) -> S
     if code == "unauthenticated":
         return AuthenticationError(f"{call.subject}: {message}")
     if code == "unimplemented":
-        return UnsupportedError(f"{call.subject}: the server does not implement this call ({message})")
+        return UnsupportedError(
+            f"{call.subject}: the server does not implement this call ({message})")
     return SandboxException(f"{call.subject}: {code} (HTTP {status}): {message}")
 
 
@@ -141,7 +143,8 @@ def _proxy_error(call: Call, message: str) -> SandboxException:
         return SandboxNotFound(f"{call.subject}: the sandbox was not found ({message}); "
                                "it was killed or its timeout expired")
     if "port" in lowered:
-        return SandboxException(f"{call.subject}: {message}; is the server inside the sandbox running?")
+        return SandboxException(
+            f"{call.subject}: {message}; is the server inside the sandbox running?")
     return TimeoutError(f"{call.subject}: the sandbox is not reachable ({message}); "
                         "it may have timed out: extend it with set_timeout()")
 
@@ -152,10 +155,12 @@ def transport_errors(call: Call) -> Iterator[None]:
     try:
         yield
     except httpx.TimeoutException as error:
-        raise TimeoutError(f"{call.subject}: no answer from {call.url} in time ({type(error).__name__}); "
-                           "pass a larger timeout= or request_timeout=") from error
+        raise TimeoutError(
+            f"{call.subject}: no answer from {call.url} in time ({type(error).__name__}); "
+            "pass a larger timeout= or request_timeout=") from error
     except httpx.ConnectError as error:
         raise SandboxException(f"{call.subject}: cannot connect to {call.url} ({error}); is the "
                                "server running? (local: `abx daemon start`)") from error
     except httpx.TransportError as error:
-        raise SandboxException(f"{call.subject}: connection to {call.url} failed ({error})") from error
+        raise SandboxException(
+            f"{call.subject}: connection to {call.url} failed ({error})") from error

@@ -10,9 +10,10 @@ import base64
 import io
 import posixpath
 import urllib.parse
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, TypeVar
 
 import httpx
 
@@ -49,15 +50,15 @@ class Target:
 
     config: ConnectionConfig
     sandbox_id: str
-    access_token: Optional[str] = None
-    envd_version: Optional[str] = None
-    domain: Optional[str] = None
+    access_token: str | None = None
+    envd_version: str | None = None
+    domain: str | None = None
 
     def url(self, port: int, path: str) -> str:
         """Absolute URL of `path` on `port` inside the sandbox."""
         return self.config.sandbox_url(self.sandbox_id, port, self.domain) + path
 
-    def headers(self, port: int, user: Optional[str] = None) -> Dict[str, str]:
+    def headers(self, port: int, user: str | None = None) -> dict[str, str]:
         """Routing, access-token and (optional) user headers for `port`."""
         headers = sandbox_headers(self.sandbox_id, port, self.access_token)
         if user:
@@ -66,7 +67,7 @@ class Target:
         return headers
 
 
-def absolute_path(path: str, user: Optional[str] = None) -> str:
+def absolute_path(path: str, user: str | None = None) -> str:
     """Resolves a path relative to the user's home, as a shell in the sandbox would."""
     if path.startswith("/"):
         return path
@@ -90,7 +91,7 @@ def _about(config: ConnectionConfig, method: str, sandbox_id: str, path: str = "
 
 
 def create_sandbox(config: ConnectionConfig, template: str, timeout: int,
-                   envs: Optional[Dict[str, str]], metadata: Optional[Dict[str, str]],
+                   envs: dict[str, str] | None, metadata: dict[str, str] | None,
                    allow_internet_access: bool) -> Op[Target]:
     """POST /sandboxes; the response's envdAccessToken authorizes the sandbox plane."""
     body = {"templateID": template, "timeout": timeout, "secure": True,
@@ -107,7 +108,7 @@ def connect_sandbox(config: ConnectionConfig, sandbox_id: str, timeout: int) -> 
     return _target_from(config, response.json())
 
 
-def _target_from(config: ConnectionConfig, body: Dict[str, Any]) -> Target:
+def _target_from(config: ConnectionConfig, body: dict[str, Any]) -> Target:
     return Target(config, body["sandboxID"], body.get("envdAccessToken"), body.get("envdVersion"),
                   body.get("domain"))
 
@@ -132,15 +133,15 @@ def get_info(config: ConnectionConfig, sandbox_id: str) -> Op[SandboxInfo]:
     return sandbox_info(response.json())
 
 
-def list_sandboxes(config: ConnectionConfig, query: Optional[SandboxQuery],
-                   limit: Optional[int]) -> Op[List[SandboxInfo]]:
+def list_sandboxes(config: ConnectionConfig, query: SandboxQuery | None,
+                   limit: int | None) -> Op[list[SandboxInfo]]:
     """GET /v2/sandboxes, following X-Next-Token until `limit` sandboxes or the last page."""
-    params: Dict[str, Any] = {"limit": min(limit or LIST_PAGE_SIZE, LIST_PAGE_SIZE)}
+    params: dict[str, Any] = {"limit": min(limit or LIST_PAGE_SIZE, LIST_PAGE_SIZE)}
     if query and query.metadata:
         params["metadata"] = urllib.parse.urlencode(query.metadata)
     if query and query.state:
         params["state"] = ",".join(query.state)
-    found: List[SandboxInfo] = []
+    found: list[SandboxInfo] = []
     while True:
         response = yield _control(config, "GET", "/v2/sandboxes", "list sandboxes",
                                   params=dict(params))
@@ -151,7 +152,7 @@ def list_sandboxes(config: ConnectionConfig, query: Optional[SandboxQuery],
         params["nextToken"] = token
 
 
-def sandbox_info(body: Dict[str, Any]) -> SandboxInfo:
+def sandbox_info(body: dict[str, Any]) -> SandboxInfo:
     """SandboxInfo from a ListedSandbox / SandboxDetail object."""
     return SandboxInfo(sandbox_id=body["sandboxID"], template_id=body.get("templateID", ""),
                        name=body.get("alias"), metadata=body.get("metadata") or {},
@@ -161,14 +162,15 @@ def sandbox_info(body: Dict[str, Any]) -> SandboxInfo:
                        envd_version=body.get("envdVersion"))
 
 
-def parse_time(value: Optional[str]) -> Optional[datetime]:
+def parse_time(value: str | None) -> datetime | None:
     """RFC 3339 → aware datetime (nanoseconds are cut to what Python holds)."""
     if not value:
         return None
     text = value.replace("Z", "+00:00")
     if "." in text:
         head, _, tail = text.partition(".")
-        digits = "".join(c for c in tail if c.isdigit())
+        # The fraction is the leading digits only: an offset's digits are not part of it.
+        digits = tail[:len(tail) - len(tail.lstrip("0123456789"))]
         text = f"{head}.{digits[:6].ljust(6, '0')}{tail[len(digits):]}"
     parsed = datetime.fromisoformat(text)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
@@ -177,8 +179,8 @@ def parse_time(value: Optional[str]) -> Optional[datetime]:
 # ---------------------------------------------------------------- envd RPC
 
 
-def rpc_call(target: Target, method: str, body: Dict[str, Any], subject: str,
-             user: Optional[str] = None) -> Call:
+def rpc_call(target: Target, method: str, body: dict[str, Any], subject: str,
+             user: str | None = None) -> Call:
     """A Connect unary call, JSON codec."""
     headers = target.headers(ENVD_PORT, user)
     headers.update({"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
@@ -186,8 +188,8 @@ def rpc_call(target: Target, method: str, body: Dict[str, Any], subject: str,
                 json=body)
 
 
-def stream_call(target: Target, method: str, body: Dict[str, Any], subject: str,
-                user: Optional[str] = None, timeout_ms: int = 0) -> Call:
+def stream_call(target: Target, method: str, body: dict[str, Any], subject: str,
+                user: str | None = None, timeout_ms: int = 0) -> Call:
     """A Connect server-streaming call: one enveloped request, reads stay open."""
     headers = target.headers(ENVD_PORT, user)
     headers.update({"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1",
@@ -204,7 +206,7 @@ def stream_call(target: Target, method: str, body: Dict[str, Any], subject: str,
 # ---------------------------------------------------------------- files
 
 
-def read_call(target: Target, path: str, user: Optional[str], stream: bool = False) -> Call:
+def read_call(target: Target, path: str, user: str | None, stream: bool = False) -> Call:
     """GET /files?path=: the file's raw bytes."""
     path = absolute_path(path, user)
     params = {"path": path, **({"username": user} if user else {})}
@@ -213,7 +215,7 @@ def read_call(target: Target, path: str, user: Optional[str], stream: bool = Fal
                 headers=target.headers(ENVD_PORT), params=params, timeout=timeout)
 
 
-def read_file(target: Target, path: str, user: Optional[str]) -> Op[bytes]:
+def read_file(target: Target, path: str, user: str | None) -> Op[bytes]:
     """The whole file."""
     response = yield read_call(target, path, user)
     content: bytes = response.content
@@ -231,7 +233,7 @@ class _TextAsBytes:
         return text.encode()
 
 
-def _upload_part(path: str, data: FileData) -> Tuple[str, Tuple[str, Any, str]]:
+def _upload_part(path: str, data: FileData) -> tuple[str, tuple[str, Any, str]]:
     body: Any = data
     if isinstance(data, str):
         body = data.encode()
@@ -240,8 +242,8 @@ def _upload_part(path: str, data: FileData) -> Tuple[str, Tuple[str, Any, str]]:
     return ("file", (path, body, "application/octet-stream"))
 
 
-def write_files(target: Target, path_or_entries: Union[str, Sequence[WriteEntry]],
-                data: Optional[FileData], user: Optional[str]) -> Op[List[WriteInfo]]:
+def write_files(target: Target, path_or_entries: str | Sequence[WriteEntry],
+                data: FileData | None, user: str | None) -> Op[list[WriteInfo]]:
     """POST /files as multipart: one part per file, the filename being its full path.
 
     File-like data is streamed by httpx in chunks, never read whole.
@@ -250,7 +252,7 @@ def write_files(target: Target, path_or_entries: Union[str, Sequence[WriteEntry]
         if data is None:
             raise TypeError("files.write(path, data): data is missing")
         entries = [WriteEntry(absolute_path(path_or_entries, user), data)]
-        params: Dict[str, str] = {"path": entries[0].path}
+        params: dict[str, str] = {"path": entries[0].path}
         subject = entries[0].path
     else:
         entries = [WriteEntry(absolute_path(e.path, user), e.data) for e in path_or_entries]
@@ -272,11 +274,11 @@ _FILE_TYPES = {"FILE_TYPE_FILE": FileType.FILE, "file": FileType.FILE,
                "symlink": FileType.SYMLINK}
 
 
-def _file_type(value: Optional[str]) -> FileType:
+def _file_type(value: str | None) -> FileType:
     return _FILE_TYPES.get(value or "", FileType.UNKNOWN)
 
 
-def entry_info(body: Dict[str, Any]) -> EntryInfo:
+def entry_info(body: dict[str, Any]) -> EntryInfo:
     """EntryInfo from its proto3-JSON form."""
     return EntryInfo(name=body.get("name", ""), path=body.get("path", ""),
                      type=_file_type(body.get("type")), size=int(body.get("size") or 0),
@@ -286,7 +288,7 @@ def entry_info(body: Dict[str, Any]) -> EntryInfo:
                      symlink_target=body.get("symlinkTarget"))
 
 
-def list_dir(target: Target, path: str, depth: int, user: Optional[str]) -> Op[List[EntryInfo]]:
+def list_dir(target: Target, path: str, depth: int, user: str | None) -> Op[list[EntryInfo]]:
     """Filesystem/ListDir."""
     path = absolute_path(path, user)
     response = yield rpc_call(target, "filesystem.Filesystem/ListDir",
@@ -294,14 +296,14 @@ def list_dir(target: Target, path: str, depth: int, user: Optional[str]) -> Op[L
     return [entry_info(e) for e in response.json().get("entries", [])]
 
 
-def stat(target: Target, path: str, user: Optional[str]) -> Op[EntryInfo]:
+def stat(target: Target, path: str, user: str | None) -> Op[EntryInfo]:
     """Filesystem/Stat."""
     path = absolute_path(path, user)
     response = yield rpc_call(target, "filesystem.Filesystem/Stat", {"path": path}, path, user)
     return entry_info(response.json().get("entry", {}))
 
 
-def exists(target: Target, path: str, user: Optional[str]) -> Op[bool]:
+def exists(target: Target, path: str, user: str | None) -> Op[bool]:
     """Stat, with not-found as False."""
     try:
         yield from stat(target, path, user)
@@ -310,7 +312,7 @@ def exists(target: Target, path: str, user: Optional[str]) -> Op[bool]:
     return True
 
 
-def make_dir(target: Target, path: str, user: Optional[str]) -> Op[bool]:
+def make_dir(target: Target, path: str, user: str | None) -> Op[bool]:
     """Filesystem/MakeDir (with parents); False if it already existed."""
     path = absolute_path(path, user)
     try:
@@ -320,27 +322,27 @@ def make_dir(target: Target, path: str, user: Optional[str]) -> Op[bool]:
     return True
 
 
-def rename(target: Target, old: str, new: str, user: Optional[str]) -> Op[EntryInfo]:
+def rename(target: Target, old: str, new: str, user: str | None) -> Op[EntryInfo]:
     """Filesystem/Move."""
     body = {"source": absolute_path(old, user), "destination": absolute_path(new, user)}
     response = yield rpc_call(target, "filesystem.Filesystem/Move", body, body["source"], user)
     return entry_info(response.json().get("entry", {}))
 
 
-def remove(target: Target, path: str, user: Optional[str]) -> Op[None]:
+def remove(target: Target, path: str, user: str | None) -> Op[None]:
     """Filesystem/Remove (recursive for directories)."""
     path = absolute_path(path, user)
     yield rpc_call(target, "filesystem.Filesystem/Remove", {"path": path}, path, user)
 
 
-def watch_call(target: Target, path: str, recursive: bool, user: Optional[str]) -> Call:
+def watch_call(target: Target, path: str, recursive: bool, user: str | None) -> Call:
     """Filesystem/WatchDir stream."""
     path = absolute_path(path, user)
     return stream_call(target, "filesystem.Filesystem/WatchDir",
                        {"path": path, "recursive": recursive}, f"watch {path}", user)
 
 
-def filesystem_event(event: Dict[str, Any]) -> FilesystemEvent:
+def filesystem_event(event: dict[str, Any]) -> FilesystemEvent:
     """FilesystemEvent from its proto3-JSON form (EVENT_TYPE_CREATE → create)."""
     kind = str(event.get("type", "")).replace("EVENT_TYPE_", "").lower()
     return FilesystemEvent(name=event.get("name", ""), type=FilesystemEventType(kind))
@@ -350,10 +352,10 @@ def filesystem_event(event: Dict[str, Any]) -> FilesystemEvent:
 # ---------------------------------------------------------------- processes
 
 
-def start_call(target: Target, cmd: str, envs: Optional[Dict[str, str]], cwd: Optional[str],
-               user: Optional[str], timeout: float, stdin: bool) -> Call:
+def start_call(target: Target, cmd: str, envs: dict[str, str] | None, cwd: str | None,
+               user: str | None, timeout: float, stdin: bool) -> Call:
     """Process/Start: `cmd` runs as `/bin/bash -l -c cmd`."""
-    process: Dict[str, Any] = {"cmd": "/bin/bash", "args": ["-l", "-c", cmd], "envs": envs or {}}
+    process: dict[str, Any] = {"cmd": "/bin/bash", "args": ["-l", "-c", cmd], "envs": envs or {}}
     if cwd:
         process["cwd"] = absolute_path(cwd, user)
     return stream_call(target, "process.Process/Start", {"process": process, "stdin": stdin},
@@ -366,7 +368,7 @@ def connect_call(target: Target, pid: int, timeout: float) -> Call:
                        f"process {pid}", timeout_ms=int(timeout * 1000))
 
 
-def list_processes(target: Target) -> Op[List[ProcessInfo]]:
+def list_processes(target: Target) -> Op[list[ProcessInfo]]:
     """Process/List."""
     response = yield rpc_call(target, "process.Process/List", {}, "list processes")
     found = []
@@ -388,7 +390,7 @@ def kill_process(target: Target, pid: int) -> Op[bool]:
     return True
 
 
-def send_stdin(target: Target, pid: int, data: Union[str, bytes]) -> Op[None]:
+def send_stdin(target: Target, pid: int, data: str | bytes) -> Op[None]:
     """Process/SendInput."""
     raw = data.encode() if isinstance(data, str) else data
     yield rpc_call(target, "process.Process/SendInput",
@@ -410,8 +412,8 @@ def _jupyter(target: Target, method: str, path: str, subject: str, **kwargs: Any
                 headers=target.headers(JUPYTER_PORT), **kwargs)
 
 
-def execute_call(target: Target, code: str, language: Optional[str], context: Optional[Context],
-                 envs: Optional[Dict[str, str]], timeout: Optional[float]) -> Call:
+def execute_call(target: Target, code: str, language: str | None, context: Context | None,
+                 envs: dict[str, str] | None, timeout: float | None) -> Call:
     """POST /execute: NDJSON lines until the code finishes."""
     body = {"code": code, "context_id": context.id if context else None,
             "language": None if context else language, "env_vars": envs}
@@ -420,18 +422,18 @@ def execute_call(target: Target, code: str, language: Optional[str], context: Op
                     timeout=httpx.Timeout(target.config.request_timeout, read=read))
 
 
-def _context(body: Dict[str, Any]) -> Context:
+def _context(body: dict[str, Any]) -> Context:
     return Context(id=body["id"], language=body.get("language", ""), cwd=body.get("cwd", ""))
 
 
-def create_context(target: Target, language: Optional[str], cwd: Optional[str]) -> Op[Context]:
+def create_context(target: Target, language: str | None, cwd: str | None) -> Op[Context]:
     """POST /contexts."""
     body = {k: v for k, v in (("language", language), ("cwd", cwd)) if v}
     response = yield _jupyter(target, "POST", "/contexts", "create code context", json=body)
     return _context(response.json())
 
 
-def list_contexts(target: Target) -> Op[List[Context]]:
+def list_contexts(target: Target) -> Op[list[Context]]:
     """GET /contexts."""
     response = yield _jupyter(target, "GET", "/contexts", "list code contexts")
     return [_context(item) for item in response.json()]

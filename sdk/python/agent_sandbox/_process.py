@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import codecs
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from ._http import Call
 from .errors import CommandExitException, SandboxException
@@ -16,14 +16,14 @@ class ProcessOutput:
 
     def __init__(self, call: Call) -> None:
         self._call = call
-        self.pid: Optional[int] = None
-        self.stdout: List[str] = []
-        self.stderr: List[str] = []
-        self.end: Optional[Dict[str, Any]] = None
+        self.pid: int | None = None
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self.end: dict[str, Any] | None = None
         self._decoders = {name: codecs.getincrementaldecoder("utf-8")("replace")
                           for name in ("stdout", "stderr", "pty")}
 
-    def expect_start(self, message: Optional[Dict[str, Any]]) -> int:
+    def expect_start(self, message: dict[str, Any] | None) -> int:
         """The pid from the stream's first message, which must be the start event."""
         start = (message or {}).get("event", {}).get("start")
         if start is None:
@@ -32,7 +32,7 @@ class ProcessOutput:
         self.pid = int(start.get("pid", 0))
         return self.pid
 
-    def handle(self, message: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+    def handle(self, message: dict[str, Any]) -> tuple[str, str] | None:
         """Records one event; returns ("stdout"|"stderr", text) when there is output."""
         event = message.get("event", {})
         if "data" in event:
@@ -44,7 +44,7 @@ class ProcessOutput:
             self.end = event["end"]
         return None
 
-    def _append(self, name: str, text: str) -> Optional[Tuple[str, str]]:
+    def _append(self, name: str, text: str) -> tuple[str, str] | None:
         if not text:
             return None
         (self.stderr if name == "stderr" else self.stdout).append(text)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List
+from typing import Any
 
 from ._connect import EnvelopeDecoder
 from ._http import Call, error_from_code
@@ -17,7 +17,7 @@ class ConnectMessages:
         self._call = call
         self._decoder = EnvelopeDecoder()
 
-    def feed(self, chunk: bytes) -> List[Dict[str, Any]]:
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
         """Messages completed by `chunk`."""
         return self._decoder.feed(chunk)
 
@@ -39,7 +39,7 @@ class NdjsonMessages:
         self._call = call
         self._buffer = bytearray()
 
-    def feed(self, chunk: bytes) -> List[Dict[str, Any]]:
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
         """Objects on the lines completed by `chunk`."""
         self._buffer += chunk
         *lines, rest = bytes(self._buffer).split(b"\n")

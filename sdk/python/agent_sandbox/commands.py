@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Dict, List, Literal, Optional, Union, overload
+import builtins
+from typing import Callable, Literal, overload
 
 from . import _ops
 from ._async_transport import AsyncMessageStream, AsyncTransport, call_handler
@@ -19,8 +20,8 @@ class CommandHandle:
     """A running command: its output is collected (and handed to callbacks) in the background."""
 
     def __init__(self, transport: AsyncTransport, target: _ops.Target, stream: AsyncMessageStream,
-                 output: ProcessOutput, on_stdout: Optional[OutputHandler],
-                 on_stderr: Optional[OutputHandler], check: bool) -> None:
+                 output: ProcessOutput, on_stdout: OutputHandler | None,
+                 on_stderr: OutputHandler | None, check: bool) -> None:
         self._transport = transport
         self._target = target
         self._stream = stream
@@ -45,8 +46,8 @@ class CommandHandle:
         """Stderr received so far."""
         return "".join(self._output.stderr)
 
-    async def _collect(self, on_stdout: Optional[OutputHandler],
-                       on_stderr: Optional[OutputHandler]) -> None:
+    async def _collect(self, on_stdout: OutputHandler | None,
+                       on_stderr: OutputHandler | None) -> None:
         handlers = {"stdout": on_stdout, "stderr": on_stderr}
         try:
             async for message in self._stream:
@@ -65,7 +66,7 @@ class CommandHandle:
         """Sends SIGKILL; False if the process was already gone."""
         return await self._transport.run(_ops.kill_process(self._target, self.pid))
 
-    async def send_stdin(self, data: Union[str, bytes]) -> None:
+    async def send_stdin(self, data: str | bytes) -> None:
         """Writes to the process's stdin (start it with stdin=True)."""
         await self._transport.run(_ops.send_stdin(self._target, self.pid, data))
 
@@ -88,24 +89,24 @@ class Commands:
 
     @overload
     async def run(self, cmd: str, background: Literal[False] = False,
-                  envs: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
-                  user: Optional[str] = None, timeout: float = 60,
-                  on_stdout: Optional[OutputHandler] = None,
-                  on_stderr: Optional[OutputHandler] = None, stdin: bool = False,
+                  envs: dict[str, str] | None = None, cwd: str | None = None,
+                  user: str | None = None, timeout: float = 60,
+                  on_stdout: OutputHandler | None = None,
+                  on_stderr: OutputHandler | None = None, stdin: bool = False,
                   check: bool = True) -> CommandResult: ...
 
     @overload
-    async def run(self, cmd: str, background: Literal[True], envs: Optional[Dict[str, str]] = None,
-                  cwd: Optional[str] = None, user: Optional[str] = None, timeout: float = 60,
-                  on_stdout: Optional[OutputHandler] = None,
-                  on_stderr: Optional[OutputHandler] = None, stdin: bool = False,
+    async def run(self, cmd: str, background: Literal[True], envs: dict[str, str] | None = None,
+                  cwd: str | None = None, user: str | None = None, timeout: float = 60,
+                  on_stdout: OutputHandler | None = None,
+                  on_stderr: OutputHandler | None = None, stdin: bool = False,
                   check: bool = True) -> CommandHandle: ...
 
-    async def run(self, cmd: str, background: bool = False, envs: Optional[Dict[str, str]] = None,
-                  cwd: Optional[str] = None, user: Optional[str] = None, timeout: float = 60,
-                  on_stdout: Optional[OutputHandler] = None,
-                  on_stderr: Optional[OutputHandler] = None, stdin: bool = False,
-                  check: bool = True) -> Union[CommandResult, CommandHandle]:
+    async def run(self, cmd: str, background: bool = False, envs: dict[str, str] | None = None,
+                  cwd: str | None = None, user: str | None = None, timeout: float = 60,
+                  on_stdout: OutputHandler | None = None,
+                  on_stderr: OutputHandler | None = None, stdin: bool = False,
+                  check: bool = True) -> CommandResult | CommandHandle:
         """Runs a shell command; `timeout` seconds (0 = none) bound its whole life.
 
         Returns its result (raising CommandExitException on a non-zero exit when `check`), or,
@@ -116,15 +117,15 @@ class Commands:
         return handle if background else await handle.wait()
 
     async def connect(self, pid: int, timeout: float = 0,
-                      on_stdout: Optional[OutputHandler] = None,
-                      on_stderr: Optional[OutputHandler] = None,
+                      on_stdout: OutputHandler | None = None,
+                      on_stderr: OutputHandler | None = None,
                       check: bool = True) -> CommandHandle:
         """Attaches to a running process's output (from now on)."""
         call = _ops.connect_call(self._target, pid, timeout)
         return await self._open(call, on_stdout, on_stderr, check)
 
-    async def _open(self, call: Call, on_stdout: Optional[OutputHandler],
-                    on_stderr: Optional[OutputHandler], check: bool) -> CommandHandle:
+    async def _open(self, call: Call, on_stdout: OutputHandler | None,
+                    on_stderr: OutputHandler | None, check: bool) -> CommandHandle:
         stream = await self._transport.connect_stream(call)
         output = ProcessOutput(call)
         try:
@@ -135,7 +136,7 @@ class Commands:
         return CommandHandle(self._transport, self._target, stream, output, on_stdout, on_stderr,
                              check)
 
-    async def list(self) -> List[ProcessInfo]:
+    async def list(self) -> builtins.list[ProcessInfo]:
         """Processes started through the API that are still running."""
         return await self._transport.run(_ops.list_processes(self._target))
 
@@ -143,7 +144,7 @@ class Commands:
         """SIGKILLs a process; False if there is no such pid."""
         return await self._transport.run(_ops.kill_process(self._target, pid))
 
-    async def send_stdin(self, pid: int, data: Union[str, bytes]) -> None:
+    async def send_stdin(self, pid: int, data: str | bytes) -> None:
         """Writes to a process's stdin."""
         await self._transport.run(_ops.send_stdin(self._target, pid, data))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-from typing import Optional
 
 
 class SandboxException(Exception):
@@ -41,9 +40,10 @@ class UnsupportedError(SandboxException):
 class CommandExitException(SandboxException):
     """A command exited with a non-zero code (raised when `check=True`)."""
 
-    def __init__(self, stdout: str, stderr: str, exit_code: int, error: Optional[str]) -> None:
+    def __init__(self, stdout: str, stderr: str, exit_code: int, error: str | None) -> None:
         detail = error or (stderr.strip().splitlines()[-1] if stderr.strip() else "")
-        super().__init__(f"command exited with code {exit_code}" + (f": {detail}" if detail else ""))
+        suffix = f": {detail}" if detail else ""
+        super().__init__(f"command exited with code {exit_code}{suffix}")
         self.stdout = stdout
         self.stderr = stderr
         self.exit_code = exit_code

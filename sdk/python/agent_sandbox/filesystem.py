@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import AsyncIterator, Callable, List, Literal, Optional, Sequence, Union, overload
+import builtins
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Callable, Literal, overload
 
 import httpx
 
@@ -25,17 +28,17 @@ class Filesystem:
 
     @overload
     async def read(self, path: str, format: Literal["text"] = "text",
-                   user: Optional[str] = None) -> str: ...
+                   user: str | None = None) -> str: ...
 
     @overload
-    async def read(self, path: str, format: Literal["bytes"], user: Optional[str] = None) -> bytes: ...
+    async def read(self, path: str, format: Literal["bytes"], user: str | None = None) -> bytes: ...
 
     @overload
     async def read(self, path: str, format: Literal["stream"],
-                   user: Optional[str] = None) -> AsyncIterator[bytes]: ...
+                   user: str | None = None) -> AsyncIterator[bytes]: ...
 
     async def read(self, path: str, format: str = "text",
-                   user: Optional[str] = None) -> Union[str, bytes, AsyncIterator[bytes]]:
+                   user: str | None = None) -> str | bytes | AsyncIterator[bytes]:
         """Reads a file as text (UTF-8), bytes, or a stream of chunks (never loaded whole)."""
         if format == "stream":
             call = _ops.read_call(self._target, path, user, stream=True)
@@ -46,14 +49,14 @@ class Filesystem:
         return data.decode() if format == "text" else data
 
     @overload
-    async def write(self, path: str, data: FileData, user: Optional[str] = None) -> WriteInfo: ...
+    async def write(self, path: str, data: FileData, user: str | None = None) -> WriteInfo: ...
 
     @overload
     async def write(self, path: Sequence[WriteEntry], data: None = None,
-                    user: Optional[str] = None) -> List[WriteInfo]: ...
+                    user: str | None = None) -> builtins.list[WriteInfo]: ...
 
-    async def write(self, path: Union[str, Sequence[WriteEntry]], data: Optional[FileData] = None,
-                    user: Optional[str] = None) -> Union[WriteInfo, List[WriteInfo]]:
+    async def write(self, path: str | Sequence[WriteEntry], data: FileData | None = None,
+                    user: str | None = None) -> WriteInfo | builtins.list[WriteInfo]:
         """Writes one file (str, bytes or a file-like object, streamed), or many in one request.
 
         Parent directories are created; an existing file is replaced.
@@ -63,32 +66,33 @@ class Filesystem:
             return written[0] if written else WriteInfo(name=path.rsplit("/", 1)[-1], path=path)
         return written
 
-    async def list(self, path: str, depth: int = 1, user: Optional[str] = None) -> List[EntryInfo]:
+    async def list(self, path: str, depth: int = 1,
+                   user: str | None = None) -> builtins.list[EntryInfo]:
         """Entries of a directory, `depth` levels deep."""
         return await self._transport.run(_ops.list_dir(self._target, path, depth, user))
 
-    async def exists(self, path: str, user: Optional[str] = None) -> bool:
+    async def exists(self, path: str, user: str | None = None) -> bool:
         """True if the path exists."""
         return await self._transport.run(_ops.exists(self._target, path, user))
 
-    async def get_info(self, path: str, user: Optional[str] = None) -> EntryInfo:
+    async def get_info(self, path: str, user: str | None = None) -> EntryInfo:
         """Type, size, mode, owner and times of a path."""
         return await self._transport.run(_ops.stat(self._target, path, user))
 
-    async def make_dir(self, path: str, user: Optional[str] = None) -> bool:
+    async def make_dir(self, path: str, user: str | None = None) -> bool:
         """Creates a directory and its parents; False if it already existed."""
         return await self._transport.run(_ops.make_dir(self._target, path, user))
 
-    async def rename(self, old_path: str, new_path: str, user: Optional[str] = None) -> EntryInfo:
+    async def rename(self, old_path: str, new_path: str, user: str | None = None) -> EntryInfo:
         """Moves a file or directory."""
         return await self._transport.run(_ops.rename(self._target, old_path, new_path, user))
 
-    async def remove(self, path: str, user: Optional[str] = None) -> None:
+    async def remove(self, path: str, user: str | None = None) -> None:
         """Removes a file or a directory tree."""
         await self._transport.run(_ops.remove(self._target, path, user))
 
     async def watch_dir(self, path: str, on_event: EventHandler, recursive: bool = False,
-                        user: Optional[str] = None) -> "WatchHandle":
+                        user: str | None = None) -> WatchHandle:
         """Calls `on_event` for each change in `path` until `stop()` is called."""
         call = _ops.watch_call(self._target, path, recursive, user)
         stream = await self._transport.connect_stream(call)
@@ -115,10 +119,8 @@ class WatchHandle:
     async def stop(self) -> None:
         """Stops watching and closes the stream."""
         self._task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        except asyncio.CancelledError:
-            pass
         await self._stream.aclose()
 
 

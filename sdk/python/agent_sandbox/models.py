@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import IO, Any, Dict, List, Optional, Union
+from typing import IO, Any, Union
 
 FileData = Union[str, bytes, IO[bytes], IO[str]]
 """What `files.write` accepts: text, bytes, or a file-like object (streamed)."""
@@ -17,22 +17,22 @@ class SandboxInfo:
 
     sandbox_id: str
     template_id: str
-    name: Optional[str] = None
-    metadata: Dict[str, str] = field(default_factory=dict)
-    started_at: Optional[datetime] = None
-    end_at: Optional[datetime] = None
+    name: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    started_at: datetime | None = None
+    end_at: datetime | None = None
     state: str = "running"
-    cpu_count: Optional[int] = None
-    memory_mb: Optional[int] = None
-    envd_version: Optional[str] = None
+    cpu_count: int | None = None
+    memory_mb: int | None = None
+    envd_version: str | None = None
 
 
 @dataclass
 class SandboxQuery:
     """Filter for `Sandbox.list`: metadata must all match; state is running and/or paused."""
 
-    metadata: Optional[Dict[str, str]] = None
-    state: Optional[List[str]] = None
+    metadata: dict[str, str] | None = None
+    state: list[str] | None = None
 
 
 class FileType(str, Enum):
@@ -56,8 +56,8 @@ class EntryInfo:
     permissions: str = ""
     owner: str = ""
     group: str = ""
-    modified_time: Optional[datetime] = None
-    symlink_target: Optional[str] = None
+    modified_time: datetime | None = None
+    symlink_target: str | None = None
 
 
 @dataclass
@@ -102,7 +102,7 @@ class CommandResult:
     stdout: str
     stderr: str
     exit_code: int
-    error: Optional[str] = None
+    error: str | None = None
 
 
 @dataclass
@@ -111,10 +111,10 @@ class ProcessInfo:
 
     pid: int
     cmd: str
-    args: List[str] = field(default_factory=list)
-    envs: Dict[str, str] = field(default_factory=dict)
-    cwd: Optional[str] = None
-    tag: Optional[str] = None
+    args: list[str] = field(default_factory=list)
+    envs: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    tag: str | None = None
 
 
 @dataclass
@@ -130,8 +130,8 @@ class Context:
 class Logs:
     """Chunks the code printed, in order."""
 
-    stdout: List[str] = field(default_factory=list)
-    stderr: List[str] = field(default_factory=list)
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -151,28 +151,28 @@ _RESULT_FORMATS = ("text", "html", "markdown", "svg", "png", "jpeg", "pdf", "lat
 class Result:
     """A rich value produced by executed code (last expression or a display call)."""
 
-    text: Optional[str] = None
-    html: Optional[str] = None
-    markdown: Optional[str] = None
-    svg: Optional[str] = None
-    png: Optional[str] = None
-    jpeg: Optional[str] = None
-    pdf: Optional[str] = None
-    latex: Optional[str] = None
-    json: Optional[Any] = None
-    javascript: Optional[str] = None
-    data: Optional[Any] = None
-    chart: Optional[Any] = None
-    extra: Dict[str, Any] = field(default_factory=dict)
+    text: str | None = None
+    html: str | None = None
+    markdown: str | None = None
+    svg: str | None = None
+    png: str | None = None
+    jpeg: str | None = None
+    pdf: str | None = None
+    latex: str | None = None
+    json: Any | None = None
+    javascript: str | None = None
+    data: Any | None = None
+    chart: Any | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
     is_main_result: bool = False
 
-    def formats(self) -> List[str]:
+    def formats(self) -> list[str]:
         """Names of the formats this result carries (e.g. ["text", "png"])."""
         present = [name for name in _RESULT_FORMATS if getattr(self, name) is not None]
         return present + list(self.extra)
 
     @classmethod
-    def from_json(cls, line: Dict[str, Any]) -> "Result":
+    def from_json(cls, line: dict[str, Any]) -> Result:
         """Builds a result from an NDJSON `result` line."""
         known = {name: line[name] for name in _RESULT_FORMATS if name in line}
         ignored = set(_RESULT_FORMATS) | {"type", "is_main_result", "extra"}
@@ -185,10 +185,10 @@ class Result:
 class Execution:
     """Everything one `run_code` call produced."""
 
-    results: List[Result] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
     logs: Logs = field(default_factory=Logs)
-    error: Optional[ExecutionError] = None
-    execution_count: Optional[int] = None
+    error: ExecutionError | None = None
+    execution_count: int | None = None
 
     @property
     def stdout(self) -> str:
@@ -201,7 +201,7 @@ class Execution:
         return "".join(self.logs.stderr)
 
     @property
-    def main_result(self) -> Optional[Result]:
+    def main_result(self) -> Result | None:
         """The value of the last expression, if it had one."""
         return next((r for r in self.results if r.is_main_result), None)
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Type
+from typing import Any, Callable
 
 from . import _config, _ops
 from ._async_transport import AsyncTransport, call_handler
@@ -36,18 +37,18 @@ class Sandbox:
         return self._target.sandbox_id
 
     @property
-    def envd_version(self) -> Optional[str]:
+    def envd_version(self) -> str | None:
         """Version of the in-sandbox API the server reported."""
         return self._target.envd_version
 
     @classmethod
     async def create(cls, template: str = DEFAULT_TEMPLATE, timeout: int = DEFAULT_TIMEOUT,
-                     envs: Optional[Dict[str, str]] = None,
-                     metadata: Optional[Dict[str, str]] = None, provider: Optional[str] = None,
-                     api_key: Optional[str] = None, api_url: Optional[str] = None,
-                     domain: Optional[str] = None,
+                     envs: dict[str, str] | None = None,
+                     metadata: dict[str, str] | None = None, provider: str | None = None,
+                     api_key: str | None = None, api_url: str | None = None,
+                     domain: str | None = None,
                      request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
-                     allow_internet_access: bool = True) -> "Sandbox":
+                     allow_internet_access: bool = True) -> Sandbox:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
         `provider` is "local" (default: the abx daemon, started if needed), "e2b" or
@@ -67,26 +68,28 @@ class Sandbox:
 
     @classmethod
     async def connect(cls, sandbox_id: str, timeout: int = DEFAULT_TIMEOUT,
-                      provider: Optional[str] = None, api_key: Optional[str] = None,
-                      api_url: Optional[str] = None, domain: Optional[str] = None,
-                      request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> "Sandbox":
+                      provider: str | None = None, api_key: str | None = None,
+                      api_url: str | None = None, domain: str | None = None,
+                      request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> Sandbox:
         """Connects to an existing sandbox (resuming it if paused); raises SandboxNotFound."""
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
 
         transport = await _open_transport(resolve)
         try:
-            target = await transport.run(_ops.connect_sandbox(transport.config, sandbox_id, timeout))
+            target = await transport.run(
+                _ops.connect_sandbox(transport.config, sandbox_id, timeout))
         except BaseException:
             await transport.aclose()
             raise
         return cls(transport, target)
 
     @staticmethod
-    async def list(query: Optional[SandboxQuery] = None, limit: Optional[int] = None,
-                   provider: Optional[str] = None, api_key: Optional[str] = None,
-                   api_url: Optional[str] = None, domain: Optional[str] = None,
-                   request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> List[SandboxInfo]:
+    async def list(query: SandboxQuery | None = None, limit: int | None = None,
+                   provider: str | None = None, api_key: str | None = None,
+                   api_url: str | None = None, domain: str | None = None,
+                   request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
+                   ) -> builtins.list[SandboxInfo]:
         """Sandboxes matching `query`, all pages (at most `limit` if given)."""
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
@@ -111,7 +114,8 @@ class Sandbox:
 
     async def set_timeout(self, seconds: int) -> None:
         """The sandbox now ends `seconds` from now."""
-        await self._transport.run(_ops.set_timeout(self._transport.config, self.sandbox_id, seconds))
+        config = self._transport.config
+        await self._transport.run(_ops.set_timeout(config, self.sandbox_id, seconds))
 
     async def get_info(self) -> SandboxInfo:
         """Template, metadata, start and end time of the sandbox."""
@@ -125,13 +129,13 @@ class Sandbox:
             return False
         return True
 
-    async def run_code(self, code: str, language: str = "python", context: Optional[Context] = None,
-                       envs: Optional[Dict[str, str]] = None,
-                       on_stdout: Optional[Callable[[str], Any]] = None,
-                       on_stderr: Optional[Callable[[str], Any]] = None,
-                       on_result: Optional[Callable[[Result], Any]] = None,
-                       on_error: Optional[Callable[[ExecutionError], Any]] = None,
-                       timeout: Optional[float] = DEFAULT_CODE_TIMEOUT) -> Execution:
+    async def run_code(self, code: str, language: str = "python", context: Context | None = None,
+                       envs: dict[str, str] | None = None,
+                       on_stdout: Callable[[str], Any] | None = None,
+                       on_stderr: Callable[[str], Any] | None = None,
+                       on_result: Callable[[Result], Any] | None = None,
+                       on_error: Callable[[ExecutionError], Any] | None = None,
+                       timeout: float | None = DEFAULT_CODE_TIMEOUT) -> Execution:
         """Runs code in a stateful interpreter context (the language's default one if none).
 
         On timeout the code is interrupted (the context and sandbox live on) and
@@ -161,11 +165,11 @@ class Sandbox:
         return builder.execution
 
     async def create_code_context(self, language: str = "python",
-                                  cwd: Optional[str] = None) -> Context:
+                                  cwd: str | None = None) -> Context:
         """A new interpreter context with its own state."""
         return await self._transport.run(_ops.create_context(self._target, language, cwd))
 
-    async def list_code_contexts(self) -> List[Context]:
+    async def list_code_contexts(self) -> builtins.list[Context]:
         """The sandbox's interpreter contexts."""
         return await self._transport.run(_ops.list_contexts(self._target))
 
@@ -177,11 +181,11 @@ class Sandbox:
         """Removes a context and stops its interpreter."""
         await self._transport.run(_ops.remove_context(self._target, context.id))
 
-    async def __aenter__(self) -> "Sandbox":
+    async def __aenter__(self) -> Sandbox:
         return self
 
-    async def __aexit__(self, exc_type: Optional[Type[BaseException]],
-                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.kill()
 
 

@@ -11,6 +11,7 @@ Local provider only: E2B's clouds build templates their own way.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import io
 import json
 import os
@@ -18,13 +19,15 @@ import stat
 import tarfile
 import tempfile
 import urllib.parse
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Union
 
 import httpx
 
 from . import _config
+from ._config import ConnectionConfig
 from .errors import InvalidArgumentError, NotFoundError, SandboxException
 
 PREFIX = "/abx/v1/templates"
@@ -46,13 +49,13 @@ class TemplateInfo:
     built: bool
     size_bytes: int
     created_ms: int
-    env: Dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
     workdir: str = ""
     user: str = ""
     layers: int = 0  # overlay layers it is made of (0 for templates that are not layered)
 
     @staticmethod
-    def from_json(body: Dict[str, Any]) -> "TemplateInfo":
+    def from_json(body: dict[str, Any]) -> TemplateInfo:
         return TemplateInfo(
             name=body.get("name", ""), resolved=body.get("resolved", ""),
             source=body.get("source", ""), built=bool(body.get("built", True)),
@@ -83,7 +86,7 @@ class Template:
     """Class methods over the local daemon's templates."""
 
     @staticmethod
-    def _config(api_key: Optional[str], api_url: Optional[str]) -> _config.ConnectionConfig:
+    def _config(api_key: str | None, api_url: str | None) -> ConnectionConfig:
         config = _config.resolve("local", api_key, api_url, None, None)
         if not config.api_url:
             raise InvalidArgumentError(
@@ -91,13 +94,13 @@ class Template:
         return config
 
     @staticmethod
-    def _url(config: _config.ConnectionConfig, name: str = "", suffix: str = "") -> str:
+    def _url(config: ConnectionConfig, name: str = "", suffix: str = "") -> str:
         path = PREFIX + ("/" + urllib.parse.quote(name, safe="") if name else "") + suffix
         return config.api_url + path
 
     @classmethod
-    async def list(cls, api_key: Optional[str] = None,
-                   api_url: Optional[str] = None) -> List[TemplateInfo]:
+    async def list(cls, api_key: str | None = None,
+                   api_url: str | None = None) -> builtins.list[TemplateInfo]:
         config = cls._config(api_key, api_url)
         async with httpx.AsyncClient(timeout=config.request_timeout) as client:
             response = await client.get(cls._url(config), headers=config.control_headers())
@@ -105,8 +108,8 @@ class Template:
         return [TemplateInfo.from_json(t) for t in response.json().get("templates", [])]
 
     @classmethod
-    async def get(cls, name: str, api_key: Optional[str] = None,
-                  api_url: Optional[str] = None) -> TemplateInfo:
+    async def get(cls, name: str, api_key: str | None = None,
+                  api_url: str | None = None) -> TemplateInfo:
         config = cls._config(api_key, api_url)
         async with httpx.AsyncClient(timeout=config.request_timeout) as client:
             response = await client.get(cls._url(config, name), headers=config.control_headers())
@@ -114,8 +117,8 @@ class Template:
         return TemplateInfo.from_json(response.json())
 
     @classmethod
-    async def remove(cls, name: str, force: bool = False, api_key: Optional[str] = None,
-                     api_url: Optional[str] = None) -> None:
+    async def remove(cls, name: str, force: bool = False, api_key: str | None = None,
+                     api_url: str | None = None) -> None:
         """Removes a stored template; refused while sandboxes use it unless `force`."""
         config = cls._config(api_key, api_url)
         params = {"force": "true"} if force else {}
@@ -126,10 +129,10 @@ class Template:
 
     @classmethod
     async def build(cls, name: str, no_cache: bool = False,
-                    on_progress: Optional[ProgressFn] = None,
-                    api_key: Optional[str] = None, api_url: Optional[str] = None, *,
-                    path: Optional[PathLike] = None, dockerfile: Optional[PathLike] = None,
-                    build_args: Optional[Dict[str, str]] = None,
+                    on_progress: ProgressFn | None = None,
+                    api_key: str | None = None, api_url: str | None = None, *,
+                    path: PathLike | None = None, dockerfile: PathLike | None = None,
+                    build_args: dict[str, str] | None = None,
                     network: bool = True) -> TemplateInfo:
         """Builds template `name`, waiting for it; `on_progress` gets each progress line.
 
@@ -165,9 +168,9 @@ class Template:
 
     @classmethod
     async def import_image(cls, name: str, path: PathLike,
-                           on_progress: Optional[ProgressFn] = None,
-                           api_key: Optional[str] = None,
-                           api_url: Optional[str] = None) -> TemplateInfo:
+                           on_progress: ProgressFn | None = None,
+                           api_key: str | None = None,
+                           api_url: str | None = None) -> TemplateInfo:
         """Makes template `name` from an image: an OCI image layout dir, an oci-archive tar or
         a `docker save` tar. Its env, working dir and user become the template's defaults."""
         config = cls._config(api_key, api_url)
@@ -186,8 +189,8 @@ class Template:
             return await _follow_upload(config, url, what, tar, on_progress)
 
 
-def _sandboxfile_context(path: Optional[PathLike],
-                         dockerfile: Optional[PathLike]) -> Tuple[Path, Optional[bytes]]:
+def _sandboxfile_context(path: PathLike | None,
+                         dockerfile: PathLike | None) -> tuple[Path, bytes | None]:
     """The context dir, and the Sandboxfile's text when it is not the context's own."""
     if dockerfile is not None:
         file = Path(dockerfile)
@@ -207,7 +210,7 @@ def _sandboxfile_context(path: Optional[PathLike],
     return context, text
 
 
-def _pack_dir(root: Path, out: Path, sandboxfile: Optional[bytes]) -> None:
+def _pack_dir(root: Path, out: Path, sandboxfile: bytes | None) -> None:
     """Writes `root`'s files, dirs and symlinks (names relative to it) to the tar `out`, and
     `sandboxfile` as UPLOADED_SANDBOXFILE, as the CLI does."""
     with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
@@ -231,35 +234,34 @@ async def _file_chunks(path: Path) -> AsyncIterator[bytes]:
             yield chunk
 
 
-async def _follow_upload(config: _config.ConnectionConfig, url: str, what: str, tar: Path,
-                         on_progress: Optional[ProgressFn]) -> TemplateInfo:
+async def _follow_upload(config: ConnectionConfig, url: str, what: str, tar: Path,
+                         on_progress: ProgressFn | None) -> TemplateInfo:
     """Streams the tar `tar` as the request body, then follows the progress stream."""
     headers = {"Content-Type": "application/x-tar", "Content-Length": str(tar.stat().st_size)}
     return await _follow(config, url, what, on_progress, content=_file_chunks(tar),
                          headers=headers)
 
 
-async def _follow(config: _config.ConnectionConfig, url: str, what: str,
-                  on_progress: Optional[ProgressFn], headers: Optional[Dict[str, str]] = None,
+async def _follow(config: ConnectionConfig, url: str, what: str,
+                  on_progress: ProgressFn | None, headers: dict[str, str] | None = None,
                   **body: Any) -> TemplateInfo:
     """POSTs to a build or import endpoint and follows its NDJSON stream to the outcome;
     `what` names the operation in errors."""
     timeout = httpx.Timeout(config.request_timeout, read=None)
-    async with httpx.AsyncClient(timeout=timeout) as client:
-        async with client.stream("POST", url, headers={**config.control_headers(),
-                                                       **(headers or {})},
-                                 **body) as response:
-            if response.status_code >= 300:
-                await response.aread()
-                _raise_for(response, what)
-            async for line in response.aiter_lines():
-                result = _build_event(line, on_progress)
-                if result is not None:
-                    return result
+    all_headers = {**config.control_headers(), **(headers or {})}
+    async with httpx.AsyncClient(timeout=timeout) as client, \
+            client.stream("POST", url, headers=all_headers, **body) as response:
+        if response.status_code >= 300:
+            await response.aread()
+            _raise_for(response, what)
+        async for line in response.aiter_lines():
+            result = _build_event(line, on_progress)
+            if result is not None:
+                return result
     raise TemplateBuildError(f"{what}: the stream ended without a result; see the daemon log")
 
 
-def _build_event(line: str, on_progress: Optional[ProgressFn]) -> Optional[TemplateInfo]:
+def _build_event(line: str, on_progress: ProgressFn | None) -> TemplateInfo | None:
     if not line.strip():
         return None
     event = json.loads(line)

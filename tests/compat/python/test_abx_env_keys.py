@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 from e2b import Sandbox
 
 from helpers import abx
 
 
+@pytest.mark.offline
 def test_abx_env_e2b_prints_the_three_lines(daemon):
     """`abx env e2b` (and `--export`) print E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY."""
     r = abx(daemon, "env", "e2b")
@@ -32,6 +34,7 @@ def test_abx_keys_create_gives_a_key_sandbox_create_accepts(daemon, monkeypatch)
     assert "compat" in listing and "(default)" in listing and key not in listing
 
 
+@pytest.mark.offline
 def test_wrong_api_key_is_401(daemon):
     """The control plane refuses an unknown key with 401."""
     reply = httpx.get(f"{daemon.url}/v2/sandboxes", headers={"X-API-KEY": "e2b_" + "0" * 40})

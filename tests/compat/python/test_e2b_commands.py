@@ -7,6 +7,12 @@ import pytest
 from e2b import CommandExitException, PtySize, Sandbox
 from e2b.exceptions import TimeoutException
 
+from helpers import wait_until
+
+
+def running_pids(sandbox) -> set[int]:
+    return {p.pid for p in sandbox.commands.list()}
+
 
 def test_commands_run_foreground_with_callbacks(sandbox):
     """commands.run(cmd, on_stdout, on_stderr)."""
@@ -36,8 +42,9 @@ def test_commands_run_timeout_ends_process(sandbox):
     """commands.run(timeout=...) sends Connect-Timeout-Ms; the process is ended."""
     with pytest.raises(TimeoutException):
         sandbox.commands.run("sleep 30; echo never", timeout=1)
-    time.sleep(0.5)
-    assert not any("sleep 30" in " ".join([p.cmd, *p.args]) for p in sandbox.commands.list())
+    wait_until(lambda: not any("sleep 30" in " ".join([p.cmd, *p.args])
+                               for p in sandbox.commands.list()),
+               what="the timed-out command to end")
 
 
 def test_commands_background_stdin_list_kill(sandbox):
@@ -50,10 +57,8 @@ def test_commands_background_stdin_list_kill(sandbox):
     sleeper = sandbox.commands.run("sleep 60", background=True)
     assert sleeper.pid in [p.pid for p in sandbox.commands.list()]
     assert sandbox.commands.kill(sleeper.pid)
-    for _ in range(50):  # gone from the list once its exit is reaped
-        if sleeper.pid not in [p.pid for p in sandbox.commands.list()]:
-            break
-        time.sleep(0.1)
+    wait_until(lambda: sleeper.pid not in running_pids(sandbox),
+               what="the killed process to leave the list (its exit reaped)")
     assert sandbox.commands.kill(sleeper.pid) is False
 
 
@@ -86,5 +91,5 @@ def test_dropped_client_leaves_no_process_past_its_timeout(sandbox):
     handle = sandbox.commands.run("sleep 30", background=True, timeout=2)
     handle.disconnect()
     assert handle.pid in [p.pid for p in sandbox.commands.list()]  # kept, as envd keeps it
-    time.sleep(3)
-    assert handle.pid not in [p.pid for p in sandbox.commands.list()]
+    wait_until(lambda: handle.pid not in running_pids(sandbox), timeout=15,
+               what="the process to end at its 2 s deadline")

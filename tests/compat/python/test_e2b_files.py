@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import asyncio
 import io
-import time
 
 import httpx
 import pytest
 from e2b import AsyncSandbox, FileType, Sandbox
 from e2b.exceptions import NotFoundException
 from e2b.sandbox.filesystem.filesystem import WriteEntry
+
+from helpers import wait_until
 
 
 def test_files_write_read_text_bytes_stream(sandbox):
@@ -71,11 +72,12 @@ def test_files_watch_dir_sync_polling(sandbox):
     try:
         sandbox.files.write("w/a.txt", "x")
         events = []
-        for _ in range(50):
-            events += handle.get_new_events()
-            if any(e.name == "a.txt" for e in events):
-                break
-            time.sleep(0.1)
+
+        def saw_a_txt() -> bool:
+            events.extend(handle.get_new_events())
+            return any(e.name == "a.txt" for e in events)
+
+        wait_until(saw_a_txt, what="the watcher to report a.txt")
         assert any(e.name == "a.txt" and e.type.name == "CREATE" for e in events), events
     finally:
         handle.stop()

@@ -92,12 +92,14 @@ def test_kill_and_is_running():
     assert Sandbox.kill("inotasandbox0000000000") is False
 
 
+@pytest.mark.offline
 def test_get_info_unknown_sandbox_is_not_found():
     """Sandbox.get_info(unknown id) raises NotFoundException."""
     with pytest.raises(NotFoundException):
         Sandbox.get_info("inotasandbox0000000000")
 
 
+@pytest.mark.offline
 def test_connect_unknown_sandbox_fails():
     """Sandbox.connect(unknown id) raises."""
     with pytest.raises(SandboxException):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Generator, Optional, TypeVar, Union
+from collections.abc import Generator
+from typing import Any, Callable, TypeVar, Union
 
 import httpx
 
@@ -26,13 +27,13 @@ class MessageStream:
         self._decoder = decoder
         self._messages = self._read()
 
-    def __iter__(self) -> "MessageStream":
+    def __iter__(self) -> MessageStream:
         return self
 
-    def __next__(self) -> Dict[str, Any]:
+    def __next__(self) -> dict[str, Any]:
         return next(self._messages)
 
-    def _read(self) -> Generator[Dict[str, Any], None, None]:
+    def _read(self) -> Generator[dict[str, Any], None, None]:
         try:
             with transport_errors(self._call):
                 for chunk in self._response.iter_bytes():
@@ -41,7 +42,7 @@ class MessageStream:
         finally:
             self._response.close()
 
-    def next_or_none(self) -> Optional[Dict[str, Any]]:
+    def next_or_none(self) -> dict[str, Any] | None:
         """The next message, or None at the end of the stream."""
         return next(self._messages, None)
 
@@ -79,7 +80,7 @@ class Transport:
             attempt += 1
             time.sleep(delay)
 
-    def run(self, op: "_ops.Op[T]") -> T:
+    def run(self, op: _ops.Op[T]) -> T:
         """Drives a shared operation to its result."""
         try:
             call = next(op)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Literal, Optional, Union, overload
+import builtins
+from typing import Callable, Literal, overload
 
 from .. import _ops
 from .._http import Call
@@ -18,8 +19,8 @@ class CommandHandle:
     """A running command; its output is read (and handed to callbacks) by `wait()`."""
 
     def __init__(self, transport: Transport, target: _ops.Target, stream: MessageStream,
-                 output: ProcessOutput, on_stdout: Optional[OutputHandler],
-                 on_stderr: Optional[OutputHandler], check: bool) -> None:
+                 output: ProcessOutput, on_stdout: OutputHandler | None,
+                 on_stderr: OutputHandler | None, check: bool) -> None:
         self._transport = transport
         self._target = target
         self._stream = stream
@@ -58,7 +59,7 @@ class CommandHandle:
         """Sends SIGKILL; False if the process was already gone."""
         return self._transport.run(_ops.kill_process(self._target, self.pid))
 
-    def send_stdin(self, data: Union[str, bytes]) -> None:
+    def send_stdin(self, data: str | bytes) -> None:
         """Writes to the process's stdin (start it with stdin=True)."""
         self._transport.run(_ops.send_stdin(self._target, self.pid, data))
 
@@ -80,21 +81,21 @@ class Commands:
 
     @overload
     def run(self, cmd: str, background: Literal[False] = False,
-            envs: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
-            user: Optional[str] = None, timeout: float = 60,
-            on_stdout: Optional[OutputHandler] = None, on_stderr: Optional[OutputHandler] = None,
+            envs: dict[str, str] | None = None, cwd: str | None = None,
+            user: str | None = None, timeout: float = 60,
+            on_stdout: OutputHandler | None = None, on_stderr: OutputHandler | None = None,
             stdin: bool = False, check: bool = True) -> CommandResult: ...
 
     @overload
-    def run(self, cmd: str, background: Literal[True], envs: Optional[Dict[str, str]] = None,
-            cwd: Optional[str] = None, user: Optional[str] = None, timeout: float = 60,
-            on_stdout: Optional[OutputHandler] = None, on_stderr: Optional[OutputHandler] = None,
+    def run(self, cmd: str, background: Literal[True], envs: dict[str, str] | None = None,
+            cwd: str | None = None, user: str | None = None, timeout: float = 60,
+            on_stdout: OutputHandler | None = None, on_stderr: OutputHandler | None = None,
             stdin: bool = False, check: bool = True) -> CommandHandle: ...
 
-    def run(self, cmd: str, background: bool = False, envs: Optional[Dict[str, str]] = None,
-            cwd: Optional[str] = None, user: Optional[str] = None, timeout: float = 60,
-            on_stdout: Optional[OutputHandler] = None, on_stderr: Optional[OutputHandler] = None,
-            stdin: bool = False, check: bool = True) -> Union[CommandResult, CommandHandle]:
+    def run(self, cmd: str, background: bool = False, envs: dict[str, str] | None = None,
+            cwd: str | None = None, user: str | None = None, timeout: float = 60,
+            on_stdout: OutputHandler | None = None, on_stderr: OutputHandler | None = None,
+            stdin: bool = False, check: bool = True) -> CommandResult | CommandHandle:
         """Runs a shell command; `timeout` seconds (0 = none) bound its whole life.
 
         Returns its result (raising CommandExitException on a non-zero exit when `check`), or,
@@ -104,14 +105,14 @@ class Commands:
         handle = self._open(call, on_stdout, on_stderr, check)
         return handle if background else handle.wait()
 
-    def connect(self, pid: int, timeout: float = 0, on_stdout: Optional[OutputHandler] = None,
-                on_stderr: Optional[OutputHandler] = None, check: bool = True) -> CommandHandle:
+    def connect(self, pid: int, timeout: float = 0, on_stdout: OutputHandler | None = None,
+                on_stderr: OutputHandler | None = None, check: bool = True) -> CommandHandle:
         """Attaches to a running process's output (from now on)."""
         return self._open(_ops.connect_call(self._target, pid, timeout), on_stdout, on_stderr,
                           check)
 
-    def _open(self, call: Call, on_stdout: Optional[OutputHandler],
-              on_stderr: Optional[OutputHandler], check: bool) -> CommandHandle:
+    def _open(self, call: Call, on_stdout: OutputHandler | None,
+              on_stderr: OutputHandler | None, check: bool) -> CommandHandle:
         stream = self._transport.connect_stream(call)
         output = ProcessOutput(call)
         try:
@@ -122,7 +123,7 @@ class Commands:
         return CommandHandle(self._transport, self._target, stream, output, on_stdout, on_stderr,
                              check)
 
-    def list(self) -> List[ProcessInfo]:
+    def list(self) -> builtins.list[ProcessInfo]:
         """Processes started through the API that are still running."""
         return self._transport.run(_ops.list_processes(self._target))
 
@@ -130,7 +131,7 @@ class Commands:
         """SIGKILLs a process; False if there is no such pid."""
         return self._transport.run(_ops.kill_process(self._target, pid))
 
-    def send_stdin(self, pid: int, data: Union[str, bytes]) -> None:
+    def send_stdin(self, pid: int, data: str | bytes) -> None:
         """Writes to a process's stdin."""
         self._transport.run(_ops.send_stdin(self._target, pid, data))
 

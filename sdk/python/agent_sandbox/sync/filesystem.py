@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
-from typing import Iterator, List, Literal, Optional, Sequence, Union, overload
+from collections.abc import Iterator, Sequence
+from typing import Literal, overload
 
 import httpx
 
@@ -22,17 +24,17 @@ class Filesystem:
         self._target = target
 
     @overload
-    def read(self, path: str, format: Literal["text"] = "text", user: Optional[str] = None) -> str: ...
+    def read(self, path: str, format: Literal["text"] = "text", user: str | None = None) -> str: ...
 
     @overload
-    def read(self, path: str, format: Literal["bytes"], user: Optional[str] = None) -> bytes: ...
+    def read(self, path: str, format: Literal["bytes"], user: str | None = None) -> bytes: ...
 
     @overload
     def read(self, path: str, format: Literal["stream"],
-             user: Optional[str] = None) -> Iterator[bytes]: ...
+             user: str | None = None) -> Iterator[bytes]: ...
 
     def read(self, path: str, format: str = "text",
-             user: Optional[str] = None) -> Union[str, bytes, Iterator[bytes]]:
+             user: str | None = None) -> str | bytes | Iterator[bytes]:
         """Reads a file as text (UTF-8), bytes, or a stream of chunks (never loaded whole)."""
         if format == "stream":
             call = _ops.read_call(self._target, path, user, stream=True)
@@ -43,14 +45,14 @@ class Filesystem:
         return data.decode() if format == "text" else data
 
     @overload
-    def write(self, path: str, data: FileData, user: Optional[str] = None) -> WriteInfo: ...
+    def write(self, path: str, data: FileData, user: str | None = None) -> WriteInfo: ...
 
     @overload
     def write(self, path: Sequence[WriteEntry], data: None = None,
-              user: Optional[str] = None) -> List[WriteInfo]: ...
+              user: str | None = None) -> builtins.list[WriteInfo]: ...
 
-    def write(self, path: Union[str, Sequence[WriteEntry]], data: Optional[FileData] = None,
-              user: Optional[str] = None) -> Union[WriteInfo, List[WriteInfo]]:
+    def write(self, path: str | Sequence[WriteEntry], data: FileData | None = None,
+              user: str | None = None) -> WriteInfo | builtins.list[WriteInfo]:
         """Writes one file (str, bytes or a file-like object, streamed), or many in one request.
 
         Parent directories are created; an existing file is replaced.
@@ -60,32 +62,32 @@ class Filesystem:
             return written[0] if written else WriteInfo(name=path.rsplit("/", 1)[-1], path=path)
         return written
 
-    def list(self, path: str, depth: int = 1, user: Optional[str] = None) -> List[EntryInfo]:
+    def list(self, path: str, depth: int = 1, user: str | None = None) -> builtins.list[EntryInfo]:
         """Entries of a directory, `depth` levels deep."""
         return self._transport.run(_ops.list_dir(self._target, path, depth, user))
 
-    def exists(self, path: str, user: Optional[str] = None) -> bool:
+    def exists(self, path: str, user: str | None = None) -> bool:
         """True if the path exists."""
         return self._transport.run(_ops.exists(self._target, path, user))
 
-    def get_info(self, path: str, user: Optional[str] = None) -> EntryInfo:
+    def get_info(self, path: str, user: str | None = None) -> EntryInfo:
         """Type, size, mode, owner and times of a path."""
         return self._transport.run(_ops.stat(self._target, path, user))
 
-    def make_dir(self, path: str, user: Optional[str] = None) -> bool:
+    def make_dir(self, path: str, user: str | None = None) -> bool:
         """Creates a directory and its parents; False if it already existed."""
         return self._transport.run(_ops.make_dir(self._target, path, user))
 
-    def rename(self, old_path: str, new_path: str, user: Optional[str] = None) -> EntryInfo:
+    def rename(self, old_path: str, new_path: str, user: str | None = None) -> EntryInfo:
         """Moves a file or directory."""
         return self._transport.run(_ops.rename(self._target, old_path, new_path, user))
 
-    def remove(self, path: str, user: Optional[str] = None) -> None:
+    def remove(self, path: str, user: str | None = None) -> None:
         """Removes a file or a directory tree."""
         self._transport.run(_ops.remove(self._target, path, user))
 
     def watch_dir(self, path: str, recursive: bool = False,
-                  user: Optional[str] = None) -> "WatchHandle":
+                  user: str | None = None) -> WatchHandle:
         """Starts watching `path`; collect changes with `get_new_events()`, end with `stop()`."""
         call = _ops.watch_call(self._target, path, recursive, user)
         stream = self._transport.connect_stream(call)
@@ -101,9 +103,9 @@ class WatchHandle:
 
     def __init__(self, stream: MessageStream) -> None:
         self._stream = stream
-        self._events: List[FilesystemEvent] = []
+        self._events: list[FilesystemEvent] = []
         self._lock = threading.Lock()
-        self._error: Optional[BaseException] = None
+        self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._collect, daemon=True)
         self._thread.start()
 
@@ -117,7 +119,7 @@ class WatchHandle:
         except Exception as error:  # surfaced by get_new_events
             self._error = error
 
-    def get_new_events(self) -> List[FilesystemEvent]:
+    def get_new_events(self) -> list[FilesystemEvent]:
         """Changes seen since the last call."""
         with self._lock:
             events, self._events = self._events, []

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 import time
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Type
+from typing import Any, Callable
 
 import httpx
 
@@ -35,17 +36,17 @@ class Sandbox:
         return self._target.sandbox_id
 
     @property
-    def envd_version(self) -> Optional[str]:
+    def envd_version(self) -> str | None:
         """Version of the in-sandbox API the server reported."""
         return self._target.envd_version
 
     @classmethod
     def create(cls, template: str = DEFAULT_TEMPLATE, timeout: int = DEFAULT_TIMEOUT,
-               envs: Optional[Dict[str, str]] = None, metadata: Optional[Dict[str, str]] = None,
-               provider: Optional[str] = None, api_key: Optional[str] = None,
-               api_url: Optional[str] = None, domain: Optional[str] = None,
+               envs: dict[str, str] | None = None, metadata: dict[str, str] | None = None,
+               provider: str | None = None, api_key: str | None = None,
+               api_url: str | None = None, domain: str | None = None,
                request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
-               allow_internet_access: bool = True) -> "Sandbox":
+               allow_internet_access: bool = True) -> Sandbox:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
         `provider` is "local" (default: the abx daemon, started if needed), "e2b" or
@@ -65,9 +66,9 @@ class Sandbox:
 
     @classmethod
     def connect(cls, sandbox_id: str, timeout: int = DEFAULT_TIMEOUT,
-                provider: Optional[str] = None, api_key: Optional[str] = None,
-                api_url: Optional[str] = None, domain: Optional[str] = None,
-                request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> "Sandbox":
+                provider: str | None = None, api_key: str | None = None,
+                api_url: str | None = None, domain: str | None = None,
+                request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> Sandbox:
         """Connects to an existing sandbox (resuming it if paused); raises SandboxNotFound."""
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
@@ -81,10 +82,11 @@ class Sandbox:
         return cls(transport, target)
 
     @staticmethod
-    def list(query: Optional[SandboxQuery] = None, limit: Optional[int] = None,
-             provider: Optional[str] = None, api_key: Optional[str] = None,
-             api_url: Optional[str] = None, domain: Optional[str] = None,
-             request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> List[SandboxInfo]:
+    def list(query: SandboxQuery | None = None, limit: int | None = None,
+             provider: str | None = None, api_key: str | None = None,
+             api_url: str | None = None, domain: str | None = None,
+             request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
+             ) -> builtins.list[SandboxInfo]:
         """Sandboxes matching `query`, all pages (at most `limit` if given)."""
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
@@ -122,13 +124,13 @@ class Sandbox:
             return False
         return True
 
-    def run_code(self, code: str, language: str = "python", context: Optional[Context] = None,
-                 envs: Optional[Dict[str, str]] = None,
-                 on_stdout: Optional[Callable[[str], Any]] = None,
-                 on_stderr: Optional[Callable[[str], Any]] = None,
-                 on_result: Optional[Callable[[Result], Any]] = None,
-                 on_error: Optional[Callable[[ExecutionError], Any]] = None,
-                 timeout: Optional[float] = DEFAULT_CODE_TIMEOUT) -> Execution:
+    def run_code(self, code: str, language: str = "python", context: Context | None = None,
+                 envs: dict[str, str] | None = None,
+                 on_stdout: Callable[[str], Any] | None = None,
+                 on_stderr: Callable[[str], Any] | None = None,
+                 on_result: Callable[[Result], Any] | None = None,
+                 on_error: Callable[[ExecutionError], Any] | None = None,
+                 timeout: float | None = DEFAULT_CODE_TIMEOUT) -> Execution:
         """Runs code in a stateful interpreter context (the language's default one if none).
 
         On timeout the code is interrupted (the context and sandbox live on) and
@@ -156,11 +158,11 @@ class Sandbox:
             stream.close()
         return builder.execution
 
-    def create_code_context(self, language: str = "python", cwd: Optional[str] = None) -> Context:
+    def create_code_context(self, language: str = "python", cwd: str | None = None) -> Context:
         """A new interpreter context with its own state."""
         return self._transport.run(_ops.create_context(self._target, language, cwd))
 
-    def list_code_contexts(self) -> List[Context]:
+    def list_code_contexts(self) -> builtins.list[Context]:
         """The sandbox's interpreter contexts."""
         return self._transport.run(_ops.list_contexts(self._target))
 
@@ -172,11 +174,11 @@ class Sandbox:
         """Removes a context and stops its interpreter."""
         self._transport.run(_ops.remove_context(self._target, context.id))
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self
 
-    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.kill()
 
 
