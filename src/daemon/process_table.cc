@@ -164,8 +164,9 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
   auto self = shared_from_this();  // the table outlives this coroutine
   if (timeout.count() > 0) {
     process->deadline.expires_after(timeout);
-    process->deadline.async_wait([sandbox = sandbox_, pid = process->pid](auto ec) {
-      if (!ec) (void)sandbox->signal(pid, SIGKILL);
+    process->deadline.async_wait([this, self, pid = process->pid](auto ec) {
+      if (ec) return;
+      pool_.post([sandbox = sandbox_, pid] { (void)sandbox->signal(pid, SIGKILL); });
     });
   }
   for (auto& [source, name] : outputs) {

@@ -42,7 +42,7 @@ std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
                                                 std::unique_ptr<runtime::Sandbox> sb) {
   auto live = std::make_shared<LiveSandbox>();
   live->sandbox = std::shared_ptr<runtime::Sandbox>(std::move(sb));
-  live->processes = std::make_shared<ProcessTable>(ioc_, live->sandbox);
+  live->processes = std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox);
   live->row = std::move(row);
   return live;
 }

@@ -212,25 +212,24 @@ TEST(EnvdRequests, InterpreterBody) {
 }
 
 TEST(EnvdRequests, Execute) {
-  auto sdk = parse_execute(parse(
-      R"({"code": "print(1)", "context_id": null, "language": "python", "env_vars": {
-  "A" : "b"}})"));
+  auto sdk = parse_execute(parse(R"j({"code": "print(1)", "context_id": null,
+      "language": "python", "env_vars": {"A": "b"}})j"));
   ASSERT_TRUE(sdk) << sdk.error().message();
-EXPECT_EQ(sdk->run.code, "print(1)");
-EXPECT_EQ(sdk->run.language, "python");
-EXPECT_EQ(sdk->run.env_vars.at("A"), "b");
-EXPECT_EQ(sdk->timeout, kDefaultRunTimeout);
-auto timed = parse_execute(parse(R"({"code": "1", "timeout": 2.5})"));
-ASSERT_TRUE(timed);
-EXPECT_EQ(timed->timeout, std::chrono::milliseconds(2500));
+  EXPECT_EQ(sdk->run.code, "print(1)");
+  EXPECT_EQ(sdk->run.language, "python");
+  EXPECT_EQ(sdk->run.env_vars.at("A"), "b");
+  EXPECT_EQ(sdk->timeout, kDefaultRunTimeout);
+  auto timed = parse_execute(parse(R"({"code": "1", "timeout": 2.5})"));
+  ASSERT_TRUE(timed);
+  EXPECT_EQ(timed->timeout, std::chrono::milliseconds(2500));
 
-EXPECT_BAD(parse_execute(parse(R"({"code": 5})")), "code");
-EXPECT_BAD(parse_execute(parse(R"({"code": "1", "env_vars": ["A"]})")), "env_vars");
-EXPECT_BAD(parse_execute(parse(R"({"code": "1", "env_vars": {"A": 1}})")), "env_vars.A");
-EXPECT_BAD(parse_execute(parse(R"({"code": "1", "timeout": "10"})")), "timeout");
-EXPECT_BAD(parse_execute(parse(R"({"code": "1", "timeout": 1e300})")), "timeout");
-EXPECT_BAD(parse_execute(parse(R"({"code": "1", "context_id": "c", "language": "python"})")),
-           "context_id");
+  EXPECT_BAD(parse_execute(parse(R"({"code": 5})")), "code");
+  EXPECT_BAD(parse_execute(parse(R"({"code": "1", "env_vars": ["A"]})")), "env_vars");
+  EXPECT_BAD(parse_execute(parse(R"({"code": "1", "env_vars": {"A": 1}})")), "env_vars.A");
+  EXPECT_BAD(parse_execute(parse(R"({"code": "1", "timeout": "10"})")), "timeout");
+  EXPECT_BAD(parse_execute(parse(R"({"code": "1", "timeout": 1e300})")), "timeout");
+  EXPECT_BAD(parse_execute(parse(R"({"code": "1", "context_id": "c", "language": "python"})")),
+             "context_id");
 }
 
 TEST(EnvdRequests, CreateContextCwd) {
