@@ -82,6 +82,17 @@ void start_execution(SandboxCall& call, ExecuteRequest job, std::shared_ptr<Subs
   sandbox_ops::execute_code(call.service, std::move(run));
 }
 
+using ContextOp = Task<Status> (*)(Service&, std::shared_ptr<interp::Interpreter>, std::string);
+
+// DELETE /contexts/{context} and POST /contexts/{context}/restart.
+Task<void> on_context(SandboxCall& call, Exchange& exchange, ContextOp op) {
+  auto id = parse_context_id(call.params);
+  if (!id) co_return co_await respond_failure(exchange, id.error());
+  const Status status = co_await op(call.service, interpreter_of(*call.live), *id);
+  if (!status) co_return co_await respond_failure(exchange, status.error());
+  co_await respond_json(exchange, 200, nullptr);
+}
+
 }  // namespace
 
 Task<void> interp_health(SandboxCall&, Exchange& exchange) {
@@ -136,21 +147,11 @@ Task<void> interp_create_context(SandboxCall& call, Exchange& exchange) {
 }
 
 Task<void> interp_remove_context(SandboxCall& call, Exchange& exchange) {
-  auto id = parse_context_id(call.params);
-  if (!id) co_return co_await respond_failure(exchange, id.error());
-  const Status removed =
-      co_await sandbox_ops::remove_context(call.service, interpreter_of(*call.live), *id);
-  if (!removed) co_return co_await respond_failure(exchange, removed.error());
-  co_await respond_json(exchange, 200, nullptr);
+  co_await on_context(call, exchange, &sandbox_ops::remove_context);
 }
 
 Task<void> interp_restart_context(SandboxCall& call, Exchange& exchange) {
-  auto id = parse_context_id(call.params);
-  if (!id) co_return co_await respond_failure(exchange, id.error());
-  const Status restarted =
-      co_await sandbox_ops::restart_context(call.service, interpreter_of(*call.live), *id);
-  if (!restarted) co_return co_await respond_failure(exchange, restarted.error());
-  co_await respond_json(exchange, 200, nullptr);
+  co_await on_context(call, exchange, &sandbox_ops::restart_context);
 }
 
 }  // namespace abx::daemon::routes
