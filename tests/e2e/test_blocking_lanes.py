@@ -1,9 +1,12 @@
-"""Long code executions never hold up short work: while ten run_code calls
-sleep, creating and killing a sandbox still completes (it used to wait until
-the executions freed the blocking threads they all sat on)."""
+"""Long work never holds up short work: while ten run_code calls sleep,
+creating and killing a sandbox still completes (it used to wait until the
+executions freed the blocking threads they all sat on); input to a process
+that never reads it does not hold a thread either."""
 from __future__ import annotations
 
+import base64
 import json
+import struct
 import threading
 
 import httpx
@@ -73,3 +76,41 @@ def test_create_and_kill_complete_while_long_executions_run(daemon):
             for execution in executions:
                 execution.join(60)
             client.close()
+
+
+def envd_headers(sb: dict) -> dict[str, str]:
+    headers = {"E2b-Sandbox-Id": sb["sandboxID"], "E2b-Sandbox-Port": "49983",
+               "Connect-Protocol-Version": "1"}
+    if sb.get("envdAccessToken"):
+        headers["X-Access-Token"] = sb["envdAccessToken"]
+    return headers
+
+
+def test_input_to_a_process_that_never_reads_it_ends_with_an_error(daemon):
+    """SendInput waits a bounded time for room in the pipe, then says why,
+    instead of holding a blocking thread for as long as the process lives."""
+    with daemon.api() as api:
+        r = api.post("/sandboxes", json={"templateID": "base"})
+        assert r.status_code == 201, r.text
+        sb = r.json()
+        headers = envd_headers(sb)
+        start = json.dumps({"process": {"cmd": "/bin/sleep", "args": ["600"]}, "tag": "deaf",
+                            "stdin": True}).encode()
+        envelope = struct.pack(">BI", 0, len(start)) + start
+        try:
+            with httpx.Client(base_url=daemon.url, timeout=60) as client, client.stream(
+                    "POST", "/process.Process/Start", content=envelope,
+                    headers={**headers, "Content-Type": "application/connect+json"}) as stream:
+                assert stream.status_code == 200
+                next(stream.iter_bytes())  # the start event: the process runs
+                unary = {**headers, "Content-Type": "application/json"}
+                data = base64.b64encode(b"x" * (1 << 20)).decode()
+                sent = client.post("/process.Process/SendInput", headers=unary, json={
+                    "process": {"tag": "deaf"}, "input": {"stdin": data}})
+                assert sent.status_code == 504, sent.text
+                assert "has not read its input" in sent.json()["message"]
+                killed = client.post("/process.Process/SendSignal", headers=unary, json={
+                    "process": {"tag": "deaf"}, "signal": "SIGNAL_SIGKILL"})
+                assert killed.status_code == 200, killed.text
+        finally:
+            api.delete(f"/sandboxes/{sb['sandboxID']}")
