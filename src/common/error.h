@@ -19,6 +19,7 @@ struct Error {
   std::string step;    // e.g. "mount overlay", "cgroup memory.limit_in_bytes"
   int errnum = 0;      // errno when the step was a syscall, else 0
   std::string detail;  // extra context for humans (path, value)
+  bool whole = false;  // `step` is the whole message (with_message): no strerror added
 
   // "mount overlay: No such file or directory (/x/y)"
   std::string message() const;
@@ -26,7 +27,7 @@ struct Error {
   // A failure that is not a syscall's: `message` is the whole text, `errnum`
   // (an errno or one of the kErr* kinds below) picks its status.
   static Error with_message(std::string message, int errnum = 0) {
-    return Error{std::move(message), errnum, {}};
+    return Error{std::move(message), errnum, {}, true};
   }
 
   static Error from_errno(std::string step, std::string detail = {}) {

@@ -109,7 +109,7 @@ std::vector<WatchEvent> DirWatch::drain() {
   return out;
 }
 
-std::string WatcherTable::add(std::unique_ptr<DirWatch> watch) {
+std::string WatcherTable::add(std::shared_ptr<DirWatch> watch) {
   const std::string id = ids::random_hex(16);
   std::lock_guard lock(mutex_);
   watches_[id] = std::move(watch);

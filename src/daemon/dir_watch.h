@@ -53,7 +53,7 @@ class DirWatch {
 // RemoveWatcher), one table per sandbox so they end with it.
 class WatcherTable {
  public:
-  std::string add(std::unique_ptr<DirWatch> watch);
+  std::string add(std::shared_ptr<DirWatch> watch);
   // Null when the id is unknown.
   std::shared_ptr<DirWatch> find(const std::string& id);
   bool remove(const std::string& id);

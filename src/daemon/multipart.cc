@@ -121,10 +121,10 @@ bool MultipartParser::step(const MultipartHandlers& handlers, bool* progressed) 
     case State::kHeaders: {
       // A part without headers starts right at the blank line.
       const size_t end = buffer_.compare(0, 2, "\r\n") == 0 ? 0 : buffer_.find("\r\n\r\n");
-      if (end == std::string::npos) {
-        if (buffer_.size() > kMaxHeaderBytes) return fail("multipart: part headers too large");
-        return true;
-      }
+      // The same limit however the body was split into reads.
+      const size_t header_bytes = end == std::string::npos ? buffer_.size() : end;
+      if (header_bytes > kMaxHeaderBytes) return fail("multipart: part headers too large");
+      if (end == std::string::npos) return true;
       const MultipartPart part = parse_part_headers(std::string_view(buffer_).substr(0, end));
       buffer_.erase(0, end == 0 ? 2 : end + 4);
       state_ = State::kBody;

@@ -1,6 +1,7 @@
 #include "daemon/process_table.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 
@@ -63,6 +64,34 @@ using Managed = ProcessTable::Managed;
 // After the exit status arrives, output still in the pipes is forwarded until
 // EOF, or until it stops flowing (a background child may keep a pipe open).
 constexpr auto kOutputGrace = std::chrono::milliseconds(100);
+
+// How long SendInput waits for a process to make room in its stdin: a
+// process that never reads must not hold a blocking thread for good.
+constexpr auto kInputWait = std::chrono::seconds(10);
+
+// F_SETFL on a valid fd cannot fail; were it to, writes would only block.
+void set_nonblocking(int fd) { (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// Writes all of `bytes` to the non-blocking `fd`, waiting at most kInputWait
+// for the reader to make room.
+Status write_input(int fd, std::string_view bytes) {
+  const auto deadline = std::chrono::steady_clock::now() + kInputWait;
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n > 0) {
+      bytes.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno != EINTR && errno != EAGAIN) return Error::from_errno("write process input");
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd writable{fd, POLLOUT, 0};
+    if (left.count() <= 0 || ::poll(&writable, 1, static_cast<int>(left.count())) == 0) {
+      return Error{"write process input", ETIMEDOUT, "the process has not read its input for 10 s"};
+    }
+  }
+  return {};
+}
 
 net::awaitable<void> drain_output(std::shared_ptr<Managed> process,
                                   std::shared_ptr<Descriptor> source, std::string name) {
@@ -133,6 +162,7 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
   subscription->push({proto_json::start_event(proc.pid)});
   process->subscribers.push_back(subscription);
   process->stdin_fd = std::move(proc.stdin_fd);
+  if (process->stdin_fd.valid()) set_nonblocking(process->stdin_fd.get());
   std::vector<Output> outputs;
   auto add_output = [&](UniqueFd& fd, const char* name) {
     if (!fd.valid()) return;
@@ -141,6 +171,7 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
   if (proc.pty_fd.valid()) {
     UniqueFd reader(::fcntl(proc.pty_fd.get(), F_DUPFD_CLOEXEC, 0));
     if (!reader.valid()) return Error::from_errno("dup pty master");
+    set_nonblocking(proc.pty_fd.get());
     process->pty_fd = std::move(proc.pty_fd);
     add_output(reader, "pty");
   }
@@ -165,8 +196,9 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
   auto self = shared_from_this();  // the table outlives this coroutine
   if (timeout.count() > 0) {
     process->deadline.expires_after(timeout);
-    process->deadline.async_wait([sandbox = sandbox_, pid = process->pid](auto ec) {
-      if (!ec) (void)sandbox->signal(pid, SIGKILL);
+    process->deadline.async_wait([this, self, pid = process->pid](auto ec) {
+      if (ec) return;
+      pool_.post([sandbox = sandbox_, pid] { (void)sandbox->signal(pid, SIGKILL); });
     });
   }
   for (auto& [source, name] : outputs) {
@@ -235,14 +267,7 @@ Status ProcessTable::send_input(const ProcessSelector& selector, const std::stri
   if (!fd.valid()) {
     return Error{to_pty ? "process has no pty" : "process stdin is closed", EINVAL, ""};
   }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::from_errno("write process input");
-    done += static_cast<size_t>(n);
-  }
-  return {};
+  return write_input(fd.get(), bytes);
 }
 
 Status ProcessTable::signal(const ProcessSelector& selector, int signo) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "daemon/blocking_pool.h"
 #include "daemon/http_exchange.h"
 #include "runtime/runtime.h"
 
@@ -68,8 +69,11 @@ struct ProcessSummary {
 
 class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
  public:
-  ProcessTable(boost::asio::io_context& ioc, std::shared_ptr<runtime::Sandbox> sandbox)
-      : ioc_(ioc), sandbox_(std::move(sandbox)) {}
+  // `pool` runs the deadline's kill: a request to the sandbox's init, which
+  // must not block the io thread the deadline fires on.
+  ProcessTable(boost::asio::io_context& ioc, BlockingPool& pool,
+               std::shared_ptr<runtime::Sandbox> sandbox)
+      : ioc_(ioc), pool_(pool), sandbox_(std::move(sandbox)) {}
 
   // Spawns (blocks briefly: one request to the sandbox's init). The returned
   // subscription already holds the start event.
@@ -96,6 +100,7 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
                              std::chrono::milliseconds timeout);
 
   boost::asio::io_context& ioc_;
+  BlockingPool& pool_;
   std::shared_ptr<runtime::Sandbox> sandbox_;
   std::mutex mutex_;
   std::map<int, std::shared_ptr<Managed>> processes_;

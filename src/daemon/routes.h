@@ -68,7 +68,7 @@ Task<void> mcp_delete(ControlCall& call, Exchange& exchange);
 struct SandboxCall {
   Service& service;
   std::shared_ptr<LiveSandbox> live;
-  SandboxRow row;  // snapshot at the start of the request
+  SandboxRow row;                                  // snapshot at the start of the request
   std::map<std::string, std::string> params = {};  // from the route's pattern, e.g. {context}
   Caller caller = {};  // a token's caller is the sandbox's team
 };
@@ -108,14 +108,6 @@ Task<void> interp_create_context(SandboxCall& call, Exchange& exchange);
 Task<void> interp_remove_context(SandboxCall& call, Exchange& exchange);
 Task<void> interp_restart_context(SandboxCall& call, Exchange& exchange);
 
-// routes_process.cc: process.Process/<method>
-Task<void> process(SandboxCall& call, Exchange& exchange, const std::string& method);
-// routes_filesystem.cc: filesystem.Filesystem/<method>
-Task<void> filesystem(SandboxCall& call, Exchange& exchange, const std::string& method);
-// routes_files.cc: GET/POST /files
-Task<void> files(SandboxCall& call, Exchange& exchange);
-// routes_interpreter.cc: the code interpreter on port 49999
-Task<void> interpreter(SandboxCall& call, Exchange& exchange);
 
 // Shared by the Connect routes (routes_connect.cc).
 Task<void> connect_error(Exchange& exchange, const std::string& code, const std::string& message);
@@ -131,8 +123,34 @@ bool is_streaming(const http::Request& request);
 // Keepalive-Ping-Interval, envd's 90 s when absent.
 std::chrono::seconds keepalive_of(const http::Request& request);
 
-// routes_watch.cc: WatchDir and the polling watchers of filesystem.Filesystem.
-bool is_watch_method(const std::string& method);
-Task<void> watch(SandboxCall& call, Exchange& exchange, const std::string& method);
+// A Connect request's message and the user it acts as; on failure the
+// error reply has been sent.
+struct ConnectInput {
+  nlohmann::json message;
+  envd_auth::SandboxUser user;
+};
+Task<std::optional<ConnectInput>> read_connect_input(SandboxCall& call, Exchange& exchange);
+// A failed call's Connect error, its code from error_map.
+Task<void> connect_failure(Exchange& exchange, const Error& error);
+
+// A Connect call's request as `parse` reads it, and its user; on failure the
+// error reply has been sent.
+template <class Request>
+struct Parsed {
+  Request request;
+  envd_auth::SandboxUser user;
+};
+template <class Request>
+Task<std::optional<Parsed<Request>>> read_parsed(SandboxCall& call, Exchange& exchange,
+                                                 Result<Request> (*parse)(const nlohmann::json&)) {
+  auto input = co_await read_connect_input(call, exchange);
+  if (!input) co_return std::nullopt;
+  auto request = parse(input->message);
+  if (!request) {
+    co_await connect_failure(exchange, request.error());
+    co_return std::nullopt;
+  }
+  co_return Parsed<Request>{std::move(*request), std::move(input->user)};
+}
 
 }  // namespace abx::daemon::routes

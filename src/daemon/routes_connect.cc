@@ -96,4 +96,18 @@ Task<std::optional<envd_auth::SandboxUser>> connect_user(Exchange& exchange,
   co_return user;
 }
 
+Task<std::optional<ConnectInput>> read_connect_input(SandboxCall& call, Exchange& exchange) {
+  auto message = co_await read_connect_request(exchange, is_streaming(exchange.request()));
+  if (!message) co_return std::nullopt;
+  auto user = co_await connect_user(exchange, call.row);
+  if (!user) co_return std::nullopt;
+  co_return ConnectInput{std::move(*message), std::move(*user)};
+}
+
+Task<void> connect_failure(Exchange& exchange, const Error& error) {
+  const std::string code = error_map::connect_code(error);
+  const std::string message = error.message();
+  co_await connect_error(exchange, code, message);
+}
+
 }  // namespace abx::daemon::routes

@@ -1,12 +1,16 @@
 // Sandbox plane: envd's GET/POST /files, streamed both ways through
 // runtime::sandbox_fs so a symlink in the sandbox never reaches a host file.
-// spec/e2b-protocol.md §10.
+// Every read and write of a sandbox file runs on the blocking pool (through
+// sandbox_ops), a chunk at a time.
+// See spec/e2b-protocol.md §10.
 #include <unistd.h>
 
+#include "daemon/envd_requests.h"
 #include "daemon/gunzip.h"
 #include "daemon/gzip.h"
 #include "daemon/multipart.h"
 #include "daemon/routes.h"
+#include "daemon/sandbox_ops.h"
 #include "runtime/sandbox_fs.h"
 
 namespace abx::daemon::routes {
@@ -15,13 +19,18 @@ namespace {
 using nlohmann::json;
 namespace sfs = runtime::sandbox_fs;
 
-constexpr size_t kReadChunk = 256 * 1024;
+// Downloads are read, and uploads written, this much per trip to the pool.
+constexpr size_t kChunk = 256 * 1024;
 
 // One destination file being written; removed again if the upload fails.
+// Every member that touches the file blocks: call them through sandbox_ops::file_io.
 class UploadTarget {
  public:
   UploadTarget(const runtime::Sandbox& sb, std::string path) : sb_(sb), path_(std::move(path)) {}
-  ~UploadTarget() {
+  // Normally discard() has run already; this only catches an unwinding route.
+  ~UploadTarget() { discard(); }
+  // Removes the file unless it was completed.
+  void discard() {
     if (fd_.valid() && !done_) {
       fd_.reset();
       (void)sfs::remove(sb_, path_);
@@ -75,7 +84,7 @@ json written_entries(const std::vector<std::string>& paths) {
 
 std::string write_error_message(const Error& error) {
   return error_map::http_status(error) == 507 ? "not enough disk space in the sandbox"
-                                               : error.message();
+                                              : error.message();
 }
 
 // Messages are computed outside co_await expressions: g++ 12 destroys a
@@ -85,13 +94,56 @@ Task<void> respond_write_error(Exchange& exchange, const Error& error) {
   co_await respond_error(exchange, error_map::http_status(error), message);
 }
 
+// The body's next bytes, at least `want` of them unless it ends first ("" then).
+Task<std::string> read_body_batch(Exchange& exchange, size_t want) {
+  std::string batch;
+  while (batch.size() < want) {
+    std::string piece = co_await exchange.read_body_some();
+    if (piece.empty()) break;
+    batch += piece;
+  }
+  co_return batch;
+}
+
 struct UploadState {
   std::vector<std::unique_ptr<UploadTarget>> targets;
-  std::optional<Error> error;
   std::string bad_input;
+
+  const std::optional<Error>& first_error() const {
+    static const std::optional<Error> kNone;
+    for (const auto& target : targets)
+      if (target->error()) return target->error();
+    return kNone;
+  }
+  void discard_unfinished() {
+    for (const auto& target : targets) target->discard();
+  }
 };
 
-// Streams a multipart body: each part named `file` becomes one file.
+// The destination of a multipart part: the query's path for the first file,
+// else the part's filename (E2B sends the destination path there).
+std::string part_destination(const UploadState& state, const std::string& query_path,
+                             const MultipartPart& part) {
+  return !query_path.empty() && state.targets.empty() ? query_path : part.filename;
+}
+
+// Why a multipart body was refused, or "" when every file was written.
+std::string multipart_problem(const MultipartParser& parser, const UploadState& state) {
+  if (!state.bad_input.empty()) return state.bad_input;
+  if (!parser.error().empty()) return parser.error();
+  if (state.targets.empty()) return "multipart: no part named 'file'";
+  if (!parser.finished()) return "multipart: body ended early";
+  return {};
+}
+
+Task<void> respond_written(Exchange& exchange, const UploadState& state) {
+  std::vector<std::string> paths;
+  for (const auto& target : state.targets) paths.push_back(target->path());
+  co_await respond_json(exchange, 200, written_entries(paths));
+}
+
+// Streams a multipart body: each part named `file` becomes one file. The
+// parser runs on the pool since its handlers open and write files.
 Task<void> upload_multipart(SandboxCall& call, Exchange& exchange, const std::string& boundary,
                             const std::string& query_path, const envd_auth::SandboxUser& user) {
   UploadState state;
@@ -100,8 +152,7 @@ Task<void> upload_multipart(SandboxCall& call, Exchange& exchange, const std::st
   MultipartHandlers handlers;
   handlers.begin = [&](const MultipartPart& part) {
     if (part.name != "file") return true;  // other form fields are ignored
-    const std::string wanted =
-        !query_path.empty() && state.targets.empty() ? query_path : part.filename;
+    const std::string wanted = part_destination(state, query_path, part);
     if (wanted.empty()) {
       state.bad_input = "path: required (query parameter or the part's filename)";
       return false;
@@ -116,81 +167,122 @@ Task<void> upload_multipart(SandboxCall& call, Exchange& exchange, const std::st
     UploadTarget* finished = std::exchange(current, nullptr);
     return !finished || finished->close();
   };
-  for (;;) {
-    const std::string piece = co_await exchange.read_body_some();
-    if (piece.empty()) break;
-    if (!parser.feed(piece, handlers)) break;
+  for (bool more = true; more;) {
+    const std::string batch = co_await read_body_batch(exchange, kChunk);
+    if (batch.empty()) break;
+    co_await sandbox_ops::file_io(call.service, [&] { more = parser.feed(batch, handlers); });
   }
-  for (const auto& target : state.targets) {
-    if (target->error()) co_return co_await respond_write_error(exchange, *target->error());
+  const std::string problem = multipart_problem(parser, state);
+  const std::optional<Error> error = state.first_error();
+  if (error || !problem.empty()) {
+    co_await sandbox_ops::file_io(call.service, [&] { state.discard_unfinished(); });
   }
-  if (!state.bad_input.empty()) co_return co_await respond_error(exchange, 400, state.bad_input);
-  if (!parser.error().empty() || !parser.finished() || state.targets.empty()) {
-    const std::string why = !parser.error().empty() ? parser.error()
-                            : state.targets.empty() ? "multipart: no part named 'file'"
-                                                    : "multipart: body ended early";
-    co_return co_await respond_error(exchange, 400, why);
+  if (error) co_return co_await respond_write_error(exchange, *error);
+  if (!problem.empty()) co_return co_await respond_error(exchange, 400, problem);
+  co_await respond_written(exchange, state);
+}
+
+// Feeds an application/octet-stream body (optionally gzip) into `target`;
+// false when writing or decompressing failed.
+Task<bool> write_raw_body(SandboxCall& call, Exchange& exchange, UploadTarget& target,
+                          Gunzip* gunzip) {
+  auto sink = [&](std::string_view bytes) { return target.write(bytes); };
+  bool ok = true;
+  while (ok) {
+    const std::string batch = co_await read_body_batch(exchange, kChunk);
+    if (batch.empty()) break;
+    co_await sandbox_ops::file_io(call.service,
+                                  [&] { ok = gunzip ? gunzip->feed(batch, sink) : sink(batch); });
   }
-  std::vector<std::string> paths;
-  for (const auto& target : state.targets) paths.push_back(target->path());
-  co_await respond_json(exchange, 200, written_entries(paths));
+  co_return ok;
 }
 
 // Streams an application/octet-stream body (optionally gzip) into `path`.
 Task<void> upload_raw(SandboxCall& call, Exchange& exchange, const std::string& query_path,
                       const envd_auth::SandboxUser& user) {
-  if (query_path.empty()) co_return co_await respond_error(exchange, 400, "path: required");
+  if (query_path.empty()) {
+    co_return co_await respond_error(exchange, 400, "path: required");
+  }
   const std::string encoding = exchange.request().header("content-encoding");
   const bool gzip = encoding == "gzip";
   if (!gzip && !encoding.empty() && encoding != "identity") {
     co_return co_await respond_error(exchange, 400,
                                      "Content-Encoding: only gzip and identity are supported");
   }
-  UploadTarget target(*call.live->sandbox, sfs::absolute_path(query_path, user.home));
-  if (!target.open(user.uid)) co_return co_await respond_write_error(exchange, *target.error());
+  UploadState state;
+  state.targets.push_back(std::make_unique<UploadTarget>(
+      *call.live->sandbox, sfs::absolute_path(query_path, user.home)));
+  UploadTarget& target = *state.targets.back();
+  bool opened = false;
+  co_await sandbox_ops::file_io(call.service, [&] { opened = target.open(user.uid); });
   Gunzip gunzip;
-  auto sink = [&](std::string_view bytes) { return target.write(bytes); };
-  bool ok = true;
-  for (;;) {
-    const std::string piece = co_await exchange.read_body_some();
-    if (piece.empty()) break;
-    ok = gzip ? gunzip.feed(piece, sink) : target.write(piece);
-    if (!ok) break;
-  }
+  const bool ok =
+      opened && co_await write_raw_body(call, exchange, target, gzip ? &gunzip : nullptr);
+  const bool complete = ok && (!gzip || gunzip.finished());
+  bool closed = false;
+  co_await sandbox_ops::file_io(call.service, [&] {
+    closed = complete && target.close();
+    if (!closed) state.discard_unfinished();
+  });
   if (target.error()) co_return co_await respond_write_error(exchange, *target.error());
-  if (gzip && (!ok || !gunzip.finished())) {
+  if (!closed) {
     const std::string why = gunzip.error().empty() ? "gzip: body ended early" : gunzip.error();
     co_return co_await respond_error(exchange, 400, why);
   }
-  if (!target.close()) co_return co_await respond_write_error(exchange, *target.error());
-  const std::vector<std::string> paths(1, target.path());
-  co_await respond_json(exchange, 200, written_entries(paths));
+  co_await respond_written(exchange, state);
 }
 
-Task<void> download(SandboxCall& call, Exchange& exchange, const std::string& path,
-                    const envd_auth::SandboxUser& user) {
-  if (path.empty()) co_return co_await respond_error(exchange, 400, "path: required");
-  auto fd = sfs::open_read(*call.live->sandbox, sfs::absolute_path(path, user.home));
-  if (!fd) {
-    co_return co_await respond_error(exchange, error_map::http_status(fd.error()),
-                                     fd.error().message());
+// The user a /files request acts as: ?username=, else Authorization's,
+// else the sandbox's default user.
+std::optional<envd_auth::SandboxUser> files_user(const SandboxCall& call,
+                                                 const http::Request& request,
+                                                 std::string user_name) {
+  const envd_auth::SandboxUser fallback = default_user_of(call.row);
+  if (user_name.empty()) {
+    std::string ignored;
+    if (auto from_header = envd_auth::user_from_authorization(request.header("authorization"),
+                                                              fallback, &ignored)) {
+      user_name = from_header->name;
+    }
   }
-  std::unique_ptr<Gzip> gzip;
-  http::Headers headers;
-  if (wants_gzip(exchange.request().header("accept-encoding"))) {
-    gzip = std::make_unique<Gzip>();
-    headers.emplace_back("Content-Encoding", "gzip");
+  if (user_name == fallback.name) return fallback;
+  return envd_auth::user_by_name(user_name, fallback);
+}
+
+Task<void> respond_failure(Exchange& exchange, const Error& error) {
+  co_await respond_error(exchange, error_map::http_status(error), error.message());
+}
+
+// The query and user of a /files request; on failure the reply has been sent.
+struct FilesInput {
+  FilesQuery query;
+  envd_auth::SandboxUser user;
+};
+Task<std::optional<FilesInput>> read_files_input(SandboxCall& call, Exchange& exchange,
+                                                 bool path_required) {
+  const auto& request = exchange.request();
+  auto query = parse_files_query(request.query, path_required);
+  if (!query) {
+    co_await respond_failure(exchange, query.error());
+    co_return std::nullopt;
   }
-  co_await exchange.start_stream(200, "application/octet-stream", std::move(headers));
-  std::string buffer(kReadChunk, '\0');
+  auto user = files_user(call, request, query->username);
+  if (!user) {
+    const std::string message = "unknown user '" + query->username + "'";
+    co_await respond_failure(exchange, Error::with_message(message, kErrUnauthorized));
+    co_return std::nullopt;
+  }
+  co_return FilesInput{std::move(*query), std::move(*user)};
+}
+
+// Sends the file a chunk at a time; a read error midway can only be reported
+// by cutting the stream short.
+Task<void> stream_file(SandboxCall& call, Exchange& exchange, int fd, std::unique_ptr<Gzip> gzip) {
   for (;;) {
-    const ssize_t n = ::read(fd->get(), buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    // A read error midway can only be reported by cutting the stream short.
-    if (n < 0) throw std::runtime_error("read " + path + " failed");
-    if (n == 0) break;
-    std::string piece = buffer.substr(0, static_cast<size_t>(n));
-    if (gzip) piece = gzip->feed(piece);
+    auto chunk = co_await sandbox_ops::read_chunk(call.service, fd, kChunk);
+    if (!chunk) throw std::runtime_error(chunk.error().message());
+    if (chunk->empty()) break;
+    std::string piece = gzip ? gzip->feed(*chunk) : std::move(*chunk);
     if (!co_await exchange.write_chunk(std::move(piece))) co_return;
   }
   if (gzip && !co_await exchange.write_chunk(gzip->finish())) co_return;
@@ -199,32 +291,30 @@ Task<void> download(SandboxCall& call, Exchange& exchange, const std::string& pa
 
 }  // namespace
 
-Task<void> files(SandboxCall& call, Exchange& exchange) {
-  const auto& req = exchange.request();
-  const auto value = [&](const char* key) {
-    const auto it = req.query.find(key);
-    return it == req.query.end() ? std::string{} : it->second;
-  };
-  const envd_auth::SandboxUser fallback = default_user_of(call.row);
-  std::string user_name = value("username");
-  if (user_name.empty()) {
-    std::string ignored;
-    if (auto from_header =
-            envd_auth::user_from_authorization(req.header("authorization"), fallback, &ignored)) {
-      user_name = from_header->name;
-    }
+Task<void> files_download(SandboxCall& call, Exchange& exchange) {
+  auto input = co_await read_files_input(call, exchange, true);
+  if (!input) co_return;
+  const std::string path = sfs::absolute_path(input->query.path, input->user.home);
+  auto fd = co_await sandbox_ops::open_read(call.service, *call.live->sandbox, path);
+  if (!fd) co_return co_await respond_failure(exchange, fd.error());
+  std::unique_ptr<Gzip> gzip;
+  http::Headers headers;
+  if (wants_gzip(exchange.request().header("accept-encoding"))) {
+    gzip = std::make_unique<Gzip>();
+    headers.emplace_back("Content-Encoding", "gzip");
   }
-  const auto user = user_name == fallback.name ? std::optional(fallback)
-                                               : envd_auth::user_by_name(user_name, fallback);
-  if (!user) co_return co_await respond_error(exchange, 401, "unknown user '" + user_name + "'");
-  if (req.method == "GET") co_return co_await download(call, exchange, value("path"), *user);
-  if (req.method != "POST") {
-    co_return co_await respond_error(exchange, 405, "/files accepts GET and POST");
+  co_await exchange.start_stream(200, "application/octet-stream", std::move(headers));
+  co_await stream_file(call, exchange, fd->get(), std::move(gzip));
+}
+
+Task<void> files_upload(SandboxCall& call, Exchange& exchange) {
+  auto input = co_await read_files_input(call, exchange, false);
+  if (!input) co_return;
+  const auto boundary = MultipartParser::boundary_of(exchange.request().header("content-type"));
+  if (boundary) {
+    co_return co_await upload_multipart(call, exchange, *boundary, input->query.path, input->user);
   }
-  if (const auto boundary = MultipartParser::boundary_of(req.header("content-type"))) {
-    co_return co_await upload_multipart(call, exchange, *boundary, value("path"), *user);
-  }
-  co_await upload_raw(call, exchange, value("path"), *user);
+  co_await upload_raw(call, exchange, input->query.path, input->user);
 }
 
 }  // namespace abx::daemon::routes

@@ -1,99 +1,85 @@
 // Sandbox plane: envd's filesystem.Filesystem service over Connect-JSON.
-// Every path goes through runtime::sandbox_fs (openat2 RESOLVE_IN_ROOT).
-// spec/e2b-protocol.md §8.
+// Every path goes through runtime::sandbox_fs (openat2 RESOLVE_IN_ROOT), on
+// the blocking pool by way of sandbox_ops.
+// See spec/e2b-protocol.md §8.
 #include "daemon/error_map.h"
+#include "daemon/envd_requests.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"
-#include "runtime/sandbox_fs.h"
+#include "daemon/sandbox_ops.h"
 
 namespace abx::daemon::routes {
 namespace {
 
 using nlohmann::json;
-using proto_json::field;
 namespace sfs = runtime::sandbox_fs;
 
-struct Outcome {
-  json reply;
-  std::optional<Error> error;
-  std::string bad_input;  // invalid_argument, naming the field
-};
-
-std::optional<std::string> path_field(const json& message, const char* name) {
-  const json* value = field(message, name, name);
-  if (!value || !value->is_string() || value->get<std::string>().empty()) return std::nullopt;
-  return value->get<std::string>();
+std::string absolute(const std::string& path, const envd_auth::SandboxUser& user) {
+  return sfs::absolute_path(path, user.home);
 }
 
-Outcome entry_reply(const runtime::Sandbox& sb, const std::string& path) {
-  auto info = sfs::stat(sb, path);
-  if (!info) return {{}, info.error(), {}};
-  return {{{"entry", proto_json::entry_info(*info)}}, std::nullopt, {}};
+// Built outside coroutines: g++ 12 rejects string literals in braced
+// initializers inside a coroutine body.
+json entry_reply(const sfs::EntryInfo& info) { return {{"entry", proto_json::entry_info(info)}}; }
+
+// The {"entry": EntryInfo} reply of Stat, MakeDir and Move.
+Task<void> reply_entry(SandboxCall& call, Exchange& exchange, const std::string& path) {
+  auto info = co_await sandbox_ops::stat(call.service, *call.live->sandbox, path);
+  if (!info) co_return co_await connect_failure(exchange, info.error());
+  co_await respond_json(exchange, 200, entry_reply(*info));
 }
 
-Outcome list_dir(const runtime::Sandbox& sb, const std::string& path, const json& message) {
-  int depth = 1;
-  if (const json* value = field(message, "depth", "depth")) {
-    if (!value->is_number_integer() || value->get<int>() < 0) {
-      return {{}, std::nullopt, "depth: must be a non-negative integer"};
-    }
-    depth = std::max(1, value->get<int>());
-  }
-  auto entries = sfs::list_dir(sb, path, depth);
-  if (!entries) return {{}, entries.error(), {}};
+json entries_reply(const std::vector<sfs::EntryInfo>& entries) {
   json out = json::array();
-  for (const auto& entry : *entries) out.push_back(proto_json::entry_info(entry));
-  return {{{"entries", out}}, std::nullopt, {}};
-}
-
-Outcome run(const std::string& method, const json& message, const runtime::Sandbox& sb,
-            const envd_auth::SandboxUser& user) {
-  auto resolve = [&](const std::string& path) { return sfs::absolute_path(path, user.home); };
-  if (method == "Move") {
-    const auto from = path_field(message, "source");
-    const auto to = path_field(message, "destination");
-    if (!from || !to) return {{}, std::nullopt, "source, destination: required paths"};
-    if (Status s = sfs::move(sb, resolve(*from), resolve(*to)); !s) return {{}, s.error(), {}};
-    return entry_reply(sb, resolve(*to));
-  }
-  const auto path = path_field(message, "path");
-  if (!path) return {{}, std::nullopt, "path: required"};
-  const std::string absolute = resolve(*path);
-  if (method == "Stat") return entry_reply(sb, absolute);
-  if (method == "ListDir") return list_dir(sb, absolute, message);
-  if (method == "MakeDir") {
-    if (Status s = sfs::make_dir(sb, absolute, user.uid); !s) return {{}, s.error(), {}};
-    return entry_reply(sb, absolute);
-  }
-  if (method == "Remove") {
-    if (Status s = sfs::remove(sb, absolute); !s) return {{}, s.error(), {}};
-    return {json::object(), std::nullopt, {}};
-  }
-  return {{}, Error{"filesystem.Filesystem/" + method + " is not served", ENOSYS, ""}, {}};
+  for (const auto& entry : entries) out.push_back(proto_json::entry_info(entry));
+  return {{"entries", out}};
 }
 
 }  // namespace
 
-Task<void> filesystem(SandboxCall& call, Exchange& exchange, const std::string& method) {
-  if (is_watch_method(method)) co_return co_await watch(call, exchange, method);
-  const bool streaming = is_streaming(exchange.request());
-  auto message = co_await read_connect_request(exchange, streaming);
-  if (!message) co_return;
-  auto user = co_await connect_user(exchange, call.row);
-  if (!user) co_return;
-  Outcome outcome;
-  co_await call.service.pool().run(
-      [&] { outcome = run(method, *message, *call.live->sandbox, *user); });
-  if (!outcome.bad_input.empty()) {
-    co_return co_await connect_error(exchange, "invalid_argument", outcome.bad_input);
-  }
-  if (outcome.error) {
-    const std::string code = outcome.error->errnum == ENOSYS
-                                 ? "unimplemented"
-                                 : error_map::connect_code(outcome.error->errnum);
-    co_return co_await connect_error(exchange, code, outcome.error->message());
-  }
-  co_await respond_json(exchange, 200, outcome.reply);
+Task<void> fs_stat(SandboxCall& call, Exchange& exchange) {
+  auto parsed = co_await read_parsed(call, exchange, &parse_path_request);
+  if (!parsed) co_return;
+  co_await reply_entry(call, exchange, absolute(parsed->request.path, parsed->user));
+}
+
+Task<void> fs_make_dir(SandboxCall& call, Exchange& exchange) {
+  auto parsed = co_await read_parsed(call, exchange, &parse_path_request);
+  if (!parsed) co_return;
+  const std::string path = absolute(parsed->request.path, parsed->user);
+  const Status made =
+      co_await sandbox_ops::make_dir(call.service, *call.live->sandbox, path, parsed->user.uid);
+  if (!made) co_return co_await connect_failure(exchange, made.error());
+  co_await reply_entry(call, exchange, path);
+}
+
+Task<void> fs_move(SandboxCall& call, Exchange& exchange) {
+  auto parsed = co_await read_parsed(call, exchange, &parse_move);
+  if (!parsed) co_return;
+  const std::string from = absolute(parsed->request.source, parsed->user);
+  const std::string to = absolute(parsed->request.destination, parsed->user);
+  const Status moved = co_await sandbox_ops::move(call.service, *call.live->sandbox, from, to);
+  if (!moved) co_return co_await connect_failure(exchange, moved.error());
+  co_await reply_entry(call, exchange, to);
+}
+
+Task<void> fs_list_dir(SandboxCall& call, Exchange& exchange) {
+  auto parsed = co_await read_parsed(call, exchange, &parse_list_dir);
+  if (!parsed) co_return;
+  const std::string path = absolute(parsed->request.path, parsed->user);
+  auto entries = co_await sandbox_ops::list_dir(call.service, *call.live->sandbox, path,
+                                                parsed->request.depth);
+  if (!entries) co_return co_await connect_failure(exchange, entries.error());
+  co_await respond_json(exchange, 200, entries_reply(*entries));
+}
+
+Task<void> fs_remove(SandboxCall& call, Exchange& exchange) {
+  auto parsed = co_await read_parsed(call, exchange, &parse_path_request);
+  if (!parsed) co_return;
+  const std::string path = absolute(parsed->request.path, parsed->user);
+  const Status removed = co_await sandbox_ops::remove(call.service, *call.live->sandbox, path);
+  if (!removed) co_return co_await connect_failure(exchange, removed.error());
+  co_await respond_json(exchange, 200, json::object());
 }
 
 }  // namespace abx::daemon::routes

@@ -1,10 +1,13 @@
 // Sandbox plane, port 49999: the code interpreter (E2B's Jupyter front),
-// backed by src/interp. Errors are plain text, as the SDKs expect
-// (spec/e2b-protocol.md §13).
+// backed by src/interp. Errors are plain text, as the SDKs expect. Every
+// interpreter call runs on the long lane (sandbox_ops).
+// See spec/e2b-protocol.md §13.
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include "daemon/envd_requests.h"
 #include "daemon/routes.h"
+#include "daemon/sandbox_ops.h"
 #include "interp/interp.h"
 
 namespace abx::daemon::routes {
@@ -12,7 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr auto kDefaultRunTimeout = std::chrono::seconds(300);  // Python SDK's run_code default
+constexpr size_t kMaxBodyBytes = 16u << 20;
 constexpr auto kIdleKeepalive = std::chrono::seconds(5);
 
 std::shared_ptr<interp::Interpreter> interpreter_of(LiveSandbox& live) {
@@ -31,63 +34,85 @@ json context_json(const interp::ContextInfo& info) {
   return {{"id", info.id}, {"language", info.language}, {"cwd", info.cwd}};
 }
 
-std::string string_of(const json& body, const char* key) {
-  const auto it = body.find(key);
-  return it != body.end() && it->is_string() ? it->get<std::string>() : std::string{};
+json contexts_json(const std::vector<interp::ContextInfo>& infos) {
+  json out = json::array();
+  for (const auto& info : infos) out.push_back(context_json(info));
+  return out;
 }
 
-struct ExecuteJob {
-  interp::ExecuteRequest request;
-  std::chrono::milliseconds timeout{kDefaultRunTimeout};
-};
-
-std::optional<ExecuteJob> execute_job_of(const json& body, std::string* error) {
-  ExecuteJob job;
-  job.request.code = string_of(body, "code");
-  job.request.context_id = string_of(body, "context_id");
-  job.request.language = string_of(body, "language");
-  if (const auto it = body.find("env_vars"); it != body.end() && it->is_object()) {
-    for (const auto& [key, value] : it->items()) {
-      if (!value.is_string()) {
-        *error = "env_vars." + key + ": must be a string";
-        return std::nullopt;
-      }
-      job.request.env_vars[key] = value.get<std::string>();
-    }
-  }
-  if (const auto it = body.find("timeout"); it != body.end() && it->is_number() && *it > 0) {
-    job.timeout = std::chrono::milliseconds(static_cast<int64_t>(it->get<double>() * 1000));
-  }
-  if (!job.request.context_id.empty() && !job.request.language.empty()) {
-    *error = "Only one of context_id or language can be provided";
-    return std::nullopt;
-  }
-  return job;
+// A symlink may point at a directory; the context's start then checks it.
+bool could_be_directory(runtime::sandbox_fs::FileType type) {
+  return type == runtime::sandbox_fs::FileType::kDirectory ||
+         type == runtime::sandbox_fs::FileType::kSymlink;
 }
 
-Task<void> execute(SandboxCall& call, Exchange& exchange, const json& body) {
-  std::string bad;
-  auto job = execute_job_of(body, &bad);
-  if (!job) co_return co_await text_error(exchange, 400, bad);
+Error cwd_missing(const std::string& cwd) {
+  return Error::with_message("cwd: " + cwd + " is not a directory in the sandbox", kErrBadInput);
+}
+
+Task<void> respond_failure(Exchange& exchange, const Error& error) {
+  co_await text_error(exchange, error_map::http_status(error), error.message());
+}
+
+// The request body as a JSON object; on failure a 400 has been sent.
+Task<std::optional<json>> read_json_body(Exchange& exchange) {
+  bool fits = true;
+  const std::string text = co_await http::read_body(exchange, kMaxBodyBytes, &fits);
+  auto body = fits ? parse_interpreter_body(text)
+                   : Result<json>(Error::with_message("body: larger than 16 MiB", kErrTooLarge));
+  if (!body) {
+    co_await respond_failure(exchange, body.error());
+    co_return std::nullopt;
+  }
+  co_return std::move(*body);
+}
+
+// Runs the execution on the long lane, its NDJSON lines posted back to `lines`.
+void start_execution(SandboxCall& call, ExecuteRequest job, std::shared_ptr<Subscription> lines,
+                     std::shared_ptr<std::atomic<bool>> cancelled,
+                     std::shared_ptr<std::optional<Error>> outcome) {
+  auto interpreter = interpreter_of(*call.live);
+  auto run = [interpreter, lines, cancelled, outcome, job = std::move(job)] {
+    auto emit = [&](const std::string& line) {
+      boost::asio::post(lines->executor(), [lines, line] { lines->push({line + "\n"}); });
+    };
+    Status status = interpreter->execute(job.run, emit, *cancelled, job.timeout);
+    if (!status) *outcome = status.error();
+    boost::asio::post(lines->executor(), [lines] { lines->push({"", true}); });
+  };
+  sandbox_ops::execute_code(call.service, std::move(run));
+}
+
+using ContextOp = Task<Status> (*)(Service&, std::shared_ptr<interp::Interpreter>, std::string);
+
+// DELETE /contexts/{context} and POST /contexts/{context}/restart.
+Task<void> on_context(SandboxCall& call, Exchange& exchange, ContextOp op) {
+  auto id = parse_context_id(call.params);
+  if (!id) co_return co_await respond_failure(exchange, id.error());
+  const Status status = co_await op(call.service, interpreter_of(*call.live), *id);
+  if (!status) co_return co_await respond_failure(exchange, status.error());
+  co_await respond_json(exchange, 200, nullptr);
+}
+
+}  // namespace
+
+Task<void> interp_health(SandboxCall&, Exchange& exchange) {
+  co_await exchange.respond(200, "application/json", "\"OK\"");
+}
+
+Task<void> interp_execute(SandboxCall& call, Exchange& exchange) {
+  auto body = co_await read_json_body(exchange);
+  if (!body) co_return;
+  auto job = parse_execute(*body);
+  if (!job) co_return co_await respond_failure(exchange, job.error());
   auto executor = co_await boost::asio::this_coro::executor;
   auto lines = std::make_shared<Subscription>(executor);
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
   auto outcome = std::make_shared<std::optional<Error>>();
-  auto interpreter = interpreter_of(*call.live);
-  auto run = [interpreter, lines, cancelled, outcome, job = std::move(*job)] {
-    auto emit = [&](const std::string& line) {
-      boost::asio::post(lines->executor(), [lines, line] { lines->push({line + "\n"}); });
-    };
-    Status status = interpreter->execute(job.request, emit, *cancelled, job.timeout);
-    if (!status) *outcome = status.error();
-    boost::asio::post(lines->executor(), [lines] { lines->push({"", true}); });
-  };
-  call.service.pool().post(std::move(run));
+  start_execution(call, std::move(*job), lines, cancelled, outcome);
 
   StreamEvent first = co_await lines->next(std::chrono::hours(24));
-  if (first.last && *outcome) {
-    co_return co_await text_error(exchange, error_map::http_status(**outcome), (*outcome)->message());
-  }
+  if (first.last && *outcome) co_return co_await respond_failure(exchange, **outcome);
   co_await exchange.start_stream(200, "application/x-ndjson");
   for (StreamEvent event = std::move(first); !event.last;
        event = co_await lines->next(kIdleKeepalive)) {
@@ -100,55 +125,34 @@ Task<void> execute(SandboxCall& call, Exchange& exchange, const json& body) {
   co_await exchange.finish_stream();
 }
 
-Task<void> contexts(SandboxCall& call, Exchange& exchange, const json& body) {
-  const auto& req = exchange.request();
-  auto interpreter = interpreter_of(*call.live);
-  if (req.path == "/contexts" && req.method == "GET") {
-    json out = json::array();
-    for (const auto& info : interpreter->list_contexts()) out.push_back(context_json(info));
-    co_return co_await respond_json(exchange, 200, out);
-  }
-  if (req.path == "/contexts" && req.method == "POST") {
-    std::optional<Result<interp::ContextInfo>> created;
-    co_await call.service.pool().run([&] {
-      created = interpreter->create_context(string_of(body, "language"), string_of(body, "cwd"));
-    });
-    if (!*created)
-      co_return co_await text_error(exchange, error_map::http_status(created->error()),
-                                    created->error().message());
-    co_return co_await respond_json(exchange, 200, context_json(created->value()));
-  }
-  const std::string rest = req.path.substr(10);  // after "/contexts/"
-  const size_t slash = rest.find('/');
-  const std::string id = rest.substr(0, slash);
-  const std::string action = slash == std::string::npos ? "" : rest.substr(slash + 1);
-  Status status = Error{"no route for " + req.method + " " + req.path, ENOENT, ""};
-  if (action == "restart" && req.method == "POST") {
-    co_await call.service.pool().run([&] { status = interpreter->restart_context(id); });
-  } else if (action.empty() && req.method == "DELETE") {
-    co_await call.service.pool().run([&] { status = interpreter->remove_context(id); });
-  }
-  if (!status)
-    co_return co_await text_error(exchange, error_map::http_status(status.error()), status.error().message());
-  co_await respond_json(exchange, 200, nullptr);
+Task<void> interp_list_contexts(SandboxCall& call, Exchange& exchange) {
+  const auto infos = co_await sandbox_ops::list_contexts(call.service, interpreter_of(*call.live));
+  co_await respond_json(exchange, 200, contexts_json(infos));
 }
 
-}  // namespace
-
-Task<void> interpreter(SandboxCall& call, Exchange& exchange) {
-  const auto& req = exchange.request();
-  if (req.path == "/health") co_return co_await exchange.respond(200, "application/json", "\"OK\"");
-  bool fits = true;
-  const std::string text = co_await http::read_body(exchange, 16u << 20, &fits);
-  const std::string document = text.empty() ? std::string("{}") : text;
-  auto body = json::parse(document, nullptr, false);
-  if (!fits || body.is_discarded() || !body.is_object()) {
-    co_return co_await text_error(exchange, 400, "request body must be a JSON object");
+Task<void> interp_create_context(SandboxCall& call, Exchange& exchange) {
+  auto body = co_await read_json_body(exchange);
+  if (!body) co_return;
+  auto request = parse_create_context(*body);
+  if (!request) co_return co_await respond_failure(exchange, request.error());
+  if (!request->cwd.empty()) {
+    auto dir = co_await sandbox_ops::stat(call.service, *call.live->sandbox, request->cwd);
+    if (!dir || !could_be_directory(dir->type)) {
+      co_return co_await respond_failure(exchange, cwd_missing(request->cwd));
+    }
   }
-  if (req.path == "/execute" && req.method == "POST")
-    co_return co_await execute(call, exchange, body);
-  if (req.path.rfind("/contexts", 0) == 0) co_return co_await contexts(call, exchange, body);
-  co_await text_error(exchange, 404, "no route for " + req.method + " " + req.path);
+  auto created = co_await sandbox_ops::create_context(call.service, interpreter_of(*call.live),
+                                                      request->language, request->cwd);
+  if (!created) co_return co_await respond_failure(exchange, created.error());
+  co_await respond_json(exchange, 200, context_json(created.value()));
+}
+
+Task<void> interp_remove_context(SandboxCall& call, Exchange& exchange) {
+  co_await on_context(call, exchange, &sandbox_ops::remove_context);
+}
+
+Task<void> interp_restart_context(SandboxCall& call, Exchange& exchange) {
+  co_await on_context(call, exchange, &sandbox_ops::restart_context);
 }
 
 }  // namespace abx::daemon::routes

@@ -1,82 +1,19 @@
-// Sandbox plane: envd's process.Process service over Connect-JSON
-// (spec/e2b-protocol.md §8, headers §9).
+// Sandbox plane: envd's process.Process service over Connect-JSON. Requests
+// are parsed by envd_requests; blocking calls go through sandbox_ops.
+// See spec/e2b-protocol.md §8 (headers §9).
 #include <boost/asio/this_coro.hpp>
-#include <csignal>
 
-#include "common/base64.h"
 #include "common/connect_frame.h"
+#include "daemon/envd_requests.h"
 #include "daemon/error_map.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"
+#include "daemon/sandbox_ops.h"
 
 namespace abx::daemon::routes {
 namespace {
 
 using nlohmann::json;
-using proto_json::field;
-
-// "Bad input" on any field: the message names the field.
-struct BadField {
-  std::string message;
-};
-
-std::string string_of(const json* value, const std::string& name) {
-  if (!value) return {};
-  if (!value->is_string()) throw BadField{name + ": must be a string"};
-  return value->get<std::string>();
-}
-
-std::map<std::string, std::string> string_map_of(const json* value, const std::string& name) {
-  std::map<std::string, std::string> out;
-  if (!value) return out;
-  if (!value->is_object()) throw BadField{name + ": must be an object of strings"};
-  for (const auto& [key, item] : value->items()) out[key] = string_of(&item, name + "." + key);
-  return out;
-}
-
-int64_t int_of(const json* value, const std::string& name) {
-  if (!value) return 0;
-  if (value->is_number_integer()) return value->get<int64_t>();
-  if (value->is_string()) {
-    try {
-      size_t used = 0;
-      const int64_t n = std::stoll(value->get<std::string>(), &used);
-      if (used == value->get<std::string>().size()) return n;
-    } catch (const std::exception&) {
-    }
-  }
-  throw BadField{name + ": must be an integer"};
-}
-
-ProcessSelector selector_of(const json& message) {
-  const json* process = field(message, "process", "process");
-  if (!process || !process->is_object()) throw BadField{"process: required {pid} or {tag}"};
-  ProcessSelector selector;
-  selector.pid = static_cast<int>(int_of(field(*process, "pid", "pid"), "process.pid"));
-  selector.tag = string_of(field(*process, "tag", "tag"), "process.tag");
-  if (selector.pid == 0 && selector.tag.empty()) throw BadField{"process: required {pid} or {tag}"};
-  return selector;
-}
-
-int signal_of(const json& message) {
-  const json* value = field(message, "signal", "signal");
-  if (value && value->is_string()) {
-    const std::string name = value->get<std::string>();
-    if (name == "SIGNAL_SIGKILL") return SIGKILL;
-    if (name == "SIGNAL_SIGTERM") return SIGTERM;
-  }
-  if (value && value->is_number_integer()) {
-    const int n = value->get<int>();
-    if (n == SIGKILL || n == SIGTERM) return n;
-  }
-  throw BadField{"signal: must be SIGNAL_SIGKILL or SIGNAL_SIGTERM"};
-}
-
-std::string bytes_of(const json* value, const std::string& name) {
-  const auto decoded = base64::decode(string_of(value, name));
-  if (!decoded) throw BadField{name + ": must be base64"};
-  return *decoded;
-}
 
 std::map<std::string, std::string> default_env(const envd_auth::SandboxUser& user, bool pty) {
   std::map<std::string, std::string> env = {
@@ -93,21 +30,11 @@ std::map<std::string, std::string> default_env(const envd_auth::SandboxUser& use
   return env;
 }
 
-StartProcess start_request_of(const json& message, const envd_auth::SandboxUser& user,
+StartProcess start_process_of(StartRequest request, const envd_auth::SandboxUser& user,
                               const SandboxRow& row) {
-  const json* process = field(message, "process", "process");
-  if (!process || !process->is_object()) throw BadField{"process: required {cmd, args, envs, cwd}"};
   StartProcess out;
-  out.config.cmd = string_of(field(*process, "cmd", "cmd"), "process.cmd");
-  if (out.config.cmd.empty()) throw BadField{"process.cmd: required"};
-  if (const json* args = field(*process, "args", "args")) {
-    if (!args->is_array()) throw BadField{"process.args: must be an array of strings"};
-    for (const auto& arg : *args) out.config.args.push_back(string_of(&arg, "process.args"));
-  }
-  out.config.envs = string_map_of(field(*process, "envs", "envs"), "process.envs");
-  out.config.cwd = string_of(field(*process, "cwd", "cwd"), "process.cwd");
-  out.tag = string_of(field(message, "tag", "tag"), "tag");
-
+  out.config = std::move(request.config);
+  out.tag = std::move(request.tag);
   runtime::ProcessSpec& spec = out.spec;
   spec.argv.push_back(out.config.cmd);
   spec.argv.insert(spec.argv.end(), out.config.args.begin(), out.config.args.end());
@@ -116,17 +43,10 @@ StartProcess start_request_of(const json& message, const envd_auth::SandboxUser&
   spec.cwd = !out.config.cwd.empty()    ? out.config.cwd
              : !row.default_cwd.empty() ? row.default_cwd
                                         : user.home;
-  if (const json* pty = field(message, "pty", "pty")) {
-    spec.pty = true;
-    if (const json* size = field(*pty, "size", "size")) {
-      spec.pty_cols = static_cast<uint16_t>(int_of(field(*size, "cols", "cols"), "pty.size.cols"));
-      spec.pty_rows = static_cast<uint16_t>(int_of(field(*size, "rows", "rows"), "pty.size.rows"));
-    }
-  }
-  if (const json* stdin_flag = field(message, "stdin", "stdin")) {
-    if (!stdin_flag->is_boolean()) throw BadField{"stdin: must be true or false"};
-    spec.stdin_pipe = stdin_flag->get<bool>();
-  }
+  spec.pty = request.pty;
+  if (request.pty_cols != 0) spec.pty_cols = request.pty_cols;
+  if (request.pty_rows != 0) spec.pty_rows = request.pty_rows;
+  spec.stdin_pipe = request.stdin_pipe;
   spec.env = default_env(user, spec.pty);
   for (const auto& [key, value] : row.env_vars) spec.env[key] = value;
   for (const auto& [key, value] : out.config.envs) spec.env[key] = value;
@@ -163,35 +83,8 @@ Task<void> stream_events(SandboxCall& call, Exchange& exchange,
 }
 
 Task<void> reply_status(Exchange& exchange, const Status& status) {
-  if (!status) {
-    co_return co_await connect_error(exchange, error_map::connect_code(status.error().errnum),
-                                     status.error().message());
-  }
+  if (!status) co_return co_await connect_failure(exchange, status.error());
   co_await respond_json(exchange, 200, json::object());
-}
-
-Task<void> start(SandboxCall& call, Exchange& exchange, const json& message,
-                 const envd_auth::SandboxUser& user) {
-  StartProcess request = start_request_of(message, user, call.row);
-  request.timeout = timeout_of(exchange.request());
-  auto executor = co_await boost::asio::this_coro::executor;
-  std::optional<Result<std::shared_ptr<Subscription>>> started;
-  co_await call.service.pool().run(
-      [&] { started = call.live->processes->start(std::move(request), executor); });
-  if (!*started) {
-    const Error& error = started->error();
-    co_return co_await connect_error(exchange, error_map::connect_code(error.errnum),
-                                     error.message());
-  }
-  co_await stream_events(call, exchange, started->value());
-}
-
-Task<void> attach(SandboxCall& call, Exchange& exchange, const json& message) {
-  auto executor = co_await boost::asio::this_coro::executor;
-  auto attached = call.live->processes->attach(selector_of(message), executor);
-  if (!attached)
-    co_return co_await connect_error(exchange, "not_found", attached.error().message());
-  co_await stream_events(call, exchange, attached.value());
 }
 
 json process_list_json(ProcessTable& table) {
@@ -206,65 +99,72 @@ json process_list_json(ProcessTable& table) {
   return {{"processes", processes}};
 }
 
-Task<void> list(SandboxCall& call, Exchange& exchange) {
+}  // namespace
+
+Task<void> process_start(SandboxCall& call, Exchange& exchange) {
+  auto parsed = co_await read_parsed(call, exchange, &parse_start);
+  if (!parsed) co_return;
+  auto& request = parsed->request;
+  StartProcess start = start_process_of(std::move(request), parsed->user, call.row);
+  start.timeout = timeout_of(exchange.request());
+  auto executor = co_await boost::asio::this_coro::executor;
+  auto started = co_await sandbox_ops::start_process(call.service, *call.live->processes,
+                                                     std::move(start), executor);
+  if (!started) co_return co_await connect_failure(exchange, started.error());
+  co_await stream_events(call, exchange, started.value());
+}
+
+Task<void> process_connect(SandboxCall& call, Exchange& exchange) {
+  auto parsed = co_await read_parsed(call, exchange, &parse_connect);
+  if (!parsed) co_return;
+  auto& request = parsed->request;
+  auto executor = co_await boost::asio::this_coro::executor;
+  auto attached = call.live->processes->attach(request.process, executor);
+  if (!attached) co_return co_await connect_failure(exchange, attached.error());
+  co_await stream_events(call, exchange, attached.value());
+}
+
+Task<void> process_list(SandboxCall& call, Exchange& exchange) {
+  auto input = co_await read_connect_input(call, exchange);
+  if (!input) co_return;
   co_await respond_json(exchange, 200, process_list_json(*call.live->processes));
 }
 
-Task<void> send_input(SandboxCall& call, Exchange& exchange, const json& message) {
-  const ProcessSelector selector = selector_of(message);
-  const json* input = field(message, "input", "input");
-  if (!input || !input->is_object()) throw BadField{"input: required {stdin} or {pty}"};
-  const bool to_pty = field(*input, "pty", "pty") != nullptr;
-  const std::string bytes = bytes_of(field(*input, to_pty ? "pty" : "stdin", "stdin"), "input");
-  Status status;
-  co_await call.service.pool().run(
-      [&] { status = call.live->processes->send_input(selector, bytes, to_pty); });
+Task<void> process_send_input(SandboxCall& call, Exchange& exchange) {
+  auto parsed = co_await read_parsed(call, exchange, &parse_send_input);
+  if (!parsed) co_return;
+  auto& request = parsed->request;
+  const Status status =
+      co_await sandbox_ops::send_input(call.service, *call.live->processes, request.process,
+                                       std::move(request.bytes), request.to_pty);
   co_await reply_status(exchange, status);
 }
 
-Task<void> update(SandboxCall& call, Exchange& exchange, const json& message) {
-  const ProcessSelector selector = selector_of(message);
-  const json* pty = field(message, "pty", "pty");
-  const json* size = pty ? field(*pty, "size", "size") : nullptr;
-  if (!size) throw BadField{"pty.size: required {cols, rows}"};
-  const auto cols = static_cast<uint16_t>(int_of(field(*size, "cols", "cols"), "pty.size.cols"));
-  const auto rows = static_cast<uint16_t>(int_of(field(*size, "rows", "rows"), "pty.size.rows"));
-  co_await reply_status(exchange, call.live->processes->resize_pty(selector, cols, rows));
+Task<void> process_update(SandboxCall& call, Exchange& exchange) {
+  auto parsed = co_await read_parsed(call, exchange, &parse_update);
+  if (!parsed) co_return;
+  auto& request = parsed->request;
+  const Status status = co_await sandbox_ops::resize_pty(
+      call.service, *call.live->processes, request.process, request.cols, request.rows);
+  co_await reply_status(exchange, status);
 }
 
-Task<void> dispatch(SandboxCall& call, Exchange& exchange, const std::string& method,
-                    const json& message, const envd_auth::SandboxUser& user) {
-  auto& table = *call.live->processes;
-  if (method == "Start") co_return co_await start(call, exchange, message, user);
-  if (method == "Connect") co_return co_await attach(call, exchange, message);
-  if (method == "List") co_return co_await list(call, exchange);
-  if (method == "SendInput") co_return co_await send_input(call, exchange, message);
-  if (method == "Update") co_return co_await update(call, exchange, message);
-  if (method == "SendSignal") {
-    co_return co_await reply_status(exchange,
-                                    table.signal(selector_of(message), signal_of(message)));
-  }
-  if (method == "CloseStdin") {
-    co_return co_await reply_status(exchange, table.close_stdin(selector_of(message)));
-  }
-  co_await connect_error(exchange, "unimplemented", "process.Process/" + method + " is not served");
+Task<void> process_send_signal(SandboxCall& call, Exchange& exchange) {
+  auto parsed = co_await read_parsed(call, exchange, &parse_signal);
+  if (!parsed) co_return;
+  auto& request = parsed->request;
+  const Status status = co_await sandbox_ops::signal(call.service, *call.live->processes,
+                                                     request.process, request.signal);
+  co_await reply_status(exchange, status);
 }
 
-}  // namespace
-
-Task<void> process(SandboxCall& call, Exchange& exchange, const std::string& method) {
-  const bool streaming = is_streaming(exchange.request());
-  auto message = co_await read_connect_request(exchange, streaming);
-  if (!message) co_return;
-  auto user = co_await connect_user(exchange, call.row);
-  if (!user) co_return;
-  std::string bad_field;
-  try {
-    co_await dispatch(call, exchange, method, *message, *user);
-  } catch (const BadField& bad) {
-    bad_field = bad.message;
-  }
-  if (!bad_field.empty()) co_await connect_error(exchange, "invalid_argument", bad_field);
+Task<void> process_close_stdin(SandboxCall& call, Exchange& exchange) {
+  auto parsed = co_await read_parsed(call, exchange, &parse_connect);
+  if (!parsed) co_return;
+  auto& request = parsed->request;
+  const Status status =
+      co_await sandbox_ops::close_stdin(call.service, *call.live->processes, request.process);
+  co_await reply_status(exchange, status);
 }
 
 }  // namespace abx::daemon::routes

@@ -2,6 +2,7 @@
 // user runs inside the sandbox, reached in its network namespace.
 #include "daemon/http_proxy.h"
 #include "daemon/routes.h"
+#include "daemon/sandbox_ops.h"
 
 namespace abx::daemon::routes {
 namespace {
@@ -18,9 +19,9 @@ nlohmann::json port_closed(const std::string& id, int port) {
 }  // namespace
 
 Task<void> proxy_port(SandboxCall& call, Exchange& exchange) {
-  const int port = std::stoi(call.params.at("port"));
+  const int port = std::stoi(call.params.at("port"));  // set by the router from a checked port
   std::optional<Result<UniqueFd>> connected;
-  if (port > 0) connected = co_await call.service.connect_port(*call.live, static_cast<uint16_t>(port));
+  if (port > 0 && port <= 65535) connected = co_await sandbox_ops::connect_port(call.service, *call.live->sandbox, static_cast<uint16_t>(port));
   if (!connected || !*connected) {
     co_return co_await respond_json(exchange, 502, port_closed(call.row.id, port));
   }

@@ -11,7 +11,6 @@
 
 #include "common/ids.h"
 #include "interp/interp.h"
-#include "runtime/sandbox_net.h"
 #include "runtime/sandbox_users.h"
 
 namespace abx::daemon {
@@ -43,7 +42,7 @@ std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
                                                 std::unique_ptr<runtime::Sandbox> sb) {
   auto live = std::make_shared<LiveSandbox>();
   live->sandbox = std::shared_ptr<runtime::Sandbox>(std::move(sb));
-  live->processes = std::make_shared<ProcessTable>(ioc_, live->sandbox);
+  live->processes = std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox);
   live->row = std::move(row);
   return live;
 }
@@ -183,12 +182,6 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   spdlog::info("sandbox {} created from {} for team {} ({}s)", row.id, row.template_id, row.owner,
                request.timeout_sec);
   co_return row;
-}
-
-http::Task<Result<UniqueFd>> Service::connect_port(const LiveSandbox& live, uint16_t port) {
-  std::optional<Result<UniqueFd>> connected;
-  co_await pool_.run([&] { connected = runtime::connect_tcp(*live.sandbox, port); });
-  co_return std::move(*connected);
 }
 
 void Service::start_long(std::function<void()> work) { pool_.post_long(std::move(work)); }

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/unique_fd.h"
 #include "daemon/blocking_pool.h"
 #include "daemon/caller.h"
 #include "daemon/control_requests.h"
@@ -72,8 +71,6 @@ class Service {
   std::vector<SandboxRow> list() const;
   std::shared_ptr<LiveSandbox> find(const std::string& id) const;
 
-  // A TCP connection to `port` inside the sandbox's network namespace.
-  http::Task<Result<UniqueFd>> connect_port(const LiveSandbox& live, uint16_t port);
   // Runs work whose length its caller controls (builds, MCP sessions that
   // end their sandboxes) where it cannot hold up creates and kills.
   void start_long(std::function<void()> work);

@@ -67,6 +67,29 @@ TEST(DaemonMultipart, MalformedBoundaryLine) {
   EXPECT_FALSE(parser.error().empty());
 }
 
+// A long destination name reaches the upload intact: refusing it (400,
+// ENAMETOOLONG) is the filesystem's call, not the parser's.
+TEST(DaemonMultipart, LongFilenameIsPassedThrough) {
+  const std::string name = "/home/user/" + std::string(5000, 'a');
+  const std::string body = "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" +
+                           name + "\"\r\n\r\nx\r\n--B--\r\n";
+  Collected got;
+  MultipartParser parser("B");
+  ASSERT_TRUE(parser.feed(body, got.handlers()));
+  EXPECT_TRUE(parser.finished());
+  ASSERT_EQ(got.parts.size(), 1u);
+  EXPECT_EQ(got.parts[0].filename, name);
+}
+
+TEST(DaemonMultipart, OversizedPartHeadersAreRefused) {
+  const std::string body = "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" +
+                           std::string(20000, 'a') + "\"\r\n\r\nx\r\n--B--\r\n";
+  Collected got;
+  MultipartParser parser("B");
+  EXPECT_FALSE(parser.feed(body, got.handlers()));
+  EXPECT_FALSE(parser.error().empty());
+}
+
 TEST(DaemonProtoJson, EntryInfo) {
   runtime::sandbox_fs::EntryInfo entry;
   entry.name = "a.txt";
