@@ -36,7 +36,7 @@ std::string encode(std::string_view bytes, bool pad) {
   const size_t rest = bytes.size() - i;
   if (rest > 0) {
     uint32_t n = static_cast<uint8_t>(bytes[i]) << 16;
-    if (rest == 2) n |= static_cast<uint8_t>(bytes[i + 1]) << 8;
+    if (rest == 2) n |= uint32_t{static_cast<uint8_t>(bytes[i + 1])} << 8;
     out.push_back(kAlphabet[(n >> 18) & 63]);
     out.push_back(kAlphabet[(n >> 12) & 63]);
     if (rest == 2) out.push_back(kAlphabet[(n >> 6) & 63]);

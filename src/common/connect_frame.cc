@@ -16,7 +16,7 @@ std::string encode(std::string_view payload, uint8_t flags) {
 std::optional<Frame> FrameReader::next(std::string* error) {
   if (buffer_.size() < 5) return std::nullopt;
   uint32_t n = 0;
-  for (int i = 1; i <= 4; ++i) n = (n << 8) | static_cast<uint8_t>(buffer_[i]);
+  for (size_t i = 1; i <= 4; ++i) n = (n << 8) | static_cast<uint8_t>(buffer_[i]);
   if (n > kMaxFrameBytes) {
     if (error) *error = "connect frame of " + std::to_string(n) + " bytes exceeds the limit";
     return std::nullopt;

@@ -81,7 +81,8 @@ BodySource fd_body(int fd, std::string what, size_t chunk, std::function<void(si
 std::string url_encode(std::string_view text) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
-  for (const unsigned char c : text) {
+  for (const char raw : text) {
+    const auto c = static_cast<unsigned char>(raw);
     if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
       out.push_back(static_cast<char>(c));
     } else {
@@ -177,7 +178,7 @@ struct ResponseStream::Impl {
 ResponseStream::ResponseStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ResponseStream::~ResponseStream() = default;
 
-int ResponseStream::status() const { return impl_->parser.get().result_int(); }
+int ResponseStream::status() const { return static_cast<int>(impl_->parser.get().result_int()); }
 
 std::string ResponseStream::header(std::string_view name) const {
   auto it = impl_->parser.get().find(boost::string_view(name.data(), name.size()));

@@ -35,7 +35,8 @@ std::string Sha256::bytes() {
 std::string Sha256::hex() {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  for (unsigned char byte : bytes()) {
+  for (const char raw : bytes()) {
+    const auto byte = static_cast<unsigned char>(raw);
     out += kHex[byte >> 4];
     out += kHex[byte & 15];
   }

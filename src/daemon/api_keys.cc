@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/fd_io.h"
 #include "common/ids.h"
 #include "common/sha256.h"
 #include "common/unique_fd.h"
@@ -49,8 +50,9 @@ Result<ApiKeyEntry> create_extra_key(const fs::path& file, const std::string& na
   if (!fd.valid()) return Error::from_errno("open api keys file", file.string());
   const std::string line =
       entry.key + " " + std::to_string(entry.created_unix) + " " + entry.name + "\n";
-  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
-      ::fsync(fd.get()) != 0) {
+  if (Status s = write_all(fd.get(), line, "write api keys file", file.string()); !s)
+    return s.error();
+  if (::fsync(fd.get()) != 0) {
     return Error::from_errno("write api keys file", file.string());
   }
   return entry;

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <thread>
 
+#include "common/file_replacement.h"
 #include "common/ids.h"
 #include "common/unique_fd.h"
 #include "daemon/data_dir_lock.h"
@@ -41,18 +42,6 @@ Status make_data_dir(const fs::path& dir) {
   return {};
 }
 
-// Written whole or not at all (temp file + rename), never inherited by helpers.
-Status write_file_atomically(const fs::path& path, const std::string& text, mode_t mode) {
-  const fs::path tmp = path.string() + ".tmp";
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
-  if (!fd.valid()) return Error::from_errno("create", tmp.string());
-  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      ::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Error::from_errno("write", path.string());
-  }
-  return {};
-}
-
 // The first line of a small file, or "" when it is missing or empty.
 std::string first_line(const fs::path& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -68,13 +57,13 @@ Result<std::string> load_or_create_api_key(const fs::path& path) {
   std::string key = first_line(path);
   if (!key.empty()) return key;
   key = ids::api_key();
-  if (Status s = write_file_atomically(path, key + "\n", 0600); !s) return s.error();
+  if (Status s = replace_file(path, key + "\n", 0600, true); !s) return s.error();
   return key;
 }
 
 Status write_address_file(const fs::path& path, uint16_t port) {
   if (path.empty()) return {};
-  return write_file_atomically(path, "http://127.0.0.1:" + std::to_string(port) + "\n", 0644);
+  return replace_file(path, "http://127.0.0.1:" + std::to_string(port) + "\n", 0644, true);
 }
 
 fs::path default_init_binary() {

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "common/ids.h"
+
 namespace abx::daemon {
 namespace {
 
@@ -23,10 +25,7 @@ std::optional<SandboxTarget> from_host(std::string_view host) {
   if (dash == std::string_view::npos) return std::nullopt;
   const auto port = parse_port(label.substr(0, dash));
   const std::string_view id = label.substr(dash + 1);
-  if (!port || id.empty()) return std::nullopt;
-  for (char c : id) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return std::nullopt;
-  }
+  if (!port || !ids::is_valid_sandbox_id(id)) return std::nullopt;
   return SandboxTarget{std::string(id), *port};
 }
 

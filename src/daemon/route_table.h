@@ -23,9 +23,9 @@ enum class Plane {
 };
 
 enum class Credential {
-  none,          // anyone (health checks, public ports)
-  api_key,       // X-API-KEY of a team
-  access_token,  // X-Access-Token when the sandbox has one (secure sandboxes)
+  none,                // anyone (health checks, public ports)
+  api_key,             // X-API-KEY of a team
+  access_token,        // X-Access-Token when the sandbox has one (secure sandboxes)
   token_or_signature,  // /files: X-Access-Token, or a signed URL for that path
 };
 

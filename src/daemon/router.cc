@@ -30,8 +30,8 @@ std::string no_route(const http::Request& request) {
 Task<void> unmatched(Exchange& exchange, Plane plane, const RouteMatch& match) {
   const auto& request = exchange.request();
   if (!match.allowed.empty()) {
-    const std::string message = request.method + " is not allowed on " + request.path +
-                                "; use " + match.allowed;
+    const std::string message =
+        request.method + " is not allowed on " + request.path + "; use " + match.allowed;
     co_return co_await routes::respond_json(exchange, 405, routes::error_json(405, message),
                                             allow_header(match.allowed));
   }

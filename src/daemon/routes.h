@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "daemon/caller.h"
 #include "daemon/envd_auth.h"
 #include "daemon/error_map.h"
-#include "daemon/caller.h"
 #include "daemon/http_exchange.h"
 #include "daemon/service.h"
 
@@ -70,7 +70,7 @@ struct SandboxCall {
   std::shared_ptr<LiveSandbox> live;
   SandboxRow row;                                  // snapshot at the start of the request
   std::map<std::string, std::string> params = {};  // from the route's pattern, e.g. {context}
-  Caller caller = {};  // a token's caller is the sandbox's team
+  Caller caller = {};                              // a token's caller is the sandbox's team
 };
 
 // The sandbox plane, one handler per row of the route table (route_table.cc).
@@ -107,7 +107,6 @@ Task<void> interp_list_contexts(SandboxCall& call, Exchange& exchange);
 Task<void> interp_create_context(SandboxCall& call, Exchange& exchange);
 Task<void> interp_remove_context(SandboxCall& call, Exchange& exchange);
 Task<void> interp_restart_context(SandboxCall& call, Exchange& exchange);
-
 
 // Shared by the Connect routes (routes_connect.cc).
 Task<void> connect_error(Exchange& exchange, const std::string& code, const std::string& message);

@@ -5,6 +5,7 @@
 // See spec/e2b-protocol.md §10.
 #include <unistd.h>
 
+#include "common/fd_io.h"
 #include "daemon/envd_requests.h"
 #include "daemon/gunzip.h"
 #include "daemon/gzip.h"
@@ -43,12 +44,7 @@ class UploadTarget {
     return true;
   }
   bool write(std::string_view data) {
-    while (!data.empty()) {
-      const ssize_t n = ::write(fd_.get(), data.data(), data.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return fail(Error::from_errno("write " + path_));
-      data.remove_prefix(static_cast<size_t>(n));
-    }
+    if (Status s = write_all(fd_.get(), data, "write " + path_); !s) return fail(s.error());
     return true;
   }
   bool close() {

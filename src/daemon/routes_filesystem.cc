@@ -2,8 +2,8 @@
 // Every path goes through runtime::sandbox_fs (openat2 RESOLVE_IN_ROOT), on
 // the blocking pool by way of sandbox_ops.
 // See spec/e2b-protocol.md §8.
-#include "daemon/error_map.h"
 #include "daemon/envd_requests.h"
+#include "daemon/error_map.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"
 #include "daemon/sandbox_ops.h"

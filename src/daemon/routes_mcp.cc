@@ -161,7 +161,7 @@ Task<void> post(Service& service, Exchange& exchange, const std::string& api_key
     }
   }
   auto replies = std::make_shared<Replies>();
-  for (const auto& item : batch) replies->pending += is_request(item) ? 1 : 0;
+  for (const auto& item : batch) replies->pending += is_request(item) ? 1u : 0u;
   const bool any_request = replies->pending > 0;
   for (const auto& item : batch) {
     session->dispatch(item, is_request(item) ? reply_into(replies, item["id"]) : ignore_reply);

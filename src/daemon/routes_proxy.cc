@@ -21,7 +21,9 @@ nlohmann::json port_closed(const std::string& id, int port) {
 Task<void> proxy_port(SandboxCall& call, Exchange& exchange) {
   const int port = std::stoi(call.params.at("port"));  // set by the router from a checked port
   std::optional<Result<UniqueFd>> connected;
-  if (port > 0 && port <= 65535) connected = co_await sandbox_ops::connect_port(call.service, *call.live->sandbox, static_cast<uint16_t>(port));
+  if (port > 0 && port <= 65535)
+    connected = co_await sandbox_ops::connect_port(call.service, *call.live->sandbox,
+                                                   static_cast<uint16_t>(port));
   if (!connected || !*connected) {
     co_return co_await respond_json(exchange, 502, port_closed(call.row.id, port));
   }

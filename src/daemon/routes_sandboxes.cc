@@ -205,7 +205,8 @@ nlohmann::json sandbox_metric(LiveSandbox& live) {
   const SandboxRow row = live.snapshot();
   const auto usage = live.sandbox->usage();
   const int64_t now = now_ms();
-  const double elapsed_ns = std::max<int64_t>(1, now - row.started_at_ms) * 1e6;
+  const double elapsed_ns =
+      static_cast<double>(std::max<int64_t>(1, now - row.started_at_ms)) * 1e6;
   const double cpu_pct =
       100.0 * static_cast<double>(usage.cpu_usage_ns) / (elapsed_ns * std::max(1u, row.cpu_count));
   return {{"timestamp", time_text(now)},

@@ -1,14 +1,17 @@
 // Our own API (not E2B's): /abx/v1/templates — list, inspect, build (an
 // NDJSON progress stream) and remove templates.
+#include <fcntl.h>
+
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <deque>
-#include <fstream>
 #include <mutex>
 #include <optional>
 
+#include "common/fd_io.h"
+#include "common/unique_fd.h"
 #include "daemon/routes.h"
 #include "templates/build_context.h"
 
@@ -106,16 +109,18 @@ Task<void> stream_job(Service& service, Exchange& exchange, BuildJob job) {
   co_await exchange.finish_stream();
 }
 
-// Writes the request body (a tar) to `path`, piece by piece.
-Task<bool> save_body(Exchange& exchange, const fs::path& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+// Writes the request body (a tar) to `path`, piece by piece; close-on-exec,
+// so a build helper started meanwhile (mmdebstrap) never inherits it.
+Task<Status> save_body(Exchange& exchange, const fs::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) co_return Error::from_errno("store template upload", path.string());
   for (;;) {
     const std::string piece = co_await exchange.read_body_some();
     if (piece.empty()) break;
-    out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+    if (Status s = write_all(fd.get(), piece, "store template upload", path.string()); !s)
+      co_return s;
   }
-  out.close();
-  co_return static_cast<bool>(out);
+  co_return Status{};
 }
 
 // A private dir under the templates dir for one upload, removed when the
@@ -125,8 +130,7 @@ Task<Result<std::shared_ptr<templates::UploadDir>>> receive_upload(Service& serv
   auto dir = service.templates().upload_dir();
   if (!dir) co_return dir.error();
   auto shared = std::make_shared<templates::UploadDir>(std::move(*dir));
-  if (!co_await save_body(exchange, shared->path / "upload.tar"))
-    co_return Error{"template upload", EIO, "could not store the upload (disk full?)"};
+  if (Status s = co_await save_body(exchange, shared->path / "upload.tar"); !s) co_return s.error();
   co_return shared;
 }
 

@@ -26,8 +26,8 @@ struct ContextInfo {
 
 struct ExecuteRequest {
   std::string code;
-  std::string context_id;  // empty: the default context of `language`
-  std::string language;    // empty: python
+  std::string context_id;                       // empty: the default context of `language`
+  std::string language;                         // empty: python
   std::map<std::string, std::string> env_vars;  // applied for this execution only
 };
 

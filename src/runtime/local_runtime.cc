@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/fd_io.h"
 #include "common/ids.h"
 #include "runtime/cgroup.h"
 #include "runtime/init_protocol.h"
@@ -70,25 +71,18 @@ Status write_init_file(const fs::path& path, pid_t pid) {
       std::to_string(pid) + ' ' + std::to_string(process_start_time(pid)) + '\n';
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd.valid()) return Error::from_errno("create init pid file", path.string());
-  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-    return Error::from_errno("write init pid file", path.string());
-  }
-  return {};
+  return write_all(fd.get(), line, "write init pid file", path.string());
 }
 
 Result<UniqueFd> listen_control(const fs::path& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.native().size() >= sizeof addr.sun_path)
-    return Error{"bind sandbox control socket", ENAMETOOLONG,
-                 path.string() + ": use a shorter state dir"};
-  std::strcpy(addr.sun_path, path.c_str());
-  UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  if (!sock.valid()) return Error::from_errno("socket");
-  if (::bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return Error::from_errno("bind sandbox control socket", path.string());
-  if (::listen(sock.get(), 16) != 0) return Error::from_errno("listen", path.string());
-  return sock;
+  const std::string step = "bind sandbox control socket";
+  auto sock = control_socket(path, step);
+  if (!sock) return sock.error();
+  const auto* addr = reinterpret_cast<const sockaddr*>(&sock->address);
+  if (::bind(sock->fd.get(), addr, sizeof sock->address) != 0)
+    return Error::from_errno(step, path.string());
+  if (::listen(sock->fd.get(), 16) != 0) return Error::from_errno("listen", path.string());
+  return std::move(sock->fd);
 }
 
 Result<UniqueFd> config_memfd(const proto::InitConfig& config) {

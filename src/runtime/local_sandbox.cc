@@ -89,18 +89,25 @@ Status LocalSandbox::signal(int pid, int signo) {
   return {};
 }
 
+Result<ControlSocket> control_socket(const fs::path& path, const std::string& step) {
+  ControlSocket out{UniqueFd(), sockaddr_un{}};
+  out.address.sun_family = AF_UNIX;
+  if (path.native().size() >= sizeof out.address.sun_path)
+    return Error{step, ENAMETOOLONG, path.string() + ": use a shorter state dir"};
+  std::strcpy(out.address.sun_path, path.c_str());
+  out.fd = UniqueFd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!out.fd.valid()) return Error::from_errno("socket");
+  return out;
+}
+
 Result<UniqueFd> connect_control(const fs::path& socket_path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (socket_path.native().size() >= sizeof addr.sun_path)
-    return Error{"connect sandbox control socket", ENAMETOOLONG,
-                 socket_path.string() + ": use a shorter state dir"};
-  std::strcpy(addr.sun_path, socket_path.c_str());
-  UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  if (!sock.valid()) return Error::from_errno("socket");
-  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return Error::from_errno("connect sandbox control socket", socket_path.string());
-  return sock;
+  const std::string step = "connect sandbox control socket";
+  auto sock = control_socket(socket_path, step);
+  if (!sock) return sock.error();
+  const auto* addr = reinterpret_cast<const sockaddr*>(&sock->address);
+  if (::connect(sock->fd.get(), addr, sizeof sock->address) != 0)
+    return Error::from_errno(step, socket_path.string());
+  return std::move(sock->fd);
 }
 
 }  // namespace abx::runtime

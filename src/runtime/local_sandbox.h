@@ -3,6 +3,8 @@
 // its cgroups.
 #pragma once
 
+#include <sys/un.h>
+
 #include <mutex>
 #include <vector>
 
@@ -40,5 +42,12 @@ class LocalSandbox final : public Sandbox {
 
 // Connects to the control socket in a sandbox's state dir.
 Result<UniqueFd> connect_control(const fs::path& socket_path);
+// A SEQPACKET socket and the address of the control socket at `path`; `step`
+// names the failure ("bind …", "connect …") when the path is too long.
+struct ControlSocket {
+  UniqueFd fd;
+  sockaddr_un address;
+};
+Result<ControlSocket> control_socket(const fs::path& path, const std::string& step);
 
 }  // namespace abx::runtime

@@ -17,7 +17,8 @@ constexpr int kMaxExtends = 4;
 
 // FNV-1a: a stable cache key (not a security boundary: the cache is ours).
 uint64_t fnv1a(const std::string& text, uint64_t hash = 1469598103934665603ULL) {
-  for (unsigned char c : text) {
+  for (const char raw : text) {
+    const auto c = static_cast<unsigned char>(raw);
     hash ^= c;
     hash *= 1099511628211ULL;
   }
