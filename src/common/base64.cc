@@ -28,14 +28,14 @@ std::string encode(std::string_view bytes, bool pad) {
   out.reserve((bytes.size() + 2) / 3 * 4);
   size_t i = 0;
   for (; i + 3 <= bytes.size(); i += 3) {
-    const uint32_t n = (static_cast<uint8_t>(bytes[i]) << 16) |
-                       (static_cast<uint8_t>(bytes[i + 1]) << 8) |
-                       static_cast<uint8_t>(bytes[i + 2]);
+    const uint32_t n = (uint32_t{static_cast<uint8_t>(bytes[i])} << 16) |
+                       (uint32_t{static_cast<uint8_t>(bytes[i + 1])} << 8) |
+                       uint32_t{static_cast<uint8_t>(bytes[i + 2])};
     for (int shift = 18; shift >= 0; shift -= 6) out.push_back(kAlphabet[(n >> shift) & 63]);
   }
   const size_t rest = bytes.size() - i;
   if (rest > 0) {
-    uint32_t n = static_cast<uint8_t>(bytes[i]) << 16;
+    uint32_t n = uint32_t{static_cast<uint8_t>(bytes[i])} << 16;
     if (rest == 2) n |= uint32_t{static_cast<uint8_t>(bytes[i + 1])} << 8;
     out.push_back(kAlphabet[(n >> 18) & 63]);
     out.push_back(kAlphabet[(n >> 12) & 63]);

@@ -57,14 +57,21 @@ class DaemonApiKeys : public ::testing::Test {
 TEST_F(DaemonApiKeys, ExtraKeysAreAcceptedOnceCreated) {
   const fs::path file = extra_keys_path(dir_);
   ApiKeys keys("e2b_primary", file);
-  EXPECT_TRUE(keys.accepts("e2b_primary"));
-  EXPECT_FALSE(keys.accepts(""));
+  auto primary = keys.caller_for("e2b_primary");
+  ASSERT_TRUE(primary);
+  EXPECT_TRUE(primary->admin);  // the daemon's own key
+  EXPECT_EQ(primary->team, kDefaultTeam);
+  EXPECT_EQ(primary->key_id.find("e2b_"), std::string::npos);  // never the key itself
+  EXPECT_FALSE(keys.caller_for(""));
   auto created = create_extra_key(file, "ci runner");
   ASSERT_TRUE(created) << created.error().message();
   EXPECT_EQ(created->key.rfind("e2b_", 0), 0u);
   EXPECT_EQ(created->key.size(), 44u);
-  EXPECT_TRUE(keys.accepts(created->key));
-  EXPECT_FALSE(keys.accepts("e2b_other"));
+  auto extra = keys.caller_for(created->key);
+  ASSERT_TRUE(extra);
+  EXPECT_FALSE(extra->admin);
+  EXPECT_NE(extra->key_id, primary->key_id);
+  EXPECT_FALSE(keys.caller_for("e2b_other"));
   EXPECT_EQ(fs::status(file).permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write);
 
