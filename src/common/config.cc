@@ -58,8 +58,8 @@ Result<Config> Config::load(const std::filesystem::path& file) {
       if (auto value = node.value<std::string>()) config.values_[std::string(key.str())] = *value;
     }
   } catch (const toml::parse_error& e) {
-    return Error{"read config " + file.string(), 0,
-                 std::string(e.description()) + "; fix or delete the file"};
+    return Error::with_message("read config " + file.string() + ": " +
+                               std::string(e.description()) + "; fix or delete the file");
   }
   return config;
 }

@@ -52,7 +52,7 @@ struct PendingBody {
 };
 
 Error network_error(const std::string& step, const boost::system::error_code& ec) {
-  return Error{step, 0, ec.message()};
+  return Error::with_message(step + ": " + ec.message());
 }
 
 }  // namespace
@@ -97,11 +97,11 @@ Result<Url> Url::parse(std::string_view text) {
     text.remove_suffix(1);
   }
   if (text.starts_with("https://")) {
-    return Error{"https URLs are not supported yet (" + std::string(text) + ")", 0,
-                 "use an http:// URL"};
+    return Error::with_message("https URLs are not supported yet (" + std::string(text) +
+                               "): use an http:// URL");
   }
   if (!text.starts_with("http://")) {
-    return Error{"bad URL '" + std::string(text) + "'", 0, "expected http://HOST:PORT"};
+    return Error::with_message("bad URL '" + std::string(text) + "': expected http://HOST:PORT");
   }
   text.remove_prefix(7);
   Url url;
@@ -117,7 +117,8 @@ Result<Url> Url::parse(std::string_view text) {
   if (url.host.starts_with('[') && url.host.ends_with(']'))
     url.host = url.host.substr(1, url.host.size() - 2);
   if (url.host.empty() || url.port.empty()) {
-    return Error{"bad URL 'http://" + std::string(text) + "'", 0, "expected http://HOST:PORT"};
+    return Error::with_message("bad URL 'http://" + std::string(text) +
+                               "': expected http://HOST:PORT");
   }
   return url;
 }
@@ -167,7 +168,9 @@ struct ResponseStream::Impl {
     if (ec == net::error::eof) {
       if (!parser.got_some()) return Error{"the server closed the connection without an answer"};
       parser.put_eof(ec);
-      if (ec) return Error{"the server closed the connection mid-response", 0, ec.message()};
+      if (ec)
+        return Error::with_message("the server closed the connection mid-response: " +
+                                   ec.message());
       return {};
     }
     if (ec) return network_error("read HTTP response", ec);
@@ -298,7 +301,7 @@ Result<std::unique_ptr<ResponseStream>> Client::open(const Request& request,
   tcp::resolver resolver(impl->io);
   const auto endpoints = resolver.resolve(base_.host, base_.port, ec);
   if (!ec) connect_cloexec(impl->socket, endpoints, ec);
-  if (ec) return Error{"cannot reach " + base_.str(), 0, ec.message()};
+  if (ec) return Error::with_message("cannot reach " + base_.str() + ": " + ec.message());
   const Status sent = send_request(impl->socket, base_, request, body_source);
   // A server may answer (e.g. 404) and close before taking the whole body;
   // its answer says more than the broken pipe does.

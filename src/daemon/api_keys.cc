@@ -21,11 +21,12 @@ fs::path extra_keys_path(const fs::path& data_dir) { return data_dir / "api_keys
 
 Result<std::vector<ApiKeyEntry>> read_extra_keys(const fs::path& file) {
   std::vector<ApiKeyEntry> out;
-  std::ifstream in(file);
-  if (!in) {
-    if (errno == ENOENT) return out;
-    return Error::from_errno("read api keys", file.string());
+  auto text = read_file(file);  // close-on-exec, unlike an ifstream
+  if (!text) {
+    if (text.error().errnum == ENOENT) return out;
+    return text.error();
   }
+  std::istringstream in(*text);
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "common/fd_io.h"
+
 namespace abx::runtime::cgroup {
 namespace {
 
@@ -63,11 +65,10 @@ Status write_file(const fs::path& path, const std::string& text) {
   return {};
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+// The file's text, or "" when it cannot be read (close-on-exec, unlike an ifstream).
+std::string read_text(const fs::path& path) {
+  auto text = read_file(path);
+  return text ? std::move(*text) : std::string();
 }
 
 const Hierarchy* owning(const Layout& layout, const std::string& controller) {
@@ -107,12 +108,12 @@ Status enable_v2_controllers(const std::string& available, const std::vector<fs:
 }
 
 void kill_members(const fs::path& dir) {
-  std::istringstream procs(read_file(dir / "cgroup.procs"));
+  std::istringstream procs(read_text(dir / "cgroup.procs"));
   pid_t pid;
   while (procs >> pid) ::kill(pid, SIGKILL);
 }
 
-bool has_members(const fs::path& dir) { return !read_file(dir / "cgroup.procs").empty(); }
+bool has_members(const fs::path& dir) { return !read_text(dir / "cgroup.procs").empty(); }
 
 // rmdir fails with EBUSY until the kernel has finished tearing the tasks down.
 Status remove_dir(const fs::path& dir) {
@@ -142,7 +143,7 @@ std::string instance_name(const fs::path& state_dir) {
 // what systemd delegates to a user's service.
 fs::path v2_parent() {
   if (::geteuid() == 0) return kRoot;
-  std::istringstream lines(read_file("/proc/self/cgroup"));
+  std::istringstream lines(read_text("/proc/self/cgroup"));
   std::string line;
   while (std::getline(lines, line))
     if (line.rfind("0::", 0) == 0)
@@ -152,7 +153,7 @@ fs::path v2_parent() {
 
 Layout detect(const std::string& instance, std::vector<std::string>* warnings) {
   Layout layout;
-  const std::string controllers = read_file(fs::path(kRoot) / "cgroup.controllers");
+  const std::string controllers = read_text(fs::path(kRoot) / "cgroup.controllers");
   const fs::path parent = v2_parent();
   if (!controllers.empty()) {
     layout.version = Version::kV2;
@@ -216,13 +217,13 @@ Sandbox::Usage usage(const Layout& layout, const std::string& id) {
   auto number = [](const std::string& text) { return std::strtoull(text.c_str(), nullptr, 10); };
   if (layout.version == Version::kV1) {
     if (const Hierarchy* h = owning(layout, "memory"))
-      u.memory_bytes = number(read_file(h->base / id / "memory.usage_in_bytes"));
+      u.memory_bytes = number(read_text(h->base / id / "memory.usage_in_bytes"));
     if (const Hierarchy* h = owning(layout, "cpuacct"))
-      u.cpu_usage_ns = number(read_file(h->base / id / "cpuacct.usage"));
+      u.cpu_usage_ns = number(read_text(h->base / id / "cpuacct.usage"));
   } else if (layout.version == Version::kV2) {
     const fs::path dir = layout.hierarchies.front().base / id;
-    u.memory_bytes = number(read_file(dir / "memory.current"));
-    const std::string stat = read_file(dir / "cpu.stat");
+    u.memory_bytes = number(read_text(dir / "memory.current"));
+    const std::string stat = read_text(dir / "cpu.stat");
     const auto at = stat.find("usage_usec ");
     if (at != std::string::npos) u.cpu_usage_ns = number(stat.substr(at + 11)) * 1000;
   }

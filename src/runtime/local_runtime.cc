@@ -53,8 +53,8 @@ Limits fill_defaults(Limits l, const Limits& d) {
 
 // starttime (field 22 of /proc/<pid>/stat) guards against pid reuse; 0 if gone.
 uint64_t process_start_time(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto text = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat = text ? std::move(*text) : std::string();
   const auto close = stat.rfind(')');
   if (close == std::string::npos) return 0;
   std::istringstream fields(stat.substr(close + 2));
@@ -353,7 +353,8 @@ void LocalRuntime::sweep_orphans(const std::vector<std::string>& live_ids) {
     if (std::find(pooled.begin(), pooled.end(), id) != pooled.end()) continue;
     SandboxRecord record;
     record.id = id;
-    std::ifstream(state_of(id) / kInitFile) >> record.init_pid >> record.init_start_time;
+    if (auto pid_file = read_file(state_of(id) / kInitFile))
+      std::istringstream(*pid_file) >> record.init_pid >> record.init_start_time;
     (void)destroy(record);
   }
 }

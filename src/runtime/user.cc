@@ -10,6 +10,8 @@
 #include <optional>
 #include <sstream>
 
+#include "common/fd_io.h"
+
 namespace abx::runtime::user {
 namespace {
 
@@ -23,7 +25,8 @@ struct Range {
 
 // /etc/subuid lines are "name-or-uid:start:count".
 std::optional<Range> subordinate_range(const char* file, uid_t uid) {
-  std::ifstream in(file);
+  auto text = read_file(file);  // close-on-exec, unlike an ifstream
+  std::istringstream in(text ? std::move(*text) : std::string());
   const passwd* pw = ::getpwuid(uid);
   const std::string name = pw != nullptr ? pw->pw_name : "";
   std::string line;

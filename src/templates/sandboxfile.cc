@@ -215,8 +215,9 @@ class Parser {
 
   Result<Sandboxfile> finish() {
     if (!from_seen_) {
-      return Error{"Sandboxfile", 0,
-                   "no FROM instruction; start with FROM <image>, e.g. FROM base"};
+      return Error::with_message(
+          "Sandboxfile: no FROM instruction; start with FROM <image>, e.g. FROM base",
+          kErrBadInput);
     }
     for (const auto& [name, value] : build_args_) {
       if (declared_.contains(name) || is_proxy_arg(name)) continue;
@@ -252,7 +253,8 @@ class Parser {
       if (Status st = check_platform(in.line, flag); !st) return st;
     }
     const Strings words = split_words(rest);
-    if (words.empty()) return error_at(in.line, "FROM needs an image, e.g. FROM base");
+    if (words.empty())
+      return error_at(in.line, "FROM needs an image, e.g. FROM base");
     if (words.size() != 1 && !(words.size() == 3 && upper(words[1]) == "AS")) {
       return error_at(in.line,
                       "FROM takes an image and an optional AS name, e.g. FROM "

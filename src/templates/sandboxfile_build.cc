@@ -294,7 +294,9 @@ Result<CopyPlan> plan_copy(const BuildState& state, const Step& step, const Step
   for (size_t i = 0; i + 1 < step.args.size(); ++i) {
     auto found = build_context::expand(deps.context_dir, step.args[i]);
     if (!found)
-      return Error{"Sandboxfile line " + std::to_string(step.line), 0, found.error().message()};
+      return Error::with_message(
+          "Sandboxfile line " + std::to_string(step.line) + ": " + found.error().message(),
+          kErrBadInput);
     plan.sources.insert(plan.sources.end(), found->begin(), found->end());
   }
   const std::string& dest = step.args.back();

@@ -55,7 +55,8 @@ Joined join_continued(const std::vector<std::string_view>& lines, size_t& i) {
 }  // namespace
 
 Error error_at(int line, std::string what) {
-  return Error{"Sandboxfile line " + std::to_string(line), 0, std::move(what)};
+  return Error::with_message("Sandboxfile line " + std::to_string(line) + ": " + what,
+                             kErrBadInput);
 }
 
 std::string warning_at(int line, const std::string& what) {
