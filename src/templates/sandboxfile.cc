@@ -253,8 +253,7 @@ class Parser {
       if (Status st = check_platform(in.line, flag); !st) return st;
     }
     const Strings words = split_words(rest);
-    if (words.empty())
-      return error_at(in.line, "FROM needs an image, e.g. FROM base");
+    if (words.empty()) return error_at(in.line, "FROM needs an image, e.g. FROM base");
     if (words.size() != 1 && !(words.size() == 3 && upper(words[1]) == "AS")) {
       return error_at(in.line,
                       "FROM takes an image and an optional AS name, e.g. FROM "
