@@ -25,10 +25,10 @@ namespace fs = std::filesystem;
 constexpr auto kProgressPoll = std::chrono::milliseconds(200);
 
 json info_json(const templates::TemplateInfo& info) {
-  return {{"name", info.name},    {"resolved", info.resolved},    {"source", info.source},
-          {"built", info.built},  {"sizeBytes", info.size_bytes}, {"createdMs", info.created_ms},
-          {"env", info.env},      {"workdir", info.workdir},      {"user", info.user},
-          {"layers", info.layers}};
+  return {{"name", info.name},     {"resolved", info.resolved},    {"source", info.source},
+          {"built", info.built},   {"sizeBytes", info.size_bytes}, {"createdMs", info.created_ms},
+          {"env", info.env},       {"workdir", info.workdir},      {"user", info.user},
+          {"layers", info.layers}, {"owner", info.owner}};
 }
 
 json list_json(const std::vector<templates::TemplateInfo>& infos) {
@@ -145,10 +145,12 @@ std::map<std::string, std::string> build_args_of(const http::Request& request) {
   return args;
 }
 
-Task<void> build_sandboxfile(Service& service, Exchange& exchange, const std::string& name) {
+Task<void> build_sandboxfile(ControlCall& call, Exchange& exchange) {
+  Service& service = call.service;
   const auto& req = exchange.request();
   templates::SandboxfileRequest request;
-  request.name = name;
+  request.name = call.params.at("name");
+  request.owner = call.caller.team;
   request.no_cache = query_flag(req, "noCache", false);
   request.network = query_flag(req, "network", true);
   request.build_args = build_args_of(req);
@@ -168,29 +170,33 @@ Task<void> build_sandboxfile(Service& service, Exchange& exchange, const std::st
   co_await stream_job(service, exchange, std::move(job));
 }
 
-Task<void> build(Service& service, Exchange& exchange, const std::string& name) {
+Task<void> build(ControlCall& call, Exchange& exchange) {
   if (exchange.request().header("content-type") == "application/x-tar")
-    co_return co_await build_sandboxfile(service, exchange, name);
+    co_return co_await build_sandboxfile(call, exchange);
   bool fits = true;
   const std::string body = co_await http::read_body(exchange, 1 << 16, &fits);
   templates::BuildOptions options;
   options.no_cache = parse_no_cache(body);
-  BuildJob job = [&store = service.templates(), name,
+  options.owner = call.caller.team;
+  const std::string& name = call.params.at("name");
+  BuildJob job = [&store = call.service.templates(), name,
                   options](const templates::BuildProgressFn& progress) {
     return store.build(name, options, progress);
   };
-  co_await stream_job(service, exchange, std::move(job));
+  co_await stream_job(call.service, exchange, std::move(job));
 }
 
-Task<void> import(Service& service, Exchange& exchange, const std::string& name) {
+Task<void> import(ControlCall& call, Exchange& exchange) {
+  Service& service = call.service;
+  const std::string& name = call.params.at("name");
   const auto& query = exchange.request().query;
   const auto origin_it = query.find("origin");
   const std::string origin = origin_it == query.end() ? "upload" : origin_it->second;
   auto upload = co_await receive_upload(service, exchange);
   if (!upload) co_return co_await respond_error(exchange, upload.error());
-  BuildJob job = [&store = service.templates(), name, origin,
+  BuildJob job = [&store = service.templates(), name, origin, owner = call.caller.team,
                   upload = std::move(*upload)](const templates::BuildProgressFn& progress) {
-    return store.import_image(name, upload->path / "upload.tar", origin, progress);
+    return store.import_image(name, upload->path / "upload.tar", origin, owner, progress);
   };
   co_await stream_job(service, exchange, std::move(job));
 }
@@ -228,12 +234,10 @@ Task<void> template_remove(ControlCall& call, Exchange& exchange) {
   co_await exchange.respond(204, "application/json", "");
 }
 
-Task<void> template_build(ControlCall& call, Exchange& exchange) {
-  co_await build(call.service, exchange, call.params.at("name"));
-}
+Task<void> template_build(ControlCall& call, Exchange& exchange) { co_await build(call, exchange); }
 
 Task<void> template_import(ControlCall& call, Exchange& exchange) {
-  co_await import(call.service, exchange, call.params.at("name"));
+  co_await import(call, exchange);
 }
 
 }  // namespace abx::daemon::routes

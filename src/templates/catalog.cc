@@ -27,6 +27,7 @@ nlohmann::json to_json(const TemplateMeta& meta) {
   json["env"] = meta.env;
   json["workdir"] = meta.workdir;
   json["user"] = meta.user;
+  json["owner"] = meta.owner;
   return json;
 }
 
@@ -53,6 +54,7 @@ Result<TemplateMeta> read_meta(const fs::path& template_dir) {
     meta.env = json.value("env", std::map<std::string, std::string>{});
     meta.workdir = json.value("workdir", "");
     meta.user = json.value("user", "");
+    meta.owner = json.value("owner", "");
     return meta;
   } catch (const nlohmann::json::exception& e) {
     return Error{"template meta", EINVAL, path.string() + ": " + e.what()};

@@ -25,6 +25,7 @@ struct TemplateMeta {
   std::map<std::string, std::string> env;  // defaults for the template's processes
   std::string workdir;
   std::string user;
+  std::string owner;  // the team that built or imported it ("" when built on first use)
 };
 
 Status write_meta(const fs::path& template_dir, const TemplateMeta& meta);

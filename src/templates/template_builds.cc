@@ -98,6 +98,7 @@ Result<TemplateInfo> TemplateStore::build(const std::string& name, const BuildOp
   meta.source = "mmdebstrap " + spec->suite + " (templates/" + name + ")";
   meta.spec_hash = spec->hash;
   meta.layers = {*layer};
+  meta.owner = options.owner;
   auto info = publish(std::move(meta));
   if (!info) return log.failed(info.error());
   log.step("done: " + name + ", " + mib_text(info->size_bytes));
@@ -116,6 +117,7 @@ Result<TemplateInfo> TemplateStore::build_from_spec_dir(const std::string& name,
   request.name = name;
   request.context_dir = dir;
   request.sandboxfile = std::move(*text);
+  request.owner = options.owner;
   request.no_cache = options.no_cache;
   return build_sandboxfile(request, progress);
 }
@@ -184,6 +186,7 @@ Result<TemplateInfo> TemplateStore::build_sandboxfile(const SandboxfileRequest& 
   if (!made) return log.failed(made.error());
   TemplateMeta meta = std::move(*made);
   meta.name = request.name;
+  meta.owner = request.owner;
   meta.source = "Sandboxfile (FROM " + from + ", " + std::to_string(file->steps.size()) + " steps)";
   auto info = publish(std::move(meta));
   if (!info) return log.failed(info.error());
@@ -230,6 +233,7 @@ Result<TemplateMeta> TemplateStore::import_layer(const fs::path& image, const st
 
 Result<TemplateInfo> TemplateStore::import_image(const std::string& name, const fs::path& image,
                                                  const std::string& origin,
+                                                 const std::string& owner,
                                                  const BuildProgressFn& progress) {
   if (auto st = check_buildable_name(name); !st) return st.error();
   auto lock = take_build_lock(dir_);
@@ -239,6 +243,7 @@ Result<TemplateInfo> TemplateStore::import_image(const std::string& name, const 
   if (!imported) return log.failed(imported.error());
   TemplateMeta meta = std::move(*imported);
   meta.name = name;
+  meta.owner = owner;
   meta.source = "image " + origin;
   auto info = publish(std::move(meta));
   if (!info) return log.failed(info.error());

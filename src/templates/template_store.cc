@@ -60,6 +60,7 @@ TemplateInfo info_from(const TemplateMeta& meta) {
   info.env = meta.env;
   info.workdir = meta.workdir;
   info.user = meta.user;
+  info.owner = meta.owner;
   info.layers = meta.layers.size();
   return info;
 }

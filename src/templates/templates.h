@@ -31,6 +31,7 @@ struct TemplateInfo {
   std::string workdir;
   std::string user;
   size_t layers = 0;  // overlay layers it is made of (shared with templates built FROM it)
+  std::string owner;  // the team that built or imported it; "" for one built on first use
 };
 
 // What a template asks of the processes started in it (an image's config, a
@@ -46,6 +47,7 @@ using BuildProgressFn = std::function<void(const std::string& line)>;
 
 struct BuildOptions {
   bool no_cache = false;  // rebuild the rootfs even if the cache holds this spec
+  std::string owner;      // the team asking (recorded in meta.json)
 };
 
 // A template built from a Sandboxfile (a Dockerfile subset; see sandboxfile.h).
@@ -56,6 +58,7 @@ struct SandboxfileRequest {
   std::map<std::string, std::string> build_args;
   bool no_cache = false;  // run every step, even those whose layer exists
   bool network = true;    // RUN steps reach the host's network (builds only)
+  std::string owner;      // the team asking (recorded in meta.json)
 };
 
 // A private dir for one upload (a build context, an image); removed with
@@ -99,7 +102,8 @@ class TemplateStore {
   // Makes template `name` from an OCI image layout (dir or tar) or a `docker
   // save` tar; `origin` says where it came from, for `template list`.
   Result<TemplateInfo> import_image(const std::string& name, const fs::path& image,
-                                    const std::string& origin, const BuildProgressFn& progress);
+                                    const std::string& origin, const std::string& owner,
+                                    const BuildProgressFn& progress);
   Result<UploadDir> upload_dir();
   // Removes a stored template (the caller checks that no sandbox uses it) and
   // the layers no other template uses.

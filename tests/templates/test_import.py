@@ -191,6 +191,7 @@ def test_imported_template_is_listed_and_inspect_shows_its_config(template_daemo
     assert info["env"]["FOO"] == "bar"
     assert info["workdir"] == "/data"
     assert info["user"] == "0"
+    assert info["owner"] == "default", "the importing key's team owns the template"
 
 
 @pytest.mark.offline

@@ -268,6 +268,7 @@ def test_inspect_shows_source_defaults_and_layers(built_base, defaults_template)
     assert info["env"] == {"APP_MODE": "production", "GREETING_SEEN": "bonjour"}
     assert info["workdir"] == "/srv/app"
     assert info["user"] == "user"
+    assert info["owner"] == "default", "the building key's team owns the template"
     assert info["sizeBytes"] >= base["sizeBytes"]
     assert info["createdMs"] >= base["createdMs"]
     # base's layer, then one each for WORKDIR and the two RUNs.
