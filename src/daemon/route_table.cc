@@ -105,6 +105,7 @@ std::span<const Route> route_table() { return kRoutes; }
 
 RouteMatch match_route(Plane plane, std::string_view method, std::string_view path) {
   RouteMatch out;
+  if (!path.starts_with('/')) return out;  // "health" is not "/health"
   for (const Route& route : kRoutes) {
     if (route.plane != plane) continue;
     std::map<std::string, std::string> params;

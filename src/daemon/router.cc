@@ -64,13 +64,16 @@ class Router {
   Task<void> control_plane(Exchange& exchange) {
     const auto& request = exchange.request();
     RouteMatch match = match_route(Plane::control, request.method, request.path);
-    if (!match.route) co_return co_await unmatched(exchange, Plane::control, match);
-    auto caller = authenticate_control(match.route->credential, request, *keys_);
+    // Without a row, a caller without a key still hears 401 first, as before
+    // the table: which paths exist is told only to callers with a key.
+    const Credential need = match.route ? match.route->credential : Credential::api_key;
+    auto caller = authenticate_control(need, request, *keys_);
     if (!caller) {
       co_return co_await routes::respond_error(
           exchange, 401,
           "Invalid API key: set ABX_SANDBOX_API_KEY (or E2B_API_KEY) to the key in " + key_path_);
     }
+    if (!match.route) co_return co_await unmatched(exchange, Plane::control, match);
     routes::ControlCall call{service_, std::move(*caller), std::move(match.params)};
     co_await std::get<ControlHandler>(match.route->handler)(call, exchange);
   }
@@ -83,12 +86,14 @@ class Router {
     }
     const Plane plane = plane_of_port(target.port);
     RouteMatch match = match_route(plane, request.method, request.path);
-    if (!match.route) co_return co_await unmatched(exchange, plane, match);
     routes::SandboxCall call{service_, live, live->snapshot(), std::move(match.params)};
-    auto caller = authenticate_sandbox(match.route->credential, request, call.row, *keys_);
+    // Without a row, a secure sandbox still asks for its token first.
+    const Credential need = match.route ? match.route->credential : Credential::access_token;
+    auto caller = authenticate_sandbox(need, request, call.row, *keys_);
     if (!caller) {
       co_return co_await routes::respond_error(exchange, 401, "invalid or missing X-Access-Token");
     }
+    if (!match.route) co_return co_await unmatched(exchange, plane, match);
     call.caller = std::move(*caller);
     if (plane == Plane::proxy) call.params["port"] = std::to_string(target.port);
     co_await std::get<SandboxHandler>(match.route->handler)(call, exchange);

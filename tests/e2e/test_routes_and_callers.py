@@ -36,6 +36,9 @@ def test_wrong_method_is_405_with_allow_and_unknown_path_is_404(own_daemon):
 def test_routes_need_their_credential_before_any_handler_runs(own_daemon):
     with httpx.Client(base_url=own_daemon.url, timeout=30) as anon:
         assert anon.get("/health").status_code == 204
+        # Which paths exist is told only to callers with a key.
+        assert anon.get("/no/such/route").status_code == 401
+        assert anon.put("/health").status_code == 401
         for method, path in [("GET", "/sandboxes"), ("POST", "/sandboxes"),
                              ("DELETE", "/sandboxes/abc"), ("GET", "/abx/v1/templates"),
                              ("DELETE", "/abx/v1/templates/host")]:

@@ -86,6 +86,7 @@ TEST(RouteTable, UnknownAndMalformedPathsMatchNothing) {
     EXPECT_TRUE(match.allowed.empty()) << path;
   }
   EXPECT_EQ(match_route(Plane::interpreter, "DELETE", "/contexts/").route, nullptr);
+  EXPECT_EQ(match_route(Plane::control, "GET", "health").route, nullptr);  // no leading slash
   EXPECT_EQ(match_route(Plane::interpreter, "DELETE", "/contexts").route, nullptr);
 }
 
