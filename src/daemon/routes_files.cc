@@ -118,6 +118,14 @@ struct UploadState {
 
 // The destination of a multipart part: the query's path for the first file,
 // else the part's filename (E2B sends the destination path there).
+// A secure sandbox's /files request that came without its token was let in by
+// a signed URL: the signature covers ?path= and ?username= only, so nothing
+// else in the request (Authorization, a part's filename) may choose the user
+// or the file.
+bool by_signature(const SandboxCall& call) {
+  return !call.row.access_token.empty() && call.caller.kind != Caller::Kind::access_token;
+}
+
 std::string part_destination(const UploadState& state, const std::string& query_path,
                              const MultipartPart& part) {
   return !query_path.empty() && state.targets.empty() ? query_path : part.filename;
@@ -148,6 +156,10 @@ Task<void> upload_multipart(SandboxCall& call, Exchange& exchange, const std::st
   MultipartHandlers handlers;
   handlers.begin = [&](const MultipartPart& part) {
     if (part.name != "file") return true;  // other form fields are ignored
+    if (by_signature(call) && (query_path.empty() || !state.targets.empty())) {
+      state.bad_input = "a signed upload URL writes one file, the path it was signed for";
+      return false;
+    }
     const std::string wanted = part_destination(state, query_path, part);
     if (wanted.empty()) {
       state.bad_input = "path: required (query parameter or the part's filename)";
@@ -228,13 +240,14 @@ Task<void> upload_raw(SandboxCall& call, Exchange& exchange, const std::string& 
   co_await respond_written(exchange, state);
 }
 
-// The user a /files request acts as: ?username=, else Authorization's,
-// else the sandbox's default user.
+// The user a /files request acts as: ?username=, else Authorization's (not
+// for a signed URL: the signature does not cover it), else the sandbox's
+// default user.
 std::optional<envd_auth::SandboxUser> files_user(const SandboxCall& call,
                                                  const http::Request& request,
                                                  std::string user_name) {
   const envd_auth::SandboxUser fallback = default_user_of(call.row);
-  if (user_name.empty()) {
+  if (user_name.empty() && !by_signature(call)) {
     std::string ignored;
     if (auto from_header = envd_auth::user_from_authorization(request.header("authorization"),
                                                               fallback, &ignored)) {
