@@ -183,7 +183,10 @@ Task<void> mcp_delete(ControlCall& call, Exchange& exchange) {
   close_in_background(call.service, sessions().take_idle());
   auto session = sessions().remove(exchange.request().header("mcp-session-id"));
   if (!session) co_return co_await respond_error(exchange, 404, "unknown or ended MCP session");
-  co_await call.service.run_long([session] { session->close(); });
+  // A named function, not a temporary in the co_await: g++ 12 destroys such
+  // temporaries twice, and this one holds the session.
+  std::function<void()> close = [session] { session->close(); };
+  co_await call.service.run_long(std::move(close));
   co_await exchange.respond(200, "", "");
 }
 

@@ -186,8 +186,9 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
 
 void Service::start_long(std::function<void()> work) { pool_.post_long(std::move(work)); }
 
+// Not a coroutine itself: it hands back the pool's task, so `work` has one owner.
 http::Task<void> Service::run_long(std::function<void()> work) {
-  co_await pool_.run_long(std::move(work));
+  return pool_.run_long(std::move(work));
 }
 
 http::Task<bool> Service::kill(const std::string& id) {
