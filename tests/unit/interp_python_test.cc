@@ -113,7 +113,7 @@ TEST_F(InterpPython, TimeoutInterruptsTheCodeNotTheContext) {
   request.code = "import time\ntime.sleep(30)";
   const auto started = std::chrono::steady_clock::now();
   auto r = run(*interpreter, request, 300ms);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 20s) << "the 30 s sleep was interrupted";
   EXPECT_EQ(r.first("error")["name"], "KeyboardInterrupt");
   EXPECT_TRUE(r.ended());
   EXPECT_EQ(run(*interpreter, "kept").main_text(), "still here");

@@ -288,6 +288,12 @@ std::set<std::string> entries(const fs::path& dir) {
   return out;
 }
 
+// The pool refills in the background; under ASan on a loaded 2-core CI machine one
+// sandbox can take seconds, so wait generously (this bounds a hang, it times nothing).
+void wait_for_entry_count(const fs::path& dir, size_t wanted) {
+  for (int i = 0; i < 6000 && entries(dir).size() != wanted; ++i) ::usleep(10000);
+}
+
 TEST_F(SandboxTest, WarmPoolHandsOutReadySandboxes) {
   RuntimeConfig config = config_;
   config.state_dir = dir_ / "pool";
@@ -298,7 +304,7 @@ TEST_F(SandboxTest, WarmPoolHandsOutReadySandboxes) {
   spec.rootfs = rootfs();
   auto first = runtime->create(spec);
   ASSERT_TRUE(first) << first.error().message();
-  for (int i = 0; i < 500 && entries(config.state_dir).size() < 3; ++i) ::usleep(10000);
+  wait_for_entry_count(config.state_dir, 3);
   const std::set<std::string> before = entries(config.state_dir);
   ASSERT_EQ(before.size(), 3u) << "the pool refills to 2 after a take";
   auto second = runtime->create(spec);
@@ -307,12 +313,12 @@ TEST_F(SandboxTest, WarmPoolHandsOutReadySandboxes) {
   EXPECT_TRUE(before.contains(taken.id));
   EXPECT_EQ(run(**second, "hostname").out, taken.id + "\n");
   runtime->sweep_orphans({(*first)->record().id, taken.id});
-  for (int i = 0; i < 500 && entries(config.state_dir).size() < 4; ++i) ::usleep(10000);
+  wait_for_entry_count(config.state_dir, 4);
   EXPECT_EQ(entries(config.state_dir).size(), 4u) << "sweep spares pooled sandboxes";
   // A changed template: the pool is emptied, and refills only on a later take.
   runtime->drain_pool();
   // One may still be in the making: it is discarded when done.
-  for (int i = 0; i < 500 && entries(config.state_dir).size() != 2; ++i) ::usleep(10000);
+  wait_for_entry_count(config.state_dir, 2);
   EXPECT_EQ(entries(config.state_dir).size(), 2u) << "pooled sandboxes are destroyed";
   auto third = runtime->create(spec);
   ASSERT_TRUE(third) << third.error().message();
@@ -457,7 +463,7 @@ TEST_F(SandboxTest, AnInitThatDiesIsReaped) {
   const pid_t pid = sb.record().init_pid;
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
   bool gone = false;
-  for (int i = 0; i < 200 && !gone; ++i) {
+  for (int i = 0; i < 3000 && !gone; ++i) {
     gone = !fs::exists("/proc/" + std::to_string(pid));
     ::usleep(10000);
   }
