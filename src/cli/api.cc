@@ -41,4 +41,17 @@ Result<Endpoint> resolve_endpoint() {
   return Endpoint{*parsed, *key};
 }
 
+Result<json> call_api(const std::string& method, const std::string& target,
+                      const std::string& body) {
+  auto endpoint = resolve_endpoint();
+  if (!endpoint) return endpoint.error();
+  http::Request request{method, target, {{"X-API-KEY", endpoint->api_key}}, body};
+  if (!body.empty()) request.headers.emplace_back("Content-Type", "application/json");
+  auto response = http::Client(endpoint->url).send(request);
+  if (!response) return response.error();
+  if (response->status >= 300) return Error{describe_failure(*response)};
+  if (response->body.empty()) return json{};
+  return json::parse(response->body, nullptr, false);
+}
+
 }  // namespace abx::cli

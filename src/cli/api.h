@@ -15,4 +15,9 @@ using nlohmann::json;
 // The daemon to talk to: env > config > the local daemon (started if needed).
 Result<Endpoint> resolve_endpoint();
 
+// One call to our own API (/abx/v1/…) with the endpoint's key: the JSON
+// answer (null when empty), or the daemon's one-line error.
+Result<json> call_api(const std::string& method, const std::string& target,
+                      const std::string& body = {});
+
 }  // namespace abx::cli

@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
   add_template(app, commands);
   add_env(app, commands);
   add_keys(app, commands);
+  add_quota(app, commands);
+  add_usage(app, commands);
   if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
     std::cerr << "abx: unknown command '" << argv[1] << "'; run `abx --help` for the list\n";
     return kUsageExit;

@@ -96,6 +96,8 @@ void add_serve(CLI::App& root, Commands& commands) {
       ->capture_default_str();
   app->add_option("--address-file", options->address_file,
                   "Where to write the URL once listening (default: <data>/daemon.addr)");
+  app->add_option("--config", options->config_file,
+                  "Quotas and host caps, JSON (default: <data>/config.json; see README)");
   commands.push_back({app, [options]() -> Result<int> {
                         if (options->data_dir.empty()) options->data_dir = paths::state_dir();
                         if (options->address_file.empty()) {

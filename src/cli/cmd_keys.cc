@@ -1,72 +1,71 @@
-// abx keys create|list: extra API keys the local daemon accepts besides its
-// default key (kept in its data dir; a running daemon picks new ones up at once).
-#include <ctime>
-#include <fstream>
-#include <iomanip>
+// abx keys create|list|revoke: API keys and their teams, managed through the
+// daemon's admin API (the key used must be an admin key, as the local
+// daemon's own key is).
 #include <iostream>
 #include <memory>
 
+#include "cli/api.h"
 #include "cli/commands.h"
-#include "common/paths.h"
-#include "daemon/api_keys.h"
-#include "daemon/daemon.h"
+#include "cli/text.h"
 
 namespace abx::cli {
 namespace {
 
-// Enough to tell keys apart in a listing without printing the secret.
-std::string masked(const std::string& key) {
-  if (key.size() < 12) return key;
-  return key.substr(0, 8) + "…" + key.substr(key.size() - 4);
-}
+struct CreateOptions {
+  std::string team = "default";
+  bool admin = false;
+  std::string name;
+};
 
-std::string date_of(int64_t unix_seconds) {
-  const std::time_t t = unix_seconds;
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-Result<int> run_create(const std::string& name) {
-  auto entry = daemon::create_extra_key(daemon::extra_keys_path(paths::state_dir()), name);
-  if (!entry) return entry.error();
-  std::cout << entry->key << "\n";
+Result<int> run_create(const CreateOptions& options) {
+  const json body = {{"team", options.team}, {"admin", options.admin}, {"name", options.name}};
+  auto made = call_api("POST", "/abx/v1/keys", body.dump());
+  if (!made) return made.error();
+  std::cout << made->value("key", "") << "\n";
+  std::cerr << "key " << made->value("id", "") << " for team " << made->value("team", "")
+            << (options.admin ? " (admin)" : "")
+            << ": shown once, the daemon keeps only its hash\n";
   return 0;
 }
 
 Result<int> run_list() {
-  const auto data_dir = paths::state_dir();
-  auto extra = daemon::read_extra_keys(daemon::extra_keys_path(data_dir));
-  if (!extra) return extra.error();
-  std::ifstream in(daemon::api_key_path(data_dir));
-  std::string default_key;
-  in >> default_key;
-  std::cout << std::left << std::setw(18) << "KEY" << std::setw(22) << "CREATED"
-            << "NAME\n";
-  if (!default_key.empty()) {
-    std::cout << std::setw(20) << masked(default_key) << std::setw(22) << "-"
-              << "(default)\n";
+  auto listed = call_api("GET", "/abx/v1/keys");
+  if (!listed) return listed.error();
+  std::vector<std::vector<std::string>> rows = {{"ID", "TEAM", "ADMIN", "CREATED", "NAME"}};
+  for (const auto& key : (*listed)["keys"]) {
+    const int64_t ms = key.value("createdMs", int64_t{0});
+    rows.push_back({key.value("id", ""), key.value("team", ""),
+                    key.value("admin", false) ? "yes" : "no",
+                    ms ? format_local_time(ms / 1000) : "-", key.value("name", "")});
   }
-  for (const auto& entry : *extra) {
-    std::cout << std::setw(20) << masked(entry.key) << std::setw(22) << date_of(entry.created_unix)
-              << entry.name << "\n";
-  }
+  std::cout << format_table(rows);
+  return 0;
+}
+
+Result<int> run_revoke(const std::string& id) {
+  auto revoked = call_api("DELETE", "/abx/v1/keys/" + id);
+  if (!revoked) return revoked.error();
+  std::cout << "revoked " << id << "\n";
   return 0;
 }
 
 }  // namespace
 
 void add_keys(CLI::App& root, Commands& commands) {
-  auto* keys = root.add_subcommand("keys", "API keys the local daemon accepts");
+  auto* keys = root.add_subcommand("keys", "API keys and their teams (needs an admin key)");
   keys->require_subcommand(1);
-  auto name = std::make_shared<std::string>();
-  auto* create = keys->add_subcommand("create", "Make a new key and print it (e2b_<40 hex>)");
-  create->add_option("--name", *name, "A label shown by `abx keys list`");
-  commands.push_back({create, [name] { return run_create(*name); }});
-  commands.push_back(
-      {keys->add_subcommand("list", "List the keys (masked)"), [] { return run_list(); }});
+  auto options = std::make_shared<CreateOptions>();
+  auto* create = keys->add_subcommand("create", "Make a key and print it once (e2b_<40 hex>)");
+  create->add_option("--team", options->team, "The team the key acts for")->capture_default_str();
+  create->add_flag("--admin", options->admin, "May manage keys, quotas and built-in templates");
+  create->add_option("--name", options->name, "A label shown by `abx keys list`");
+  commands.push_back({create, [options] { return run_create(*options); }});
+  commands.push_back({keys->add_subcommand("list", "List the keys (ids, never the keys)"),
+                      [] { return run_list(); }});
+  auto id = std::make_shared<std::string>();
+  auto* revoke = keys->add_subcommand("revoke", "Revoke a key at once");
+  revoke->add_option("ID", *id, "The key's id, as `abx keys list` shows it")->required();
+  commands.push_back({revoke, [id] { return run_revoke(*id); }});
 }
 
 }  // namespace abx::cli

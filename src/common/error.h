@@ -20,6 +20,7 @@ struct Error {
   int errnum = 0;      // errno when the step was a syscall, else 0
   std::string detail;  // extra context for humans (path, value)
   bool whole = false;  // `step` is the whole message (with_message): no strerror added
+  int retry_after_s = 0;  // kErrQuota: a retry may succeed after this many seconds
 
   // "mount overlay: No such file or directory (/x/y)"
   std::string message() const;

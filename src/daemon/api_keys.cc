@@ -1,91 +1,158 @@
 #include "daemon/api_keys.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "common/fd_io.h"
 #include "common/ids.h"
 #include "common/sha256.h"
-#include "common/unique_fd.h"
 
 namespace abx::daemon {
-
-namespace fs = std::filesystem;
-
-fs::path extra_keys_path(const fs::path& data_dir) { return data_dir / "api_keys"; }
-
-Result<std::vector<ApiKeyEntry>> read_extra_keys(const fs::path& file) {
-  std::vector<ApiKeyEntry> out;
-  auto text = read_file(file);  // close-on-exec, unlike an ifstream
-  if (!text) {
-    if (text.error().errnum == ENOENT) return out;
-    return text.error();
-  }
-  std::istringstream in(*text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    ApiKeyEntry entry;
-    if (!(fields >> entry.key >> entry.created_unix)) continue;
-    std::getline(fields >> std::ws, entry.name);
-    out.push_back(std::move(entry));
-  }
-  return out;
-}
-
-Result<ApiKeyEntry> create_extra_key(const fs::path& file, const std::string& name) {
-  if (name.find('\n') != std::string::npos) {
-    return Error{"create api key", EINVAL, "the name must be one line"};
-  }
-  ApiKeyEntry entry{ids::api_key(),
-                    std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count(),
-                    name};
-  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-  if (!fd.valid()) return Error::from_errno("open api keys file", file.string());
-  const std::string line =
-      entry.key + " " + std::to_string(entry.created_unix) + " " + entry.name + "\n";
-  if (Status s = write_all(fd.get(), line, "write api keys file", file.string()); !s)
-    return s.error();
-  if (::fsync(fd.get()) != 0) {
-    return Error::from_errno("write api keys file", file.string());
-  }
-  return entry;
-}
-
-ApiKeys::ApiKeys(std::string primary, fs::path extra_file)
-    : primary_(std::move(primary)), extra_file_(std::move(extra_file)) {}
-
 namespace {
 
-// Names a key in logs and rows without revealing it.
-std::string key_id_of(const std::string& key) { return "key-" + sha256_hex(key).substr(0, 12); }
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kKind = "api_key";
+constexpr size_t kMaxNameLength = 100;
+
+int64_t now_unix_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+ApiKeyRecord record_for(const std::string& key, std::string team, bool admin, std::string name,
+                        int64_t created_ms) {
+  const std::string hash = sha256_hex(key);
+  return ApiKeyRecord{"key-" + hash.substr(0, 12), hash, std::move(team), admin, std::move(name),
+                      created_ms};
+}
+
+json to_json(const ApiKeyRecord& record) {
+  return {{"hash", record.hash},
+          {"team", record.team},
+          {"admin", record.admin},
+          {"name", record.name},
+          {"createdMs", record.created_ms}};
+}
+
+std::optional<ApiKeyRecord> from_json(const std::string& id, const json& data) {
+  if (!data.is_object() || !data.contains("hash") || !data["hash"].is_string()) return std::nullopt;
+  ApiKeyRecord record;
+  record.id = id;
+  record.hash = data["hash"];
+  record.team = data.value("team", std::string(kDefaultTeam));
+  record.admin = data.value("admin", false);
+  record.name = data.value("name", std::string());
+  record.created_ms = data.value("createdMs", int64_t{0});
+  return record;
+}
 
 }  // namespace
 
-// Every key is the default team's for now; the daemon's own key is its admin.
-std::optional<Caller> ApiKeys::caller_for(const std::string& key) {
-  if (key.empty()) return std::nullopt;
-  if (key == primary_) return Caller{Caller::Kind::api_key, key_id_of(key), kDefaultTeam, true, {}};
-  struct stat st {};
-  const bool exists = ::stat(extra_file_.c_str(), &st) == 0;
-  std::lock_guard lock(mutex_);
-  const std::timespec mtime = exists ? st.st_mtim : std::timespec{};
-  if (mtime.tv_sec != seen_mtime_.tv_sec || mtime.tv_nsec != seen_mtime_.tv_nsec) {
-    seen_mtime_ = mtime;
-    extra_.clear();
-    if (auto entries = read_extra_keys(extra_file_)) {
-      for (const auto& entry : *entries) extra_.insert(entry.key);
-    }
+Status check_team_name(const std::string& team) {
+  static const std::regex kTeam("[a-z0-9][a-z0-9_-]{0,62}");
+  if (std::regex_match(team, kTeam)) return {};
+  return Error::with_message(
+      "team: '" + team + "' is not a team name; use 1-63 of a-z, 0-9, '_' and '-'", kErrBadInput);
+}
+
+Result<std::shared_ptr<ApiKeys>> ApiKeys::open(Store& store, const std::string& primary,
+                                               const fs::path& legacy_file) {
+  std::shared_ptr<ApiKeys> keys(new ApiKeys(store));
+  auto stored = store.load_records(kKind);
+  if (!stored) return stored.error();
+  for (const auto& [id, data] : *stored) {
+    if (auto record = from_json(id, data)) keys->by_hash_[record->hash] = std::move(*record);
   }
-  if (!extra_.count(key)) return std::nullopt;
-  return Caller{Caller::Kind::api_key, key_id_of(key), kDefaultTeam, false, {}};
+  if (!keys->by_hash_.empty()) return keys;
+  if (Status s = keys->add(record_for(primary, kDefaultTeam, true, "default", now_unix_ms())); !s)
+    return s.error();
+  if (Status s = keys->import_legacy(legacy_file); !s) return s.error();
+  return keys;
+}
+
+// `abx keys create` of older versions appended "<key> <created unix s> <name>"
+// lines to a plaintext file; they become hashed default-team keys.
+Status ApiKeys::import_legacy(const fs::path& legacy_file) {
+  auto text = read_file(legacy_file);
+  if (!text) return text.error().errnum == ENOENT ? Status{} : Status{text.error()};
+  std::istringstream lines(*text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string key, name;
+    int64_t created_unix = 0;
+    if (!(fields >> key >> created_unix)) continue;
+    std::getline(fields >> std::ws, name);
+    if (Status s = add(record_for(key, kDefaultTeam, false, name, created_unix * 1000)); !s)
+      return s;
+  }
+  std::error_code ec;
+  fs::remove(legacy_file, ec);
+  spdlog::info("api keys: imported the keys of {} (now stored hashed) and removed it",
+               legacy_file.string());
+  return {};
+}
+
+Status ApiKeys::add(const ApiKeyRecord& record) {
+  if (Status s = store_.put_record(kKind, record.id, to_json(record)); !s) return s;
+  std::lock_guard lock(mutex_);
+  by_hash_[record.hash] = record;
+  return {};
+}
+
+std::optional<Caller> ApiKeys::caller_for(const std::string& key) const {
+  if (key.empty()) return std::nullopt;
+  const std::string hash = sha256_hex(key);
+  std::lock_guard lock(mutex_);
+  const auto it = by_hash_.find(hash);
+  if (it == by_hash_.end()) return std::nullopt;
+  return Caller{Caller::Kind::api_key, it->second.id, it->second.team, it->second.admin, {}};
+}
+
+Result<NewApiKey> ApiKeys::create(const std::string& team, bool admin, const std::string& name) {
+  if (Status s = check_team_name(team); !s) return s.error();
+  if (name.size() > kMaxNameLength || name.find_first_of("\r\n") != std::string::npos) {
+    return Error::with_message("name: one line of at most 100 characters", kErrBadInput);
+  }
+  NewApiKey made;
+  made.key = ids::api_key();
+  made.record = record_for(made.key, team, admin, name, now_unix_ms());
+  if (Status s = add(made.record); !s) return s.error();
+  spdlog::info("api keys: {} made for team {}{}", made.record.id, team, admin ? " (admin)" : "");
+  return made;
+}
+
+std::vector<ApiKeyRecord> ApiKeys::list() const {
+  std::lock_guard lock(mutex_);
+  std::vector<ApiKeyRecord> out;
+  for (const auto& [hash, record] : by_hash_) out.push_back(record);
+  std::sort(out.begin(), out.end(), [](const ApiKeyRecord& a, const ApiKeyRecord& b) {
+    return std::tie(a.created_ms, a.id) < std::tie(b.created_ms, b.id);
+  });
+  return out;
+}
+
+Status ApiKeys::revoke(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find_if(by_hash_.begin(), by_hash_.end(),
+                         [&](const auto& entry) { return entry.second.id == id; });
+  if (it == by_hash_.end()) return Error::with_message("key " + id + " not found", ENOENT);
+  const auto admins = std::count_if(by_hash_.begin(), by_hash_.end(),
+                                    [](const auto& entry) { return entry.second.admin; });
+  if (it->second.admin && admins == 1) {
+    return Error::with_message(
+        "key " + id + " is the last admin key; make another with `abx keys create --admin` first",
+        EBUSY);
+  }
+  if (Status s = store_.remove_record(kKind, id); !s) return s;
+  by_hash_.erase(it);
+  spdlog::info("api keys: {} revoked", id);
+  return {};
 }
 
 }  // namespace abx::daemon

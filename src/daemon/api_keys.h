@@ -1,11 +1,13 @@
-// API keys the control plane accepts: the local default key (<data>/api_key)
-// and extra keys made by `abx keys create` (<data>/api_keys, one per line:
-// "<e2b_ key> <created unix seconds> <name>").
+// API keys and the teams they belong to. Keys are stored hashed (sha256 of
+// the key) in the state store; the key itself is shown once, when made. The
+// daemon's own key (<data>/api_key, read by the local CLI) is the default
+// team's admin key, added when the store holds no key yet.
 #pragma once
 
 #include <cstdint>
-#include <ctime>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -14,34 +16,51 @@
 
 #include "common/error.h"
 #include "daemon/caller.h"
+#include "daemon/store.h"
 
 namespace abx::daemon {
 
-struct ApiKeyEntry {
-  std::string key;
-  int64_t created_unix = 0;
-  std::string name;
+struct ApiKeyRecord {
+  std::string id;    // "key-<12 hex>": names the key in listings and logs
+  std::string hash;  // sha256 hex of the key
+  std::string team;
+  bool admin = false;
+  std::string name;  // a label
+  int64_t created_ms = 0;
 };
 
-std::filesystem::path extra_keys_path(const std::filesystem::path& data_dir);
-// An absent file is an empty list.
-Result<std::vector<ApiKeyEntry>> read_extra_keys(const std::filesystem::path& file);
-// Appends a fresh key (the file is created 0600).
-Result<ApiKeyEntry> create_extra_key(const std::filesystem::path& file, const std::string& name);
+struct NewApiKey {
+  ApiKeyRecord record;
+  std::string key;  // the secret, returned once
+};
+
+// "[a-z0-9][a-z0-9_-]{0,62}", or an error saying so.
+Status check_team_name(const std::string& team);
 
 class ApiKeys {
  public:
-  ApiKeys(std::string primary, std::filesystem::path extra_file);
-  // Who `key` is, or nothing for an unknown key. Re-reads the extra keys when
-  // their file changed, so new keys work at once.
-  std::optional<Caller> caller_for(const std::string& key);
+  // Loads the stored keys. With none stored yet (first start, or an upgrade),
+  // adds `primary` as the default team's admin key and imports the plaintext
+  // keys an older abx kept in `legacy_file` (as the default team's), then
+  // deletes that file.
+  static Result<std::shared_ptr<ApiKeys>> open(Store& store, const std::string& primary,
+                                               const std::filesystem::path& legacy_file);
+
+  // Who `key` is, or nothing for an unknown or revoked key.
+  std::optional<Caller> caller_for(const std::string& key) const;
+  Result<NewApiKey> create(const std::string& team, bool admin, const std::string& name);
+  std::vector<ApiKeyRecord> list() const;
+  // ENOENT for an unknown id; refuses to revoke the last admin key.
+  Status revoke(const std::string& id);
 
  private:
-  std::string primary_;
-  std::filesystem::path extra_file_;
-  std::mutex mutex_;
-  std::timespec seen_mtime_{};
-  std::set<std::string> extra_;
+  explicit ApiKeys(Store& store) : store_(store) {}
+  Status add(const ApiKeyRecord& record);
+  Status import_legacy(const std::filesystem::path& legacy_file);
+
+  Store& store_;
+  mutable std::mutex mutex_;
+  std::map<std::string, ApiKeyRecord> by_hash_;
 };
 
 }  // namespace abx::daemon

@@ -1,51 +1,65 @@
 #include "daemon/authentication.h"
 
+#include "common/secrets.h"
 #include "daemon/envd_auth.h"
 #include "daemon/service.h"
 
 namespace abx::daemon {
 namespace {
 
-std::optional<Caller> token_caller(const http::Request& request, const SandboxRow& row) {
-  if (row.access_token.empty() || request.header("x-access-token") != row.access_token)
-    return std::nullopt;
-  return Caller{Caller::Kind::access_token, {}, row.owner, false, row.id};
+bool token_matches(const http::Request& request, const SandboxRow& row) {
+  return !row.access_token.empty() &&
+         secrets_equal(request.header("x-access-token"), row.access_token);
 }
 
 // envd's signed /files URLs: the signature stands in for the token.
+// A sandbox without a token has no signed URLs: anyone could sign with "".
 bool signed_url_valid(const http::Request& request, const SandboxRow& row) {
+  if (row.access_token.empty()) return false;
   const char* operation = request.method == "GET" ? "read" : "write";
   return envd_auth::file_signature_valid(request.query, operation, row.access_token,
                                          now_ms() / 1000);
 }
 
+bool traffic_token_matches(const http::Request& request, const SandboxRow& row) {
+  return row.traffic_access_token.empty() ||
+         secrets_equal(request.header("e2b-traffic-access-token"), row.traffic_access_token);
+}
+
+SandboxAuthentication granted(Caller caller) {
+  return {SandboxAccess::granted, std::move(caller)};
+}
+
 }  // namespace
 
 std::optional<Caller> authenticate_control(Credential need, const http::Request& request,
-                                           ApiKeys& keys) {
+                                           const ApiKeys& keys) {
   auto caller = keys.caller_for(request.header("x-api-key"));
-  if (caller || need == Credential::none) return caller.value_or(Caller{});
-  return std::nullopt;
+  if (need == Credential::none) return caller.value_or(Caller{});
+  return caller;
 }
 
-std::optional<Caller> authenticate_sandbox(Credential need, const http::Request& request,
-                                           const SandboxRow& row, ApiKeys& keys) {
-  if (auto caller = token_caller(request, row)) return caller;
-  auto caller = keys.caller_for(request.header("x-api-key")).value_or(Caller{});
+SandboxAuthentication authenticate_sandbox(Credential need, const http::Request& request,
+                                           const SandboxRow& row, const ApiKeys& keys) {
+  if (token_matches(request, row)) {
+    return granted(Caller{Caller::Kind::access_token, {}, row.owner, false, row.id});
+  }
+  const auto key = keys.caller_for(request.header("x-api-key"));
+  if (key && key->team != row.owner) return {SandboxAccess::foreign, *key};
+  if (key) return granted(*key);
   switch (need) {
     case Credential::none:
-      return caller;
-    case Credential::api_key:
-      if (caller.is_anonymous()) return std::nullopt;
-      return caller;
-    case Credential::access_token:
-      if (!row.access_token.empty()) return std::nullopt;
-      return caller;
+      return granted(Caller{});
     case Credential::token_or_signature:
-      if (!row.access_token.empty() && !signed_url_valid(request, row)) return std::nullopt;
-      return caller;
+      if (signed_url_valid(request, row)) return granted(Caller{});
+      break;
+    case Credential::traffic_token:
+      if (traffic_token_matches(request, row)) return granted(Caller{});
+      break;
+    default:
+      break;
   }
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace abx::daemon

@@ -13,13 +13,27 @@
 
 namespace abx::daemon {
 
-// The caller of a control-plane request, or nothing when `need` is not met.
+// The caller of a control-plane request, or nothing when `need` is not met
+// (whether an admin_key route's caller is an admin is the router's question).
 std::optional<Caller> authenticate_control(Credential need, const http::Request& request,
-                                           ApiKeys& keys);
+                                           const ApiKeys& keys);
 
-// The caller of a request to `row`'s sandbox plane, or nothing when `need`
-// is not met. A sandbox created without a token needs none (E2B's rule).
-std::optional<Caller> authenticate_sandbox(Credential need, const http::Request& request,
-                                           const SandboxRow& row, ApiKeys& keys);
+enum class SandboxAccess {
+  granted,
+  unauthenticated,  // no credential of this sandbox: 401
+  foreign,          // an API key of another team: answered as an unknown sandbox
+};
+
+struct SandboxAuthentication {
+  SandboxAccess access = SandboxAccess::unauthenticated;
+  Caller caller;
+};
+
+// Whether a request to `row`'s sandbox plane may be served, and as whom.
+// Every route but /health needs the sandbox's access token or an API key of
+// its team (a signed URL stands in on /files); proxied ports are public
+// unless the sandbox was made with allowPublicTraffic false.
+SandboxAuthentication authenticate_sandbox(Credential need, const http::Request& request,
+                                           const SandboxRow& row, const ApiKeys& keys);
 
 }  // namespace abx::daemon

@@ -99,9 +99,15 @@ Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint3
   auto envs = string_map_field(d, "envVars");
   if (!envs) return envs.error();
   req.env_vars = std::move(*envs);
-  auto secure = bool_field(d, "secure", false);
+  auto secure = bool_field(d, "secure", true);
   if (!secure) return secure.error();
   req.secure = *secure;
+  if (const auto network = d.find("network"); network != d.end() && !network->is_null()) {
+    if (!network->is_object()) return field_error("network", "must be an object");
+    auto public_traffic = bool_field(*network, "allowPublicTraffic", true);
+    if (!public_traffic) return public_traffic.error();
+    req.allow_public_traffic = *public_traffic;
+  }
   auto internet = bool_field(d, "allow_internet_access", true);
   if (!internet) return internet.error();
   req.allow_internet_access = *internet;

@@ -20,8 +20,13 @@ struct CreateSandboxRequest {
   int timeout_sec = kDefaultTimeoutSec;
   std::map<std::string, std::string> metadata;
   std::map<std::string, std::string> env_vars;
-  bool secure = false;
+  // Secure by default on every API version: the sandbox plane then needs the
+  // sandbox's access token (or its team's API key); false: the API key only.
+  bool secure = true;
   bool allow_internet_access = true;
+  // E2B's network.allowPublicTraffic: false makes proxied ports require the
+  // sandbox's traffic access token (e2b-traffic-access-token header).
+  bool allow_public_traffic = true;
   // Our extension: override the runtime's default limits.
   std::optional<uint32_t> cpu_count;
   std::optional<uint32_t> memory_mb;

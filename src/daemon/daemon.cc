@@ -115,12 +115,22 @@ int serve(const ServeOptions& options) {
   auto store = Store::open(options.data_dir / "abx.db");
   if (!store) return fail(store.error());
 
-  auto keys = std::make_shared<ApiKeys>(*api_key, extra_keys_path(options.data_dir));
+  auto keys = ApiKeys::open(**store, *api_key, options.data_dir / "api_keys");
+  if (!keys) return fail(keys.error());
+  const fs::path config_file =
+      options.config_file.empty() ? options.data_dir / "config.json" : options.config_file;
+  auto quota_config = load_quota_config(config_file);
+  if (!quota_config) return fail(quota_config.error());
+  const HostSize host = measure_host(options.data_dir);
+  spdlog::info("host caps: {} MB memory and {} MB disk, {}% and {}% committable", host.memory_mb,
+               host.disk_mb, quota_config->memory_percent, quota_config->disk_percent);
+  Tenancy tenancy{*keys, std::make_shared<Quotas>(*quota_config, host, **store),
+                  std::make_shared<Usage>(**store)};
   boost::asio::io_context ioc(kIoThreads);
   BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
-  Service service(ioc, pool, **runtime, templates, **store);
+  Service service(ioc, pool, **runtime, templates, **store, tenancy);
   service.restore();
-  auto port = http::listen(ioc, options.listen, make_router(service, keys, key_path.string()));
+  auto port = http::listen(ioc, options.listen, make_router(service, *keys, key_path.string()));
   if (!port) return fail(port.error());
   service.set_listen_address(reachable_address(options.listen, *port));
   if (Status s = write_address_file(options.address_file, *port); !s) return fail(s.error());
@@ -138,6 +148,7 @@ int serve(const ServeOptions& options) {
   ioc.run();
   for (auto& thread : threads) thread.join();
   pool.join();
+  if (Status s = tenancy.usage->flush(); !s) spdlog::warn("usage: {}", s.error().message());
   return 0;
 }
 

@@ -21,6 +21,8 @@ struct ServeOptions {
   // Written once the server listens: "http://127.0.0.1:PORT\n". Lets the CLI
   // and tests find a daemon started with port 0.
   std::filesystem::path address_file;
+  // Quotas and host caps (quotas.h); default <data_dir>/config.json.
+  std::filesystem::path config_file;
 };
 
 // Runs until SIGINT/SIGTERM. Returns the process exit code.

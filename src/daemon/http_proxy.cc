@@ -36,13 +36,22 @@ std::string lower(std::string_view text) {
   return out;
 }
 
+// The caller's credentials for us (API key, access and traffic tokens, E2B's
+// routing headers) are never the sandbox's business: code in it is untrusted.
+bool is_credential_header(const std::string& lower_name) {
+  return lower_name == "x-api-key" || lower_name == "x-access-token" ||
+         lower_name == "authorization" || lower_name == "e2b-traffic-access-token" ||
+         lower_name.starts_with("e2b-");
+}
+
 bhttp::request<bhttp::string_body> upstream_request(const Request& request, std::string body) {
   bhttp::request<bhttp::string_body> out;
   out.method_string(request.method);
   out.target(request.target);
   out.version(11);
   for (const auto& [name, value] : request.headers) {
-    if (!is_hop_header(name)) out.set(name, value);
+    const std::string lower_name = lower(name);
+    if (!is_hop_header(lower_name) && !is_credential_header(lower_name)) out.set(name, value);
   }
   out.set(bhttp::field::connection, "close");
   out.body() = std::move(body);

@@ -32,6 +32,12 @@ const std::array kRoutes = {
     ROW("DELETE", "/abx/v1/templates/{name}",          P::control, C::api_key, template_remove),
     ROW("POST",   "/abx/v1/templates/{name}/build",    P::control, C::api_key, template_build),
     ROW("POST",   "/abx/v1/templates/{name}/import",   P::control, C::api_key, template_import),
+    ROW("GET",    "/abx/v1/keys",                      P::control, C::admin_key, keys_list),
+    ROW("POST",   "/abx/v1/keys",                      P::control, C::admin_key, key_create),
+    ROW("DELETE", "/abx/v1/keys/{id}",                 P::control, C::admin_key, key_revoke),
+    ROW("GET",    "/abx/v1/teams/{team}/quota",        P::control, C::api_key, team_quota_get),
+    ROW("PUT",    "/abx/v1/teams/{team}/quota",        P::control, C::admin_key, team_quota_set),
+    ROW("GET",    "/abx/v1/usage",                     P::control, C::api_key, usage_get),
     ROW("POST",   "/mcp",                              P::control, C::api_key, mcp_post),
     ROW("DELETE", "/mcp",                              P::control, C::api_key, mcp_delete),
     // Sandbox plane, port 49983: envd's plain HTTP endpoints and Connect RPCs.
@@ -56,16 +62,15 @@ const std::array kRoutes = {
     ROW("POST",   "/filesystem.Filesystem/CreateWatcher",    P::envd, C::access_token, fs_create_watcher),
     ROW("POST",   "/filesystem.Filesystem/GetWatcherEvents", P::envd, C::access_token, fs_get_watcher_events),
     ROW("POST",   "/filesystem.Filesystem/RemoveWatcher",    P::envd, C::access_token, fs_remove_watcher),
-    // Sandbox plane, port 49999: the code interpreter. /contexts needs no
-    // token yet (as before; the tenancy issue closes it).
+    // Sandbox plane, port 49999: the code interpreter.
     ROW("GET",    "/health",                           P::interpreter, C::none,         interp_health),
     ROW("POST",   "/execute",                          P::interpreter, C::access_token, interp_execute),
-    ROW("GET",    "/contexts",                         P::interpreter, C::none,         interp_list_contexts),
-    ROW("POST",   "/contexts",                         P::interpreter, C::none,         interp_create_context),
-    ROW("DELETE", "/contexts/{context}",               P::interpreter, C::none,         interp_remove_context),
-    ROW("POST",   "/contexts/{context}/restart",       P::interpreter, C::none,         interp_restart_context),
+    ROW("GET",    "/contexts",                         P::interpreter, C::access_token, interp_list_contexts),
+    ROW("POST",   "/contexts",                         P::interpreter, C::access_token, interp_create_context),
+    ROW("DELETE", "/contexts/{context}",               P::interpreter, C::access_token, interp_remove_context),
+    ROW("POST",   "/contexts/{context}/restart",       P::interpreter, C::access_token, interp_restart_context),
     // Sandbox plane, any other port: forwarded to the server the sandbox runs.
-    ROW("*",      "*",                                 P::proxy, C::none,              proxy_port),
+    ROW("*",      "*",                                 P::proxy, C::traffic_token,     proxy_port),
 };
 // clang-format on
 
@@ -140,10 +145,14 @@ std::string_view credential_name(Credential credential) {
       return "none";
     case Credential::api_key:
       return "api key";
+    case Credential::admin_key:
+      return "admin api key";
     case Credential::access_token:
-      return "access token";
+      return "access token or team key";
     case Credential::token_or_signature:
-      return "access token or signed URL";
+      return "access token, team key or signed URL";
+    case Credential::traffic_token:
+      return "traffic token if required";
   }
   return "?";
 }

@@ -23,10 +23,13 @@ enum class Plane {
 };
 
 enum class Credential {
-  none,                // anyone (health checks, public ports)
+  none,                // anyone (health checks)
   api_key,             // X-API-KEY of a team
-  access_token,        // X-Access-Token when the sandbox has one (secure sandboxes)
-  token_or_signature,  // /files: X-Access-Token, or a signed URL for that path
+  admin_key,           // X-API-KEY of an admin key (keys, quotas)
+  access_token,        // the sandbox's X-Access-Token, or an API key of its team
+  token_or_signature,  // /files: as access_token, or a signed URL for that path
+  traffic_token,       // proxied ports: e2b-traffic-access-token when the sandbox
+                       // was made with allowPublicTraffic false, else none
 };
 
 using ControlHandler = http::Task<void> (*)(routes::ControlCall&, http::Exchange&);

@@ -42,6 +42,14 @@ Task<void> unmatched(Exchange& exchange, Plane plane, const RouteMatch& match) {
   co_await routes::respond_error(exchange, 404, no_route(request));
 }
 
+std::string unauthenticated_message(Credential need) {
+  if (need == Credential::traffic_token) {
+    return "this sandbox's ports need its traffic access token in the e2b-traffic-access-token "
+           "header";
+  }
+  return "this sandbox needs its X-Access-Token (envdAccessToken) or an X-API-KEY of its team";
+}
+
 Plane plane_of_port(int port) {
   if (port == kEnvdPort) return Plane::envd;
   if (port == kInterpreterPort) return Plane::interpreter;
@@ -74,6 +82,10 @@ class Router {
           "Invalid API key: set ABX_SANDBOX_API_KEY (or E2B_API_KEY) to the key in " + key_path_);
     }
     if (!match.route) co_return co_await unmatched(exchange, Plane::control, match);
+    if (match.route->credential == Credential::admin_key && !caller->admin) {
+      co_return co_await routes::respond_error(
+          exchange, 403, "this needs an admin API key (`abx keys create --admin`)");
+    }
     routes::ControlCall call{service_, std::move(*caller), std::move(match.params)};
     co_await std::get<ControlHandler>(match.route->handler)(call, exchange);
   }
@@ -87,14 +99,18 @@ class Router {
     const Plane plane = plane_of_port(target.port);
     RouteMatch match = match_route(plane, request.method, request.path);
     routes::SandboxCall call{service_, live, live->snapshot(), std::move(match.params)};
-    // Without a row, a secure sandbox still asks for its token first.
+    // Without a row, the sandbox's credential is still asked for first.
     const Credential need = match.route ? match.route->credential : Credential::access_token;
-    auto caller = authenticate_sandbox(need, request, call.row, *keys_);
-    if (!caller) {
-      co_return co_await routes::respond_error(exchange, 401, "invalid or missing X-Access-Token");
+    auto authenticated = authenticate_sandbox(need, request, call.row, *keys_);
+    // Another team's key learns nothing: its sandboxes look like unknown ones.
+    if (authenticated.access == SandboxAccess::foreign) {
+      co_return co_await routes::respond_json(exchange, 502, sandbox_missing(target.sandbox_id));
+    }
+    if (authenticated.access == SandboxAccess::unauthenticated) {
+      co_return co_await routes::respond_error(exchange, 401, unauthenticated_message(need));
     }
     if (!match.route) co_return co_await unmatched(exchange, plane, match);
-    call.caller = std::move(*caller);
+    call.caller = std::move(authenticated.caller);
     if (plane == Plane::proxy) call.params["port"] = std::to_string(target.port);
     co_await std::get<SandboxHandler>(match.route->handler)(call, exchange);
   }

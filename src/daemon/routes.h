@@ -54,6 +54,14 @@ Task<void> sandbox_connect(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_metrics(ControlCall& call, Exchange& exchange);
 // One SandboxMetric sample (the control plane's camelCase shape).
 nlohmann::json sandbox_metric(LiveSandbox& live);
+// routes_keys.cc: /abx/v1/keys (admin keys only).
+Task<void> keys_list(ControlCall& call, Exchange& exchange);
+Task<void> key_create(ControlCall& call, Exchange& exchange);
+Task<void> key_revoke(ControlCall& call, Exchange& exchange);
+// routes_teams.cc: a team's quota and usage.
+Task<void> team_quota_get(ControlCall& call, Exchange& exchange);
+Task<void> team_quota_set(ControlCall& call, Exchange& exchange);  // admin
+Task<void> usage_get(ControlCall& call, Exchange& exchange);
 // routes_templates.cc: /abx/v1/templates (our API, not E2B's).
 Task<void> templates_list(ControlCall& call, Exchange& exchange);
 Task<void> template_get(ControlCall& call, Exchange& exchange);

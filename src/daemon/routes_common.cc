@@ -3,8 +3,20 @@
 
 namespace abx::daemon::routes {
 
+namespace {
+
+// A quota refusal that waiting cures says when to come back.
+http::Headers retry_headers(const Error& error) {
+  if (error.retry_after_s <= 0) return {};
+  return {{"Retry-After", std::to_string(error.retry_after_s)}};
+}
+
+}  // namespace
+
 Task<void> respond_error(Exchange& exchange, const Error& error) {
-  co_await respond_error(exchange, error_map::http_status(error), error.message());
+  const int status = error_map::http_status(error);
+  co_await respond_json(exchange, status, error_json(status, error.message()),
+                        retry_headers(error));
 }
 
 Task<Result<std::string>> read_json_body(Exchange& exchange, size_t limit) {

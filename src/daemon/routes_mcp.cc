@@ -26,28 +26,34 @@ constexpr const char* kNoHostFiles =
 
 struct SessionEntry {
   std::shared_ptr<mcp::Session> session;
+  std::string key_id;  // the API key that opened it: only that key may use it
   std::chrono::steady_clock::time_point last_used;
 };
 
+// Sessions by id. A session answers only the key that opened it; to any
+// other it does not exist.
 class Sessions {
  public:
-  std::string add(std::shared_ptr<mcp::Session> session) {
+  std::string add(std::shared_ptr<mcp::Session> session, const std::string& key_id) {
     std::lock_guard lock(mutex_);
     std::string id = ids::random_hex(16);
-    entries_[id] = {std::move(session), std::chrono::steady_clock::now()};
+    entries_[id] = {std::move(session), key_id, std::chrono::steady_clock::now()};
     return id;
   }
-  std::shared_ptr<mcp::Session> find(const std::string& id) {
+  std::shared_ptr<mcp::Session> find(const std::string& id, const std::string& key_id) {
     std::lock_guard lock(mutex_);
     auto it = entries_.find(id);
-    if (it == entries_.end()) return nullptr;
+    if (it == entries_.end() || it->second.key_id != key_id) return nullptr;
     it->second.last_used = std::chrono::steady_clock::now();
     return it->second.session;
   }
-  std::shared_ptr<mcp::Session> remove(const std::string& id) {
+  std::shared_ptr<mcp::Session> remove(const std::string& id, const std::string& key_id) {
     std::lock_guard lock(mutex_);
-    auto node = entries_.extract(id);
-    return node ? node.mapped().session : nullptr;
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.key_id != key_id) return nullptr;
+    auto session = std::move(it->second.session);
+    entries_.erase(it);
+    return session;
   }
   // Sessions whose client went quiet without a DELETE.
   std::vector<std::shared_ptr<mcp::Session>> take_idle() {
@@ -133,7 +139,8 @@ Task<void> wait_for(Replies& replies) {
   }
 }
 
-Task<void> post(Service& service, Exchange& exchange, const std::string& api_key) {
+Task<void> post(Service& service, Exchange& exchange, const std::string& api_key,
+                const std::string& key_id) {
   bool fits = true;
   const std::string body = co_await http::read_body(exchange, kMaxMessageBytes, &fits);
   const json message = json::parse(body, nullptr, false);
@@ -147,14 +154,14 @@ Task<void> post(Service& service, Exchange& exchange, const std::string& api_key
   if (batch.size() == 1 && is_initialize(batch[0])) {
     session = std::make_shared<mcp::Session>(
         mcp::ToolboxOptions{own_endpoint(service, api_key), {}, kNoHostFiles});
-    headers.emplace_back("Mcp-Session-Id", sessions().add(session));
+    headers.emplace_back("Mcp-Session-Id", sessions().add(session, key_id));
   } else {
     const std::string id = exchange.request().header("mcp-session-id");
     if (id.empty()) {
       co_return co_await respond_rpc_error(exchange, 400, mcp::kInvalidRequest,
                                            "missing Mcp-Session-Id: send initialize first");
     }
-    session = sessions().find(id);
+    session = sessions().find(id, key_id);
     if (!session) {
       co_return co_await respond_rpc_error(exchange, 404, mcp::kInvalidRequest,
                                            "unknown or ended MCP session; initialize again");
@@ -176,12 +183,14 @@ Task<void> post(Service& service, Exchange& exchange, const std::string& api_key
 
 Task<void> mcp_post(ControlCall& call, Exchange& exchange) {
   close_in_background(call.service, sessions().take_idle());
-  co_await post(call.service, exchange, exchange.request().header("x-api-key"));
+  co_await post(call.service, exchange, exchange.request().header("x-api-key"),
+                call.caller.key_id);
 }
 
 Task<void> mcp_delete(ControlCall& call, Exchange& exchange) {
   close_in_background(call.service, sessions().take_idle());
-  auto session = sessions().remove(exchange.request().header("mcp-session-id"));
+  auto session =
+      sessions().remove(exchange.request().header("mcp-session-id"), call.caller.key_id);
   if (!session) co_return co_await respond_error(exchange, 404, "unknown or ended MCP session");
   // A named function, not a temporary in the co_await: g++ 12 destroys such
   // temporaries twice, and this one holds the session.

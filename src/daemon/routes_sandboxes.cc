@@ -19,6 +19,7 @@ json sandbox_json(const SandboxRow& row) {
   json out = {{"templateID", row.template_id}, {"sandboxID", row.id}, {"clientID", kClientId},
               {"envdVersion", kEnvdVersion},   {"alias", row.alias},  {"domain", nullptr}};
   if (!row.access_token.empty()) out["envdAccessToken"] = row.access_token;
+  out["trafficAccessToken"] = row.traffic_access_token.empty() ? json() : json(row.traffic_access_token);
   return out;
 }
 
@@ -40,7 +41,9 @@ json listed_json(const SandboxRow& row) {
 json detail_json(const SandboxRow& row) {
   json out = listed_json(row);
   if (!row.access_token.empty()) out["envdAccessToken"] = row.access_token;
+  out["trafficAccessToken"] = row.traffic_access_token.empty() ? json() : json(row.traffic_access_token);
   out["allowInternetAccess"] = row.allow_internet_access;
+  out["network"] = {{"allowPublicTraffic", row.traffic_access_token.empty()}};
   out["domain"] = nullptr;
   out["lifecycle"] = {{"autoResume", false}, {"onTimeout", "kill"}};
   return out;
@@ -59,7 +62,7 @@ bool matches(const SandboxRow& row, const ListSandboxesQuery& query) {
 Task<void> list(ControlCall& call, Exchange& exchange, bool paginated) {
   auto query = parse_list_query(exchange.request().query);
   if (!query) co_return co_await respond_error(exchange, query.error());
-  std::vector<SandboxRow> rows = call.service.list();
+  std::vector<SandboxRow> rows = call.service.list_for(call.caller);
   std::erase_if(rows, [&](const SandboxRow& row) { return !matches(row, *query); });
   std::sort(rows.begin(), rows.end(), [](const SandboxRow& a, const SandboxRow& b) {
     return std::tie(a.started_at_ms, a.id) < std::tie(b.started_at_ms, b.id);
@@ -113,7 +116,7 @@ Error not_found(const std::string& id) {
 Result<std::shared_ptr<LiveSandbox>> sandbox_of(const ControlCall& call) {
   auto id = id_param(call);
   if (!id) return id.error();
-  auto live = call.service.find(*id);
+  auto live = call.service.find_for(call.caller, *id);
   if (!live) return not_found(*id);
   return live;
 }
@@ -127,8 +130,10 @@ Task<void> set_timeout(ControlCall& call, Exchange& exchange, bool is_connect) {
   const bool keep_end = is_connect && !body_has_timeout(*body);
   auto seconds = keep_end ? Result<int>(0) : parse_timeout_body(*body);
   if (!seconds) co_return co_await respond_error(exchange, seconds.error());
+  if (!call.service.find_for(call.caller, *id))
+    co_return co_await respond_error(exchange, not_found(*id));
   auto row = call.service.set_timeout(*id, *seconds, is_connect);
-  if (!row) co_return co_await respond_error(exchange, not_found(*id));
+  if (!row) co_return co_await respond_error(exchange, row.error());
   if (is_connect) co_return co_await respond_json(exchange, 200, sandbox_json(*row));
   co_await exchange.respond(204, "", "");
 }
@@ -136,13 +141,13 @@ Task<void> set_timeout(ControlCall& call, Exchange& exchange, bool is_connect) {
 json metric_json(LiveSandbox& live) { return json::array({sandbox_metric(live)}); }
 
 // GET /sandboxes/metrics?sandbox_ids=a,b → {"sandboxes": {id: SandboxMetric}}
-json metrics_of_many(Service& service, const std::string& ids) {
+json metrics_of_many(Service& service, const Caller& caller, const std::string& ids) {
   json out = json::object();
   size_t start = 0;
   while (start <= ids.size()) {
     const size_t comma = ids.find(',', start);
     const std::string id = ids.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (auto live = service.find(id)) out[id] = metric_json(*live).at(0);
+    if (auto live = service.find_for(caller, id)) out[id] = metric_json(*live).at(0);
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -170,7 +175,8 @@ Task<void> sandboxes_create_v2(ControlCall& call, Exchange& exchange) {
 Task<void> sandboxes_metrics(ControlCall& call, Exchange& exchange) {
   const auto& query = exchange.request().query;
   const auto ids = query.find("sandbox_ids");
-  const json body = metrics_of_many(call.service, ids == query.end() ? "" : ids->second);
+  const json body =
+      metrics_of_many(call.service, call.caller, ids == query.end() ? "" : ids->second);
   co_await respond_json(exchange, 200, body);
 }
 
@@ -181,9 +187,10 @@ Task<void> sandbox_get(ControlCall& call, Exchange& exchange) {
 }
 
 Task<void> sandbox_kill(ControlCall& call, Exchange& exchange) {
-  auto id = id_param(call);
-  if (!id) co_return co_await respond_error(exchange, id.error());
-  if (!co_await call.service.kill(*id)) co_return co_await respond_error(exchange, not_found(*id));
+  auto live = sandbox_of(call);
+  if (!live) co_return co_await respond_error(exchange, live.error());
+  const std::string id = (*live)->snapshot().id;
+  if (!co_await call.service.kill(id)) co_return co_await respond_error(exchange, not_found(id));
   co_await exchange.respond(204, "", "");
 }
 

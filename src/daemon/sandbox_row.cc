@@ -16,6 +16,7 @@ nlohmann::json row_to_json(const SandboxRow& row) {
       {"metadata", row.metadata},
       {"env_vars", row.env_vars},
       {"access_token", row.access_token},
+      {"traffic_access_token", row.traffic_access_token},
       {"allow_internet_access", row.allow_internet_access},
       {"cpu_count", row.cpu_count},
       {"memory_mb", row.memory_mb},
@@ -50,6 +51,7 @@ Result<SandboxRow> row_from_json(const nlohmann::json& json) {
     row.metadata = json.at("metadata").get<std::map<std::string, std::string>>();
     row.env_vars = json.at("env_vars").get<std::map<std::string, std::string>>();
     row.access_token = json.at("access_token").get<std::string>();
+    row.traffic_access_token = json.value("traffic_access_token", "");
     row.allow_internet_access = json.at("allow_internet_access").get<bool>();
     row.cpu_count = json.at("cpu_count").get<uint32_t>();
     row.memory_mb = json.at("memory_mb").get<uint32_t>();

@@ -21,7 +21,8 @@ struct SandboxRow {
   int64_t end_at_ms = 0;
   std::map<std::string, std::string> metadata;
   std::map<std::string, std::string> env_vars;
-  std::string access_token;  // non-empty for secure sandboxes
+  std::string access_token;          // non-empty for secure sandboxes
+  std::string traffic_access_token;  // non-empty: proxied ports need it
   bool allow_internet_access = true;
   uint32_t cpu_count = 1;
   uint32_t memory_mb = 512;

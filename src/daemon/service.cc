@@ -28,12 +28,13 @@ SandboxRow LiveSandbox::snapshot() const {
 }
 
 Service::Service(net::io_context& ioc, BlockingPool& pool, runtime::Runtime& runtime,
-                 templates::TemplateStore& templates, Store& store)
+                 templates::TemplateStore& templates, Store& store, Tenancy tenancy)
     : ioc_(ioc),
       pool_(pool),
       runtime_(runtime),
       templates_(templates),
       store_(store),
+      tenancy_(std::move(tenancy)),
       host_cores_(std::max(1u, std::thread::hardware_concurrency())) {}
 
 Service::~Service() = default;
@@ -44,6 +45,7 @@ std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
   live->sandbox = std::shared_ptr<runtime::Sandbox>(std::move(sb));
   live->processes = std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox);
   live->row = std::move(row);
+  live->accounted_ms = now_ms();
   return live;
 }
 
@@ -97,6 +99,18 @@ Error runtime_failure(const Error& error) {
   return Error::with_message(error.message(), disk_full ? error.errnum : EIO);
 }
 
+// Hands a quota ticket back however create() ends.
+struct QuotaTicket {
+  Quotas& quotas;
+  uint64_t ticket;
+  ~QuotaTicket() { quotas.settle(ticket); }
+};
+
+Demand demand_of(const CreateSandboxRequest& request) {
+  return Demand{request.memory_mb.value_or(0), request.disk_size_mb.value_or(0),
+                request.timeout_sec};
+}
+
 }  // namespace
 
 // The template's Env (under the request's), WorkingDir and User.
@@ -126,6 +140,9 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
                                       "; build it with `abx template build " + *resolved + "`",
                                   EBUSY);
   }
+  auto admitted = quotas().admit_create(caller.team, demand_of(request), [this] { return list(); });
+  if (!admitted) co_return admitted.error();
+  const QuotaTicket ticket{quotas(), *admitted};
   SandboxRow row;
   row.template_id = *resolved;
   row.alias = request.template_name;
@@ -134,6 +151,7 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   row.env_vars = std::move(request.env_vars);
   row.allow_internet_access = request.allow_internet_access;
   if (request.secure) row.access_token = ids::random_hex(24);
+  if (!request.allow_public_traffic) row.traffic_access_token = ids::random_hex(24);
 
   runtime::SandboxSpec spec;  // no id: the runtime picks one, possibly from its warm pool
   if (request.cpu_count) spec.limits.cpu_millicores = *request.cpu_count * 1000;
@@ -177,6 +195,7 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
     co_return s.error();
   }
   auto live = make_live(row, std::move(sandbox));
+  usage().note_create(row.owner, row.started_at_ms);
   std::lock_guard lock(mutex_);
   live_[row.id] = std::move(live);
   spdlog::info("sandbox {} created from {} for team {} ({}s)", row.id, row.template_id, row.owner,
@@ -201,15 +220,21 @@ http::Task<bool> Service::kill(const std::string& id) {
     live_.erase(it);
   }
   const SandboxRow row = live->snapshot();
+  {
+    std::lock_guard lock(live->mutex);
+    const int64_t now = now_ms();
+    usage().add_seconds(row.owner, static_cast<double>(now - live->accounted_ms) / 1000, now);
+    live->accounted_ms = now;
+  }
   co_await pool_.run([&] { destroy_now(row, live); });
   spdlog::info("sandbox {} destroyed", id);
   co_return true;
 }
 
-std::optional<SandboxRow> Service::set_timeout(const std::string& id, int seconds,
-                                               bool extend_only) {
+Result<SandboxRow> Service::set_timeout(const std::string& id, int seconds, bool extend_only) {
   auto live = find(id);
-  if (!live) return std::nullopt;
+  if (!live) return Error::with_message("sandbox " + id + " not found", ENOENT);
+  if (Status s = quotas().check_timeout(live->snapshot().owner, seconds); !s) return s.error();
   SandboxRow row;
   {
     std::lock_guard lock(live->mutex);
@@ -238,14 +263,51 @@ std::shared_ptr<LiveSandbox> Service::find(const std::string& id) const {
   return it == live_.end() ? nullptr : it->second;
 }
 
+std::vector<SandboxRow> Service::list_for(const Caller& caller) const {
+  std::vector<SandboxRow> rows = list();
+  std::erase_if(rows, [&](const SandboxRow& row) { return row.owner != caller.team; });
+  return rows;
+}
+
+std::shared_ptr<LiveSandbox> Service::find_for(const Caller& caller, const std::string& id) const {
+  auto live = find(id);
+  if (!live || live->snapshot().owner != caller.team) return nullptr;
+  return live;
+}
+
+// Adds each live sandbox's seconds since the last call to its team's usage,
+// and (every few calls) its memory use; writes the usage out.
+void Service::account_usage(bool sample_memory) {
+  std::vector<std::shared_ptr<LiveSandbox>> all;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, live] : live_) all.push_back(live);
+  }
+  const int64_t now = now_ms();
+  for (const auto& live : all) {
+    std::lock_guard lock(live->mutex);
+    usage().add_seconds(live->row.owner, static_cast<double>(now - live->accounted_ms) / 1000,
+                        now);
+    live->accounted_ms = now;
+    if (sample_memory) usage().note_memory(live->row.owner, live->sandbox->usage().memory_bytes, now);
+  }
+}
+
 void Service::start_ttl() { net::co_spawn(ioc_, ttl_loop(), net::detached); }
 
 // One sweep a second: simple, and no timer to move when a TTL changes.
+// Usage is accounted every 5 sweeps.
 http::Task<void> Service::ttl_loop() {
   net::steady_timer tick(ioc_);
-  for (;;) {
+  for (uint64_t sweep = 1;; ++sweep) {
     tick.expires_after(std::chrono::seconds(1));
     co_await tick.async_wait(net::use_awaitable);
+    if (sweep % 5 == 0) {
+      co_await pool_.run([this] {
+        account_usage(true);
+        if (Status s = usage().flush(); !s) spdlog::warn("usage: {}", s.error().message());
+      });
+    }
     for (const SandboxRow& row : list()) {
       if (row.end_at_ms > now_ms()) continue;
       spdlog::info("sandbox {}: timeout reached", row.id);

@@ -9,13 +9,16 @@
 #include <vector>
 
 #include "common/error.h"
+#include "daemon/api_keys.h"
 #include "daemon/blocking_pool.h"
 #include "daemon/caller.h"
 #include "daemon/control_requests.h"
 #include "daemon/dir_watch.h"
 #include "daemon/process_table.h"
+#include "daemon/quotas.h"
 #include "daemon/sandbox_row.h"
 #include "daemon/store.h"
+#include "daemon/usage.h"
 #include "runtime/runtime.h"
 #include "templates/templates.h"
 
@@ -35,8 +38,9 @@ struct LiveSandbox {
 
   SandboxRow snapshot() const;
 
-  std::mutex mutex;  // guards row.end_at_ms and interpreter
+  std::mutex mutex;  // guards row.end_at_ms, interpreter and accounted_ms
   SandboxRow row;
+  int64_t accounted_ms = 0;  // sandbox-seconds are in the usage up to here
   std::shared_ptr<interp::Interpreter> interpreter;  // created on first use
 };
 
@@ -50,10 +54,17 @@ struct ListenAddress {
   uint16_t port = 0;
 };
 
+// Who may do what, and how much: keys, quotas, usage (one of each per daemon).
+struct Tenancy {
+  std::shared_ptr<ApiKeys> keys;
+  std::shared_ptr<Quotas> quotas;
+  std::shared_ptr<Usage> usage;
+};
+
 class Service {
  public:
   Service(boost::asio::io_context& ioc, BlockingPool& pool, runtime::Runtime& runtime,
-          templates::TemplateStore& templates, Store& store);
+          templates::TemplateStore& templates, Store& store, Tenancy tenancy);
   ~Service();
 
   // Adopts every sandbox in the store (destroying expired or dead ones), then
@@ -62,14 +73,24 @@ class Service {
   // Starts the TTL sweep on the io_context.
   void start_ttl();
 
-  // The new sandbox belongs to the caller's team. Errors carry the errno
-  // (or kErr* kind) error_map turns into a status.
+  // The new sandbox belongs to the caller's team, if its quotas and the
+  // host's caps admit it. Errors carry the errno (or kErr* kind) error_map
+  // turns into a status.
   http::Task<Result<SandboxRow>> create(CreateSandboxRequest request, const Caller& caller);
   http::Task<bool> kill(const std::string& id);  // false: unknown id
   // end = now + seconds; with `extend_only` the end time never moves earlier.
-  std::optional<SandboxRow> set_timeout(const std::string& id, int seconds, bool extend_only);
+  // A timeout longer than the owner's quota allows is refused (kErrQuota).
+  Result<SandboxRow> set_timeout(const std::string& id, int seconds, bool extend_only);
   std::vector<SandboxRow> list() const;
   std::shared_ptr<LiveSandbox> find(const std::string& id) const;
+  // The same, limited to what `caller` may reach: its team's sandboxes. A
+  // foreign sandbox is not found, so its existence is not revealed.
+  std::vector<SandboxRow> list_for(const Caller& caller) const;
+  std::shared_ptr<LiveSandbox> find_for(const Caller& caller, const std::string& id) const;
+
+  ApiKeys& keys() { return *tenancy_.keys; }
+  Quotas& quotas() { return *tenancy_.quotas; }
+  Usage& usage() { return *tenancy_.usage; }
 
   // Runs work whose length its caller controls (builds, MCP sessions that
   // end their sandboxes) where it cannot hold up creates and kills.
@@ -89,6 +110,7 @@ class Service {
   Status apply_template_defaults(const runtime::Sandbox& sandbox,
                                  const templates::ProcessDefaults& defaults, SandboxRow& row);
   http::Task<void> ttl_loop();
+  void account_usage(bool sample_memory);
   void destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live);
   std::shared_ptr<LiveSandbox> make_live(SandboxRow row, std::unique_ptr<runtime::Sandbox> sb);
 
@@ -97,6 +119,7 @@ class Service {
   runtime::Runtime& runtime_;
   templates::TemplateStore& templates_;
   Store& store_;
+  Tenancy tenancy_;
   uint32_t host_cores_;
   ListenAddress listen_address_;
 

@@ -21,6 +21,10 @@ constexpr std::string_view kMigrations[] = {
     "UPDATE sandboxes SET owner = json_extract(data, '$.owner') "
     "WHERE json_valid(data) AND json_type(data, '$.owner') = 'text';"
     "CREATE INDEX IF NOT EXISTS sandboxes_owner ON sandboxes (owner)",
+    // 3: small named JSON records of a kind: hashed API keys, team quotas,
+    // usage per team and day.
+    "CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, name TEXT NOT NULL, "
+    "data TEXT NOT NULL, PRIMARY KEY (kind, name))",
 };
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));
 
@@ -154,6 +158,61 @@ Result<std::vector<SandboxRow>> Store::load_all() {
   }
   if (rc != SQLITE_DONE) return sqlite_error(db_, "state db: load");
   return rows;
+}
+
+Status Store::put_record(const std::string& kind, const std::string& name,
+                         const nlohmann::json& data) {
+  std::lock_guard lock(mutex_);
+  Statement st;
+  const char* sql = "INSERT OR REPLACE INTO records (kind, name, data) VALUES (?, ?, ?)";
+  if (sqlite3_prepare_v2(db_, sql, -1, &st.stmt, nullptr) != SQLITE_OK) {
+    return sqlite_error(db_, "state db: prepare record insert");
+  }
+  const std::string text = data.dump();
+  sqlite3_bind_text(st.stmt, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.stmt, 2, name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.stmt, 3, text.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(st.stmt) != SQLITE_DONE) {
+    return sqlite_error(db_, "state db: save " + kind + " " + name);
+  }
+  return {};
+}
+
+Status Store::remove_record(const std::string& kind, const std::string& name) {
+  std::lock_guard lock(mutex_);
+  Statement st;
+  const char* sql = "DELETE FROM records WHERE kind = ? AND name = ?";
+  if (sqlite3_prepare_v2(db_, sql, -1, &st.stmt, nullptr) != SQLITE_OK) {
+    return sqlite_error(db_, "state db: prepare record delete");
+  }
+  sqlite3_bind_text(st.stmt, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.stmt, 2, name.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(st.stmt) != SQLITE_DONE) {
+    return sqlite_error(db_, "state db: delete " + kind + " " + name);
+  }
+  return {};
+}
+
+Result<std::vector<Store::Record>> Store::load_records(const std::string& kind) {
+  std::lock_guard lock(mutex_);
+  Statement st;
+  const char* sql = "SELECT name, data FROM records WHERE kind = ? ORDER BY name";
+  if (sqlite3_prepare_v2(db_, sql, -1, &st.stmt, nullptr) != SQLITE_OK) {
+    return sqlite_error(db_, "state db: prepare record select");
+  }
+  sqlite3_bind_text(st.stmt, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
+  std::vector<Record> out;
+  int rc;
+  while ((rc = sqlite3_step(st.stmt)) == SQLITE_ROW) {
+    auto data = nlohmann::json::parse(column_text(st.stmt, 1), nullptr, false);
+    if (data.is_discarded()) {
+      spdlog::warn("state db: skipping {} {}: not JSON", kind, column_text(st.stmt, 0));
+      continue;
+    }
+    out.push_back(Record{column_text(st.stmt, 0), std::move(data)});
+  }
+  if (rc != SQLITE_DONE) return sqlite_error(db_, "state db: load " + kind);
+  return out;
 }
 
 }  // namespace abx::daemon

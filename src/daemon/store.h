@@ -1,11 +1,13 @@
 // The state store: one SQLite (WAL) row per live sandbox, so a restarted
-// daemon can adopt every sandbox again. The schema is versioned with
+// daemon can adopt every sandbox again, and small records (keys, quotas,
+// usage). The schema is versioned with
 // `PRAGMA user_version` and upgraded in place by forward migrations.
 #pragma once
 
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,16 @@ class Store {
   // Every row that decodes; one that does not is logged (naming its id) and
   // skipped, so one bad row never leaves the other sandboxes unmanaged.
   Result<std::vector<SandboxRow>> load_all();
+
+  // Named JSON records of a kind ("api_key", "team_quota", "usage").
+  struct Record {
+    std::string name;
+    nlohmann::json data;
+  };
+  Status put_record(const std::string& kind, const std::string& name, const nlohmann::json& data);
+  Status remove_record(const std::string& kind, const std::string& name);
+  // Sorted by name; a record that is not JSON is logged and skipped.
+  Result<std::vector<Record>> load_records(const std::string& kind);
 
  private:
   explicit Store(sqlite3* db) : db_(db) {}

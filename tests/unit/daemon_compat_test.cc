@@ -1,5 +1,5 @@
 // Pieces of the E2B compatibility surface that need no sandbox: gzip
-// negotiation and encoding, and the API key files.
+// negotiation and encoding, and the API keys.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -49,44 +49,87 @@ class DaemonApiKeys : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("abx-keys-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
+    auto store = Store::open(dir_ / "abx.db");
+    ASSERT_TRUE(store) << store.error().message();
+    store_ = std::move(*store);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+  std::shared_ptr<ApiKeys> open_keys(const std::string& primary = "e2b_primary") {
+    auto keys = ApiKeys::open(*store_, primary, dir_ / "api_keys");
+    EXPECT_TRUE(keys) << keys.error().message();
+    return keys ? *keys : nullptr;
+  }
   fs::path dir_;
+  std::unique_ptr<Store> store_;
 };
 
-TEST_F(DaemonApiKeys, ExtraKeysAreAcceptedOnceCreated) {
-  const fs::path file = extra_keys_path(dir_);
-  ApiKeys keys("e2b_primary", file);
-  auto primary = keys.caller_for("e2b_primary");
+TEST_F(DaemonApiKeys, TheDaemonKeyIsTheDefaultTeamsAdmin) {
+  auto keys = open_keys();
+  auto primary = keys->caller_for("e2b_primary");
   ASSERT_TRUE(primary);
-  EXPECT_TRUE(primary->admin);  // the daemon's own key
+  EXPECT_TRUE(primary->admin);
   EXPECT_EQ(primary->team, kDefaultTeam);
   EXPECT_EQ(primary->key_id.find("e2b_"), std::string::npos);  // never the key itself
-  EXPECT_FALSE(keys.caller_for(""));
-  auto created = create_extra_key(file, "ci runner");
-  ASSERT_TRUE(created) << created.error().message();
-  EXPECT_EQ(created->key.rfind("e2b_", 0), 0u);
-  EXPECT_EQ(created->key.size(), 44u);
-  auto extra = keys.caller_for(created->key);
-  ASSERT_TRUE(extra);
-  EXPECT_FALSE(extra->admin);
-  EXPECT_NE(extra->key_id, primary->key_id);
-  EXPECT_FALSE(keys.caller_for("e2b_other"));
-  EXPECT_EQ(fs::status(file).permissions() & fs::perms::all,
-            fs::perms::owner_read | fs::perms::owner_write);
-
-  auto listed = read_extra_keys(file);
-  ASSERT_TRUE(listed);
-  ASSERT_EQ(listed->size(), 1u);
-  EXPECT_EQ(listed->at(0).name, "ci runner");
-  EXPECT_GT(listed->at(0).created_unix, 0);
+  EXPECT_FALSE(keys->caller_for(""));
+  EXPECT_FALSE(keys->caller_for("e2b_other"));
 }
 
-TEST_F(DaemonApiKeys, MissingFileIsEmptyAndNamesAreOneLine) {
-  auto listed = read_extra_keys(dir_ / "absent");
-  ASSERT_TRUE(listed);
-  EXPECT_TRUE(listed->empty());
-  EXPECT_FALSE(create_extra_key(extra_keys_path(dir_), "two\nlines"));
+TEST_F(DaemonApiKeys, KeysAreStoredHashedAndRevokedAtOnce) {
+  auto keys = open_keys();
+  auto made = keys->create("acme", false, "ci runner");
+  ASSERT_TRUE(made) << made.error().message();
+  EXPECT_EQ(made->key.rfind("e2b_", 0), 0u);
+  auto caller = keys->caller_for(made->key);
+  ASSERT_TRUE(caller);
+  EXPECT_EQ(caller->team, "acme");
+  EXPECT_FALSE(caller->admin);
+  auto stored = store_->load_records("api_key");
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->size(), 2u);
+  for (const auto& record : *stored) {
+    EXPECT_EQ(record.data.dump().find(made->key), std::string::npos) << "the key itself is stored";
+  }
+  // A daemon restarted on the same store knows the key, and not the changed primary.
+  auto reopened = open_keys("e2b_changed");
+  EXPECT_TRUE(reopened->caller_for(made->key));
+  EXPECT_FALSE(reopened->caller_for("e2b_changed"));
+  ASSERT_TRUE(reopened->revoke(made->record.id));
+  EXPECT_FALSE(reopened->caller_for(made->key));
+  EXPECT_EQ(reopened->revoke(made->record.id).error().errnum, ENOENT);
+}
+
+TEST_F(DaemonApiKeys, TheLastAdminKeyStays) {
+  auto keys = open_keys();
+  const std::string primary_id = keys->caller_for("e2b_primary")->key_id;
+  EXPECT_EQ(keys->revoke(primary_id).error().errnum, EBUSY);
+  auto second = keys->create("default", true, "");
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(keys->revoke(primary_id));
+  EXPECT_FALSE(keys->caller_for("e2b_primary"));
+}
+
+TEST_F(DaemonApiKeys, BadTeamsAndNamesAreRefused) {
+  auto keys = open_keys();
+  EXPECT_EQ(keys->create("Acme Corp", false, "").error().errnum, kErrBadInput);
+  EXPECT_EQ(keys->create("", false, "").error().errnum, kErrBadInput);
+  EXPECT_EQ(keys->create("acme", false, "two\nlines").error().errnum, kErrBadInput);
+  EXPECT_EQ(keys->list().size(), 1u);
+}
+
+TEST_F(DaemonApiKeys, PlaintextKeysOfAnOlderAbxAreImportedHashed) {
+  {
+    std::ofstream legacy(dir_ / "api_keys");
+    legacy << "e2b_legacy 1700000000 old runner\n";
+  }
+  auto keys = open_keys();
+  auto caller = keys->caller_for("e2b_legacy");
+  ASSERT_TRUE(caller);
+  EXPECT_EQ(caller->team, kDefaultTeam);
+  EXPECT_FALSE(caller->admin);
+  EXPECT_FALSE(fs::exists(dir_ / "api_keys")) << "the plaintext file is gone";
 }
 
 }  // namespace

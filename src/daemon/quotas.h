@@ -1,0 +1,98 @@
+// Per-team quotas and the host's global caps, checked before a sandbox is
+// made. Limits come from the daemon's config file (<data>/config.json) and
+// per team from the admin API (stored in the state store, which wins). A
+// refusal is an Error of kind kErrQuota (429) saying which limit, its value
+// and how to raise it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "daemon/sandbox_row.h"
+#include "daemon/store.h"
+
+namespace abx::daemon {
+
+// 0 means no limit.
+struct TeamQuota {
+  uint32_t max_sandboxes = 0;       // live at once
+  uint64_t max_memory_mb = 0;       // sum of live sandboxes' memory limits
+  uint64_t max_disk_mb = 0;         // sum of live sandboxes' disk limits
+  uint32_t max_timeout_sec = 0;     // longest lifetime a create or timeout may ask
+  uint32_t creates_per_minute = 0;  // admitted creates in any 60 s
+};
+
+nlohmann::json quota_to_json(const TeamQuota& quota);
+// Fields absent from `json` keep their value in `base`.
+Result<TeamQuota> quota_from_json(const nlohmann::json& json, TeamQuota base = {});
+
+struct QuotaConfig {
+  TeamQuota defaults;                    // for teams without their own entry
+  std::map<std::string, TeamQuota> teams;
+  double memory_percent = 90;  // of MemTotal that live sandboxes' limits may commit
+  double disk_percent = 90;    // of the data dir's filesystem
+};
+
+// {"quotas": {"default": {...}, "teams": {"acme": {...}}},
+//  "hostCaps": {"memoryPercent": 90, "diskPercent": 90}}; a missing file is
+// the defaults (no team limits, 90 % host caps).
+Result<QuotaConfig> load_quota_config(const std::filesystem::path& file);
+
+// What a create asks for.
+struct Demand {
+  uint64_t memory_mb = 0;
+  uint64_t disk_mb = 0;
+  int timeout_sec = 0;
+};
+
+struct HostSize {
+  uint64_t memory_mb = 0;  // MemTotal
+  uint64_t disk_mb = 0;    // the data dir's filesystem
+};
+HostSize measure_host(const std::filesystem::path& data_dir);
+
+class Quotas {
+ public:
+  using LiveRows = std::function<std::vector<SandboxRow>()>;
+
+  Quotas(QuotaConfig config, HostSize host, Store& store);
+
+  TeamQuota quota_for(const std::string& team) const;
+  Status set_team_quota(const std::string& team, const TeamQuota& quota);
+
+  // Admits a create for `team` or says which limit refuses it. `live` lists
+  // the live sandboxes; creates admitted but not yet settled count too. On
+  // success returns a ticket to settle() once the sandbox is live or failed.
+  Result<uint64_t> admit_create(const std::string& team, const Demand& demand,
+                                const LiveRows& live);
+  void settle(uint64_t ticket);
+  // A timeout (create, /timeout, /connect) longer than the team allows.
+  Status check_timeout(const std::string& team, int seconds) const;
+
+  const HostSize& host() const { return host_; }
+
+ private:
+  Status check_limits(const std::string& team, const TeamQuota& quota, const Demand& demand,
+                      const std::vector<SandboxRow>& live) const;
+  Status check_rate(const std::string& team, const TeamQuota& quota, int64_t now);
+  Status check_host(const Demand& demand, const std::vector<SandboxRow>& live) const;
+
+  QuotaConfig config_;
+  HostSize host_;
+  Store& store_;
+  mutable std::mutex mutex_;
+  std::map<std::string, TeamQuota> stored_;              // set through the admin API
+  std::map<uint64_t, std::pair<std::string, Demand>> pending_;
+  std::map<std::string, std::deque<int64_t>> recent_creates_;  // ms, per team
+  uint64_t next_ticket_ = 1;
+};
+
+}  // namespace abx::daemon
