@@ -18,15 +18,18 @@ struct ServeOptions {
   std::vector<std::string> allow_dirs;
 };
 
+constexpr const char* kTransferOff =
+    "file transfer is off: this MCP server was started without --allow-dir. Ask the user to "
+    "restart it as `abx mcp serve --allow-dir DIR` (or to run `abx mcp install --allow-dir DIR`) "
+    "with the project directory; until then use file_write/file_read.";
+
 Result<int> run_serve(const ServeOptions& options) {
+  // Before the endpoint: a refused directory must not start a local daemon.
+  auto allowed = mcp::checked_allow_dirs(options.allow_dirs, mcp::user_homes());
+  if (!allowed) return allowed.error();
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
-  const std::vector<std::string> dirs = options.allow_dirs.empty()
-                                            ? std::vector<std::string>{fs::current_path().string()}
-                                            : options.allow_dirs;
-  auto allowed = mcp::canonical_dirs(dirs);
-  if (!allowed) return allowed.error();
-  return mcp::serve_stdio({*endpoint, *allowed, ""});
+  return mcp::serve_stdio({*endpoint, *allowed, kTransferOff});
 }
 
 Result<int> run_install(mcp::InstallOptions options, bool remove) {
@@ -36,6 +39,7 @@ Result<int> run_install(mcp::InstallOptions options, bool remove) {
   const char* home = std::getenv("HOME");
   options.home = home ? home : "";
   options.project = fs::current_path();
+  options.homes = mcp::user_homes();
   auto message = remove ? mcp::uninstall(options) : mcp::install(options);
   if (!message) return message.error();
   std::cout << *message << "\n";
@@ -62,13 +66,17 @@ void add_mcp(CLI::App& root, Commands& commands) {
   auto serve = std::make_shared<ServeOptions>();
   auto* serve_app = mcp->add_subcommand("serve", "Serve the sandbox tools over MCP on stdio");
   serve_app->add_option("--allow-dir", serve->allow_dirs,
-                        "Host directory upload/download may touch (repeatable; default: the "
-                        "current directory)");
+                        "Host directory upload/download may touch (repeatable; not / or your "
+                        "home; default: none, which leaves upload/download off)");
   commands.push_back({serve_app, [serve] { return run_serve(*serve); }});
 
   auto install = std::make_shared<mcp::InstallOptions>();
   auto* install_app = mcp->add_subcommand("install", "Add abx to an editor's MCP servers");
   add_install_options(*install_app, *install);
+  install_app->add_option("--allow-dir", install->allow_dirs,
+                          "Host directory the server's upload/download may touch (repeatable; "
+                          "default: the current directory for project scope, none for user "
+                          "scope, which leaves upload/download off); not / or your home");
   commands.push_back({install_app, [install] { return run_install(*install, false); }});
 
   auto uninstall = std::make_shared<mcp::InstallOptions>();

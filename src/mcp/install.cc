@@ -6,6 +6,7 @@
 
 #include "common/fd_io.h"
 #include "common/file_replacement.h"
+#include "mcp/allowed_paths.h"
 
 namespace abx::mcp {
 namespace {
@@ -17,14 +18,44 @@ std::string servers_key(const std::string& target) {
   return target == "vscode" ? "servers" : "mcpServers";
 }
 
-json server_entry(const InstallOptions& options) {
-  json entry = {{"command", options.abx_path.string()}, {"args", {"mcp", "serve"}}};
+std::string default_scope(const std::string& target) {
+  return target == "vscode" ? "project" : "user";
+}
+
+std::string scope_of(const InstallOptions& options) {
+  return options.scope.empty() ? default_scope(options.target) : options.scope;
+}
+
+// The directories the server may touch, checked now so the editor is never
+// handed a server that refuses to start.
+Result<std::vector<fs::path>> served_dirs(const InstallOptions& options) {
+  if (!options.allow_dirs.empty() || scope_of(options) == "user") {
+    return checked_allow_dirs(options.allow_dirs, options.homes);
+  }
+  auto project = checked_allow_dirs({options.project.string()}, options.homes);
+  if (!project) {
+    return Error::with_message("project scope allows the directory it is run in: " +
+                               project.error().message());
+  }
+  return project;
+}
+
+json server_entry(const InstallOptions& options, const std::vector<fs::path>& allow_dirs) {
+  json args = {"mcp", "serve"};
+  for (const auto& dir : allow_dirs) {
+    args.push_back("--allow-dir");
+    args.push_back(dir.string());
+  }
+  json entry = {{"command", options.abx_path.string()}, {"args", std::move(args)}};
   if (options.target != "cursor") entry["type"] = "stdio";
   return entry;
 }
 
-std::string default_scope(const std::string& target) {
-  return target == "vscode" ? "project" : "user";
+std::string transfer_off_note(const InstallOptions& options) {
+  const std::string scope = options.scope.empty() ? "" : " --scope " + options.scope;
+  return "\nupload and download are off (no --allow-dir): to allow a directory, run `abx mcp "
+         "install --target " +
+         options.target + scope + " --allow-dir DIR`";
 }
 
 size_t line_of(const std::string& text, size_t byte) {
@@ -97,7 +128,7 @@ Result<Loaded> load_target(const InstallOptions& options) {
 }  // namespace
 
 Result<fs::path> config_path(const InstallOptions& options) {
-  const std::string scope = options.scope.empty() ? default_scope(options.target) : options.scope;
+  const std::string scope = scope_of(options);
   if (scope != "user" && scope != "project") {
     return Error{"--scope must be user or project, not '" + scope + "'"};
   }
@@ -119,19 +150,22 @@ Result<fs::path> config_path(const InstallOptions& options) {
 Result<std::string> install(const InstallOptions& options) {
   auto loaded = load_target(options);
   if (!loaded) return loaded.error();
+  auto allow_dirs = served_dirs(options);
+  if (!allow_dirs) return allow_dirs.error();
   json& servers = loaded->document[loaded->key];
-  const json entry = server_entry(options);
+  const json entry = server_entry(options, *allow_dirs);
   const bool unchanged =
       servers.is_object() && servers.contains(kServerName) && servers[kServerName] == entry;
   servers[kServerName] = entry;
   if (options.print) return loaded->document.dump(2);
+  const std::string off = allow_dirs->empty() ? transfer_off_note(options) : "";
   if (unchanged) {
-    return "already installed in " + loaded->file.string() + "; nothing changed";
+    return "already installed in " + loaded->file.string() + "; nothing changed" + off;
   }
   auto note = save(loaded->file, loaded->document);
   if (!note) return note.error();
   return "installed the " + std::string(kServerName) + " MCP server in " + loaded->file.string() +
-         *note + "; restart or reload " + options.target + " to pick it up";
+         *note + "; restart or reload " + options.target + " to pick it up" + off;
 }
 
 Result<std::string> uninstall(const InstallOptions& options) {

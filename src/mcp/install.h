@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 
@@ -19,13 +20,18 @@ struct InstallOptions {
   std::filesystem::path abx_path;  // the absolute path the entry runs
   std::filesystem::path home;      // user scope lives here ($HOME)
   std::filesystem::path project;   // project scope lives here (the cwd)
+  // --allow-dir for the server entry; none given: the project for project
+  // scope, nothing for user scope (upload/download off until configured).
+  std::vector<std::string> allow_dirs;
+  std::vector<std::filesystem::path> homes;  // never allowed (see allowed_paths.h)
 };
 
 // The config file for a target and scope.
 Result<std::filesystem::path> config_path(const InstallOptions& options);
 
 // What to tell the user: the file written (and its backup), "already
-// installed", or with `print` the JSON that would be written.
+// installed", a line saying upload/download are off when no directory is
+// allowed, or with `print` the JSON that would be written.
 Result<std::string> install(const InstallOptions& options);
 Result<std::string> uninstall(const InstallOptions& options);
 

@@ -79,14 +79,14 @@ constexpr const char* kToolsJson = R"json([
     "sandbox_id": {"type": "string", "description": "Sandbox to use; omit for the session sandbox"}},
    "required": ["path"], "additionalProperties": false}},
  {"name": "upload",
-  "description": "Copy a file from the host into the sandbox. Only host paths under the directories the user allowed (abx mcp serve --allow-dir, default its working directory) can be read.",
+  "description": "Copy a file from the host into the sandbox. Only host paths under the directories the user allowed (abx mcp serve --allow-dir; with none, this tool is off) can be read.",
   "inputSchema": {"type": "object", "properties": {
     "host_path": {"type": "string", "description": "File on the host, absolute or relative to the server's working directory"},
     "path": {"type": "string", "description": "Destination path in the sandbox"},
     "sandbox_id": {"type": "string", "description": "Sandbox to use; omit for the session sandbox"}},
    "required": ["host_path", "path"], "additionalProperties": false}},
  {"name": "download",
-  "description": "Copy a file from the sandbox to the host (binary-safe). Only host paths under the directories the user allowed (abx mcp serve --allow-dir, default its working directory) can be written.",
+  "description": "Copy a file from the sandbox to the host (binary-safe). Only host paths under the directories the user allowed (abx mcp serve --allow-dir; with none, this tool is off) can be written.",
   "inputSchema": {"type": "object", "properties": {
     "path": {"type": "string", "description": "File in the sandbox"},
     "host_path": {"type": "string", "description": "Destination on the host, absolute or relative to the server's working directory"},

@@ -98,3 +98,26 @@ def test_command_timeout_is_a_tool_error(daemon, work_dir):
                                              read_timeout_seconds=timedelta(seconds=30))
             assert result.isError and "timeout" in text_of(result)
     asyncio.run(scenario())
+
+
+def test_without_allow_dir_transfers_are_refused_and_touch_nothing(daemon, work_dir):
+    (work_dir / "secret.txt").write_text("host only\n")
+
+    async def scenario():
+        async with stdio_session(daemon, work_dir) as session:  # no --allow-dir
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            assert "with none, this tool is off" in tools["upload"].description
+            await call(session, "run_command", command="echo sandbox > /home/user/out.txt")
+            for host_path in ["secret.txt", str(work_dir / "secret.txt"), "/etc/hostname"]:
+                message = await call_error(session, "upload", host_path=host_path,
+                                           path="/home/user/secret.txt")
+                assert message.startswith("file transfer is off"), message
+                assert "abx mcp serve --allow-dir DIR" in message
+            for host_path in ["out.txt", str(work_dir / "sub" / "out.txt")]:
+                message = await call_error(session, "download", path="/home/user/out.txt",
+                                           host_path=host_path)
+                assert message.startswith("file transfer is off"), message
+            listed = await call(session, "file_list", path="/home/user")
+            assert "secret.txt" not in [e["name"] for e in listed["entries"]]
+    asyncio.run(scenario())
+    assert sorted(p.name for p in work_dir.iterdir()) == ["secret.txt"]
