@@ -1,0 +1,115 @@
+// Quotas without a daemon: what a team may make, and what the host can hold.
+#include "daemon/quotas.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace abx::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+class QuotasTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("abx-quotas-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    auto store = Store::open(dir_ / "abx.db");
+    ASSERT_TRUE(store) << store.error().message();
+    store_ = std::move(*store);
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+  static SandboxRow row(const std::string& team, uint32_t memory_mb) {
+    SandboxRow r;
+    r.owner = team;
+    r.memory_mb = memory_mb;
+    r.disk_size_mb = 1024;
+    return r;
+  }
+  fs::path dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(QuotasTest, ASandboxLimitCountsLiveAndPendingCreates) {
+  QuotaConfig config;
+  config.teams["acme"].max_sandboxes = 2;
+  Quotas quotas(config, HostSize{1 << 20, 1 << 20}, *store_);
+  std::vector<SandboxRow> live = {row("acme", 512), row("other", 512)};
+  auto first = quotas.admit_create("acme", {}, [&] { return live; });
+  ASSERT_TRUE(first) << first.error().message();
+  // The first is still being made: it counts.
+  auto second = quotas.admit_create("acme", {}, [&] { return live; });
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().errnum, kErrQuota);
+  EXPECT_NE(second.error().message().find("--sandboxes"), std::string::npos);
+  quotas.settle(*first);
+  EXPECT_TRUE(quotas.admit_create("acme", {}, [&] { return live; }));
+  EXPECT_TRUE(quotas.admit_create("other", {}, [&] { return live; })) << "another team's quota";
+}
+
+TEST_F(QuotasTest, TheRateLimitSaysWhenToComeBack) {
+  QuotaConfig config;
+  config.defaults.creates_per_minute = 1;
+  Quotas quotas(config, HostSize{}, *store_);
+  auto none = [] { return std::vector<SandboxRow>{}; };
+  ASSERT_TRUE(quotas.admit_create("acme", {}, none));
+  auto refused = quotas.admit_create("acme", {}, none);
+  ASSERT_FALSE(refused);
+  EXPECT_GT(refused.error().retry_after_s, 0);
+  EXPECT_LE(refused.error().retry_after_s, 60);
+}
+
+TEST_F(QuotasTest, HostCapsAndSizesLargerThanTheHost) {
+  QuotaConfig config;
+  config.memory_percent = 50;
+  Quotas quotas(config, HostSize{4096, 100000}, *store_);
+  std::vector<SandboxRow> live = {row("a", 1024), row("b", 512)};
+  EXPECT_TRUE(quotas.admit_create("c", Demand{512, 0, 60}, [&] { return live; }));
+  auto over = quotas.admit_create("c", Demand{1024, 0, 60}, [&] { return live; });
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().errnum, kErrQuota);
+  auto huge = quotas.admit_create("c", Demand{8192, 0, 60}, [&] { return live; });
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().errnum, kErrBadInput);
+}
+
+TEST_F(QuotasTest, StoredQuotasWinAndSurviveARestart) {
+  QuotaConfig config;
+  config.teams["acme"].max_timeout_sec = 60;
+  {
+    Quotas quotas(config, HostSize{}, *store_);
+    EXPECT_FALSE(quotas.check_timeout("acme", 61));
+    TeamQuota raised;
+    raised.max_timeout_sec = 3600;
+    ASSERT_TRUE(quotas.set_team_quota("acme", raised));
+  }
+  Quotas reopened(config, HostSize{}, *store_);
+  EXPECT_TRUE(reopened.check_timeout("acme", 3600));
+}
+
+TEST_F(QuotasTest, TheConfigFileIsCheckedFieldByField) {
+  const fs::path file = dir_ / "config.json";
+  std::ofstream(file) << R"({"quotas": {"default": {"maxSandboxes": 3},
+                                         "teams": {"acme": {"createsPerMinute": 5}}},
+                             "hostCaps": {"memoryPercent": 80}})";
+  auto config = load_quota_config(file);
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->defaults.max_sandboxes, 3u);
+  EXPECT_EQ(config->teams["acme"].max_sandboxes, 3u) << "a team starts from the defaults";
+  EXPECT_EQ(config->teams["acme"].creates_per_minute, 5u);
+  EXPECT_EQ(config->memory_percent, 80);
+  std::ofstream(file) << R"({"quotas": {"default": {"maxSandbox": 3}}})";
+  auto typo = load_quota_config(file);
+  ASSERT_FALSE(typo);
+  EXPECT_NE(typo.error().message().find("maxSandbox"), std::string::npos);
+  EXPECT_TRUE(load_quota_config(dir_ / "absent.json")) << "no file: the defaults";
+}
+
+}  // namespace
+}  // namespace abx::daemon
