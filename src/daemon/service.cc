@@ -201,7 +201,13 @@ http::Task<bool> Service::kill(const std::string& id) {
     live_.erase(it);
   }
   const SandboxRow row = live->snapshot();
-  co_await pool_.run([&] { destroy_now(row, live); });
+  co_await pool_.run([&] {
+    destroy_now(row, live);
+    // A template force-removed while in use keeps its layers until its last sandbox ends.
+    std::set<std::string> templates_in_use;
+    for (const SandboxRow& other : list()) templates_in_use.insert(other.template_id);
+    templates_.release_retired(templates_in_use);
+  });
   spdlog::info("sandbox {} destroyed", id);
   co_return true;
 }
