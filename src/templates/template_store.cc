@@ -204,7 +204,7 @@ Error TemplateStore::no_stored_template(const std::string& name) {
 }
 
 Error TemplateStore::name_taken(const std::string& name) {
-  return Error{"template", EEXIST, "template name '" + name + "' is in use, choose another"};
+  return Error::with_message("template name '" + name + "' is in use, choose another", EEXIST);
 }
 
 std::filesystem::path TemplateStore::log_path(const std::string& name) const {
