@@ -8,10 +8,10 @@
 #include <fstream>
 #include <thread>
 
+#include "temp_dir.h"
 #include "templates/catalog.h"
 #include "templates/store_common.h"
 #include "templates/templates.h"
-#include "temp_dir.h"
 
 namespace abx::templates {
 namespace {
