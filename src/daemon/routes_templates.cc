@@ -95,6 +95,12 @@ bool visible(const ControlCall& call, const std::string& name) {
   return call.service.templates().visible_to(name, call.caller.team);
 }
 
+// A built-in last built by another team does not name that team.
+templates::TemplateInfo shown_to(const ControlCall& call, templates::TemplateInfo info) {
+  if (info.owner != call.caller.team) info.owner.clear();
+  return info;
+}
+
 // Why `call` may not build or import template `name`, if it may not: the
 // name is another team's (409, without saying whose), or it is a built-in
 // that only an admin may replace. `replaces` is false for a build of a
@@ -239,7 +245,7 @@ bool in_use(Service& service, const std::string& name) {
 Task<void> templates_list(ControlCall& call, Exchange& exchange) {
   std::vector<templates::TemplateInfo> shown;
   for (auto& info : call.service.templates().list()) {
-    if (visible(call, info.name)) shown.push_back(std::move(info));
+    if (visible(call, info.name)) shown.push_back(shown_to(call, std::move(info)));
   }
   co_await respond_json(exchange, 200, list_json(shown));
 }
@@ -250,7 +256,7 @@ Task<void> template_get(ControlCall& call, Exchange& exchange) {
     co_return co_await respond_error(exchange, templates::TemplateStore::no_such_template(name));
   auto info = call.service.templates().inspect(name);
   if (!info) co_return co_await respond_error(exchange, info.error());
-  co_await respond_json(exchange, 200, info_json(*info));
+  co_await respond_json(exchange, 200, info_json(shown_to(call, std::move(*info))));
 }
 
 // A foreign template is as absent as an unknown one; a built-in, and one that

@@ -256,3 +256,17 @@ def test_a_sandboxfile_cannot_build_from_another_teams_template(own_daemon, imag
     assert r.returncode != 0
     assert "unknown template 'tiny' in FROM" in r.stderr
     assert "mine" not in template_names(own_daemon, other)
+
+
+@needs_team_keys
+def test_a_builtin_is_every_teams_and_does_not_name_who_built_it(own_daemon, image):
+    # Only an admin may replace a built-in; its owner is then the admin's team.
+    r = import_image(own_daemon, own_daemon.api_key, "code-interpreter-v1", image)
+    assert r.status_code == 200, r.text
+    other = team_key(own_daemon, "other")
+    with client(own_daemon, other) as api:
+        info = api.get("/abx/v1/templates/code-interpreter-v1").json()
+        assert info["owner"] == "", "another team's name is not shown"
+        made = api.post("/sandboxes", json={"templateID": "code-interpreter-v1"})
+        assert made.status_code == 201, made.text
+        assert api.delete(f"/sandboxes/{made.json()['sandboxID']}").status_code == 204
