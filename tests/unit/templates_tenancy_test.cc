@@ -1,11 +1,14 @@
 // Template ownership on a real TemplateStore over a temp dir: which team sees
 // which template, and a template removed while sandboxes run on it keeping
 // its layers until the last of them ends.
+#include <archive.h>
+#include <archive_entry.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "temp_dir.h"
@@ -34,6 +37,32 @@ class NoSandboxRuntime : public runtime::Runtime {
   std::vector<std::string> warnings() const override { return {}; }
 };
 
+// Regular files only: enough for a docker-save archive and its one layer.
+void write_tar(const fs::path& tar, const std::vector<std::pair<std::string, std::string>>& files) {
+  archive* out = archive_write_new();
+  archive_write_set_format_pax_restricted(out);
+  ASSERT_EQ(archive_write_open_filename(out, tar.c_str()), ARCHIVE_OK);
+  for (const auto& [path, content] : files) {
+    archive_entry* entry = archive_entry_new();
+    archive_entry_set_pathname(entry, path.c_str());
+    archive_entry_set_filetype(entry, AE_IFREG);
+    archive_entry_set_perm(entry, 0644);
+    archive_entry_set_size(entry, static_cast<la_int64_t>(content.size()));
+    archive_write_header(out, entry);
+    archive_write_data(out, content.data(), content.size());
+    archive_entry_free(entry);
+  }
+  archive_write_close(out);
+  archive_write_free(out);
+}
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
 class TemplateTenancyTest : public ::testing::Test {
  protected:
   // A stored template as a build leaves it: meta.json naming layers that exist.
@@ -49,6 +78,17 @@ class TemplateTenancyTest : public ::testing::Test {
     meta.layers = layers;
     fs::create_directories(templates_ / name);
     ASSERT_TRUE(write_meta(templates_ / name, meta).ok());
+  }
+  // A one-layer image as `docker save` writes it.
+  fs::path docker_image() {
+    const fs::path layer = temp_.path() / "layer.tar";
+    write_tar(layer, {{"etc/marker", "image\n"}});
+    const fs::path image = temp_.path() / "image.tar";
+    write_tar(image,
+              {{"config.json", R"({"config": {"Env": ["PATH=/bin"]}})"},
+               {"l/layer.tar", read_bytes(layer)},
+               {"manifest.json", R"([{"Config": "config.json", "Layers": ["l/layer.tar"]}])"}});
+    return image;
   }
   fs::path layers_dir() const { return templates_ / ".layers"; }
   bool has_layer(const std::string& id) const { return fs::is_directory(layers_dir() / id); }
@@ -156,6 +196,45 @@ TEST_F(TemplateTenancyTest, ReleaseWaitsWhileABuildHoldsTheLock) {
   }
   store.release_retired({});
   EXPECT_FALSE(has_layer("l-a"));
+}
+
+// The routes refuse first; the store checks again under its lock, where two
+// teams racing for one new name meet.
+TEST_F(TemplateTenancyTest, ImportUnderAnotherTeamsNameIsRefusedAndLeavesItsTemplate) {
+  store_template("taken", "alpha", {"l-taken"});
+  TemplateStore store(templates_, runtime_);
+  const fs::path image = docker_image();
+  const auto quiet = [](const std::string&) {};
+
+  auto refused = store.import_image("taken", image, "test", "beta", quiet);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().errnum, EEXIST);
+  EXPECT_EQ(refused.error().message(), "template name 'taken' is in use, choose another");
+  EXPECT_EQ(store.owner_of("taken"), "alpha");
+  EXPECT_EQ(read_meta(templates_ / "taken")->layers, std::vector<std::string>{"l-taken"});
+
+  // Its owner's team may replace it; a free name is anyone's.
+  auto replaced = store.import_image("taken", image, "test", "alpha", quiet);
+  ASSERT_TRUE(replaced.ok()) << replaced.error().message();
+  auto fresh = store.import_image("fresh", image, "test", "beta", quiet);
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message();
+  EXPECT_EQ(store.owner_of("fresh"), "beta");
+}
+
+TEST_F(TemplateTenancyTest, SandboxfileFromAnotherTeamsTemplateIsAnUnknownFrom) {
+  store_template("mine", "alpha", {"l-mine"});
+  TemplateStore store(templates_, runtime_);
+  SandboxfileRequest request;
+  request.name = "theirs";
+  request.context_dir = temp_.path();
+  request.sandboxfile = "FROM mine\nENV A=1\n";
+  request.owner = "beta";
+  auto built = store.build_sandboxfile(request, [](const std::string&) {});
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.error().errnum, ENOENT);
+  EXPECT_NE(built.error().message().find("unknown template 'mine' in FROM"), std::string::npos)
+      << built.error().message();
+  EXPECT_FALSE(store.owner_of("theirs"));
 }
 
 }  // namespace
