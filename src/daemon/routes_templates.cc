@@ -91,6 +91,32 @@ bool query_flag(const http::Request& request, const std::string& name, bool fall
   return it->second == "true" || it->second == "1";
 }
 
+bool visible(const ControlCall& call, const std::string& name) {
+  return call.service.templates().visible_to(name, call.caller.team);
+}
+
+// A built-in last built by another team does not name that team.
+templates::TemplateInfo shown_to(const ControlCall& call, templates::TemplateInfo info) {
+  if (info.owner != call.caller.team) info.owner.clear();
+  return info;
+}
+
+// Why `call` may not build or import template `name`, if it may not: the
+// name is another team's (409, without saying whose), or it is a built-in
+// that only an admin may replace. `replaces` is false for a build of a
+// built-in from its own spec that reuses its cached layers, which changes
+// nothing another team's sandboxes run on.
+std::optional<std::pair<int, std::string>> refuse_build(const ControlCall& call,
+                                                        const std::string& name, bool replaces) {
+  const auto& store = call.service.templates();
+  if (!visible(call, name) && store.owner_of(name))
+    return std::pair{409, templates::TemplateStore::name_taken(name).message()};
+  if (replaces && !call.caller.admin && store.is_builtin(name) && name != "host")
+    return std::pair{
+        403, "only an admin key may replace or rebuild (noCache) built-in template '" + name + "'"};
+  return std::nullopt;
+}
+
 // Streams the job's progress as NDJSON lines, then its outcome.
 Task<void> stream_job(Service& service, Exchange& exchange, BuildJob job) {
   auto channel = std::make_shared<BuildChannel>();
@@ -150,6 +176,8 @@ Task<void> build_sandboxfile(ControlCall& call, Exchange& exchange) {
   const auto& req = exchange.request();
   templates::SandboxfileRequest request;
   request.name = call.params.at("name");
+  if (auto refused = refuse_build(call, request.name, true))
+    co_return co_await respond_error(exchange, refused->first, refused->second);
   request.owner = call.caller.team;
   request.no_cache = query_flag(req, "noCache", false);
   request.network = query_flag(req, "network", true);
@@ -179,6 +207,8 @@ Task<void> build(ControlCall& call, Exchange& exchange) {
   options.no_cache = parse_no_cache(body);
   options.owner = call.caller.team;
   const std::string& name = call.params.at("name");
+  if (auto refused = refuse_build(call, name, options.no_cache))
+    co_return co_await respond_error(exchange, refused->first, refused->second);
   BuildJob job = [&store = call.service.templates(), name,
                   options](const templates::BuildProgressFn& progress) {
     return store.build(name, options, progress);
@@ -192,6 +222,8 @@ Task<void> import(ControlCall& call, Exchange& exchange) {
   const auto& query = exchange.request().query;
   const auto origin_it = query.find("origin");
   const std::string origin = origin_it == query.end() ? "upload" : origin_it->second;
+  if (auto refused = refuse_build(call, name, true))
+    co_return co_await respond_error(exchange, refused->first, refused->second);
   auto upload = co_await receive_upload(service, exchange);
   if (!upload) co_return co_await respond_error(exchange, upload.error());
   BuildJob job = [&store = service.templates(), name, origin, owner = call.caller.team,
@@ -211,25 +243,46 @@ bool in_use(Service& service, const std::string& name) {
 }  // namespace
 
 Task<void> templates_list(ControlCall& call, Exchange& exchange) {
-  co_await respond_json(exchange, 200, list_json(call.service.templates().list()));
+  std::vector<templates::TemplateInfo> shown;
+  for (auto& info : call.service.templates().list()) {
+    if (visible(call, info.name)) shown.push_back(shown_to(call, std::move(info)));
+  }
+  co_await respond_json(exchange, 200, list_json(shown));
 }
 
 Task<void> template_get(ControlCall& call, Exchange& exchange) {
-  auto info = call.service.templates().inspect(call.params.at("name"));
+  const std::string& name = call.params.at("name");
+  if (!visible(call, name))
+    co_return co_await respond_error(exchange, templates::TemplateStore::no_such_template(name));
+  auto info = call.service.templates().inspect(name);
   if (!info) co_return co_await respond_error(exchange, info.error());
-  co_await respond_json(exchange, 200, info_json(*info));
+  co_await respond_json(exchange, 200, info_json(shown_to(call, std::move(*info))));
 }
 
+// A foreign template is as absent as an unknown one; a built-in, and one that
+// live sandboxes run on, are an admin's to remove.
 Task<void> template_remove(ControlCall& call, Exchange& exchange) {
   const std::string& name = call.params.at("name");
   const auto& query = exchange.request().query;
   const bool force = query.count("force") && query.at("force") == "true";
-  if (!force && in_use(call.service, name)) {
+  auto& store = call.service.templates();
+  if (!visible(call, name))
+    co_return co_await respond_error(exchange, templates::TemplateStore::no_stored_template(name));
+  if (!call.caller.admin && store.is_builtin(name)) {
+    co_return co_await respond_error(exchange, 403,
+                                     "'" + name + "' is built in: only an admin key may remove it");
+  }
+  const bool used = in_use(call.service, name);
+  if (used && !force) {
     co_return co_await respond_error(
         exchange, 409,
         "template '" + name + "' is used by running sandboxes; kill them or use --force");
   }
-  const Status removed = call.service.templates().remove(name);
+  if (used && !call.caller.admin) {
+    co_return co_await respond_error(exchange, 403,
+                                     "only an admin key may force-remove a template in use");
+  }
+  const Status removed = store.remove(name, used);
   if (!removed) co_return co_await respond_error(exchange, removed.error());
   co_await exchange.respond(204, "application/json", "");
 }

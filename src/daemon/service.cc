@@ -133,8 +133,14 @@ Status Service::apply_template_defaults(const runtime::Sandbox& sandbox,
 }
 
 http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, const Caller& caller) {
+  // Another team's template creates like an unknown one, and the error names
+  // no template the caller may not see.
   auto resolved = templates_.resolve(request.template_name);
-  if (!resolved) co_return Error::with_message(resolved.error().message(), kErrBadInput);
+  if (!resolved || !templates_.visible_to(request.template_name, caller.team)) {
+    co_return Error::with_message("unknown template '" + request.template_name +
+                                      "'; `abx template list` shows yours",
+                                  kErrBadInput);
+  }
   if (!request.wait_for_build && !templates_.is_built(*resolved)) {
     co_return Error::with_message("template '" + *resolved + "' " + kNotBuiltYet +
                                       "; build it with `abx template build " + *resolved + "`",
@@ -226,7 +232,13 @@ http::Task<bool> Service::kill(const std::string& id) {
     usage().add_seconds(row.owner, static_cast<double>(now - live->accounted_ms) / 1000, now);
     live->accounted_ms = now;
   }
-  co_await pool_.run([&] { destroy_now(row, live); });
+  co_await pool_.run([&] {
+    destroy_now(row, live);
+    // A template force-removed while in use keeps its layers until its last sandbox ends.
+    std::set<std::string> templates_in_use;
+    for (const SandboxRow& other : list()) templates_in_use.insert(other.template_id);
+    templates_.release_retired(templates_in_use);
+  });
   spdlog::info("sandbox {} destroyed", id);
   co_return true;
 }

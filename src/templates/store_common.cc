@@ -59,6 +59,20 @@ Result<std::unique_ptr<BuildLock>> take_build_lock(const fs::path& templates_dir
   return lock;
 }
 
+std::unique_ptr<BuildLock> try_build_lock(const fs::path& templates_dir) {
+  auto lock = std::make_unique<BuildLock>();
+  lock->threads = std::unique_lock<std::mutex>(build_mutex, std::try_to_lock);
+  if (!lock->threads.owns_lock()) return nullptr;
+  auto file = lock_builds(templates_dir, false);
+  if (!file) return nullptr;
+  lock->file = std::move(*file);
+  return lock;
+}
+
+Error unknown_template(const std::string& name, const std::string& known) {
+  return Error{"template", ENOENT, "unknown template '" + name + "'; known: " + known};
+}
+
 std::string mib_text(uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
 
 }  // namespace abx::templates::store

@@ -20,6 +20,10 @@ namespace abx::templates::store {
 namespace fs = std::filesystem;
 
 inline constexpr const char* kHost = "host";
+inline constexpr const char* kBase = "base";
+inline constexpr const char* kCodeInterpreter = "code-interpreter-v1";
+// Owns the stored templates made before templates recorded an owner.
+inline constexpr const char* kUnownedTeam = "default";
 inline constexpr const char* kBuildingPrefix = ".building-";
 
 bool valid_name(const std::string& name);
@@ -35,6 +39,9 @@ struct BuildLock {
   UniqueFd file;
 };
 Result<std::unique_ptr<BuildLock>> take_build_lock(const fs::path& templates_dir);
+// The same locks, or nothing when a build or removal holds them now: for work
+// that may wait for a later turn instead of waiting for a build to end.
+std::unique_ptr<BuildLock> try_build_lock(const fs::path& templates_dir);
 
 // A build's log file and its client's progress: steps go to both, details
 // (every line mmdebstrap prints) only to the file.
@@ -67,6 +74,9 @@ class BuildLog {
   UniqueFd out_;
   BuildProgressFn progress_;
 };
+
+// What an unknown name gets from resolve(); `known` lists the names to try.
+Error unknown_template(const std::string& name, const std::string& known);
 
 // "313 MiB", rounded to the nearest MiB.
 std::string mib_text(uint64_t bytes);

@@ -145,7 +145,10 @@ Result<TemplateMeta> TemplateStore::from_image(const std::string& image,
       return Error{"FROM", ENOENT, "no image archive '" + image + "' in the build context"};
     return import_layer(archive, image, progress);
   }
-  if (!valid_name(image) || (!fs::exists(dir_ / image / "meta.json") && !has_spec(image)))
+  // Another team's template is as unknown here as everywhere else.
+  const std::string team = request.owner.empty() ? store::kUnownedTeam : request.owner;
+  if (!valid_name(image) || (!fs::exists(dir_ / image / "meta.json") && !has_spec(image)) ||
+      !visible_to(image, team))
     return Error{"FROM", ENOENT,
                  "unknown template '" + image +
                      "' in FROM; use a template name, debian:<suite> or an image archive"};

@@ -19,11 +19,16 @@ using store::kBuildingPrefix;
 using store::kHost;
 using store::lock_builds;
 using store::take_build_lock;
+using store::try_build_lock;
+using store::unknown_template;
 using store::valid_name;
 
-constexpr const char* kBase = "base";
-constexpr const char* kCodeInterpreter = "code-interpreter-v1";
+using store::kBase;
+using store::kCodeInterpreter;
 constexpr const char* kTrashPrefix = ".trash-";
+// Templates removed while sandboxes still run on them: hidden from names and
+// lists, their meta.json keeps their layers referenced until released.
+constexpr const char* kRetiredDir = ".retired";
 
 host::Owners owners_from(const runtime::Runtime& runtime) {
   return {runtime.host_uid(0), runtime.host_gid(0), runtime.host_uid(1000), runtime.host_gid(1000)};
@@ -88,6 +93,29 @@ Status discard(const fs::path& dir) {
   return tree::remove_tree(trash);
 }
 
+// Moves template dir `name` into the retired area under a unique name, so a
+// template of the same name may be built again meanwhile.
+Status retire(const fs::path& templates_dir, const std::string& name) {
+  const fs::path retired = templates_dir / kRetiredDir;
+  std::error_code ec;
+  if (!fs::is_directory(retired, ec)) {
+    if (auto st = tree::make_dir(retired, 0700); !st) return st;
+  }
+  const fs::path to = retired / (name + "-" + ids::random_hex(8));
+  if (::rename((templates_dir / name).c_str(), to.c_str()) != 0)
+    return Error::from_errno("template rename", to.string());
+  return {};
+}
+
+// The layers named by the meta.json of every dir directly under `dir`.
+void add_layers_named_under(const fs::path& dir, std::set<std::string>& referenced) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (auto meta = read_meta(it->path()))
+      referenced.insert(meta->layers.begin(), meta->layers.end());
+  }
+}
+
 void sweep_interrupted(const fs::path& templates_dir, const LayerStore& layers) {
   std::error_code ec;
   if (!fs::is_directory(templates_dir, ec)) return;
@@ -135,7 +163,7 @@ Result<std::string> TemplateStore::resolve(const std::string& name) const {
   if (valid_name(name) && (fs::exists(dir_ / name / "meta.json") || has_spec(name))) return name;
   std::string names;
   for (const auto& info : list()) names += (names.empty() ? "" : ", ") + info.name;
-  return Error{"template", ENOENT, "unknown template '" + name + "'; known: " + names};
+  return unknown_template(name, names);
 }
 
 bool TemplateStore::is_built(const std::string& id) const {
@@ -164,7 +192,19 @@ Result<TemplateInfo> TemplateStore::inspect(const std::string& name) const {
     if (auto meta = read_meta(dir_ / name)) return info_from(*meta);
     if (has_spec(name)) return unbuilt_info(name);
   }
+  return no_such_template(name);
+}
+
+Error TemplateStore::no_such_template(const std::string& name) {
   return Error{"template", ENOENT, "no template named '" + name + "'; see `abx template list`"};
+}
+
+Error TemplateStore::no_stored_template(const std::string& name) {
+  return Error{"template rm", ENOENT, "no stored template named '" + name + "'"};
+}
+
+Error TemplateStore::name_taken(const std::string& name) {
+  return Error::with_message("template name '" + name + "' is in use, choose another", EEXIST);
 }
 
 std::filesystem::path TemplateStore::log_path(const std::string& name) const {
@@ -173,6 +213,9 @@ std::filesystem::path TemplateStore::log_path(const std::string& name) const {
 
 Result<TemplateInfo> TemplateStore::publish(TemplateMeta meta) {
   const std::string& name = meta.name;
+  // Checked again here, under the lock: two teams may race for a new name.
+  const std::string team = meta.owner.empty() ? store::kUnownedTeam : meta.owner;
+  if (!visible_to(name, team) && owner_of(name)) return name_taken(name);
   meta.created_ms = unix_ms_now();
   meta.size_bytes = 0;
   for (const auto& layer : meta.layers) meta.size_bytes += disk_usage(layers_.path(layer));
@@ -206,23 +249,41 @@ Result<UploadDir> TemplateStore::upload_dir() {
   return UploadDir(path);
 }
 
-Status TemplateStore::remove(const std::string& name) {
+Status TemplateStore::remove(const std::string& name, bool in_use) {
   if (name == kHost) return Error{"template rm", EPERM, "host is built in and cannot be removed"};
   if (!valid_name(name) || !fs::exists(dir_ / name / "meta.json")) {
-    return Error{"template rm", ENOENT, "no stored template named '" + name + "'"};
+    return no_stored_template(name);
   }
   auto lock = take_build_lock(dir_);
   if (!lock) return lock.error();
-  if (auto st = discard(dir_ / name); !st) return st;
+  if (auto st = in_use ? retire(dir_, name) : discard(dir_ / name); !st) return st;
   runtime_.drain_pool();
-  std::set<std::string> referenced;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
-    if (auto meta = read_meta(it->path()))
-      referenced.insert(meta->layers.begin(), meta->layers.end());
-  }
-  layers_.collect_garbage(referenced);
+  collect_layer_garbage();
   return {};
+}
+
+void TemplateStore::release_retired(const std::set<std::string>& template_ids_in_use) {
+  const fs::path retired = dir_ / kRetiredDir;
+  std::error_code ec;
+  if (!fs::is_directory(retired, ec)) return;
+  auto lock = try_build_lock(dir_);
+  if (!lock) return;  // a build may be committing layers no meta.json names yet
+  bool released = false;
+  for (fs::directory_iterator it(retired, ec), end; !ec && it != end; it.increment(ec)) {
+    auto meta = read_meta(it->path());
+    if (meta && template_ids_in_use.count(meta->name)) continue;
+    (void)tree::remove_tree(it->path());
+    released = true;
+  }
+  if (released) collect_layer_garbage();
+  if (fs::is_empty(retired, ec)) fs::remove(retired, ec);  // keeps the next call a single stat
+}
+
+void TemplateStore::collect_layer_garbage() {
+  std::set<std::string> referenced;
+  add_layers_named_under(dir_, referenced);
+  add_layers_named_under(dir_ / kRetiredDir, referenced);
+  layers_.collect_garbage(referenced);
 }
 
 }  // namespace abx::templates

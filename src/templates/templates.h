@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,6 +93,27 @@ class TemplateStore {
   std::vector<TemplateInfo> list() const;
   Result<TemplateInfo> inspect(const std::string& name) const;
 
+  // Tenancy. The catalog's built-ins (base, host, code-interpreter-v1, and
+  // names that resolve to them) belong to every team; any other template to
+  // the team that built or imported it.
+  bool is_builtin(const std::string& name) const;
+  // Whether `team` may see and use template `name`: a built-in (or another
+  // template of the catalog's specs) for every team, a stored template for its
+  // owner's team only ("default" owns one made before owners existed). False
+  // for an unknown name too, so a foreign template takes the unknown one's path.
+  bool visible_to(const std::string& name, const std::string& team) const;
+  // The team owning stored template `name`; nothing when none is stored under
+  // that name (a built-in not built yet, an unknown name).
+  std::optional<std::string> owner_of(const std::string& name) const;
+  // What resolve() answers for an unknown name, listing only what `team` sees:
+  // the answer for a foreign template too.
+  Error unknown_for(const std::string& name, const std::string& team) const;
+  // What inspect() and remove() answer for an unknown name.
+  static Error no_such_template(const std::string& name);
+  static Error no_stored_template(const std::string& name);
+  // What a build or import under a name another team owns is refused with.
+  static Error name_taken(const std::string& name);
+
   // Builds `name` from its spec (templates/<name>/spec.toml). A build already
   // running for any template is waited for first; the template is listed only
   // once it is complete. The log is kept at log_path(name).
@@ -105,14 +128,21 @@ class TemplateStore {
                                     const std::string& origin, const std::string& owner,
                                     const BuildProgressFn& progress);
   Result<UploadDir> upload_dir();
-  // Removes a stored template (the caller checks that no sandbox uses it) and
-  // the layers no other template uses.
-  Status remove(const std::string& name);
+  // Removes a stored template and the layers no other template uses. One
+  // that live sandboxes use (`in_use`) is retired instead: it no longer
+  // resolves or lists, but its layers stay until release_retired() finds no
+  // sandbox of it left.
+  Status remove(const std::string& name, bool in_use);
+  // Deletes the retired templates none of `template_ids_in_use` (the live
+  // sandboxes' template ids) names any more, and the layers only they used.
+  // Cheap when nothing is retired; skipped (for a later call) while a build runs.
+  void release_retired(const std::set<std::string>& template_ids_in_use);
   std::filesystem::path log_path(const std::string& name) const;
 
  private:
   // Lists `meta` (whose layers are committed) as a template, stamping its
-  // creation time and size; replaces a template of that name.
+  // creation time and size; replaces a template of that name unless another
+  // team owns it. Called with the build lock held.
   Result<TemplateInfo> publish(TemplateMeta meta);
   Result<std::string> debian_layer(const DebianSpec& spec, bool no_cache,
                                    const BuildProgressFn& log, const BuildProgressFn& progress);
@@ -121,6 +151,8 @@ class TemplateStore {
                                            const BuildProgressFn& progress);
   Result<TemplateMeta> import_layer(const fs::path& image, const std::string& shown_as,
                                     const BuildProgressFn& progress);
+  // Removes the layers no stored or retired template names.
+  void collect_layer_garbage();
   Result<TemplateMeta> from_image(const std::string& image, const SandboxfileRequest& request,
                                   const BuildProgressFn& progress);
 

@@ -1,0 +1,241 @@
+// Template ownership on a real TemplateStore over a temp dir: which team sees
+// which template, and a template removed while sandboxes run on it keeping
+// its layers until the last of them ends.
+#include <archive.h>
+#include <archive_entry.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "temp_dir.h"
+#include "templates/catalog.h"
+#include "templates/store_common.h"
+#include "templates/templates.h"
+
+namespace abx::templates {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The store only asks a runtime for id mappings and to drain its pool.
+class NoSandboxRuntime : public runtime::Runtime {
+ public:
+  Result<std::unique_ptr<runtime::Sandbox>> create(const runtime::SandboxSpec&) override {
+    return Error{"create", ENOSYS, {}};
+  }
+  Result<std::unique_ptr<runtime::Sandbox>> adopt(const runtime::SandboxRecord&) override {
+    return Error{"adopt", ENOSYS, {}};
+  }
+  Status destroy(const runtime::SandboxRecord&) override { return {}; }
+  void sweep_orphans(const std::vector<std::string>&) override {}
+  uid_t host_uid(uint32_t) const override { return ::geteuid(); }
+  gid_t host_gid(uint32_t) const override { return ::getegid(); }
+  std::vector<std::string> warnings() const override { return {}; }
+};
+
+// Regular files only: enough for a docker-save archive and its one layer.
+void write_tar(const fs::path& tar, const std::vector<std::pair<std::string, std::string>>& files) {
+  archive* out = archive_write_new();
+  archive_write_set_format_pax_restricted(out);
+  ASSERT_EQ(archive_write_open_filename(out, tar.c_str()), ARCHIVE_OK);
+  for (const auto& [path, content] : files) {
+    archive_entry* entry = archive_entry_new();
+    archive_entry_set_pathname(entry, path.c_str());
+    archive_entry_set_filetype(entry, AE_IFREG);
+    archive_entry_set_perm(entry, 0644);
+    archive_entry_set_size(entry, static_cast<la_int64_t>(content.size()));
+    archive_write_header(out, entry);
+    archive_write_data(out, content.data(), content.size());
+    archive_entry_free(entry);
+  }
+  archive_write_close(out);
+  archive_write_free(out);
+}
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+class TemplateTenancyTest : public ::testing::Test {
+ protected:
+  // A stored template as a build leaves it: meta.json naming layers that exist.
+  void store_template(const std::string& name, const std::string& owner,
+                      const std::vector<std::string>& layers) {
+    for (const auto& layer : layers) {
+      fs::create_directories(layers_dir() / layer / "etc");
+      std::ofstream(layers_dir() / layer / "etc/marker") << layer;
+    }
+    TemplateMeta meta;
+    meta.name = name;
+    meta.owner = owner;
+    meta.layers = layers;
+    fs::create_directories(templates_ / name);
+    ASSERT_TRUE(write_meta(templates_ / name, meta).ok());
+  }
+  // A one-layer image as `docker save` writes it.
+  fs::path docker_image() {
+    const fs::path layer = temp_.path() / "layer.tar";
+    write_tar(layer, {{"etc/marker", "image\n"}});
+    const fs::path image = temp_.path() / "image.tar";
+    write_tar(image,
+              {{"config.json", R"({"config": {"Env": ["PATH=/bin"]}})"},
+               {"l/layer.tar", read_bytes(layer)},
+               {"manifest.json", R"([{"Config": "config.json", "Layers": ["l/layer.tar"]}])"}});
+    return image;
+  }
+  fs::path layers_dir() const { return templates_ / ".layers"; }
+  bool has_layer(const std::string& id) const { return fs::is_directory(layers_dir() / id); }
+
+  abx::testing::TempDir temp_{"abx-tenancy-test"};
+  fs::path templates_ = temp_.path() / "templates";
+  NoSandboxRuntime runtime_;
+};
+
+TEST_F(TemplateTenancyTest, BuiltinsAreEveryonesAndStoredTemplatesTheirOwnersTeams) {
+  store_template("mine", "alpha", {"l-mine"});
+  store_template("legacy", "", {"l-legacy"});
+  store_template("base", "alpha", {"l-base"});
+  TemplateStore store(templates_, runtime_);
+
+  for (const char* name : {"base", "host", "code-interpreter-v1"}) {
+    EXPECT_TRUE(store.is_builtin(name)) << name;
+    EXPECT_TRUE(store.visible_to(name, "beta")) << name;
+  }
+  EXPECT_FALSE(store.is_builtin("mine"));
+  EXPECT_FALSE(store.is_builtin("nope"));
+
+  EXPECT_TRUE(store.visible_to("mine", "alpha"));
+  EXPECT_FALSE(store.visible_to("mine", "beta"));
+  EXPECT_EQ(store.owner_of("mine"), "alpha");
+  // Made before templates had owners: the default team's.
+  EXPECT_TRUE(store.visible_to("legacy", "default"));
+  EXPECT_FALSE(store.visible_to("legacy", "alpha"));
+  EXPECT_EQ(store.owner_of("legacy"), "default");
+  // Unknown names and paths are nobody's, like a foreign template.
+  for (const char* name : {"nope", "../templates/mine", ".layers", ""}) {
+    EXPECT_FALSE(store.visible_to(name, "alpha")) << name;
+    EXPECT_FALSE(store.owner_of(name)) << name;
+  }
+}
+
+TEST_F(TemplateTenancyTest, UnknownNameErrorListsOnlyWhatTheTeamSees) {
+  store_template("mine", "alpha", {"l-mine"});
+  TemplateStore store(templates_, runtime_);
+  const Error for_beta = store.unknown_for("mine", "beta");
+  EXPECT_EQ(for_beta.errnum, ENOENT);
+  EXPECT_EQ(for_beta.detail, "unknown template 'mine'; known: base, code-interpreter-v1, host");
+  EXPECT_EQ(store.unknown_for("x", "alpha").detail,
+            "unknown template 'x'; known: base, code-interpreter-v1, host, mine");
+}
+
+TEST_F(TemplateTenancyTest, RemovedUnusedTemplateTakesItsOwnLayersAtOnce) {
+  store_template("a", "alpha", {"l-a", "l-shared"});
+  store_template("b", "alpha", {"l-shared"});
+  TemplateStore store(templates_, runtime_);
+  ASSERT_TRUE(store.remove("a", false).ok());
+  EXPECT_FALSE(store.resolve("a").ok());
+  EXPECT_FALSE(has_layer("l-a"));
+  EXPECT_TRUE(has_layer("l-shared")) << "b still uses it";
+}
+
+TEST_F(TemplateTenancyTest, TemplateRemovedInUseKeepsItsLayersUntilItsLastSandboxEnds) {
+  store_template("a", "alpha", {"l-a", "l-shared"});
+  store_template("b", "alpha", {"l-shared"});
+  TemplateStore store(templates_, runtime_);
+  ASSERT_TRUE(store.remove("a", true).ok());
+
+  // Gone for every name lookup and list...
+  EXPECT_FALSE(store.resolve("a").ok());
+  EXPECT_FALSE(store.visible_to("a", "alpha"));
+  for (const auto& info : store.list()) EXPECT_NE(info.name, "a");
+  // ...but what its sandboxes run on stays, also through another removal's collection.
+  EXPECT_TRUE(has_layer("l-a"));
+  store.release_retired({"a", "b"});
+  ASSERT_TRUE(store.remove("b", false).ok());
+  EXPECT_TRUE(has_layer("l-a"));
+  EXPECT_TRUE(has_layer("l-shared"));
+
+  store.release_retired({});
+  EXPECT_FALSE(has_layer("l-a"));
+  EXPECT_FALSE(has_layer("l-shared"));
+  EXPECT_FALSE(fs::exists(templates_ / ".retired"));
+}
+
+TEST_F(TemplateTenancyTest, NameOfARetiredTemplateCanBeUsedAgain) {
+  store_template("a", "alpha", {"l-old"});
+  TemplateStore store(templates_, runtime_);
+  ASSERT_TRUE(store.remove("a", true).ok());
+  store_template("a", "alpha", {"l-new"});
+  EXPECT_TRUE(store.resolve("a").ok());
+  // A sandbox of either "a" keeps both: ids are names, so the old one waits for all of them.
+  store.release_retired({"a"});
+  EXPECT_TRUE(has_layer("l-old"));
+  store.release_retired({});
+  EXPECT_FALSE(has_layer("l-old"));
+  EXPECT_TRUE(has_layer("l-new"));
+}
+
+// A running build commits layers before any meta.json names them, so
+// releasing waits for a later call rather than collecting them.
+TEST_F(TemplateTenancyTest, ReleaseWaitsWhileABuildHoldsTheLock) {
+  store_template("a", "alpha", {"l-a"});
+  TemplateStore store(templates_, runtime_);
+  ASSERT_TRUE(store.remove("a", true).ok());
+  {
+    auto build = store::take_build_lock(templates_);
+    ASSERT_TRUE(build.ok());
+    std::thread([&] { store.release_retired({}); }).join();
+    EXPECT_TRUE(has_layer("l-a"));
+  }
+  store.release_retired({});
+  EXPECT_FALSE(has_layer("l-a"));
+}
+
+// The routes refuse first; the store checks again under its lock, where two
+// teams racing for one new name meet.
+TEST_F(TemplateTenancyTest, ImportUnderAnotherTeamsNameIsRefusedAndLeavesItsTemplate) {
+  store_template("taken", "alpha", {"l-taken"});
+  TemplateStore store(templates_, runtime_);
+  const fs::path image = docker_image();
+  const auto quiet = [](const std::string&) {};
+
+  auto refused = store.import_image("taken", image, "test", "beta", quiet);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().errnum, EEXIST);
+  EXPECT_EQ(refused.error().message(), "template name 'taken' is in use, choose another");
+  EXPECT_EQ(store.owner_of("taken"), "alpha");
+  EXPECT_EQ(read_meta(templates_ / "taken")->layers, std::vector<std::string>{"l-taken"});
+
+  // Its owner's team may replace it; a free name is anyone's.
+  auto replaced = store.import_image("taken", image, "test", "alpha", quiet);
+  ASSERT_TRUE(replaced.ok()) << replaced.error().message();
+  auto fresh = store.import_image("fresh", image, "test", "beta", quiet);
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message();
+  EXPECT_EQ(store.owner_of("fresh"), "beta");
+}
+
+TEST_F(TemplateTenancyTest, SandboxfileFromAnotherTeamsTemplateIsAnUnknownFrom) {
+  store_template("mine", "alpha", {"l-mine"});
+  TemplateStore store(templates_, runtime_);
+  SandboxfileRequest request;
+  request.name = "theirs";
+  request.context_dir = temp_.path();
+  request.sandboxfile = "FROM mine\nENV A=1\n";
+  request.owner = "beta";
+  auto built = store.build_sandboxfile(request, [](const std::string&) {});
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.error().errnum, ENOENT);
+  EXPECT_NE(built.error().message().find("unknown template 'mine' in FROM"), std::string::npos)
+      << built.error().message();
+  EXPECT_FALSE(store.owner_of("theirs"));
+}
+
+}  // namespace
+}  // namespace abx::templates
