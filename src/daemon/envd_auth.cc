@@ -113,4 +113,12 @@ std::string signature_refusal(SignatureVerdict verdict,
   return {};
 }
 
+std::string signed_url_refusal(const std::map<std::string, std::string>& query,
+                               const std::string& method, const std::string& token,
+                               int64_t now_unix) {
+  if (!query.contains("signature")) return {};
+  const std::string operation = method == "GET" ? "read" : "write";
+  return signature_refusal(check_file_signature(query, operation, token, now_unix), query);
+}
+
 }  // namespace abx::daemon::envd_auth

@@ -52,4 +52,11 @@ bool file_signature_valid(const std::map<std::string, std::string>& query,
 std::string signature_refusal(SignatureVerdict verdict,
                               const std::map<std::string, std::string>& query);
 
+// For a /files request refused at authentication: why its signed URL failed
+// ("signature expired: …"), or "" when the query carries no signature.
+// `method` is the request's (GET reads, anything else writes).
+std::string signed_url_refusal(const std::map<std::string, std::string>& query,
+                               const std::string& method, const std::string& token,
+                               int64_t now_unix);
+
 }  // namespace abx::daemon::envd_auth
