@@ -7,8 +7,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <vector>
-
 namespace abx::runtime::init {
 namespace {
 
@@ -26,9 +24,6 @@ class ActingAs {
       ok_ = true;
       return;
     }
-    const int count = ::getgroups(0, nullptr);
-    saved_groups_.resize(count > 0 ? static_cast<size_t>(count) : 0);
-    if (count < 0 || ::getgroups(count, saved_groups_.data()) != count) return;
     switched_ = true;  // from here on the destructor restores
     if (::setgroups(1, &gid) != 0) return;
     ::setfsgid(gid);
@@ -38,18 +33,19 @@ class ActingAs {
     ok_ = static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) == uid &&
           static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) == gid;
   }
+  // Back to no supplementary groups: init needs none, and any it inherited
+  // were the host's (unmapped here, so they could not be set again anyway).
   ~ActingAs() {
     if (!switched_) return;
     ::setfsuid(0);
     ::setfsgid(0);
-    (void)::setgroups(saved_groups_.size(), saved_groups_.data());
+    (void)::setgroups(0, nullptr);
   }
   ActingAs(const ActingAs&) = delete;
   ActingAs& operator=(const ActingAs&) = delete;
   bool ok() const { return ok_; }
 
  private:
-  std::vector<gid_t> saved_groups_;
   bool switched_ = false;
   bool ok_ = false;
 };
