@@ -42,25 +42,83 @@ std::string file_signature(const std::string& path, const std::string& operation
   return "v1_" + base64::encode(Sha256().update(text).bytes(), false);
 }
 
+namespace {
+
+std::string query_value(const std::map<std::string, std::string>& query, const char* key) {
+  const auto it = query.find(key);
+  return it == query.end() ? std::string{} : it->second;
+}
+
+// Equal strings in time that depends only on their length (a signature's
+// length is public: it is fixed), so timing reveals no matching prefix.
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    diff = static_cast<unsigned char>(
+        diff | (static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i])));
+  // Read through a volatile so the loop cannot be turned into an early exit.
+  const volatile unsigned char result = diff;
+  return result == 0;
+}
+
+std::optional<int64_t> unix_time(const std::string& text) {
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  int64_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
+SignatureVerdict check_file_signature(const std::map<std::string, std::string>& query,
+                                      const std::string& operation, const std::string& token,
+                                      int64_t now_unix) {
+  const std::string signature = query_value(query, "signature");
+  if (signature.empty()) return SignatureVerdict::kMissing;
+  const std::string expiration = query_value(query, "signature_expiration");
+  const std::string expected = file_signature(query_value(query, "path"), operation,
+                                              query_value(query, "username"), token, expiration);
+  if (!constant_time_equal(signature, expected)) return SignatureVerdict::kMismatch;
+  if (expiration.empty()) return SignatureVerdict::kValid;
+  const auto expires = unix_time(expiration);
+  if (!expires) return SignatureVerdict::kBadExpiration;
+  return *expires < now_unix ? SignatureVerdict::kExpired : SignatureVerdict::kValid;
+}
+
 bool file_signature_valid(const std::map<std::string, std::string>& query,
                           const std::string& operation, const std::string& token,
                           int64_t now_unix) {
-  auto value = [&](const char* key) {
-    const auto it = query.find(key);
-    return it == query.end() ? std::string{} : it->second;
-  };
-  const std::string signature = value("signature");
-  if (signature.empty()) return false;
-  const std::string expiration = value("signature_expiration");
-  if (!expiration.empty()) {
-    try {
-      if (std::stoll(expiration) < now_unix) return false;
-    } catch (const std::exception&) {
-      return false;
-    }
+  return check_file_signature(query, operation, token, now_unix) == SignatureVerdict::kValid;
+}
+
+std::string signature_refusal(SignatureVerdict verdict,
+                              const std::map<std::string, std::string>& query) {
+  switch (verdict) {
+    case SignatureVerdict::kValid:
+      return {};
+    case SignatureVerdict::kMissing:
+      return "invalid or missing X-Access-Token (or signature of a signed URL)";
+    case SignatureVerdict::kMismatch:
+      return "signature mismatch: the URL was not signed for this path, user and operation";
+    case SignatureVerdict::kBadExpiration:
+      return "signature_expiration must be a unix time in seconds";
+    case SignatureVerdict::kExpired:
+      return "signature expired: this link was valid until " +
+             query_value(query, "signature_expiration") + " (unix time); ask for a new one";
   }
-  return signature ==
-         file_signature(value("path"), operation, value("username"), token, expiration);
+  return {};
+}
+
+std::string signed_url_refusal(const std::map<std::string, std::string>& query,
+                               const std::string& method, const std::string& token,
+                               int64_t now_unix) {
+  if (!query.contains("signature")) return {};
+  const std::string operation = method == "GET" ? "read" : "write";
+  return signature_refusal(check_file_signature(query, operation, token, now_unix), query);
 }
 
 }  // namespace abx::daemon::envd_auth

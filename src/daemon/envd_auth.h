@@ -35,9 +35,28 @@ std::string file_signature(const std::string& path, const std::string& operation
                            const std::string& user, const std::string& token,
                            const std::string& expiration);
 
+enum class SignatureVerdict { kValid, kMissing, kMismatch, kBadExpiration, kExpired };
+
 // Checks `signature` and `signature_expiration` from a /files query. `path`
-// and `user` are the values as the client sent them.
+// and `user` are the values as the client sent them. The signature is checked
+// first (in constant time), so only an authentic link is ever told "expired".
+SignatureVerdict check_file_signature(const std::map<std::string, std::string>& query,
+                                      const std::string& operation, const std::string& token,
+                                      int64_t now_unix);
 bool file_signature_valid(const std::map<std::string, std::string>& query,
                           const std::string& operation, const std::string& token, int64_t now_unix);
+
+// The one-line reason a signed URL was refused (for the 401 body), e.g.
+// "signature expired: this link was valid until 1700000000 (unix time); ask for a new one";
+// "" for kValid.
+std::string signature_refusal(SignatureVerdict verdict,
+                              const std::map<std::string, std::string>& query);
+
+// For a /files request refused at authentication: why its signed URL failed
+// ("signature expired: …"), or "" when the query carries no signature.
+// `method` is the request's (GET reads, anything else writes).
+std::string signed_url_refusal(const std::map<std::string, std::string>& query,
+                               const std::string& method, const std::string& token,
+                               int64_t now_unix);
 
 }  // namespace abx::daemon::envd_auth

@@ -304,7 +304,8 @@ Task<void> files_download(SandboxCall& call, Exchange& exchange) {
   auto input = co_await read_files_input(call, exchange, true);
   if (!input) co_return;
   const std::string path = sfs::absolute_path(input->query.path, input->user.home);
-  auto fd = co_await sandbox_ops::open_read(call.service, *call.live->sandbox, path);
+  auto fd = co_await sandbox_ops::open_read(call.service, *call.live->sandbox, path,
+                                            input->user.uid, input->user.gid);
   if (!fd) co_return co_await respond_failure(exchange, fd.error());
   std::unique_ptr<Gzip> gzip;
   http::Headers headers;

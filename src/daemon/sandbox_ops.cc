@@ -54,9 +54,10 @@ Task<Status> remove(Service& service, const runtime::Sandbox& sb, std::string pa
   co_return co_await short_lane<Status>(service, [&] { return sfs::remove(sb, path); });
 }
 
-Task<Result<UniqueFd>> open_read(Service& service, const runtime::Sandbox& sb, std::string path) {
-  co_return co_await short_lane<Result<UniqueFd>>(service,
-                                                  [&] { return sfs::open_read(sb, path); });
+Task<Result<UniqueFd>> open_read(Service& service, runtime::Sandbox& sb, std::string path,
+                                 uint32_t uid, uint32_t gid) {
+  co_return co_await short_lane<Result<UniqueFd>>(
+      service, [&] { return sfs::open_read_as(sb, path, uid, gid); });
 }
 
 Task<Result<std::string>> read_chunk(Service& service, int fd, size_t max) {

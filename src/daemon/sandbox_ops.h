@@ -37,7 +37,9 @@ Task<Status> make_dir(Service& service, const runtime::Sandbox& sb, std::string 
                       uint32_t owner_uid);
 Task<Status> move(Service& service, const runtime::Sandbox& sb, std::string from, std::string to);
 Task<Status> remove(Service& service, const runtime::Sandbox& sb, std::string path);
-Task<Result<UniqueFd>> open_read(Service& service, const runtime::Sandbox& sb, std::string path);
+// As sandbox uid/gid, with that user's permissions (sandbox_fs::open_read_as).
+Task<Result<UniqueFd>> open_read(Service& service, runtime::Sandbox& sb, std::string path,
+                                 uint32_t uid, uint32_t gid);
 // Up to `max` bytes from `fd`; empty at end of file.
 Task<Result<std::string>> read_chunk(Service& service, int fd, size_t max);
 // One step of an upload (open, write a piece, sync, remove a partial file):

@@ -1,6 +1,9 @@
 #include "runtime/init_protocol.h"
 
+#include <linux/magic.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <cstring>
 
@@ -145,6 +148,10 @@ std::string encode(const Request& q) {
   w.u8(static_cast<uint8_t>(q.type));
   if (q.type == RequestType::kSpawn) {
     write_spec(w, q.spec);
+  } else if (q.type == RequestType::kOpen) {
+    w.str(q.open.path);
+    w.u32(q.open.uid);
+    w.u32(q.open.gid);
   } else {
     w.u32(static_cast<uint32_t>(q.pid));
     w.u32(static_cast<uint32_t>(q.signo));
@@ -162,6 +169,8 @@ bool decode(const std::string& bytes, Request* q) {
       return read_spec(r, &q->spec) && r.done();
     case RequestType::kSignal:
       return r.i32(&q->pid) && r.i32(&q->signo) && r.done();
+    case RequestType::kOpen:
+      return r.str(&q->open.path) && r.u32(&q->open.uid) && r.u32(&q->open.gid) && r.done();
   }
   return false;
 }
@@ -177,6 +186,18 @@ std::string encode(const Reply& p) {
 bool decode(const std::string& bytes, Reply* p) {
   Reader r(bytes);
   return r.i32(&p->pid) && r.i32(&p->errnum) && r.str(&p->step) && r.done();
+}
+
+Status check_readable_file(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error::from_errno("stat", path);
+  if (S_ISDIR(st.st_mode)) return Error{"open", EISDIR, path};
+  if (!S_ISREG(st.st_mode)) return Error{kNotRegularStep, EINVAL, path};
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) return Error::from_errno("statfs", path);
+  if (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)
+    return Error{kPseudoFileStep, EPERM, path};
+  return {};
 }
 
 Reply reply_from(const Error& error) {

@@ -7,6 +7,8 @@
 //           stdin read end (if stdin_pipe), stdout write end, stderr write end.
 //           reply: Reply{pid}; with pty the master is passed back.
 //   kSignal request: pid, signo.  reply: Reply.
+//   kOpen   request: OpenRequest.  reply: Reply; on success the file, opened
+//           O_RDONLY by init as that sandbox user, is passed back.
 // Start-up: the runtime hands init an InitConfig on an fd, then the O_PATH
 // fds of the rootfs sources in one message on the handoff socket, and waits
 // for one StatusReport ("ready" or the failing step) on a pipe.
@@ -39,13 +41,28 @@ struct InitConfig {
   std::vector<int> source_fds;
 };
 
-enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2 };
+enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2, kOpen = 3 };
+
+// A regular file to open for reading inside the sandbox, with the permissions
+// of sandbox uid/gid: path resolution and the permission checks are the
+// kernel's, in the sandbox's own namespaces.
+struct OpenRequest {
+  std::string path;  // absolute, resolved as if the sandbox root were "/"
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+// The Reply steps of a kOpen refused because the file lives on /proc or /sys
+// (EPERM: those are the kernel's files, not the sandbox's) or is a device,
+// FIFO or socket (EINVAL).
+inline constexpr const char* kPseudoFileStep = "open a /proc or /sys file";
+inline constexpr const char* kNotRegularStep = "open a device, FIFO or socket";
 
 struct Request {
   RequestType type = RequestType::kSpawn;
   ProcessSpec spec;  // kSpawn
   int32_t pid = 0;   // kSignal
   int32_t signo = 0;
+  OpenRequest open;  // kOpen
 };
 
 // errnum == 0 and an empty step mean success.
@@ -70,6 +87,12 @@ std::string encode(const Request& request);
 bool decode(const std::string& bytes, Request* request);
 std::string encode(const Reply& reply);
 bool decode(const std::string& bytes, Reply* reply);
+
+// What a kOpen may hand out, checked by init before it replies and again by
+// the daemon on the fd it receives: a regular file (EISDIR for a directory,
+// EINVAL, step kNotRegularStep, for a device, FIFO or socket) that is not on
+// procfs or sysfs (EPERM, step kPseudoFileStep).
+Status check_readable_file(int fd, const std::string& path);
 
 Reply reply_from(const Error& error);
 Error error_from(const Reply& reply);

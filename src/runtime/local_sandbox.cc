@@ -89,6 +89,19 @@ Status LocalSandbox::signal(int pid, int signo) {
   return {};
 }
 
+Result<UniqueFd> LocalSandbox::open_as(const std::string& path, uint32_t uid, uint32_t gid) {
+  proto::Request request{proto::RequestType::kOpen, {}, 0, 0, {path, uid, gid}};
+  std::vector<UniqueFd> received;
+  auto reply = call(request, {}, &received);
+  if (!reply) return reply.error();
+  // An init started by an older daemon (adopted) does not know kOpen.
+  if (reply->errnum == EPROTO && reply->step == "decode request")
+    return Error{"open as a sandbox user", ENOSYS, "init too old"};
+  if (!reply->ok()) return Error{reply->step, reply->errnum, {}};
+  if (received.size() != 1) return Error{"open", EPROTO, "init sent no file"};
+  return std::move(received.front());
+}
+
 Result<ControlSocket> control_socket(const fs::path& path, const std::string& step) {
   ControlSocket out{UniqueFd(), sockaddr_un{}};
   out.address.sun_family = AF_UNIX;

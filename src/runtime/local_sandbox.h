@@ -23,6 +23,7 @@ class LocalSandbox final : public Sandbox {
   const SandboxRecord& record() const override { return record_; }
   Result<Process> spawn(const ProcessSpec& spec) override;
   Status signal(int pid, int signo) override;
+  Result<UniqueFd> open_as(const std::string& path, uint32_t uid, uint32_t gid) override;
   int root_fd() const override { return root_.get(); }
   uid_t host_uid(uint32_t sandbox_uid) const override { return ids_.host_uid(sandbox_uid); }
   gid_t host_gid(uint32_t sandbox_gid) const override { return ids_.host_gid(sandbox_gid); }

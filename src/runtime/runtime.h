@@ -116,6 +116,14 @@ class Sandbox {
   // Send a signal to a process (pid inside the sandbox). Thread-safe.
   virtual Status signal(int pid, int signo) = 0;
 
+  // A regular file opened for reading by the sandbox's init as sandbox
+  // uid/gid, so that user's permissions apply (see runtime/sandbox_fs.h).
+  // Thread-safe. ENOSYS: this sandbox cannot (its init predates the request).
+  virtual Result<UniqueFd> open_as(const std::string& path, uint32_t uid, uint32_t gid) {
+    (void)path, (void)uid, (void)gid;
+    return Error{"open as a sandbox user", ENOSYS, {}};
+  }
+
   // An O_PATH directory fd of the sandbox's root as the host sees it; use it
   // only with openat2(RESOLVE_IN_ROOT) (see runtime/sandbox_fs.h).
   virtual int root_fd() const = 0;

@@ -20,6 +20,9 @@
 #include <iterator>
 #include <string_view>
 #include <utility>
+#include <vector>
+
+#include "runtime/init_protocol.h"
 
 namespace abx::runtime::sandbox_fs {
 namespace {
@@ -94,7 +97,8 @@ void raise_file_capabilities() {
 class ActingAs {
  public:
   ActingAs(const Sandbox& sb, uint32_t sandbox_uid)
-      : old_gid_(static_cast<gid_t>(::setfsgid(sb.host_gid(sandbox_uid)))),
+      : groups_(sb.host_gid(sandbox_uid)),
+        old_gid_(static_cast<gid_t>(::setfsgid(sb.host_gid(sandbox_uid)))),
         old_uid_(static_cast<uid_t>(::setfsuid(sb.host_uid(sandbox_uid)))) {
     if (sandbox_uid == 0) raise_file_capabilities();
   }
@@ -106,6 +110,29 @@ class ActingAs {
   ActingAs& operator=(const ActingAs&) = delete;
 
  private:
+  // The daemon's own supplementary groups (host root's, often gid 0) must not
+  // lend their access. glibc's setgroups() changes every thread of the
+  // process; the raw syscall changes this thread only.
+  class ThreadGroups {
+   public:
+    explicit ThreadGroups(gid_t only) {
+      const long count = ::syscall(SYS_getgroups, 0, nullptr);
+      saved_.resize(count > 0 ? static_cast<size_t>(count) : 0);
+      if (count < 0 || ::syscall(SYS_getgroups, count, saved_.data()) != count) return;
+      switched_ = ::syscall(SYS_setgroups, 1, &only) == 0;  // unprivileged: stays as is
+    }
+    ~ThreadGroups() {
+      if (switched_) (void)::syscall(SYS_setgroups, saved_.size(), saved_.data());
+    }
+    ThreadGroups(const ThreadGroups&) = delete;
+    ThreadGroups& operator=(const ThreadGroups&) = delete;
+
+   private:
+    std::vector<gid_t> saved_;
+    bool switched_ = false;
+  };
+
+  ThreadGroups groups_;
   gid_t old_gid_;
   uid_t old_uid_;
 };
@@ -275,7 +302,44 @@ Result<UniqueFd> create_or_truncate(const Sandbox& sb, const std::string& path) 
   return fd;
 }
 
+// A refusal of open_read_as in the words of the files API.
+Error explain_refusal(const Error& error, const std::string& path) {
+  if (error.errnum == EPERM && error.step.starts_with(proto::kPseudoFileStep))
+    return Error::with_message(
+        "'" + path + "' is a /proc or /sys file: only the sandbox's own files can be read", EPERM);
+  if (error.errnum == EINVAL && error.step.starts_with(proto::kNotRegularStep))
+    return Error::with_message(
+        "'" + path + "' is a device, FIFO or socket: only regular files can be read", EINVAL);
+  if (error.errnum == EACCES)
+    return Error::with_message("permission denied: the requested user cannot read '" + path + "'",
+                               EACCES);
+  return error;
+}
+
+// For an init that cannot open files itself: the same open, from the host,
+// with the user's filesystem ids on this thread.
+Result<UniqueFd> open_read_on_host(const Sandbox& sb, const std::string& path, uint32_t uid) {
+  const ActingAs user(sb, uid);
+  auto handle = resolve(sb, path, O_PATH, "open");
+  if (!handle) return handle.error();
+  auto st = stat_fd(handle->get(), "open", path);
+  if (!st) return st.error();
+  if (S_ISDIR(st->st_mode)) return error_for("open", EISDIR, path);
+  if (!S_ISREG(st->st_mode)) return error_for(proto::kNotRegularStep, EINVAL, path);
+  return reopen(handle->get(), O_RDONLY, "open", path);
+}
+
 }  // namespace
+
+Result<UniqueFd> open_read_as(Sandbox& sb, const std::string& path, uint32_t uid, uint32_t gid) {
+  auto fd = sb.open_as(path, uid, gid);
+  if (!fd && fd.error().errnum == ENOSYS) fd = open_read_on_host(sb, path, uid);
+  if (!fd) return explain_refusal(fd.error(), path);
+  // The fd came from inside the sandbox's walls: check what it is.
+  if (auto s = proto::check_readable_file(fd->get(), path); !s)
+    return explain_refusal(s.error(), path);
+  return fd;
+}
 
 Result<UniqueFd> open_read(const Sandbox& sb, const std::string& path) {
   auto handle = resolve(sb, path, O_PATH, "open");

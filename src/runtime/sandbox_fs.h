@@ -34,8 +34,17 @@ struct EntryInfo {
 // Errors carry errno: ENOENT → not found, EEXIST → already exists,
 // ENOTDIR/EISDIR → invalid argument, ENOSPC/EDQUOT → out of disk.
 
-// Open for reading (O_RDONLY) a regular file.
+// Open for reading (O_RDONLY) a regular file, as the daemon: for the
+// runtime's own reads (e.g. /etc/passwd), never on a user's behalf.
 Result<UniqueFd> open_read(const Sandbox& sb, const std::string& path);
+
+// Open for reading a regular file on behalf of sandbox uid/gid: the
+// sandbox's init opens it with that user's ids, so a file the user could not
+// read inside the sandbox is refused (EACCES) here too. Files on /proc or
+// /sys, devices, FIFOs and sockets are refused (EPERM / EINVAL), directories
+// are EISDIR. Sandboxes whose init cannot open files (adopted from an older
+// daemon) are served on the host with the user's filesystem ids instead.
+Result<UniqueFd> open_read_as(Sandbox& sb, const std::string& path, uint32_t uid, uint32_t gid);
 
 // Create or truncate a regular file for writing, creating missing parent
 // directories, all owned by `owner_uid` (a sandbox uid).

@@ -42,7 +42,8 @@ def test_authorization_header_cannot_make_a_signed_upload_root(secure):
     httpx.post(d.url + "/files", params=query, content=b"x", timeout=30,
                headers={**as_root, "Content-Type": "application/octet-stream"})
     token = envd(d, sandbox, **{"X-Access-Token": sandbox["envdAccessToken"]})
-    in_root_home = httpx.get(d.url + "/files", params={"path": "/root/signed-rel.txt"},
+    in_root_home = httpx.get(d.url + "/files",  # as root: `user` may not look into /root
+                             params={"path": "/root/signed-rel.txt", "username": "root"},
                              headers=token, timeout=30)
     assert in_root_home.status_code == 404, "the unsigned Authorization header chose root"
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/init/launch.h"
+#include "runtime/init/open_file.h"
 
 namespace abx::runtime::init {
 namespace {
@@ -52,10 +53,14 @@ class Server {
     proto::Reply reply;
     std::vector<int> reply_fds;
     UniqueFd pty_master;
+    UniqueFd opened;
     if (!proto::decode(bytes, &request)) {
       reply = proto::reply_from(Error{"decode request", EPROTO, {}});
     } else if (request.type == proto::RequestType::kSignal) {
       reply = signal(request.pid, request.signo);
+    } else if (request.type == proto::RequestType::kOpen) {
+      reply = open_file(request.open, &opened);
+      if (opened.valid()) reply_fds.push_back(opened.get());
     } else {
       reply = spawn(request.spec, std::move(fds), &pty_master);
       if (pty_master.valid()) reply_fds.push_back(pty_master.get());
@@ -74,6 +79,13 @@ class Server {
     proto::Reply reply;
     reply.pid = launched->pid;
     return reply;
+  }
+
+  proto::Reply open_file(const proto::OpenRequest& request, UniqueFd* opened) {
+    auto fd = open_for_reading(request, config_.full_id_map);
+    if (!fd) return proto::reply_from(fd.error());
+    *opened = std::move(*fd);
+    return {};
   }
 
   // Every spawned process leads its own session and process group: signal

@@ -1,5 +1,5 @@
 // abx-init's service loop: accepts the runtime's connections (any number,
-// one after another or at once), runs spawn/signal requests, and as PID 1
+// one after another or at once), runs spawn/signal/open requests, and as PID 1
 // reaps every child, writing each spawned process's wait status into its
 // exit pipe. Never returns; init ends only when killed.
 #pragma once
