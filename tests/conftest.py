@@ -16,7 +16,10 @@ TEMPLATE_BUILD_TIMEOUT = 1800
 @pytest.fixture(scope="session")
 def daemon() -> Daemon:
     state = private_state_dir()
-    d = start_daemon(state / "state")
+    # The suites run 50 default sandboxes (512 MB limits each) at once, more than a
+    # small CI host's memory: let limits overcommit here (they are caps, not use).
+    (state / "config.json").write_text('{"hostCaps": {"memoryPercent": 1000}}')
+    d = start_daemon(state / "state", extra_args=("--config", str(state / "config.json")))
     yield d
     stop_daemon(d)
     shutil.rmtree(state, ignore_errors=True)

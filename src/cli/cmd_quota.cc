@@ -36,8 +36,7 @@ void print_quota(const json& quota) {
   std::cout << "team " << quota.value("team", "") << "\n";
   for (const auto& flag : kFlags) {
     const uint64_t value = quota.value(flag.field, uint64_t{0});
-    std::cout << "  " << flag.field << ": " << (value ? std::to_string(value) : "no limit")
-              << "\n";
+    std::cout << "  " << flag.field << ": " << (value ? std::to_string(value) : "no limit") << "\n";
   }
 }
 
@@ -69,7 +68,8 @@ void add_quota(CLI::App& root, Commands& commands) {
   set->add_option("--team", options->team, "The team")->required();
   for (const auto& flag : kFlags) {
     set->add_option_function<uint64_t>(
-        flag.flag, [options, field = flag.field](uint64_t value) { options->values[field] = value; },
+        flag.flag,
+        [options, field = flag.field](uint64_t value) { options->values[field] = value; },
         flag.help);
   }
   commands.push_back({set, [options] { return run_set(*options); }});

@@ -126,8 +126,11 @@ Result<SandboxPlane> SandboxPlane::open(const ControlPlane& control, const std::
   http::Headers headers{{"E2b-Sandbox-Id", id}, {"E2b-Sandbox-Port", kEnvdPort}};
   // No user: the sandbox's default (its template's USER, else `user`).
   if (!user.empty()) headers.emplace_back("Authorization", "Basic " + base64::encode(user + ":"));
+  // A sandbox made with secure: false has no token: its team's key stands in.
   if (auto token = detail->value("envdAccessToken", ""); !token.empty()) {
     headers.emplace_back("X-Access-Token", token);
+  } else {
+    headers.emplace_back("X-API-KEY", control.endpoint().api_key);
   }
   return SandboxPlane(http::Client(control.endpoint().url), id, user, std::move(headers));
 }

@@ -27,8 +27,8 @@ int64_t now_unix_ms() {
 ApiKeyRecord record_for(const std::string& key, std::string team, bool admin, std::string name,
                         int64_t created_ms) {
   const std::string hash = sha256_hex(key);
-  return ApiKeyRecord{"key-" + hash.substr(0, 12), hash, std::move(team), admin, std::move(name),
-                      created_ms};
+  return ApiKeyRecord{
+      "key-" + hash.substr(0, 12), hash, std::move(team), admin, std::move(name), created_ms};
 }
 
 json to_json(const ApiKeyRecord& record) {

@@ -26,9 +26,7 @@ bool traffic_token_matches(const http::Request& request, const SandboxRow& row) 
          secrets_equal(request.header("e2b-traffic-access-token"), row.traffic_access_token);
 }
 
-SandboxAuthentication granted(Caller caller) {
-  return {SandboxAccess::granted, std::move(caller)};
-}
+SandboxAuthentication granted(Caller caller) { return {SandboxAccess::granted, std::move(caller)}; }
 
 }  // namespace
 

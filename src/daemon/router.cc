@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/authentication.h"
+#include "daemon/envd_auth.h"
 #include "daemon/plane.h"
 #include "daemon/route_table.h"
 #include "daemon/routes.h"
@@ -42,7 +43,15 @@ Task<void> unmatched(Exchange& exchange, Plane plane, const RouteMatch& match) {
   co_await routes::respond_error(exchange, 404, no_route(request));
 }
 
-std::string unauthenticated_message(Credential need) {
+// Why a request was refused; a signed /files link hears what was wrong with
+// it ("signature expired: …").
+std::string unauthenticated_message(Credential need, const http::Request& request,
+                                    const SandboxRow& row) {
+  if (need == Credential::token_or_signature && !row.access_token.empty()) {
+    std::string refusal = envd_auth::signed_url_refusal(request.query, request.method,
+                                                        row.access_token, now_ms() / 1000);
+    if (!refusal.empty()) return refusal;
+  }
   if (need == Credential::traffic_token) {
     return "this sandbox's ports need its traffic access token in the e2b-traffic-access-token "
            "header";
@@ -107,7 +116,8 @@ class Router {
       co_return co_await routes::respond_json(exchange, 502, sandbox_missing(target.sandbox_id));
     }
     if (authenticated.access == SandboxAccess::unauthenticated) {
-      co_return co_await routes::respond_error(exchange, 401, unauthenticated_message(need));
+      co_return co_await routes::respond_error(exchange, 401,
+                                               unauthenticated_message(need, request, call.row));
     }
     if (!match.route) co_return co_await unmatched(exchange, plane, match);
     call.caller = std::move(authenticated.caller);

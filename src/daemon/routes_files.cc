@@ -90,6 +90,11 @@ Task<void> respond_write_error(Exchange& exchange, const Error& error) {
   co_await respond_error(exchange, error_map::http_status(error), message);
 }
 
+// Bytes through the files API count toward the owning team's usage.
+void count_bytes(const SandboxCall& call, uint64_t in, uint64_t out) {
+  call.service.usage().add_bytes(call.row.owner, in, out, now_ms());
+}
+
 // The body's next bytes, at least `want` of them unless it ends first ("" then).
 Task<std::string> read_body_batch(Exchange& exchange, size_t want) {
   std::string batch;
@@ -178,6 +183,7 @@ Task<void> upload_multipart(SandboxCall& call, Exchange& exchange, const std::st
   for (bool more = true; more;) {
     const std::string batch = co_await read_body_batch(exchange, kChunk);
     if (batch.empty()) break;
+    count_bytes(call, batch.size(), 0);
     co_await sandbox_ops::file_io(call.service, [&] { more = parser.feed(batch, handlers); });
   }
   const std::string problem = multipart_problem(parser, state);
@@ -199,6 +205,7 @@ Task<bool> write_raw_body(SandboxCall& call, Exchange& exchange, UploadTarget& t
   while (ok) {
     const std::string batch = co_await read_body_batch(exchange, kChunk);
     if (batch.empty()) break;
+    count_bytes(call, batch.size(), 0);
     co_await sandbox_ops::file_io(call.service,
                                   [&] { ok = gunzip ? gunzip->feed(batch, sink) : sink(batch); });
   }
@@ -291,6 +298,7 @@ Task<void> stream_file(SandboxCall& call, Exchange& exchange, int fd, std::uniqu
     auto chunk = co_await sandbox_ops::read_chunk(call.service, fd, kChunk);
     if (!chunk) throw std::runtime_error(chunk.error().message());
     if (chunk->empty()) break;
+    count_bytes(call, 0, chunk->size());
     std::string piece = gzip ? gzip->feed(*chunk) : std::move(*chunk);
     if (!co_await exchange.write_chunk(std::move(piece))) co_return;
   }

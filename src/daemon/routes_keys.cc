@@ -43,9 +43,12 @@ Result<KeyRequest> parse_key_request(const std::string& body) {
   }
   KeyRequest out;
   for (const auto& [field, value] : doc.items()) {
-    if (field == "team" && value.is_string()) out.team = value;
-    else if (field == "name" && value.is_string()) out.name = value;
-    else if (field == "admin" && value.is_boolean()) out.admin = value;
+    if (field == "team" && value.is_string())
+      out.team = value;
+    else if (field == "name" && value.is_string())
+      out.name = value;
+    else if (field == "admin" && value.is_boolean())
+      out.admin = value;
     else
       return Error::with_message(
           "body: '" + field + "' is not a field (or has the wrong type); use team, admin, name",

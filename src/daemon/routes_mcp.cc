@@ -183,14 +183,12 @@ Task<void> post(Service& service, Exchange& exchange, const std::string& api_key
 
 Task<void> mcp_post(ControlCall& call, Exchange& exchange) {
   close_in_background(call.service, sessions().take_idle());
-  co_await post(call.service, exchange, exchange.request().header("x-api-key"),
-                call.caller.key_id);
+  co_await post(call.service, exchange, exchange.request().header("x-api-key"), call.caller.key_id);
 }
 
 Task<void> mcp_delete(ControlCall& call, Exchange& exchange) {
   close_in_background(call.service, sessions().take_idle());
-  auto session =
-      sessions().remove(exchange.request().header("mcp-session-id"), call.caller.key_id);
+  auto session = sessions().remove(exchange.request().header("mcp-session-id"), call.caller.key_id);
   if (!session) co_return co_await respond_error(exchange, 404, "unknown or ended MCP session");
   // A named function, not a temporary in the co_await: g++ 12 destroys such
   // temporaries twice, and this one holds the session.

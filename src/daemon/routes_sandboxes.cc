@@ -19,7 +19,8 @@ json sandbox_json(const SandboxRow& row) {
   json out = {{"templateID", row.template_id}, {"sandboxID", row.id}, {"clientID", kClientId},
               {"envdVersion", kEnvdVersion},   {"alias", row.alias},  {"domain", nullptr}};
   if (!row.access_token.empty()) out["envdAccessToken"] = row.access_token;
-  out["trafficAccessToken"] = row.traffic_access_token.empty() ? json() : json(row.traffic_access_token);
+  out["trafficAccessToken"] =
+      row.traffic_access_token.empty() ? json() : json(row.traffic_access_token);
   return out;
 }
 
@@ -41,7 +42,8 @@ json listed_json(const SandboxRow& row) {
 json detail_json(const SandboxRow& row) {
   json out = listed_json(row);
   if (!row.access_token.empty()) out["envdAccessToken"] = row.access_token;
-  out["trafficAccessToken"] = row.traffic_access_token.empty() ? json() : json(row.traffic_access_token);
+  out["trafficAccessToken"] =
+      row.traffic_access_token.empty() ? json() : json(row.traffic_access_token);
   out["allowInternetAccess"] = row.allow_internet_access;
   out["network"] = {{"allowPublicTraffic", row.traffic_access_token.empty()}};
   out["domain"] = nullptr;

@@ -137,9 +137,9 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   // no template the caller may not see.
   auto resolved = templates_.resolve(request.template_name);
   if (!resolved || !templates_.visible_to(request.template_name, caller.team)) {
-    co_return Error::with_message("unknown template '" + request.template_name +
-                                      "'; `abx template list` shows yours",
-                                  kErrBadInput);
+    co_return Error::with_message(
+        "unknown template '" + request.template_name + "'; `abx template list` shows yours",
+        kErrBadInput);
   }
   if (!request.wait_for_build && !templates_.is_built(*resolved)) {
     co_return Error::with_message("template '" + *resolved + "' " + kNotBuiltYet +
@@ -298,10 +298,10 @@ void Service::account_usage(bool sample_memory) {
   const int64_t now = now_ms();
   for (const auto& live : all) {
     std::lock_guard lock(live->mutex);
-    usage().add_seconds(live->row.owner, static_cast<double>(now - live->accounted_ms) / 1000,
-                        now);
+    usage().add_seconds(live->row.owner, static_cast<double>(now - live->accounted_ms) / 1000, now);
     live->accounted_ms = now;
-    if (sample_memory) usage().note_memory(live->row.owner, live->sandbox->usage().memory_bytes, now);
+    if (sample_memory)
+      usage().note_memory(live->row.owner, live->sandbox->usage().memory_bytes, now);
   }
 }
 

@@ -40,7 +40,7 @@ struct LiveSandbox {
 
   std::mutex mutex;  // guards row.end_at_ms, interpreter and accounted_ms
   SandboxRow row;
-  int64_t accounted_ms = 0;  // sandbox-seconds are in the usage up to here
+  int64_t accounted_ms = 0;                          // sandbox-seconds are in the usage up to here
   std::shared_ptr<interp::Interpreter> interpreter;  // created on first use
 };
 

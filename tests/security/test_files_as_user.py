@@ -73,8 +73,6 @@ def sign(path: str, user: str, token: str, expiration: int) -> str:
     return "v1_" + base64.b64encode(digest).decode().rstrip("=")
 
 
-@pytest.mark.xfail(strict=True, reason="needs the router to answer with "
-                   "envd_auth::signed_url_refusal (helper-files-user report); remove then")
 def test_an_expired_signed_url_says_signature_expired(secure):
     d, sandbox = secure
     as_root(d, sandbox, "echo hi > /tmp/shared && chmod 644 /tmp/shared")

@@ -153,7 +153,7 @@ def test_full_disk_upload_fails_with_507_and_sandbox_stays_usable(daemon, tmp_pa
     try:
         big = os.urandom(32 * 1024 * 1024)
         r = httpx.post(daemon.url + "/files", params={"path": "/home/user/big.bin"}, content=big,
-                       headers={"E2b-Sandbox-Id": sandbox_id, "E2b-Sandbox-Port": "49983",
+                       headers={"E2b-Sandbox-Id": sandbox_id, "E2b-Sandbox-Port": "49983", "X-API-KEY": daemon.api_key,
                                 "Content-Type": "application/octet-stream"}, timeout=60)
         assert r.status_code == 507
         assert sh(daemon, sandbox_id, "ls /home/user/big.bin 2>&1; echo ok > /home/user/small && cat /home/user/small").stdout.endswith("ok\n")

@@ -1,11 +1,11 @@
 // Quotas without a daemon: what a team may make, and what the host can hold.
-#include "daemon/quotas.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include "daemon/quotas.h"
 
 namespace abx::daemon {
 namespace {

@@ -61,6 +61,9 @@ class Target:
     def headers(self, port: int, user: str | None = None) -> dict[str, str]:
         """Routing, access-token and (optional) user headers for `port`."""
         headers = sandbox_headers(self.sandbox_id, port, self.access_token)
+        if not self.access_token and self.config.api_key:
+            # Made with secure=False: the team's key is the sandbox's credential.
+            headers["X-API-KEY"] = self.config.api_key
         if user:
             token = base64.b64encode(f"{user}:".encode()).decode()
             headers["Authorization"] = f"Basic {token}"
