@@ -16,10 +16,10 @@ inline constexpr int kErrUnauthorized = -2;  // no credential, or a wrong one (4
 inline constexpr int kErrTooLarge = -3;      // a body or field larger than allowed (413)
 
 struct Error {
-  std::string step;    // e.g. "mount overlay", "cgroup memory.limit_in_bytes"
-  int errnum = 0;      // errno when the step was a syscall, else 0
-  std::string detail;  // extra context for humans (path, value)
-  bool whole = false;  // `step` is the whole message (with_message): no strerror added
+  std::string step;       // e.g. "mount overlay", "cgroup memory.limit_in_bytes"
+  int errnum = 0;         // errno when the step was a syscall, else 0
+  std::string detail;     // extra context for humans (path, value)
+  bool whole = false;     // `step` is the whole message (with_message): no strerror added
   int retry_after_s = 0;  // kErrQuota: a retry may succeed after this many seconds
 
   // "mount overlay: No such file or directory (/x/y)"
