@@ -119,8 +119,8 @@ class Sandbox {
   // A regular file opened for reading by the sandbox's init as sandbox
   // uid/gid, so that user's permissions apply (see runtime/sandbox_fs.h).
   // Thread-safe. ENOSYS: this sandbox cannot (its init predates the request).
-  virtual Result<UniqueFd> open_as(const std::string& path, uint32_t uid, uint32_t gid) {
-    (void)path, (void)uid, (void)gid;
+  virtual Result<UniqueFd> open_as(const std::string& /*path*/, uint32_t /*uid*/,
+                                   uint32_t /*gid*/) {
     return Error{"open as a sandbox user", ENOSYS, {}};
   }
 

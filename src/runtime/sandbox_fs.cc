@@ -322,10 +322,7 @@ Result<UniqueFd> open_read_on_host(const Sandbox& sb, const std::string& path, u
   const ActingAs user(sb, uid);
   auto handle = resolve(sb, path, O_PATH, "open");
   if (!handle) return handle.error();
-  auto st = stat_fd(handle->get(), "open", path);
-  if (!st) return st.error();
-  if (S_ISDIR(st->st_mode)) return error_for("open", EISDIR, path);
-  if (!S_ISREG(st->st_mode)) return error_for(proto::kNotRegularStep, EINVAL, path);
+  if (auto s = proto::check_readable_file(handle->get(), path); !s) return s.error();
   return reopen(handle->get(), O_RDONLY, "open", path);
 }
 
@@ -341,12 +338,12 @@ Result<UniqueFd> open_read_as(Sandbox& sb, const std::string& path, uint32_t uid
   return fd;
 }
 
+// A planted link to /proc/kmsg would otherwise block (and drain the host's
+// kernel log for) the daemon, which as host root may open it.
 Result<UniqueFd> open_read(const Sandbox& sb, const std::string& path) {
   auto handle = resolve(sb, path, O_PATH, "open");
   if (!handle) return handle.error();
-  auto st = stat_fd(handle->get(), "open", path);
-  if (!st) return st.error();
-  if (auto regular = require_regular(*st, "open", path); !regular) return regular.error();
+  if (auto s = proto::check_readable_file(handle->get(), path); !s) return s.error();
   return reopen(handle->get(), O_RDONLY, "open", path);
 }
 

@@ -20,8 +20,10 @@ bool builtin_id(const std::string& id) {
 
 }  // namespace
 
+// The shipped catalog's specs are base and code-interpreter-v1; a spec dir
+// an operator adds (ABX_TEMPLATE_SPECS) is theirs too, so it counts alike.
 bool TemplateStore::is_builtin(const std::string& name) const {
-  if (builtin_id(name)) return true;
+  if (builtin_id(name) || (valid_name(name) && has_spec(name))) return true;
   auto id = resolve(name);  // an alias resolves to its target
   return id && builtin_id(*id);
 }
@@ -34,10 +36,9 @@ std::optional<std::string> TemplateStore::owner_of(const std::string& name) cons
 }
 
 bool TemplateStore::visible_to(const std::string& name, const std::string& team) const {
-  if (builtin_id(name)) return true;
-  if (auto owner = owner_of(name)) return *owner == team || is_builtin(name);
-  // Not stored: a spec of the catalog (built on first use, for everyone) or unknown.
-  return valid_name(name) && has_spec(name);
+  if (builtin_id(name)) return true;  // the common case, without a lookup
+  if (auto owner = owner_of(name); owner && *owner == team) return true;
+  return is_builtin(name);
 }
 
 Error TemplateStore::unknown_for(const std::string& name, const std::string& team) const {

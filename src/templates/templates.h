@@ -93,14 +93,15 @@ class TemplateStore {
   std::vector<TemplateInfo> list() const;
   Result<TemplateInfo> inspect(const std::string& name) const;
 
-  // Tenancy. The catalog's built-ins (base, host, code-interpreter-v1, and
-  // names that resolve to them) belong to every team; any other template to
-  // the team that built or imported it.
+  // Tenancy. The catalog's built-ins (base, host, code-interpreter-v1, any
+  // other name with a spec in the spec dir, and names that resolve to them)
+  // belong to every team; any other template to the team that built or
+  // imported it.
   bool is_builtin(const std::string& name) const;
-  // Whether `team` may see and use template `name`: a built-in (or another
-  // template of the catalog's specs) for every team, a stored template for its
-  // owner's team only ("default" owns one made before owners existed). False
-  // for an unknown name too, so a foreign template takes the unknown one's path.
+  // Whether `team` may see and use template `name`: a built-in for every
+  // team, a stored template for its owner's team only ("default" owns one made
+  // before owners existed). False for an unknown name too, so a foreign
+  // template takes the unknown one's path.
   bool visible_to(const std::string& name, const std::string& team) const;
   // The team owning stored template `name`; nothing when none is stored under
   // that name (a built-in not built yet, an unknown name).

@@ -118,6 +118,21 @@ TEST(FilesAsUser, WhatInitHandsBackIsCheckedAgain) {
   EXPECT_NE(fd.error().message().find("/proc or /sys"), std::string::npos);
 }
 
+// With the host's own root as the sandbox's, /proc is a real procfs: the
+// daemon's reads (its own and the host fallback) refuse it before reading.
+TEST(FilesAsUser, HostSideReadsRefuseProc) {
+  FakeSandbox sb("/");
+  auto own = sfs::open_read(sb, "/proc/self/status");
+  ASSERT_FALSE(own.ok());
+  EXPECT_EQ(own.error().errnum, EPERM);
+  auto fallback = sfs::open_read_as(sb, "/proc/self/status", 0, 0);
+  ASSERT_FALSE(fallback.ok());
+  EXPECT_NE(fallback.error().message().find("/proc or /sys"), std::string::npos);
+  auto device = sfs::open_read_as(sb, "/dev/null", 0, 0);
+  ASSERT_FALSE(device.ok());
+  EXPECT_EQ(device.error().errnum, EINVAL);
+}
+
 std::map<std::string, std::string> signed_query(const std::string& expiration) {
   return {
       {"path", "/home/user/a.txt"},

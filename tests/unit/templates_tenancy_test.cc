@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -122,6 +123,29 @@ TEST_F(TemplateTenancyTest, BuiltinsAreEveryonesAndStoredTemplatesTheirOwnersTea
   for (const char* name : {"nope", "../templates/mine", ".layers", ""}) {
     EXPECT_FALSE(store.visible_to(name, "alpha")) << name;
     EXPECT_FALSE(store.owner_of(name)) << name;
+  }
+}
+
+// An operator's spec dir is the catalog: its templates are built-ins too,
+// whoever built them first.
+TEST_F(TemplateTenancyTest, TemplatesOfTheSpecDirAreBuiltins) {
+  const fs::path specs = temp_.path() / "specs";
+  fs::create_directories(specs / "base");
+  fs::create_directories(specs / "extra");
+  std::ofstream(specs / "base/spec.toml") << "suite = \"bookworm\"\n";
+  std::ofstream(specs / "extra/spec.toml") << "suite = \"bookworm\"\n";
+  const char* before = std::getenv("ABX_TEMPLATE_SPECS");
+  const std::string saved = before != nullptr ? before : "";
+  ::setenv("ABX_TEMPLATE_SPECS", specs.c_str(), 1);
+  store_template("extra", "alpha", {"l-extra"});
+  TemplateStore store(templates_, runtime_);
+  EXPECT_TRUE(store.is_builtin("extra"));
+  EXPECT_TRUE(store.visible_to("extra", "beta"));
+  EXPECT_FALSE(store.is_builtin("other"));
+  if (before != nullptr) {
+    ::setenv("ABX_TEMPLATE_SPECS", saved.c_str(), 1);
+  } else {
+    ::unsetenv("ABX_TEMPLATE_SPECS");
   }
 }
 
