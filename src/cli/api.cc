@@ -41,13 +41,18 @@ Result<Endpoint> resolve_endpoint() {
   return Endpoint{*parsed, *key};
 }
 
+http::Request api_request(const Endpoint& endpoint, const std::string& method,
+                          const std::string& target, std::string body) {
+  http::Request request{method, target, {{"X-API-KEY", endpoint.api_key}}, std::move(body)};
+  if (!request.body.empty()) request.headers.emplace_back("Content-Type", "application/json");
+  return request;
+}
+
 Result<json> call_api(const std::string& method, const std::string& target,
                       const std::string& body) {
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
-  http::Request request{method, target, {{"X-API-KEY", endpoint->api_key}}, body};
-  if (!body.empty()) request.headers.emplace_back("Content-Type", "application/json");
-  auto response = http::Client(endpoint->url).send(request);
+  auto response = http::Client(endpoint->url).send(api_request(*endpoint, method, target, body));
   if (!response) return response.error();
   if (response->status >= 300) return Error{describe_failure(*response)};
   if (response->body.empty()) return json{};

@@ -15,6 +15,10 @@ using nlohmann::json;
 // The daemon to talk to: env > config > the local daemon (started if needed).
 Result<Endpoint> resolve_endpoint();
 
+// A request to the daemon carrying the endpoint's key (and a JSON body, if any).
+http::Request api_request(const Endpoint& endpoint, const std::string& method,
+                          const std::string& target, std::string body = {});
+
 // One call to our own API (/abx/v1/…) with the endpoint's key: the JSON
 // answer (null when empty), or the daemon's one-line error.
 Result<json> call_api(const std::string& method, const std::string& target,

@@ -43,23 +43,6 @@ struct RemoveOptions {
   bool force = false;
 };
 
-http::Request api_request(const Endpoint& endpoint, const std::string& method,
-                          const std::string& target, std::string body = {}) {
-  http::Request request{method, target, {{"X-API-KEY", endpoint.api_key}}, std::move(body)};
-  if (!request.body.empty()) request.headers.emplace_back("Content-Type", "application/json");
-  return request;
-}
-
-Result<json> call_json(const std::string& method, const std::string& target) {
-  auto endpoint = resolve_endpoint();
-  if (!endpoint) return endpoint.error();
-  auto response = http::Client(endpoint->url).send(api_request(*endpoint, method, target));
-  if (!response) return response.error();
-  if (response->status >= 300) return Error{describe_failure(*response)};
-  if (response->body.empty()) return json{};
-  return json::parse(response->body, nullptr, false);
-}
-
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
 
 std::string created_text(const json& info) {
@@ -68,7 +51,7 @@ std::string created_text(const json& info) {
 }
 
 Result<int> run_list(bool as_json) {
-  auto listed = call_json("GET", kPrefix);
+  auto listed = call_api("GET", kPrefix);
   if (!listed) return listed.error();
   if (as_json) {
     std::cout << (*listed)["templates"].dump(2) << "\n";
@@ -85,7 +68,7 @@ Result<int> run_list(bool as_json) {
 }
 
 Result<int> run_inspect(const std::string& name) {
-  auto info = call_json("GET", std::string(kPrefix) + "/" + http::url_encode(name));
+  auto info = call_api("GET", std::string(kPrefix) + "/" + http::url_encode(name));
   if (!info) return info.error();
   std::cout << info->dump(2) << "\n";
   return 0;
@@ -94,7 +77,7 @@ Result<int> run_inspect(const std::string& name) {
 Result<int> run_remove(const RemoveOptions& options) {
   const std::string target = std::string(kPrefix) + "/" + http::url_encode(options.name) +
                              (options.force ? "?force=true" : "");
-  auto removed = call_json("DELETE", target);
+  auto removed = call_api("DELETE", target);
   if (!removed) return removed.error();
   std::cout << "removed " << options.name << "\n";
   return 0;

@@ -25,8 +25,6 @@ std::string hours(double seconds) {
   return out.str();
 }
 
-std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
-
 Result<int> run_usage(const UsageOptions& options) {
   std::string target = "/abx/v1/usage?";
   if (!options.team.empty()) target += "team=" + options.team + "&";
@@ -42,9 +40,9 @@ Result<int> run_usage(const UsageOptions& options) {
   for (const auto& team : (*usage)["teams"]) {
     rows.push_back({team.value("team", ""), hours(team.value("sandboxSeconds", 0.0)),
                     std::to_string(team.value("sandboxesCreated", uint64_t{0})),
-                    mib(team.value("peakMemoryBytes", uint64_t{0})),
-                    mib(team.value("bytesIn", uint64_t{0})),
-                    mib(team.value("bytesOut", uint64_t{0}))});
+                    format_bytes(team.value("peakMemoryBytes", uint64_t{0})),
+                    format_bytes(team.value("bytesIn", uint64_t{0})),
+                    format_bytes(team.value("bytesOut", uint64_t{0}))});
   }
   std::cout << format_table(rows);
   return 0;

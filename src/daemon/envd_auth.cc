@@ -1,6 +1,7 @@
 #include "daemon/envd_auth.h"
 
 #include "common/base64.h"
+#include "common/secrets.h"
 #include "common/sha256.h"
 
 namespace abx::daemon::envd_auth {
@@ -49,19 +50,6 @@ std::string query_value(const std::map<std::string, std::string>& query, const c
   return it == query.end() ? std::string{} : it->second;
 }
 
-// Equal strings in time that depends only on their length (a signature's
-// length is public: it is fixed), so timing reveals no matching prefix.
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    diff = static_cast<unsigned char>(
-        diff | (static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i])));
-  // Read through a volatile so the loop cannot be turned into an early exit.
-  const volatile unsigned char result = diff;
-  return result == 0;
-}
-
 std::optional<int64_t> unix_time(const std::string& text) {
   if (text.empty() || text.size() > 18) return std::nullopt;
   int64_t value = 0;
@@ -82,7 +70,7 @@ SignatureVerdict check_file_signature(const std::map<std::string, std::string>& 
   const std::string expiration = query_value(query, "signature_expiration");
   const std::string expected = file_signature(query_value(query, "path"), operation,
                                               query_value(query, "username"), token, expiration);
-  if (!constant_time_equal(signature, expected)) return SignatureVerdict::kMismatch;
+  if (!secrets_equal(signature, expected)) return SignatureVerdict::kMismatch;
   if (expiration.empty()) return SignatureVerdict::kValid;
   const auto expires = unix_time(expiration);
   if (!expires) return SignatureVerdict::kBadExpiration;

@@ -2,10 +2,10 @@
 
 #include <sys/statvfs.h>
 
-#include <chrono>
 #include <fstream>
 #include <sstream>
 
+#include "common/clock.h"
 #include "common/fd_io.h"
 
 namespace abx::daemon {
@@ -19,11 +19,6 @@ constexpr const char* kKind = "team_quota";
 constexpr uint64_t kDefaultMemoryMb = 512;
 constexpr uint64_t kDefaultDiskMb = 1024;
 constexpr int64_t kRateWindowMs = 60'000;
-
-int64_t wall_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 // The JSON names of TeamQuota's fields.
 struct QuotaField {
@@ -209,7 +204,7 @@ Result<uint64_t> Quotas::admit_create(const std::string& team, const Demand& ask
   }
   if (Status s = check_host(demand, rows); !s) return s.error();
   if (Status s = check_limits(team, quota, demand, rows); !s) return s.error();
-  if (Status s = check_rate(team, quota, wall_ms()); !s) return s.error();
+  if (Status s = check_rate(team, quota, unix_ms_now()); !s) return s.error();
   const uint64_t ticket = next_ticket_++;
   pending_[ticket] = {team, demand};
   return ticket;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/ids.h"
 #include "interp/interp.h"
 #include "runtime/sandbox_users.h"
@@ -17,10 +18,7 @@ namespace abx::daemon {
 
 namespace net = boost::asio;
 
-int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
+int64_t now_ms() { return unix_ms_now(); }
 
 SandboxRow LiveSandbox::snapshot() const {
   std::lock_guard lock(const_cast<std::mutex&>(mutex));
@@ -135,12 +133,12 @@ Status Service::apply_template_defaults(const runtime::Sandbox& sandbox,
 http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, const Caller& caller) {
   // Another team's template creates like an unknown one, and the error names
   // no template the caller may not see.
-  auto resolved = templates_.resolve(request.template_name);
-  if (!resolved || !templates_.visible_to(request.template_name, caller.team)) {
-    co_return Error::with_message(
-        "unknown template '" + request.template_name + "'; `abx template list` shows yours",
-        kErrBadInput);
+  if (!templates_.visible_to(request.template_name, caller.team)) {
+    const Error unknown = templates_.unknown_for(request.template_name, caller.team);
+    co_return Error::with_message(unknown.message(), kErrBadInput);
   }
+  auto resolved = templates_.resolve(request.template_name);
+  if (!resolved) co_return Error::with_message(resolved.error().message(), kErrBadInput);
   if (!request.wait_for_build && !templates_.is_built(*resolved)) {
     co_return Error::with_message("template '" + *resolved + "' " + kNotBuiltYet +
                                       "; build it with `abx template build " + *resolved + "`",
@@ -283,8 +281,9 @@ std::vector<SandboxRow> Service::list_for(const Caller& caller) const {
 
 std::shared_ptr<LiveSandbox> Service::find_for(const Caller& caller, const std::string& id) const {
   auto live = find(id);
-  if (!live || live->snapshot().owner != caller.team) return nullptr;
-  return live;
+  if (!live) return nullptr;
+  std::lock_guard lock(live->mutex);
+  return live->row.owner == caller.team ? live : nullptr;
 }
 
 // Adds each live sandbox's seconds since the last call to its team's usage,

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include <initializer_list>
 #include <string_view>
 
 namespace abx::daemon {
@@ -37,6 +38,26 @@ struct Statement {
   sqlite3_stmt* stmt = nullptr;
   ~Statement() { sqlite3_finalize(stmt); }
 };
+
+// Prepares `sql` into `st` and binds `texts` to its parameters, in order.
+Status prepare(sqlite3* db, Statement& st, const char* sql,
+               std::initializer_list<std::string_view> texts) {
+  if (sqlite3_prepare_v2(db, sql, -1, &st.stmt, nullptr) != SQLITE_OK) {
+    return sqlite_error(db, std::string("state db: prepare ") + sql);
+  }
+  int index = 1;
+  for (std::string_view text : texts) {
+    sqlite3_bind_text(st.stmt, index++, text.data(), static_cast<int>(text.size()),
+                      SQLITE_TRANSIENT);
+  }
+  return {};
+}
+
+// Runs a statement that returns no rows.
+Status run(sqlite3* db, Statement& st, const std::string& step) {
+  if (sqlite3_step(st.stmt) != SQLITE_DONE) return sqlite_error(db, "state db: " + step);
+  return {};
+}
 
 std::string column_text(sqlite3_stmt* stmt, int column) {
   const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
@@ -127,13 +148,8 @@ Status Store::put(const SandboxRow& row) {
 Status Store::remove(const std::string& id) {
   std::lock_guard lock(mutex_);
   Statement st;
-  if (sqlite3_prepare_v2(db_, "DELETE FROM sandboxes WHERE id = ?", -1, &st.stmt, nullptr) !=
-      SQLITE_OK) {
-    return sqlite_error(db_, "state db: prepare delete");
-  }
-  sqlite3_bind_text(st.stmt, 1, id.c_str(), -1, SQLITE_TRANSIENT);
-  if (sqlite3_step(st.stmt) != SQLITE_DONE) return sqlite_error(db_, "state db: delete " + id);
-  return {};
+  if (Status s = prepare(db_, st, "DELETE FROM sandboxes WHERE id = ?", {id}); !s) return s;
+  return run(db_, st, "delete " + id);
 }
 
 Result<std::vector<SandboxRow>> Store::load_all() {
@@ -165,42 +181,23 @@ Status Store::put_record(const std::string& kind, const std::string& name,
   std::lock_guard lock(mutex_);
   Statement st;
   const char* sql = "INSERT OR REPLACE INTO records (kind, name, data) VALUES (?, ?, ?)";
-  if (sqlite3_prepare_v2(db_, sql, -1, &st.stmt, nullptr) != SQLITE_OK) {
-    return sqlite_error(db_, "state db: prepare record insert");
-  }
-  const std::string text = data.dump();
-  sqlite3_bind_text(st.stmt, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.stmt, 2, name.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.stmt, 3, text.c_str(), -1, SQLITE_TRANSIENT);
-  if (sqlite3_step(st.stmt) != SQLITE_DONE) {
-    return sqlite_error(db_, "state db: save " + kind + " " + name);
-  }
-  return {};
+  if (Status s = prepare(db_, st, sql, {kind, name, data.dump()}); !s) return s;
+  return run(db_, st, "save " + kind + " " + name);
 }
 
 Status Store::remove_record(const std::string& kind, const std::string& name) {
   std::lock_guard lock(mutex_);
   Statement st;
   const char* sql = "DELETE FROM records WHERE kind = ? AND name = ?";
-  if (sqlite3_prepare_v2(db_, sql, -1, &st.stmt, nullptr) != SQLITE_OK) {
-    return sqlite_error(db_, "state db: prepare record delete");
-  }
-  sqlite3_bind_text(st.stmt, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.stmt, 2, name.c_str(), -1, SQLITE_TRANSIENT);
-  if (sqlite3_step(st.stmt) != SQLITE_DONE) {
-    return sqlite_error(db_, "state db: delete " + kind + " " + name);
-  }
-  return {};
+  if (Status s = prepare(db_, st, sql, {kind, name}); !s) return s;
+  return run(db_, st, "delete " + kind + " " + name);
 }
 
 Result<std::vector<Store::Record>> Store::load_records(const std::string& kind) {
   std::lock_guard lock(mutex_);
   Statement st;
   const char* sql = "SELECT name, data FROM records WHERE kind = ? ORDER BY name";
-  if (sqlite3_prepare_v2(db_, sql, -1, &st.stmt, nullptr) != SQLITE_OK) {
-    return sqlite_error(db_, "state db: prepare record select");
-  }
-  sqlite3_bind_text(st.stmt, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
+  if (Status s = prepare(db_, st, sql, {kind}); !s) return s.error();
   std::vector<Record> out;
   int rc;
   while ((rc = sqlite3_step(st.stmt)) == SQLITE_ROW) {

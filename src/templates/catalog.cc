@@ -75,9 +75,4 @@ uint64_t disk_usage(const fs::path& dir) {
   return total;
 }
 
-int64_t unix_ms_now() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace abx::templates

@@ -34,6 +34,4 @@ Result<TemplateMeta> read_meta(const fs::path& template_dir);
 // Disk blocks used below `dir` (hard links counted once).
 uint64_t disk_usage(const fs::path& dir);
 
-int64_t unix_ms_now();
-
 }  // namespace abx::templates

@@ -2,6 +2,7 @@
 // publishing and removing; builds are in template_builds.cc.
 #include <set>
 
+#include "common/clock.h"
 #include "common/ids.h"
 #include "templates/catalog.h"
 #include "templates/host_template.h"

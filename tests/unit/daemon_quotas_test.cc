@@ -1,11 +1,11 @@
 // Quotas without a daemon: what a team may make, and what the host can hold.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "daemon/quotas.h"
+#include "temp_store.h"
 
 namespace abx::daemon {
 namespace {
@@ -14,17 +14,7 @@ namespace fs = std::filesystem;
 
 class QuotasTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("abx-quotas-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    auto store = Store::open(dir_ / "abx.db");
-    ASSERT_TRUE(store) << store.error().message();
-    store_ = std::move(*store);
-  }
-  void TearDown() override {
-    store_.reset();
-    fs::remove_all(dir_);
-  }
+  void SetUp() override { store_ = open_store(dir_.path()); }
   static SandboxRow row(const std::string& team, uint32_t memory_mb) {
     SandboxRow r;
     r.owner = team;
@@ -32,7 +22,7 @@ class QuotasTest : public ::testing::Test {
     r.disk_size_mb = 1024;
     return r;
   }
-  fs::path dir_;
+  testing::TempDir dir_{"abx-quotas"};
   std::unique_ptr<Store> store_;
 };
 
@@ -94,7 +84,7 @@ TEST_F(QuotasTest, StoredQuotasWinAndSurviveARestart) {
 }
 
 TEST_F(QuotasTest, TheConfigFileIsCheckedFieldByField) {
-  const fs::path file = dir_ / "config.json";
+  const fs::path file = dir_.path() / "config.json";
   std::ofstream(file) << R"({"quotas": {"default": {"maxSandboxes": 3},
                                          "teams": {"acme": {"createsPerMinute": 5}}},
                              "hostCaps": {"memoryPercent": 80}})";
@@ -108,7 +98,7 @@ TEST_F(QuotasTest, TheConfigFileIsCheckedFieldByField) {
   auto typo = load_quota_config(file);
   ASSERT_FALSE(typo);
   EXPECT_NE(typo.error().message().find("maxSandbox"), std::string::npos);
-  EXPECT_TRUE(load_quota_config(dir_ / "absent.json")) << "no file: the defaults";
+  EXPECT_TRUE(load_quota_config(dir_.path() / "absent.json")) << "no file: the defaults";
 }
 
 }  // namespace
