@@ -2,10 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <regex>
 #include <sstream>
 
+#include "common/clock.h"
 #include "common/fd_io.h"
 #include "common/ids.h"
 #include "common/sha256.h"
@@ -18,11 +18,6 @@ using nlohmann::json;
 
 constexpr const char* kKind = "api_key";
 constexpr size_t kMaxNameLength = 100;
-
-int64_t now_unix_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 ApiKeyRecord record_for(const std::string& key, std::string team, bool admin, std::string name,
                         int64_t created_ms) {
@@ -51,6 +46,21 @@ std::optional<ApiKeyRecord> from_json(const std::string& id, const json& data) {
   return record;
 }
 
+// A label an admin's terminal prints as is: no C0/C1 controls, DEL, line or
+// paragraph separators, or bidi overrides that would disguise other text.
+bool is_printable_label(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20 || byte == 0x7f) return false;
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    const auto third = i + 2 < text.size() ? static_cast<unsigned char>(text[i + 2]) : 0;
+    if (byte == 0xc2 && next >= 0x80 && next <= 0x9f) return false;  // C1 controls
+    if (byte == 0xe2 && next == 0x80 && third >= 0xa8 && third <= 0xae) return false;
+    if (byte == 0xe2 && next == 0x81 && third >= 0xa6 && third <= 0xa9) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Status check_team_name(const std::string& team) {
@@ -69,7 +79,7 @@ Result<std::shared_ptr<ApiKeys>> ApiKeys::open(Store& store, const std::string& 
     if (auto record = from_json(id, data)) keys->by_hash_[record->hash] = std::move(*record);
   }
   if (!keys->by_hash_.empty()) return keys;
-  if (Status s = keys->add(record_for(primary, kDefaultTeam, true, "default", now_unix_ms())); !s)
+  if (Status s = keys->add(record_for(primary, kDefaultTeam, true, "default", unix_ms_now())); !s)
     return s.error();
   if (Status s = keys->import_legacy(legacy_file); !s) return s.error();
   return keys;
@@ -116,12 +126,14 @@ std::optional<Caller> ApiKeys::caller_for(const std::string& key) const {
 
 Result<NewApiKey> ApiKeys::create(const std::string& team, bool admin, const std::string& name) {
   if (Status s = check_team_name(team); !s) return s.error();
-  if (name.size() > kMaxNameLength || name.find_first_of("\r\n") != std::string::npos) {
-    return Error::with_message("name: one line of at most 100 characters", kErrBadInput);
+  if (name.size() > kMaxNameLength || !is_printable_label(name)) {
+    return Error::with_message(
+        "name: at most 100 printable characters (no control or text-direction characters)",
+        kErrBadInput);
   }
   NewApiKey made;
   made.key = ids::api_key();
-  made.record = record_for(made.key, team, admin, name, now_unix_ms());
+  made.record = record_for(made.key, team, admin, name, unix_ms_now());
   if (Status s = add(made.record); !s) return s.error();
   spdlog::info("api keys: {} made for team {}{}", made.record.id, team, admin ? " (admin)" : "");
   return made;

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 namespace abx::daemon::http {
@@ -21,6 +22,7 @@ using tcp = net::ip::tcp;
 
 constexpr size_t kMaxProxiedRequest = 64u << 20;
 constexpr size_t kReadChunk = 64 * 1024;
+constexpr int kMaxInterimResponses = 16;  // 1xx answers skipped before the real one
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) and the framing we redo ourselves.
 bool is_hop_header(const std::string& lower_name) {
@@ -105,18 +107,30 @@ Task<void> forward(Exchange& exchange, UniqueFd upstream) {
   beast::error_code ec;
   co_await bhttp::async_write(socket, request, net::redirect_error(net::use_awaitable, ec));
   beast::flat_buffer buffer;
-  bhttp::response_parser<bhttp::buffer_body> parser;
-  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-  if (!ec) {
-    co_await bhttp::async_read_header(socket, buffer, parser,
+  // Interim answers (100 Continue, 103 Early Hints) are not the response: a
+  // client told "100" as the final answer would take the next response on
+  // its connection for this request's.
+  std::optional<bhttp::response_parser<bhttp::buffer_body>> reading;
+  int status = 100;
+  for (int interim = 0; !ec && status >= 100 && status < 200 && status != 101; ++interim) {
+    if (interim == kMaxInterimResponses) {
+      ec = make_error_code(bhttp::error::bad_status);
+      break;
+    }
+    reading.emplace();
+    reading->body_limit(std::numeric_limits<std::uint64_t>::max());
+    co_await bhttp::async_read_header(socket, buffer, *reading,
                                       net::redirect_error(net::use_awaitable, ec));
+    if (!ec) status = static_cast<int>(reading->get().result_int());
   }
-  if (ec) {
-    const std::string message = "the server in the sandbox gave no HTTP response: " + ec.message();
+  if (ec || status == 101 || status > 599) {
+    const std::string why = ec ? ec.message() : "status " + std::to_string(status);
+    const std::string message =
+        "the server in the sandbox gave no HTTP response the proxy can pass on: " + why;
     co_return co_await exchange.respond(502, "application/json", bad_gateway_json(message));
   }
+  auto& parser = *reading;
   const auto& head = parser.get();
-  const int status = static_cast<int>(head.result_int());
   const std::string content_type(head[bhttp::field::content_type]);
   if (parser.is_done()) {
     co_return co_await exchange.respond(status, content_type, "", response_headers(head));

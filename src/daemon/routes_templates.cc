@@ -1,6 +1,7 @@
 // Our own API (not E2B's): /abx/v1/templates — list, inspect, build (an
 // NDJSON progress stream) and remove templates.
 #include <fcntl.h>
+#include <sys/statvfs.h>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -135,16 +136,40 @@ Task<void> stream_job(Service& service, Exchange& exchange, BuildJob job) {
   co_await exchange.finish_stream();
 }
 
+// An upload may not take the filesystem holding the templates (and usually
+// the state db and every sandbox's files) below this share of free space.
+constexpr double kUploadFreeReserve = 0.10;
+constexpr uint64_t kUploadCheckEvery = 16u << 20;
+
+// Whether `fd`'s filesystem still has room beyond the reserve.
+Status upload_room_left(int fd) {
+  struct statvfs vfs {};
+  if (::fstatvfs(fd, &vfs) != 0) return Error::from_errno("store template upload: statvfs");
+  const double total = static_cast<double>(vfs.f_blocks) * static_cast<double>(vfs.f_frsize);
+  const double free = static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize);
+  if (free >= total * kUploadFreeReserve) return {};
+  return Error::with_message(
+      "template upload: it would leave the templates filesystem under 10 % free; free some "
+      "space (abx template rm) or upload a smaller image",
+      kErrTooLarge);
+}
+
 // Writes the request body (a tar) to `path`, piece by piece; close-on-exec,
 // so a build helper started meanwhile (mmdebstrap) never inherits it.
 Task<Status> save_body(Exchange& exchange, const fs::path& path) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd.valid()) co_return Error::from_errno("store template upload", path.string());
+  uint64_t since_check = kUploadCheckEvery;
   for (;;) {
+    if (since_check >= kUploadCheckEvery) {
+      if (Status room = upload_room_left(fd.get()); !room) co_return room;
+      since_check = 0;
+    }
     const std::string piece = co_await exchange.read_body_some();
     if (piece.empty()) break;
     if (Status s = write_all(fd.get(), piece, "store template upload", path.string()); !s)
       co_return s;
+    since_check += piece.size();
   }
   co_return Status{};
 }

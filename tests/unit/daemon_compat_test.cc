@@ -10,6 +10,7 @@
 #include "daemon/api_keys.h"
 #include "daemon/gunzip.h"
 #include "daemon/gzip.h"
+#include "temp_store.h"
 
 namespace abx::daemon {
 namespace {
@@ -46,23 +47,14 @@ TEST(DaemonGzip, RoundTripsThroughGunzip) {
 
 class DaemonApiKeys : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("abx-keys-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    auto store = Store::open(dir_ / "abx.db");
-    ASSERT_TRUE(store) << store.error().message();
-    store_ = std::move(*store);
-  }
-  void TearDown() override {
-    store_.reset();
-    fs::remove_all(dir_);
-  }
+  void SetUp() override { store_ = open_store(temp_.path()); }
   std::shared_ptr<ApiKeys> open_keys(const std::string& primary = "e2b_primary") {
     auto keys = ApiKeys::open(*store_, primary, dir_ / "api_keys");
     EXPECT_TRUE(keys) << keys.error().message();
     return keys ? *keys : nullptr;
   }
-  fs::path dir_;
+  testing::TempDir temp_{"abx-keys"};
+  const fs::path& dir_ = temp_.path();
   std::unique_ptr<Store> store_;
 };
 
@@ -116,7 +108,10 @@ TEST_F(DaemonApiKeys, BadTeamsAndNamesAreRefused) {
   EXPECT_EQ(keys->create("Acme Corp", false, "").error().errnum, kErrBadInput);
   EXPECT_EQ(keys->create("", false, "").error().errnum, kErrBadInput);
   EXPECT_EQ(keys->create("acme", false, "two\nlines").error().errnum, kErrBadInput);
-  EXPECT_EQ(keys->list().size(), 1u);
+  EXPECT_EQ(keys->create("acme", false, "\x1b[31mred").error().errnum, kErrBadInput);
+  EXPECT_EQ(keys->create("acme", false, "evil\u202Etxt.exe").error().errnum, kErrBadInput);
+  EXPECT_TRUE(keys->create("acme", false, "ci runner, café")) << "printable text is fine";
+  EXPECT_EQ(keys->list().size(), 2u);
 }
 
 TEST_F(DaemonApiKeys, PlaintextKeysOfAnOlderAbxAreImportedHashed) {
