@@ -91,7 +91,8 @@ def daemon_side(daemon, rounds: int) -> dict[str, list[float]]:
             time.sleep(0.05)  # let the warm pool refill, as between real requests
         sid = api.post("/sandboxes", json={"templateID": "base", "secure": False}).json()["sandboxID"]
         time.sleep(0.5)
-        with httpx.Client(base_url=daemon.url, timeout=60) as client:
+        with httpx.Client(base_url=daemon.url, headers={"X-API-KEY": daemon.api_key},
+                          timeout=60) as client:
             for _ in range(rounds):
                 t = time.perf_counter()
                 connect_start(client, sid, "true")
@@ -102,7 +103,8 @@ def daemon_side(daemon, rounds: int) -> dict[str, list[float]]:
 
 def interpreter(daemon, rounds: int) -> dict[str, list[float]]:
     cold, warm = [], []
-    headers = lambda sid: {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49999"}
+    headers = lambda sid: {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49999",
+                           "X-API-KEY": daemon.api_key}
     with daemon.api() as api:
         for _ in range(max(3, rounds // 5)):
             sid = api.post("/sandboxes", json={"templateID": "base", "secure": False}).json()["sandboxID"]
@@ -135,8 +137,11 @@ def idle_memory(daemon, count: int) -> dict[str, float]:
     with daemon.api() as api:
         try:
             for _ in range(count):
-                ids.append(api.post("/sandboxes", json={"templateID": "base", "secure": False,
-                                                        "timeout": 3600}).json()["sandboxID"])
+                # Small limits: the host caps count limits, and these sit idle.
+                r = api.post("/sandboxes", json={"templateID": "base", "secure": False,
+                                                 "timeout": 3600, "memoryMB": 64,
+                                                 "diskSizeMB": 16})
+                ids.append(r.json()["sandboxID"])
             time.sleep(2)
             results["abx"] = (meminfo_used_kib() - base) / count / 1024
         finally:
@@ -246,7 +251,9 @@ def main() -> None:
         sys.exit("bench: bubblewrap is missing; run `make deps` first")
     os.environ["ABX_BIN"] = args.abx
     state = private_state_dir("abx-bench-")
-    daemon = start_daemon(state)
+    # A thousand idle sandboxes commit more memory limits than the host has.
+    (state / "config.json").write_text('{"hostCaps": {"memoryPercent": 1000}}')
+    daemon = start_daemon(state, extra_args=("--config", str(state / "config.json")))
     try:
         oneshot = one_shot(args.abx, daemon, args.rounds)
         side = daemon_side(daemon, args.rounds * 3)
