@@ -62,13 +62,15 @@ const std::array kRoutes = {
     ROW("POST",   "/filesystem.Filesystem/CreateWatcher",    P::envd, C::access_token, fs_create_watcher),
     ROW("POST",   "/filesystem.Filesystem/GetWatcherEvents", P::envd, C::access_token, fs_get_watcher_events),
     ROW("POST",   "/filesystem.Filesystem/RemoveWatcher",    P::envd, C::access_token, fs_remove_watcher),
-    // Sandbox plane, port 49999: the code interpreter.
+    // Sandbox plane, port 49999: the code interpreter. E2B's SDKs send the
+    // access token to /execute only; /contexts is a port of the sandbox
+    // there, public unless the sandbox was made with allowPublicTraffic false.
     ROW("GET",    "/health",                           P::interpreter, C::none,         interp_health),
     ROW("POST",   "/execute",                          P::interpreter, C::access_token, interp_execute),
-    ROW("GET",    "/contexts",                         P::interpreter, C::access_token, interp_list_contexts),
-    ROW("POST",   "/contexts",                         P::interpreter, C::access_token, interp_create_context),
-    ROW("DELETE", "/contexts/{context}",               P::interpreter, C::access_token, interp_remove_context),
-    ROW("POST",   "/contexts/{context}/restart",       P::interpreter, C::access_token, interp_restart_context),
+    ROW("GET",    "/contexts",                         P::interpreter, C::traffic_token,  interp_list_contexts),
+    ROW("POST",   "/contexts",                         P::interpreter, C::traffic_token,  interp_create_context),
+    ROW("DELETE", "/contexts/{context}",               P::interpreter, C::traffic_token,  interp_remove_context),
+    ROW("POST",   "/contexts/{context}/restart",       P::interpreter, C::traffic_token,  interp_restart_context),
     // Sandbox plane, any other port: forwarded to the server the sandbox runs.
     ROW("*",      "*",                                 P::proxy, C::traffic_token,     proxy_port),
 };

@@ -157,8 +157,6 @@ SANDBOX_ROUTES = [
     (49983, "POST", "/filesystem.Filesystem/CreateWatcher", {"path": "/tmp"}),
     (49983, "POST", "/process.Process/List", {}),
     (49999, "POST", "/execute", {"code": "open('/tmp/planted','w')"}),
-    (49999, "GET", "/contexts", None),
-    (49999, "POST", "/contexts", {"language": "python"}),
 ]
 
 
@@ -233,6 +231,13 @@ def test_ports_public_or_behind_the_traffic_token_and_credentials_stripped(teams
     wait_until(lambda: send(d, private["sandboxID"], 8000, "GET", "/", None,
                             **token).status_code == 200, what="the private echo server")
     assert send(d, private["sandboxID"], 8000, "GET", "/", None).status_code == 401
+    # The interpreter's /contexts is a port too (E2B's SDKs send no token there).
+    assert send(d, private["sandboxID"], 49999, "GET", "/contexts", None).status_code == 401
+    assert send(d, private["sandboxID"], 49999, "GET", "/contexts", None,
+                **token).status_code != 401
+    foreign = send(d, private["sandboxID"], 49999, "GET", "/contexts", None,
+                   **{"X-API-KEY": keys["beta"]})
+    assert foreign.status_code == 502, "another team's key reached /contexts"
     assert "traffic" not in send(d, private["sandboxID"], 8000, "GET", "/", None,
                                  **token).text.lower()
 
