@@ -342,12 +342,15 @@ Status LocalRuntime::destroy(const SandboxRecord& record) {
 }
 
 void LocalRuntime::sweep_orphans(const std::vector<std::string>& live_ids) {
-  const std::vector<std::string> pooled = pool_.ids();
   std::set<std::string> candidates;
   for (const auto& id : cgroup::list(cgroups_)) candidates.insert(id);
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(config_.state_dir, ec))
     if (entry.is_directory()) candidates.insert(entry.path().filename().string());
+  // Asked after the listing: a pool sandbox whose making began in between
+  // has a dir above and is among the pool's ids now (asked before, it was
+  // swept while being made, and the pool stopped refilling).
+  const std::vector<std::string> pooled = pool_.ids();
   for (const auto& id : candidates) {
     if (std::find(live_ids.begin(), live_ids.end(), id) != live_ids.end()) continue;
     if (std::find(pooled.begin(), pooled.end(), id) != pooled.end()) continue;
