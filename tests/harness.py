@@ -68,11 +68,26 @@ def start_daemon(data_dir: Path, timeout: float = 15.0, shared_templates: bool =
     raise RuntimeError("daemon did not start in time")
 
 
+def kill_every_teams_sandboxes(d: Daemon) -> None:
+    """A key sees only its team's sandboxes, and a test may have revoked the key that made
+    some: the admin key makes a short-lived key per team to find and kill them all."""
+    with d.api() as admin:
+        keys = admin.get("/abx/v1/keys")
+        teams = {k["team"] for k in keys.json()["keys"]} if keys.status_code == 200 else set()
+        for team in teams | {"default"}:
+            made = admin.post("/abx/v1/keys", json={"team": team, "name": "harness cleanup"})
+            if made.status_code != 201:
+                continue
+            with httpx.Client(base_url=d.url, headers={"X-API-KEY": made.json()["key"]},
+                              timeout=30) as api:
+                for sb in api.get("/v2/sandboxes").json():
+                    api.delete(f"/sandboxes/{sb['sandboxID']}")
+            admin.delete(f"/abx/v1/keys/{made.json()['id']}")
+
+
 def stop_daemon(d: Daemon, kill_sandboxes: bool = True) -> None:
     if kill_sandboxes and d.proc.poll() is None:
-        with d.api() as api:
-            for sb in api.get("/v2/sandboxes").json():
-                api.delete(f"/sandboxes/{sb['sandboxID']}")
+        kill_every_teams_sandboxes(d)
     if d.proc.poll() is None:
         d.proc.send_signal(signal.SIGTERM)
         try:
