@@ -68,13 +68,14 @@ def start_daemon(data_dir: Path, timeout: float = 15.0, shared_templates: bool =
     raise RuntimeError("daemon did not start in time")
 
 
-def kill_every_teams_sandboxes(d: Daemon) -> None:
+def kill_every_teams_sandboxes(d: Daemon, teams: tuple[str, ...] = ()) -> None:
     """A key sees only its team's sandboxes, and a test may have revoked the key that made
-    some: the admin key makes a short-lived key per team to find and kill them all."""
+    some: the admin key makes a short-lived key per team (those with keys, and `teams`,
+    whose last key a test may have revoked) to find and kill them all."""
     with d.api() as admin:
         keys = admin.get("/abx/v1/keys")
-        teams = {k["team"] for k in keys.json()["keys"]} if keys.status_code == 200 else set()
-        for team in teams | {"default"}:
+        known = {k["team"] for k in keys.json()["keys"]} if keys.status_code == 200 else set()
+        for team in known | {"default", *teams}:
             made = admin.post("/abx/v1/keys", json={"team": team, "name": "harness cleanup"})
             if made.status_code != 201:
                 continue
@@ -85,9 +86,9 @@ def kill_every_teams_sandboxes(d: Daemon) -> None:
             admin.delete(f"/abx/v1/keys/{made.json()['id']}")
 
 
-def stop_daemon(d: Daemon, kill_sandboxes: bool = True) -> None:
+def stop_daemon(d: Daemon, kill_sandboxes: bool = True, teams: tuple[str, ...] = ()) -> None:
     if kill_sandboxes and d.proc.poll() is None:
-        kill_every_teams_sandboxes(d)
+        kill_every_teams_sandboxes(d, teams)
     if d.proc.poll() is None:
         d.proc.send_signal(signal.SIGTERM)
         try:

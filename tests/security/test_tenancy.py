@@ -64,7 +64,7 @@ def teams(state_dir):
         victim = r.json()
     yield d, keys, victim
     admin.close()
-    stop_daemon(d)  # kills every team's sandboxes, those of revoked keys too
+    stop_daemon(d, teams=tuple(keys))  # every team's sandboxes, those of revoked keys too
 
 
 def assert_victim_unchanged(d, keys, victim):
