@@ -135,7 +135,8 @@ def test_timeout_error_is_builtin_timeout_error():
 def test_retry_after_is_bounded():
     assert retry_delay(429, {"retry-after": "1"}, 0) == 1.0
     assert retry_delay(429, {"retry-after": "999"}, 0) == 10.0
-    assert retry_delay(429, {}, 9) is None
+    assert retry_delay(429, {"retry-after": "1"}, 9) is None
+    assert retry_delay(429, {}, 0) is None, "no Retry-After: waiting does not help"
     assert retry_delay(500, {}, 0) is None
 
 

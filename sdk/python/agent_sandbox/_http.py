@@ -61,13 +61,16 @@ class Call:
 
 
 def retry_delay(status: int, headers: Mapping[str, str], attempt: int) -> float | None:
-    """Seconds to wait before retrying a 429, or None when retries are used up."""
+    """Seconds to wait before retrying a 429, or None when retries are used up.
+
+    Only a 429 with Retry-After is retried: without it waiting does not help (a quota of
+    live sandboxes, memory or disk stays full until the caller kills one)."""
     if status != 429 or attempt >= MAX_RATE_LIMIT_RETRIES:
         return None
     try:
         delay = float(headers.get("retry-after", ""))
     except ValueError:
-        delay = 0.5 * 2**attempt
+        return None
     return min(max(delay, 0.0), MAX_RETRY_AFTER)
 
 
@@ -89,8 +92,8 @@ def error_from_response(call: Call, status: int, body: bytes) -> SandboxExceptio
     """The typed error for a failed HTTP response to `call`."""
     code, message = parse_error_body(body)
     if status == 429:
-        return RateLimitError(f"{call.subject}: rate limited by the server ({message}); "
-                              "wait and retry, or create fewer sandboxes at once")
+        # The daemon's message names the limit, its value and how to raise it.
+        return RateLimitError(f"{call.subject}: {message}")
     if status == 401 or code == "unauthenticated":
         what = "API key" if call.plane == "control" else "sandbox access token"
         return AuthenticationError(f"{call.subject}: the server rejected the {what} ({message}); "
