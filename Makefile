@@ -63,7 +63,8 @@ lint-python:
 	cd sdk/python && $(CURDIR)/$(PY) -m mypy --strict --cache-dir $(CURDIR)/$(BUILD)/mypy-cache agent_sandbox
 
 bench: deps build
-	$(PY) bench/run.py --abx $(CURDIR)/$(BUILD)/abx --out bench/RESULTS.md --cold-build
+	$(PY) bench/run.py --abx $(CURDIR)/$(BUILD)/abx --out bench/RESULTS.md --cold-build \
+	  $(if $(BASELINE_ABX),--baseline-abx $(BASELINE_ABX))
 
 CXX_SOURCES = find src tests/unit -name '*.cc' -o -name '*.h'
 

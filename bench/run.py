@@ -101,6 +101,67 @@ def daemon_side(daemon, rounds: int) -> dict[str, list[float]]:
     return {"create": create, "exec true (bash -c true)": exec_true, "kill": kill}
 
 
+def create_against_baseline(daemon, baseline, rounds: int) -> dict[str, list[float]]:
+    """create p50 of this build and of an older one (--baseline-abx), alternating each round,
+    so a change on the create path (auth, quotas) is measured against the code before it."""
+    sides = {"create (this build)": daemon.api(), "create (baseline build)": baseline.api()}
+    times: dict[str, list[float]] = {label: [] for label in sides}
+    try:
+        for _ in range(rounds):
+            for label, api in sides.items():
+                t = time.perf_counter()
+                sid = api.post("/sandboxes", json={"templateID": "base"}).json()["sandboxID"]
+                times[label].append((time.perf_counter() - t) * 1000)
+                api.delete(f"/sandboxes/{sid}")
+            time.sleep(0.05)  # let both warm pools refill
+    finally:
+        for api in sides.values():
+            api.close()
+    return times
+
+
+BASELINE_HEADER = "## Create against a baseline build"
+
+
+def against_baseline(args, daemon) -> str:
+    """The RESULTS.md section comparing create p50 with --baseline-abx ('' without it)."""
+    if not args.baseline_abx:
+        return ""
+    state = private_state_dir("abx-bench-baseline-")
+    baseline = start_daemon(state, binary=Path(args.baseline_abx))
+    try:
+        times = create_against_baseline(daemon, baseline, args.rounds * 3)
+    finally:
+        stop_daemon(baseline)
+        shutil.rmtree(state, ignore_errors=True)
+    ratio = pct(times["create (this build)"], 50) / pct(times["create (baseline build)"], 50)
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"""{BASELINE_HEADER}
+
+Measured {now}, alternating each round with `{args.baseline_abx}`.
+
+{table(list(times.items()))}
+- this build / baseline = **{ratio:.2f}×** (target ≤ 1.05×: auth and quota checks on create).
+"""
+
+
+def record_baseline_only(args) -> None:
+    """--only-baseline: measure the comparison and put its section into the existing results."""
+    state = private_state_dir("abx-bench-")
+    daemon = start_daemon(state, binary=Path(args.abx))
+    try:
+        section = against_baseline(args, daemon)
+    finally:
+        stop_daemon(daemon)
+        shutil.rmtree(state, ignore_errors=True)
+    out = Path(args.out)
+    text = out.read_text() if out.exists() else "# Benchmark results\n"
+    if BASELINE_HEADER in text:
+        text = text[:text.index(BASELINE_HEADER)].rstrip("\n") + "\n"
+    out.write_text(text + "\n" + section)
+    print(section)
+
+
 def interpreter(daemon, rounds: int) -> dict[str, list[float]]:
     cold, warm = [], []
     headers = lambda sid: {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49999",
@@ -246,17 +307,27 @@ def main() -> None:
     ap.add_argument("--idle", type=int, default=1000, help="sandboxes alive for the memory figure")
     ap.add_argument("--cold-build", action="store_true",
                     help="also time a base build from an empty mmdebstrap cache (minutes)")
+    ap.add_argument("--baseline-abx", help="an older abx binary whose create p50 is measured "
+                    "alternately with this build's (e.g. before a change on the create path)")
+    ap.add_argument("--only-baseline", action="store_true",
+                    help="measure just the create comparison with --baseline-abx and print it")
     args = ap.parse_args()
     if not shutil.which("bwrap"):
         sys.exit("bench: bubblewrap is missing; run `make deps` first")
     os.environ["ABX_BIN"] = args.abx
+    if args.only_baseline:
+        if not args.baseline_abx:
+            sys.exit("bench: --only-baseline needs --baseline-abx PATH")
+        return record_baseline_only(args)
     state = private_state_dir("abx-bench-")
     # A thousand idle sandboxes commit more memory limits than the host has.
     (state / "config.json").write_text('{"hostCaps": {"memoryPercent": 1000}}')
-    daemon = start_daemon(state, extra_args=("--config", str(state / "config.json")))
+    daemon = start_daemon(state, extra_args=("--config", str(state / "config.json")),
+                          binary=Path(args.abx))
     try:
         oneshot = one_shot(args.abx, daemon, args.rounds)
         side = daemon_side(daemon, args.rounds * 3)
+        versus = against_baseline(args, daemon)
         interp = interpreter(daemon, args.rounds)
         memory = idle_memory(daemon, args.idle)
         disk = disk_per_idle_sandbox(args.abx, daemon)
@@ -312,6 +383,8 @@ the same rounds; compare ratios, not absolute numbers (this VM pays ~2 ms per ex
 | `abx template build base` | seconds |
 |---|---|
 """ + "".join(f"| {k} | {v:.1f} |\n" for k, v in builds.items())
+    if versus:
+        text += "\n" + versus
     Path(args.out).write_text(text)
     print(text)
 

@@ -45,14 +45,14 @@ class Daemon:
 
 
 def start_daemon(data_dir: Path, timeout: float = 15.0, shared_templates: bool = True,
-                 extra_args: tuple[str, ...] = ()) -> Daemon:
+                 extra_args: tuple[str, ...] = (), binary: Path | None = None) -> Daemon:
     data_dir.mkdir(parents=True, exist_ok=True)
     addr_file = data_dir / "daemon.addr"
     addr_file.unlink(missing_ok=True)
     log = open(data_dir / "daemon.log", "ab")
     templates = ["--templates-dir", str(SHARED_TEMPLATES)] if shared_templates else []
     proc = subprocess.Popen(
-        [str(ABX_BIN), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir),
+        [str(binary or ABX_BIN), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir),
          "--address-file", str(addr_file), "--log-level", "debug", *templates, *extra_args],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + timeout
