@@ -13,6 +13,53 @@ namespace {
 
 namespace sfs = runtime::sandbox_fs;
 
+// Every watch is an inotify instance of the daemon's, charged to host root
+// together with every root service on the host (fs.inotify.max_user_instances,
+// 128 by default): no sandbox, and not all of them, may take that budget.
+constexpr int kWatchesPerSandbox = 8;
+constexpr int kWatchesInDaemon = 48;
+// And each watched directory is one of host root's inotify watches.
+constexpr size_t kDirsPerWatch = 4096;
+
+class WatchBudget {
+ public:
+  Status acquire(const std::string& sandbox_id) {
+    std::lock_guard lock(mutex_);
+    int& mine = per_sandbox_[sandbox_id];
+    if (mine >= kWatchesPerSandbox) {
+      return Error::with_message("watch: sandbox " + sandbox_id + " already has " +
+                                     std::to_string(mine) +
+                                     " directory watches (the limit); remove one first",
+                                 kErrQuota);
+    }
+    if (total_ >= kWatchesInDaemon) {
+      return Error::with_message(
+          "watch: the daemon already holds " + std::to_string(total_) +
+              " directory watches (the limit, which leaves the host's inotify instances to its "
+              "own services); retry when one ends",
+          kErrQuota);
+    }
+    ++mine;
+    ++total_;
+    return {};
+  }
+  void release(const std::string& sandbox_id) {
+    std::lock_guard lock(mutex_);
+    if (--per_sandbox_[sandbox_id] <= 0) per_sandbox_.erase(sandbox_id);
+    --total_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, int> per_sandbox_;
+  int total_ = 0;
+};
+
+WatchBudget& budget() {
+  static WatchBudget instance;
+  return instance;
+}
+
 constexpr uint32_t kMask =
     IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_ONLYDIR;
 
@@ -37,22 +84,40 @@ const char* event_type(uint32_t mask) {
 DirWatch::DirWatch(std::shared_ptr<runtime::Sandbox> sandbox, std::string path, bool recursive,
                    UniqueFd inotify)
     : sandbox_(std::move(sandbox)),
+      sandbox_id_(sandbox_->record().id),
       root_(std::move(path)),
       recursive_(recursive),
       inotify_(std::move(inotify)) {}
 
+DirWatch::~DirWatch() { budget().release(sandbox_id_); }
+
 Result<std::unique_ptr<DirWatch>> DirWatch::open(std::shared_ptr<runtime::Sandbox> sandbox,
                                                  std::string path, bool recursive) {
+  if (Status s = budget().acquire(sandbox->record().id); !s) return s.error();
   UniqueFd inotify(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-  if (!inotify.valid()) return Error::from_errno("inotify_init1", path);
+  if (!inotify.valid()) {
+    budget().release(sandbox->record().id);
+    return Error::from_errno("inotify_init1", path);
+  }
+  // From here the watch owns the budget slot (its destructor gives it back).
   std::unique_ptr<DirWatch> watch(
       new DirWatch(std::move(sandbox), std::move(path), recursive, std::move(inotify)));
   if (Status added = watch->add(""); !added) return added.error();
   if (recursive) watch->add_tree("");
+  if (watch->relative_of_.size() > kDirsPerWatch) {
+    return Error::with_message("watch " + watch->root_ + ": more than " +
+                                   std::to_string(kDirsPerWatch) +
+                                   " directories below it (the limit); watch a smaller tree",
+                               kErrQuota);
+  }
   return watch;
 }
 
+// Beyond the limit a tree that grew later is watched in part, not at host
+// root's expense.
 Status DirWatch::add(const std::string& relative) {
+  if (relative_of_.size() > kDirsPerWatch)
+    return Error::with_message("watch: directory limit reached", kErrQuota);
   auto dir = sfs::open_dir(*sandbox_, join(root_, relative));
   if (!dir) return dir.error();
   const std::string handle = "/proc/self/fd/" + std::to_string(dir->get());

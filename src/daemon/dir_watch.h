@@ -28,6 +28,10 @@ class DirWatch {
   static Result<std::unique_ptr<DirWatch>> open(std::shared_ptr<runtime::Sandbox> sandbox,
                                                 std::string path, bool recursive);
 
+  DirWatch(const DirWatch&) = delete;
+  DirWatch& operator=(const DirWatch&) = delete;
+  ~DirWatch();
+
   // The events queued since the last call; never blocks.
   std::vector<WatchEvent> drain();
   // False once the watched directory itself is gone.
@@ -41,6 +45,7 @@ class DirWatch {
   void translate(const ::inotify_event& event, std::vector<WatchEvent>* out);
 
   std::shared_ptr<runtime::Sandbox> sandbox_;
+  std::string sandbox_id_;  // whose share of the watch budget this holds
   std::string root_;
   bool recursive_;
   UniqueFd inotify_;
