@@ -8,7 +8,7 @@ packages=(cmake ninja-build g++ pkg-config clang-format
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libseccomp-dev libcap-dev libsqlite3-dev libarchive-dev libtomlplusplus-dev libgtest-dev libssl-dev
   bubblewrap hyperfine iproute2 python3-venv
-  mmdebstrap umoci busybox-static)
+  mmdebstrap umoci busybox-static lxcfs)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -106,6 +106,7 @@ int serve(const ServeOptions& options) {
   config.state_dir = options.data_dir / "sandboxes";
   config.init_binary = options.init_binary.empty() ? default_init_binary() : options.init_binary;
   config.warm_pool_size = options.warm_pool;
+  config.lxcfs_dir = options.data_dir / "lxcfs";
   auto runtime = runtime::open_runtime(config);
   if (!runtime) return fail(runtime.error());
   for (const std::string& warning : (*runtime)->warnings()) spdlog::warn("runtime: {}", warning);

@@ -125,6 +125,8 @@ std::string encode(const InitConfig& c) {
   w.str(c.seccomp_bpf);
   w.u8(c.host_writable_dir);
   w.u8(c.host_network);
+  w.u64(c.shm_bytes);
+  w.strs(c.proc_views);
   return w.take();
 }
 
@@ -134,7 +136,8 @@ bool decode(const std::string& bytes, InitConfig* c) {
   uint8_t full = 0, writable = 0, host_net = 0;
   if (!r.str(&c->hostname) || !r.u64(&c->disk_bytes) || !r.strs(&c->lower_layers) ||
       !r.strs(&binds) || binds.size() % 2 != 0 || !r.u8(&full) || !r.str(&c->seccomp_bpf) ||
-      !r.u8(&writable) || !r.u8(&host_net) || !r.done())
+      !r.u8(&writable) || !r.u8(&host_net) || !r.u64(&c->shm_bytes) || !r.strs(&c->proc_views) ||
+      !r.done())
     return false;
   for (size_t i = 0; i < binds.size(); i += 2) c->binds.emplace_back(binds[i], binds[i + 1]);
   c->full_id_map = full != 0;

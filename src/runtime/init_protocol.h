@@ -35,10 +35,18 @@ struct InitConfig {
   std::string seccomp_bpf;         // compiled once by the runtime (seccomp_policy::compile)
   bool host_writable_dir = false;  // the writable layer is a host dir (RootfsSpec::writable_dir)
   bool host_network = false;       // the net namespace is the host's: leave it alone
+  uint64_t shm_bytes = 0;          // size of /dev/shm's tmpfs (0: the kernel's default)
+  std::vector<std::string> proc_views;  // lxcfs files to bind over /proc/<name>
   // Not encoded: O_PATH fds of each lower layer, then of each bind source,
-  // then of the writable dir if any, received by init in the handoff
-  // message (see spawner.h).
+  // then of the writable dir if any, then of lxcfs's proc dir if there are
+  // proc_views, received by init in the handoff message (see spawner.h).
   std::vector<int> source_fds;
+
+  // Where lxcfs's proc dir sits among the source fds, and how many there are.
+  size_t proc_views_source() const {
+    return lower_layers.size() + binds.size() + (host_writable_dir ? 1 : 0);
+  }
+  size_t source_count() const { return proc_views_source() + (proc_views.empty() ? 0 : 1); }
 };
 
 enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2, kOpen = 3 };

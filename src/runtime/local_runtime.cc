@@ -23,6 +23,7 @@
 #include "runtime/cgroup.h"
 #include "runtime/init_protocol.h"
 #include "runtime/local_sandbox.h"
+#include "runtime/lxcfs.h"
 #include "runtime/reaper.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp_policy.h"
@@ -120,8 +121,11 @@ Status validate(const SandboxSpec& spec) {
   return {};
 }
 
+// Half the memory limit, as a VM's /dev/shm is half its RAM.
+uint64_t shm_bytes(const Limits& limits) { return limits.memory_bytes / 2; }
+
 proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, bool full_id_map,
-                              const std::string& seccomp_bpf) {
+                              const std::string& seccomp_bpf, const Lxcfs* lxcfs) {
   proto::InitConfig config;
   config.hostname = spec.hostname.empty() ? spec.id : spec.hostname;
   config.disk_bytes = limits.disk_bytes;
@@ -132,6 +136,8 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   config.seccomp_bpf = seccomp_bpf;
   config.host_writable_dir = !spec.rootfs.writable_dir.empty();
   config.host_network = spec.host_network;
+  config.shm_bytes = shm_bytes(limits);
+  if (lxcfs) config.proc_views = lxcfs->views();
   return config;
 }
 
@@ -140,7 +146,8 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
 // Opened through the child's /proc/<pid>/root so that each fd's mount lies
 // in the sandbox's mount namespace: overlay and bind mounts refuse sources
 // from another namespace.
-Result<spawner::Handoff> open_rootfs_sources(pid_t pid, const RootfsSpec& rootfs) {
+Result<spawner::Handoff> open_rootfs_sources(pid_t pid, const RootfsSpec& rootfs,
+                                             const Lxcfs* lxcfs) {
   const std::string root = "/proc/" + std::to_string(pid) + "/root";
   spawner::Handoff fds;
   auto open_source = [&](const fs::path& path, int flags) -> Status {
@@ -155,6 +162,8 @@ Result<spawner::Handoff> open_rootfs_sources(pid_t pid, const RootfsSpec& rootfs
     if (auto s = open_source(bind.host_path, 0); !s) return s.error();
   if (!rootfs.writable_dir.empty())
     if (auto s = open_source(rootfs.writable_dir, O_DIRECTORY); !s) return s.error();
+  if (lxcfs && !lxcfs->views().empty())
+    if (auto s = open_source(lxcfs->proc_dir(), O_DIRECTORY); !s) return s.error();
   return fds;
 }
 
@@ -199,17 +208,21 @@ Status kill_init(pid_t pid) {
 class LocalRuntime final : public Runtime {
  public:
   LocalRuntime(RuntimeConfig config, UniqueFd image, std::string seccomp_bpf, user::IdMap ids,
-               cgroup::Layout cgroups, bool shield_init, std::vector<std::string> warnings)
+               cgroup::Layout cgroups, bool shield_init, std::unique_ptr<Lxcfs> lxcfs,
+               std::vector<std::string> warnings)
       : config_(std::move(config)),
         image_(std::move(image)),
         seccomp_bpf_(std::move(seccomp_bpf)),
         ids_(ids),
         cgroups_(std::move(cgroups)),
         shield_init_(shield_init),
+        lxcfs_(std::move(lxcfs)),
         warnings_(std::move(warnings)) {}
   ~LocalRuntime() override {
     pool_.drain();  // its sandboxes' cgroups must go before the instance's
     cgroup::release(cgroups_);
+    // Sandboxes left for the next daemon to adopt keep reading it.
+    if (lxcfs_ && !any_sandbox_left()) lxcfs_->stop();
   }
 
   Result<std::unique_ptr<Sandbox>> create(const SandboxSpec& spec) override;
@@ -227,6 +240,7 @@ class LocalRuntime final : public Runtime {
   Result<pid_t> start(const SandboxSpec& spec, const Limits& limits);
   Result<std::unique_ptr<Sandbox>> connect(const SandboxRecord& record);
   Status remove_leftovers(const std::string& id);
+  bool any_sandbox_left() const;
 
   RuntimeConfig config_;
   UniqueFd image_;
@@ -234,6 +248,7 @@ class LocalRuntime final : public Runtime {
   user::IdMap ids_;
   cgroup::Layout cgroups_;
   bool shield_init_;
+  std::unique_ptr<Lxcfs> lxcfs_;
   std::vector<std::string> warnings_;
   Reaper reaper_;
   // Last: its thread stops, and its sandboxes go, before anything it uses.
@@ -248,7 +263,9 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
     return Error::from_errno("mkdir state dir", state.string());
   auto listen = listen_control(state / kSocketName);
   if (!listen) return listen.error();
-  auto config = config_memfd(init_config(spec, limits, ids_.full(), seccomp_bpf_));
+  // One answer for both uses: init expects the proc dir's fd iff it has views.
+  const Lxcfs* views = lxcfs_ && lxcfs_->answering() ? lxcfs_.get() : nullptr;
+  auto config = config_memfd(init_config(spec, limits, ids_.full(), seccomp_bpf_, views));
   if (!config) return config.error();
   if (cgroups_.version != cgroup::Version::kNone)
     if (auto s = cgroup::create(cgroups_, spec.id, limits); !s) return s.error();
@@ -256,7 +273,7 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
     if (auto s = user::write_maps(pid, ids_); !s) return s.error();
     if (cgroups_.version != cgroup::Version::kNone)
       if (auto s = cgroup::attach(cgroups_, spec.id, pid); !s) return s.error();
-    return open_rootfs_sources(pid, spec.rootfs);
+    return open_rootfs_sources(pid, spec.rootfs, views);
   };
   auto pid =
       spawner::start_init({image_.get(), config->get(), listen->get()}, spec.host_network, prepare);
@@ -271,6 +288,11 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
     return s.error();
   }
   return pid;
+}
+
+bool LocalRuntime::any_sandbox_left() const {
+  std::error_code ec;
+  return fs::directory_iterator(config_.state_dir, ec) != fs::directory_iterator();
 }
 
 Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
@@ -383,12 +405,14 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
         "hog may take the whole sandbox down instead of only itself");
   cgroup::Layout cgroups =
       cgroup::detect(cgroup::instance_name(fs::absolute(config.state_dir)), &warnings);
+  std::unique_ptr<Lxcfs> lxcfs =
+      config.lxcfs_dir.empty() ? nullptr : Lxcfs::start(config.lxcfs_dir, &warnings);
   RuntimeConfig effective = config;
   effective.state_dir = fs::absolute(config.state_dir);
   effective.default_limits = fill_defaults(config.default_limits, kBuiltinLimits);
   return std::unique_ptr<Runtime>(std::make_unique<LocalRuntime>(
       std::move(effective), std::move(*image), std::move(*seccomp_bpf), ids, std::move(cgroups),
-      shield_init, std::move(warnings)));
+      shield_init, std::move(lxcfs), std::move(warnings)));
 }
 
 }  // namespace abx::runtime

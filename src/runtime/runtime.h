@@ -147,6 +147,9 @@ struct RuntimeConfig {
   // Ready sandboxes kept per distinct (rootfs, limits, hostname) for creates
   // with an empty id; 0 disables the pool.
   size_t warm_pool_size = 2;
+  // Where to mount lxcfs for sandboxes' /proc views of their own limits;
+  // empty: no lxcfs (sandboxes see the host's meminfo, uptime, ...).
+  fs::path lxcfs_dir;
 };
 
 class Runtime {

@@ -73,8 +73,8 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_FALSE(back.ok());
   EXPECT_EQ(proto::error_from(back).errnum, ENOENT);
 
-  proto::InitConfig config{"box", 1 << 20, {"/a", "/b"}, {{"/usr", "/usr"}}, false, "bpf", true,
-                           true,  {}};
+  proto::InitConfig config{"box", 1 << 20, {"/a", "/b"}, {{"/usr", "/usr"}}, false,
+                           "bpf", true,    true,         64 << 20,           {"meminfo", "uptime"}};
   proto::InitConfig config_back;
   ASSERT_TRUE(proto::decode(proto::encode(config), &config_back));
   EXPECT_EQ(config_back.hostname, "box");
@@ -85,6 +85,11 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_EQ(config_back.seccomp_bpf, "bpf");
   EXPECT_TRUE(config_back.host_writable_dir);
   EXPECT_TRUE(config_back.host_network);
+  EXPECT_EQ(config_back.shm_bytes, 64u << 20);
+  EXPECT_EQ(config_back.proc_views, config.proc_views);
+  // Layers, the bind, the writable dir, then lxcfs's proc dir.
+  EXPECT_EQ(config_back.proc_views_source(), 4u);
+  EXPECT_EQ(config_back.source_count(), 5u);
 }
 
 TEST(InitProtocol, RejectsTruncatedAndTrailingBytes) {

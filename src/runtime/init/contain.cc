@@ -32,10 +32,12 @@ using Step = Status (*)(const InitConfig&);
 
 // The user, pid, ipc, uts and net namespaces were made by clone().
 constexpr Step kRecipe[] = {
-    enter_cgroup_namespace, mnt::make_private,  mnt::stage,      mnt::mount_overlay,
-    mnt::bind_read_only,    mnt::mount_proc,    mnt::make_dev,   mnt::make_standard_dirs,
-    mnt::mask_proc,         mnt::close_sources, mnt::enter_root, net::set_hostname,
-    net::write_host_files,  net::loopback_up,   make_undumpable,
+    enter_cgroup_namespace, mnt::make_private,     mnt::stage,
+    mnt::mount_overlay,     mnt::bind_read_only,   mnt::mount_proc,
+    mnt::bind_proc_views,   mnt::make_dev,         mnt::make_standard_dirs,
+    mnt::mask_proc,         mnt::close_sources,    mnt::enter_root,
+    net::set_hostname,      net::write_host_files, net::loopback_up,
+    make_undumpable,
     load_seccomp,  // last: it forbids mount and friends
 };
 

@@ -52,9 +52,7 @@ bool receive_sources(int handoff, proto::InitConfig* config) {
   std::vector<abx::UniqueFd> fds;
   auto got = proto::recv_message(handoff, &bytes, &fds);
   ::close(handoff);
-  const size_t expected =
-      config->lower_layers.size() + config->binds.size() + (config->host_writable_dir ? 1 : 0);
-  if (!got || !*got || fds.size() != expected) return false;
+  if (!got || !*got || fds.size() != config->source_count()) return false;
   for (auto& fd : fds) config->source_fds.push_back(fd.release());
   return true;
 }

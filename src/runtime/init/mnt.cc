@@ -160,6 +160,20 @@ Status mount_proc(const InitConfig&) {
   return mount_fs("proc", target, MS_NOSUID | MS_NODEV | MS_NOEXEC, "");
 }
 
+// lxcfs's files describe the reader's own cgroup. A view that cannot be
+// bound (lxcfs gone) leaves the kernel's file: a create never fails for it.
+Status bind_proc_views(const InitConfig& config) {
+  if (config.proc_views.empty()) return {};
+  const size_t index =
+      config.lower_layers.size() + config.binds.size() + (config.host_writable_dir ? 1 : 0);
+  const std::string source = source_path(config, index);
+  for (const std::string& name : config.proc_views) {
+    if (name.empty() || name.find('/') != std::string::npos) continue;
+    (void)bind(source + "/" + name, std::string(kNew) + "/proc/" + name, true);
+  }
+  return {};
+}
+
 Status make_dev(const InitConfig& config) {
   const std::string dev = std::string(kNew) + "/dev";
   if (auto s = make_dirs(dev, 0755); !s) return s;
@@ -174,7 +188,12 @@ Status make_dev(const InitConfig& config) {
       std::string("newinstance,ptmxmode=0666,mode=0620") + (config.full_id_map ? ",gid=5" : "");
   if (auto s = mount_fs("devpts", dev + "/pts", MS_NOSUID | MS_NOEXEC, pts); !s) return s;
   if (auto s = sys(::mkdir((dev + "/shm").c_str(), 01777), "mkdir /dev/shm"); !s) return s;
-  if (auto s = mount_fs("tmpfs", dev + "/shm", MS_NOSUID | MS_NODEV, "mode=1777"); !s) return s;
+  // Sized, or it would be half the host's memory (its pages are charged to
+  // the writer's memory cgroup, so the sandbox's own limit bounds it too).
+  const std::string shm_size =
+      config.shm_bytes ? ",size=" + std::to_string(config.shm_bytes) : std::string();
+  if (auto s = mount_fs("tmpfs", dev + "/shm", MS_NOSUID | MS_NODEV, "mode=1777" + shm_size); !s)
+    return s;
   for (auto [name, target] : kDevLinks)
     if (auto s = sys(::symlink(target, (dev + "/" + name).c_str()), "symlink /dev", name); !s)
       return s;

@@ -16,6 +16,7 @@ Status stage(const InitConfig& config);  // tmpfs of disk_bytes; pivot into it
 Status mount_overlay(const InitConfig& config);
 Status bind_read_only(const InitConfig& config);
 Status mount_proc(const InitConfig& config);
+Status bind_proc_views(const InitConfig& config);  // lxcfs's meminfo, uptime, ... over /proc
 Status make_dev(const InitConfig& config);
 Status make_standard_dirs(const InitConfig& config);  // /tmp, /home/user
 Status mask_proc(const InitConfig& config);

@@ -1,0 +1,84 @@
+"""What a sandbox sees of the host: /proc/meminfo and uptime describe the sandbox (lxcfs,
+run by the daemon), /dev/shm is sized by the sandbox's memory, and stopping the daemon
+leaves no lxcfs process or mount behind."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import httpx
+import pytest
+
+from harness import ABX_BIN, start_daemon, stop_daemon
+
+pytestmark = [
+    pytest.mark.offline,  # the `host` template needs no build
+    pytest.mark.skipif(shutil.which("lxcfs") is None, reason="lxcfs is not installed (make deps)"),
+]
+
+MEMORY_MB = 256
+
+
+def run(d, sandbox_id: str, script: str) -> str:
+    r = subprocess.run([str(ABX_BIN), "exec", sandbox_id, "--", "sh", "-c", script], env=d.env(),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def lxcfs_pids(mountpoint) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            cmdline = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+            continue
+        if cmdline and cmdline[0] == b"lxcfs" and str(mountpoint).encode() in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
+@pytest.fixture
+def small_sandbox(state_dir):
+    d = start_daemon(state_dir / "state", shared_templates=False)
+    try:
+        with d.api() as api:
+            r = api.post("/sandboxes", json={"templateID": "host", "memoryMB": MEMORY_MB})
+            assert r.status_code == 201, r.text
+        yield d, r.json()["sandboxID"]
+    finally:
+        stop_daemon(d)
+
+
+def test_meminfo_and_free_show_the_sandbox_memory_limit(small_sandbox):
+    d, sandbox_id = small_sandbox
+    meminfo = run(d, sandbox_id, "head -1 /proc/meminfo").split()
+    assert meminfo[:3] == ["MemTotal:", str(MEMORY_MB * 1024), "kB"]
+    free = run(d, sandbox_id, "free -m").splitlines()[1].split()
+    assert free[0] == "Mem:" and int(free[1]) == MEMORY_MB
+    assert d.proc.poll() is None and httpx.get(d.url + "/health", timeout=10).status_code < 300
+
+
+def test_uptime_is_the_sandbox_not_the_host(small_sandbox):
+    d, sandbox_id = small_sandbox
+    inside = float(run(d, sandbox_id, "cut -d' ' -f1 /proc/uptime"))
+    host = float(open("/proc/uptime").read().split()[0])
+    # The host's own value would be within milliseconds of the host's reading.
+    assert inside < host - 1, f"sandbox uptime {inside} s is the host's ({host} s)"
+
+
+def test_dev_shm_is_half_the_memory_limit(small_sandbox):
+    d, sandbox_id = small_sandbox
+    size_kib = run(d, sandbox_id, "df -k /dev/shm | tail -1").split()[1]
+    assert int(size_kib) == MEMORY_MB * 1024 // 2
+
+
+def test_stopping_the_daemon_ends_its_lxcfs(state_dir):
+    d = start_daemon(state_dir / "state", shared_templates=False)
+    mountpoint = state_dir / "state" / "lxcfs"
+    assert lxcfs_pids(mountpoint), "the daemon runs no lxcfs"
+    stop_daemon(d)
+    assert not lxcfs_pids(mountpoint), "lxcfs outlived a daemon with no sandboxes left"
+    mounts = open("/proc/self/mountinfo").read()
+    assert str(mountpoint) not in mounts
