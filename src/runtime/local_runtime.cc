@@ -275,8 +275,8 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
       if (auto s = cgroup::attach(cgroups_, spec.id, pid); !s) return s.error();
     return open_rootfs_sources(pid, spec.rootfs, views);
   };
-  auto pid =
-      spawner::start_init({image_.get(), config->get(), listen->get()}, spec.host_network, prepare);
+  auto pid = spawner::start_init({image_.get(), config->get(), listen->get()}, spec.host_network,
+                                 ids_.uid_zero, prepare);
   if (!pid) return pid.error();
   if (auto s = shield_init_ ? protect_from_oom_killer(*pid) : Status{}; !s) {
     (void)kill_init(*pid);

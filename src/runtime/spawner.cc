@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -125,14 +126,22 @@ CloneFn libc_clone() {
 
 // Blocks every signal while cloning so that no daemon handler runs on the
 // child's stack before exec; the child execs with them blocked and abx-init
-// sets its own mask.
-pid_t clone_blocked(ChildArgs* args, void* stack, bool host_network) {
+// sets its own mask. A user namespace is owned by its creator's euid: for
+// the clone alone this thread takes `owner` as its euid (the raw syscall
+// changes this thread only, not the daemon's others) and then returns to root,
+// which gives back its capabilities.
+pid_t clone_blocked(ChildArgs* args, void* stack, bool host_network, uid_t owner) {
   sigset_t all, old;
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t pid = libc_clone()(child_main, static_cast<char*>(stack) + kStackSize,
-                                 kCloneFlags | (host_network ? 0 : CLONE_NEWNET), args);
+  const bool switch_euid = owner != 0 && ::geteuid() == 0;
+  pid_t pid = -1;
+  if (!switch_euid || ::syscall(SYS_setresuid, -1, owner, -1) == 0) {
+    pid = libc_clone()(child_main, static_cast<char*>(stack) + kStackSize,
+                       kCloneFlags | (host_network ? 0 : CLONE_NEWNET), args);
+  }
   const int saved = errno;
+  if (switch_euid && ::syscall(SYS_setresuid, -1, 0, -1) != 0) std::abort();  // never root-less
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   errno = saved;
   return pid;
@@ -173,7 +182,7 @@ Status release(int sync, const Handoff& handoff) {
   return proto::send_message(sync, "fds", fds);
 }
 
-Result<pid_t> start_init(const InitFds& fds, bool host_network,
+Result<pid_t> start_init(const InitFds& fds, bool host_network, uid_t owner,
                          const std::function<Result<Handoff>(pid_t)>& prepare) {
   int sync[2], status[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) != 0)
@@ -200,7 +209,7 @@ Result<pid_t> start_init(const InitFds& fds, bool host_network,
   if (mapped == MAP_FAILED) return Error::from_errno("mmap init stack");
   std::unique_ptr<void, StackDeleter> stack(mapped);
 
-  const pid_t pid = clone_blocked(args.get(), stack.get(), host_network);
+  const pid_t pid = clone_blocked(args.get(), stack.get(), host_network, owner);
   if (pid < 0) return Error::from_errno("clone sandbox namespaces");
   sync_read.reset();
   status_write.reset();  // so a dead child reads as EOF
