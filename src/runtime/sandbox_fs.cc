@@ -155,11 +155,6 @@ Result<struct stat> stat_fd(int fd, const char* step, const std::string& path) {
   return st;
 }
 
-Status require_regular(const struct stat& st, const char* step, const std::string& path) {
-  if (S_ISREG(st.st_mode)) return {};
-  return error_for(step, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, path);
-}
-
 // mkdir -p of every component of `dir` (absolute, normalised), as the
 // caller's ActingAs. New directories are 0755. Returns the final dir.
 Result<UniqueFd> make_parents(const Sandbox& sb, const std::string& dir) {
@@ -292,28 +287,32 @@ Status remove_tree_contents(int dir_fd, const std::string& dir_path) {
 // Creates (mode 0644) or truncates a regular file, as the caller's ActingAs.
 // O_NONBLOCK keeps a FIFO planted at the path from blocking the daemon; the
 // type check then rejects it.
-Result<UniqueFd> create_or_truncate(const Sandbox& sb, const std::string& path) {
-  auto fd = resolve(sb, path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY, "open", 0644);
-  if (!fd) return fd.error();
-  auto st = stat_fd(fd->get(), "open", path);
-  if (!st) return st.error();
-  if (auto regular = require_regular(*st, "open", path); !regular) return regular.error();
-  if (::fcntl(fd->get(), F_SETFL, 0) != 0) return Error::from_errno("open", path);
-  return fd;
-}
-
-// A refusal of open_read_as in the words of the files API.
-Error explain_refusal(const Error& error, const std::string& path) {
+// A refusal of a files-API open in its words; `verb` is "read" or "written".
+Error explain_refusal(const Error& error, const std::string& path, const char* verb = "read") {
+  const std::string can = std::string("can be ") + verb;
   if (error.errnum == EPERM && error.step.starts_with(proto::kPseudoFileStep))
     return Error::with_message(
-        "'" + path + "' is a /proc or /sys file: only the sandbox's own files can be read", EPERM);
+        "'" + path + "' is a /proc or /sys file: only the sandbox's own files " + can, EPERM);
   if (error.errnum == EINVAL && error.step.starts_with(proto::kNotRegularStep))
     return Error::with_message(
-        "'" + path + "' is a device, FIFO or socket: only regular files can be read", EINVAL);
+        "'" + path + "' is a device, FIFO or socket: only regular files " + can, EINVAL);
   if (error.errnum == EACCES)
     return Error::with_message("permission denied: the requested user cannot read '" + path + "'",
                                EACCES);
   return error;
+}
+
+// Checked on the opened fd, before a byte is written: an upload to a /proc
+// or /sys file (say /proc/mtrr, through a link the sandbox planted) would
+// reach host kernel code with the daemon's powers. O_NONBLOCK keeps a FIFO
+// from blocking the open.
+Result<UniqueFd> create_or_truncate(const Sandbox& sb, const std::string& path) {
+  auto fd = resolve(sb, path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY, "open", 0644);
+  if (!fd) return fd.error();
+  if (auto s = proto::check_readable_file(fd->get(), path); !s)
+    return explain_refusal(s.error(), path, "written");
+  if (::fcntl(fd->get(), F_SETFL, 0) != 0) return Error::from_errno("open", path);
+  return fd;
 }
 
 // For an init that cannot open files itself: the same open, from the host,

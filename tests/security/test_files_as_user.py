@@ -59,6 +59,30 @@ def test_a_planted_link_to_proc_is_refused(secure, target):
     assert httpx.get(d.url + "/health", timeout=10).status_code == 204
 
 
+def upload(d, sandbox, path: str, username: str, data: bytes) -> httpx.Response:
+    headers = {"E2b-Sandbox-Id": sandbox["sandboxID"], "E2b-Sandbox-Port": "49983",
+               "X-Access-Token": sandbox["envdAccessToken"]}
+    return httpx.post(d.url + "/files", params={"path": path, "username": username},
+                      files={"file": ("f", data)}, headers=headers, timeout=30)
+
+
+def test_an_upload_through_a_planted_link_to_proc_is_refused(secure):
+    """Written as the daemon, /proc/1/comm would rename the sandbox's init: proof that a
+    write reached a kernel file (as /proc/mtrr would reach kernel code)."""
+    d, sandbox = secure
+    as_root(d, sandbox, "ln -sf /proc/1/comm /tmp/result.txt && ln -sf /dev/null /tmp/null")
+    before = abx(d, "exec", sandbox["sandboxID"], "--", "cat", "/proc/1/comm").stdout
+    for user in ("user", "root"):
+        refused = upload(d, sandbox, "/tmp/result.txt", user, b"pwned")
+        assert refused.status_code in (400, 403), refused.text
+    assert "/proc or /sys" in refused.json()["message"]
+    device = upload(d, sandbox, "/tmp/null", "root", b"x")
+    assert device.status_code == 400 and "regular files" in device.json()["message"]
+    after = abx(d, "exec", sandbox["sandboxID"], "--", "cat", "/proc/1/comm").stdout
+    assert after == before and "pwned" not in after
+    assert d.proc.poll() is None and httpx.get(d.url + "/health", timeout=10).status_code == 204
+
+
 def test_devices_and_directories_are_not_downloaded(secure):
     d, sandbox = secure
     device = download(d, sandbox, "/dev/zero", "root")
