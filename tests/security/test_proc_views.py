@@ -15,6 +15,7 @@ from harness import ABX_BIN, start_daemon, stop_daemon
 pytestmark = [
     pytest.mark.offline,  # the `host` template needs no build
     pytest.mark.skipif(shutil.which("lxcfs") is None, reason="lxcfs is not installed (make deps)"),
+    pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse: lxcfs cannot mount"),
 ]
 
 MEMORY_MB = 256
