@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "daemon/url.h"
 
 namespace abx::daemon {
@@ -11,14 +12,6 @@ using nlohmann::json;
 
 Error field_error(const std::string& field, const std::string& what) {
   return Error::with_message(field + ": " + what, kErrBadInput);
-}
-
-Result<json> parse_object(const std::string& body) {
-  json doc = json::parse(body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return field_error("body", "must be a JSON object");
-  }
-  return doc;
 }
 
 Result<int> timeout_field(const json& doc) {
@@ -79,7 +72,7 @@ std::vector<std::string> split(const std::string& text, char sep) {
 }  // namespace
 
 Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint32_t host_cores) {
-  auto doc = parse_object(body);
+  auto doc = json_text::parse_object(body);
   if (!doc) return doc.error();
   CreateSandboxRequest req;
   const json& d = *doc;
@@ -127,7 +120,7 @@ Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint3
 }
 
 Result<int> parse_timeout_body(const std::string& body) {
-  auto doc = parse_object(body);
+  auto doc = json_text::parse_object(body);
   if (!doc) return doc.error();
   if (!doc->contains("timeout")) return field_error("timeout", "required integer (seconds)");
   return timeout_field(*doc);

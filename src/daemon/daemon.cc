@@ -86,6 +86,20 @@ ListenAddress reachable_address(const std::string& host_port, uint16_t port) {
   return {host, port};
 }
 
+// The last barrier: an exception a library throws from inside an I/O
+// completion (not in any coroutine, so no route's try sees it) would
+// otherwise leave run() and end the daemon. Its operation is lost, nothing
+// else: log it and go on serving.
+void run_io(boost::asio::io_context& ioc) {
+  for (;;) {
+    try {
+      ioc.run();
+      return;
+    } catch (const std::exception& e) {
+      spdlog::error("abx serve: an I/O handler threw ({}); carrying on", e.what());
+    }
+  }
+}
 }  // namespace
 
 fs::path api_key_path(const fs::path& data_dir) { return data_dir / "api_key"; }
@@ -145,8 +159,8 @@ int serve(const ServeOptions& options) {
     ioc.stop();
   });
   std::vector<std::thread> threads;
-  for (int i = 1; i < kIoThreads; ++i) threads.emplace_back([&] { ioc.run(); });
-  ioc.run();
+  for (int i = 1; i < kIoThreads; ++i) threads.emplace_back([&] { run_io(ioc); });
+  run_io(ioc);
   for (auto& thread : threads) thread.join();
   pool.join();
   if (Status s = tenancy.usage->flush(); !s) spdlog::warn("usage: {}", s.error().message());

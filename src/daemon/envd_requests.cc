@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/base64.h"
+#include "common/json_text.h"
 #include "daemon/proto_json.h"
 
 namespace abx::daemon {
@@ -145,6 +146,8 @@ Result<ProcessConfig> process_config_of(const json& message) {
   config.envs = std::move(*envs);
   auto cwd = string_of(field(p, "cwd", "cwd"), "process.cwd");
   if (!cwd) return cwd.error();
+  if (cwd->find('\0') != std::string::npos)
+    return bad("process.cwd", "must not contain a NUL byte");
   config.cwd = std::move(*cwd);
   return config;
 }
@@ -277,9 +280,7 @@ Result<FilesQuery> parse_files_query(const std::map<std::string, std::string>& q
 }
 
 Result<json> parse_interpreter_body(const std::string& body) {
-  json doc = json::parse(body.empty() ? std::string("{}") : body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return bad("body", "must be a JSON object");
-  return doc;
+  return json_text::parse_object(body.empty() ? std::string_view("{}") : body);
 }
 
 Result<ExecuteRequest> parse_execute(const json& body) {

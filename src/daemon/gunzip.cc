@@ -9,7 +9,7 @@ struct Gunzip::State {
   bool ready = false;
 };
 
-Gunzip::Gunzip() : state_(std::make_unique<State>()) {
+Gunzip::Gunzip(uint64_t max_output) : state_(std::make_unique<State>()), max_output_(max_output) {
   // 16 + MAX_WBITS: expect a gzip header, not a raw zlib one.
   state_->ready = inflateInit2(&state_->stream, 16 + MAX_WBITS) == Z_OK;
   if (!state_->ready) error_ = "gzip: cannot initialise zlib";
@@ -34,6 +34,12 @@ bool Gunzip::feed(std::string_view input, const std::function<bool(std::string_v
       return false;
     }
     const size_t produced = sizeof out - z.avail_out;
+    output_ += produced;
+    if (output_ > max_output_) {
+      too_large_ = true;
+      error_ = "gzip: decompresses to more than " + std::to_string(max_output_) + " bytes";
+      return false;
+    }
     if (produced > 0 && !sink(std::string_view(out, produced))) return false;
     if (rc == Z_STREAM_END) finished_ = true;
     if (rc == Z_BUF_ERROR && produced == 0) break;

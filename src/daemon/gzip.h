@@ -2,6 +2,7 @@
 // (e2b's files.read(gzip=True) sends Accept-Encoding: gzip).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -17,6 +18,10 @@ class Gzip {
 
   // The compressed bytes ready so far (may be empty).
   std::string feed(std::string_view input);
+  // `count` zero bytes (a hole in a sparse file), as ready-made deflate
+  // blocks: the work is a copy per KiB of output, where deflating the zeros
+  // would take a core for half a minute per GiB.
+  std::string zeros(uint64_t count);
   // The rest of the stream, trailer included.
   std::string finish();
 

@@ -11,6 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <stdexcept>
+
+#include "common/json_text.h"
 
 namespace abx::daemon::http {
 namespace {
@@ -22,6 +25,14 @@ using tcp = net::ip::tcp;
 
 constexpr size_t kMaxProxiedRequest = 64u << 20;
 constexpr size_t kReadChunk = 64 * 1024;
+// The response's status line and header fields.
+constexpr uint32_t kMaxResponseHeader = 32 * 1024;
+// What the upstream may have us hold at once: a header, a chunk header, the
+// trailer (body bytes pass through to the client). Beast applies no limit
+// to a chunked trailer, and one field in it over 64 KiB makes it throw
+// std::length_error from inside the read, past every coroutine's try, out of
+// io_context::run: the cap keeps the trailer well below that.
+constexpr size_t kMaxBuffered = 48 * 1024;
 constexpr int kMaxInterimResponses = 16;  // 1xx answers skipped before the real one
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) and the framing we redo ourselves.
@@ -72,6 +83,21 @@ Headers response_headers(const bhttp::response_parser<bhttp::buffer_body>::value
   return out;
 }
 
+std::string relay_failure(const beast::error_code& ec) {
+  const std::string why =
+      ec == bhttp::error::buffer_overflow
+          ? "its chunk header or trailer is over " + std::to_string(kMaxBuffered >> 10) + " KiB"
+          : ec.message();
+  return "proxy: the response of the server in the sandbox was cut short: " + why;
+}
+
+// Why no response can be passed on: the header did not come or is not one.
+std::string header_failure(const beast::error_code& ec, int status) {
+  if (ec == bhttp::error::header_limit || ec == bhttp::error::buffer_overflow)
+    return "its header is over " + std::to_string(kMaxResponseHeader >> 10) + " KiB";
+  return ec ? ec.message() : "status " + std::to_string(status);
+}
+
 // Relays the body piece by piece until the upstream ends it or the client leaves.
 Task<void> relay_body(Exchange& exchange, tcp::socket& socket, beast::flat_buffer& buffer,
                       bhttp::response_parser<bhttp::buffer_body>& parser) {
@@ -81,15 +107,17 @@ Task<void> relay_body(Exchange& exchange, tcp::socket& socket, beast::flat_buffe
     parser.get().body().size = chunk.size();
     beast::error_code ec;
     co_await bhttp::async_read(socket, buffer, parser, net::redirect_error(net::use_awaitable, ec));
-    if (ec && ec != bhttp::error::need_buffer) break;
     const size_t got = chunk.size() - parser.get().body().size;
     if (got > 0 && !co_await exchange.write_chunk(chunk.substr(0, got))) co_return;
+    // Thrown, not a normal end: the client must see a cut-off response, not
+    // a complete-looking one (the status went out already; a 502 cannot).
+    if (ec && ec != bhttp::error::need_buffer) throw std::runtime_error(relay_failure(ec));
   }
   co_await exchange.finish_stream();
 }
 
 std::string bad_gateway_json(const std::string& message) {
-  return nlohmann::json{{"code", 502}, {"message", message}}.dump();
+  return json_text::dump(nlohmann::json{{"code", 502}, {"message", message}});
 }
 
 }  // namespace
@@ -106,7 +134,7 @@ Task<void> forward(Exchange& exchange, UniqueFd upstream) {
   auto request = upstream_request(exchange.request(), std::move(body));
   beast::error_code ec;
   co_await bhttp::async_write(socket, request, net::redirect_error(net::use_awaitable, ec));
-  beast::flat_buffer buffer;
+  beast::flat_buffer buffer(kMaxBuffered);
   // Interim answers (100 Continue, 103 Early Hints) are not the response: a
   // client told "100" as the final answer would take the next response on
   // its connection for this request's.
@@ -119,12 +147,13 @@ Task<void> forward(Exchange& exchange, UniqueFd upstream) {
     }
     reading.emplace();
     reading->body_limit(std::numeric_limits<std::uint64_t>::max());
+    reading->header_limit(kMaxResponseHeader);
     co_await bhttp::async_read_header(socket, buffer, *reading,
                                       net::redirect_error(net::use_awaitable, ec));
     if (!ec) status = static_cast<int>(reading->get().result_int());
   }
   if (ec || status == 101 || status > 599) {
-    const std::string why = ec ? ec.message() : "status " + std::to_string(status);
+    const std::string why = header_failure(ec, status);
     const std::string message =
         "the server in the sandbox gave no HTTP response the proxy can pass on: " + why;
     co_return co_await exchange.respond(502, "application/json", bad_gateway_json(message));

@@ -1,6 +1,7 @@
 #include "daemon/proto_json.h"
 
 #include "common/base64.h"
+#include "common/json_text.h"
 #include "daemon/codec.h"
 
 namespace abx::daemon::proto_json {
@@ -8,10 +9,13 @@ namespace abx::daemon::proto_json {
 using nlohmann::json;
 using runtime::sandbox_fs::FileType;
 
-std::string start_event(int pid) { return json{{"event", {{"start", {{"pid", pid}}}}}}.dump(); }
+std::string start_event(int pid) {
+  return json_text::dump(json{{"event", {{"start", {{"pid", pid}}}}}});
+}
 
 std::string data_event(std::string_view stream_name, std::string_view bytes) {
-  return json{{"event", {{"data", {{std::string(stream_name), base64::encode(bytes)}}}}}}.dump();
+  return json_text::dump(
+      json{{"event", {{"data", {{std::string(stream_name), base64::encode(bytes)}}}}}});
 }
 
 std::string end_event(const runtime::ExitInfo& exit, const std::string& error) {
@@ -20,7 +24,7 @@ std::string end_event(const runtime::ExitInfo& exit, const std::string& error) {
   if (exit.exited) end["exited"] = true;
   if (!exit.status.empty()) end["status"] = exit.status;
   if (!error.empty()) end["error"] = error;
-  return json{{"event", {{"end", end}}}}.dump();
+  return json_text::dump(json{{"event", {{"end", end}}}});
 }
 
 std::string keepalive_event() { return R"({"event":{"keepalive":{}}})"; }
@@ -49,7 +53,7 @@ json entry_info(const runtime::sandbox_fs::EntryInfo& entry) {
 }
 
 std::string error_body(const std::string& code, const std::string& message) {
-  return json{{"code", code}, {"message", message}}.dump();
+  return json_text::dump(json{{"code", code}, {"message", message}});
 }
 
 const json* field(const json& object, const char* camel, const char* snake) {

@@ -1,6 +1,7 @@
 // Connect protocol plumbing shared by the process and filesystem routes
 // (spec/e2b-protocol.md §7).
 #include "common/connect_frame.h"
+#include "common/json_text.h"
 #include "daemon/error_map.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"
@@ -22,7 +23,7 @@ std::chrono::seconds keepalive_of(const http::Request& request) {
 }
 
 std::string stream_error(const std::string& code, const std::string& message) {
-  return nlohmann::json{{"error", {{"code", code}, {"message", message}}}}.dump();
+  return json_text::dump(nlohmann::json{{"error", {{"code", code}, {"message", message}}}});
 }
 
 bool is_streaming(const http::Request& request) {
@@ -31,7 +32,7 @@ bool is_streaming(const http::Request& request) {
 
 Task<void> respond_json(Exchange& exchange, int status, const nlohmann::json& body,
                         http::Headers extra) {
-  co_await exchange.respond(status, "application/json", body.dump(), std::move(extra));
+  co_await exchange.respond(status, "application/json", json_text::dump(body), std::move(extra));
 }
 
 nlohmann::json error_json(int status, const std::string& message) {
@@ -73,12 +74,12 @@ Task<std::optional<nlohmann::json>> read_connect_request(Exchange& exchange, boo
     body = std::move(frame->payload);
   }
   if (body.empty()) body = "{}";
-  auto message = nlohmann::json::parse(body, nullptr, false);
-  if (message.is_discarded() || !message.is_object()) {
-    co_await connect_error(exchange, "invalid_argument", "request message is not a JSON object");
+  auto message = json_text::parse_object(body, "request message");
+  if (!message) {
+    co_await connect_error(exchange, "invalid_argument", message.error().message());
     co_return std::nullopt;
   }
-  co_return message;
+  co_return std::move(*message);
 }
 
 envd_auth::SandboxUser default_user_of(const SandboxRow& row) {

@@ -3,7 +3,10 @@
 // Every read and write of a sandbox file runs on the blocking pool (through
 // sandbox_ops), a chunk at a time.
 // See spec/e2b-protocol.md §10.
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "common/fd_io.h"
 #include "daemon/envd_requests.h"
@@ -22,6 +25,8 @@ namespace sfs = runtime::sandbox_fs;
 
 // Downloads are read, and uploads written, this much per trip to the pool.
 constexpr size_t kChunk = 256 * 1024;
+// A sparse file's hole is sent this much at a time (as gzip: 256 KiB).
+constexpr uint64_t kMaxHolePiece = uint64_t{256} << 20;
 
 // One destination file being written; removed again if the upload fails.
 // Every member that touches the file blocks: call them through sandbox_ops::file_io.
@@ -170,6 +175,10 @@ Task<void> upload_multipart(SandboxCall& call, Exchange& exchange, const std::st
       state.bad_input = "path: required (query parameter or the part's filename)";
       return false;
     }
+    if (wanted.find('\0') != std::string::npos) {  // it would cut the path short
+      state.bad_input = "path: must not contain a NUL byte";
+      return false;
+    }
     state.targets.push_back(
         std::make_unique<UploadTarget>(*call.live->sandbox, sfs::absolute_path(wanted, user.home)));
     current = state.targets.back().get();
@@ -194,6 +203,15 @@ Task<void> upload_multipart(SandboxCall& call, Exchange& exchange, const std::st
   if (error) co_return co_await respond_write_error(exchange, *error);
   if (!problem.empty()) co_return co_await respond_error(exchange, 400, problem);
   co_await respond_written(exchange, state);
+}
+
+// No file written through the API can be larger than the sandbox's disk, so
+// no gzip body needs to decompress to more (one that would is a bomb).
+uint64_t gunzip_bound(const SandboxRow& row) { return uint64_t{row.disk_size_mb} << 20; }
+
+std::string too_large_message(const SandboxRow& row) {
+  return "Content-Encoding: gzip: the body decompresses to more than the sandbox's disk (" +
+         std::to_string(row.disk_size_mb) + " MiB)";
 }
 
 // Feeds an application/octet-stream body (optionally gzip) into `target`;
@@ -230,7 +248,7 @@ Task<void> upload_raw(SandboxCall& call, Exchange& exchange, const std::string& 
   UploadTarget& target = *state.targets.back();
   bool opened = false;
   co_await sandbox_ops::file_io(call.service, [&] { opened = target.open(user.uid); });
-  Gunzip gunzip;
+  Gunzip gunzip(gunzip_bound(call.row));
   const bool ok =
       opened && co_await write_raw_body(call, exchange, target, gzip ? &gunzip : nullptr);
   const bool complete = ok && (!gzip || gunzip.finished());
@@ -240,6 +258,10 @@ Task<void> upload_raw(SandboxCall& call, Exchange& exchange, const std::string& 
     if (!closed) state.discard_unfinished();
   });
   if (target.error()) co_return co_await respond_write_error(exchange, *target.error());
+  if (gunzip.too_large()) {
+    const std::string why = too_large_message(call.row);
+    co_return co_await respond_error(exchange, 413, why);
+  }
   if (!closed) {
     const std::string why = gunzip.error().empty() ? "gzip: body ended early" : gunzip.error();
     co_return co_await respond_error(exchange, 400, why);
@@ -291,16 +313,72 @@ Task<std::optional<FilesInput>> read_files_input(SandboxCall& call, Exchange& ex
   co_return FilesInput{std::move(*query), std::move(*user)};
 }
 
-// Sends the file a chunk at a time; a read error midway can only be reported
+// The next piece of a download from the fd's offset on: a run of zeros
+// the file holds as a hole (skipped with SEEK_DATA, never read), or up to
+// `max` bytes read. Empty at the end. Blocks: call it on the pool.
+struct DownloadPiece {
+  uint64_t hole = 0;
+  std::string data;
+};
+Result<DownloadPiece> next_piece(int fd, size_t max) {
+  DownloadPiece piece;
+  const off_t at = ::lseek(fd, 0, SEEK_CUR);
+  // Where holes cannot be asked for (a pipe, a filesystem without them) the
+  // file is read as it is.
+  off_t data = at < 0 ? -1 : ::lseek(fd, at, SEEK_DATA);
+  if (at >= 0 && data < 0 && errno == ENXIO) {  // no data from `at` on: a hole up to the end
+    struct stat st {};
+    data = ::fstat(fd, &st) == 0 ? std::max(st.st_size, at) : at;
+  }
+  if (at >= 0 && data > at) {
+    piece.hole = std::min(static_cast<uint64_t>(data - at), kMaxHolePiece);
+    if (::lseek(fd, at + static_cast<off_t>(piece.hole), SEEK_SET) < 0)
+      return Error::from_errno("seek");
+    return piece;
+  }
+  piece.data.resize(max);
+  for (;;) {
+    const ssize_t n = ::read(fd, piece.data.data(), max);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::from_errno("read");
+    piece.data.resize(static_cast<size_t>(n));
+    return piece;
+  }
+}
+
+// A hole's zeros on the wire: ready-made deflate blocks when compressing,
+// else sent as they are (the client asked for them, at its own pace).
+Task<bool> send_hole(SandboxCall& call, Exchange& exchange, uint64_t size, Gzip* gzip) {
+  count_bytes(call, 0, size);
+  if (gzip) {
+    std::string blocks = gzip->zeros(size);
+    co_return co_await exchange.write_chunk(std::move(blocks));
+  }
+  for (uint64_t left = size; left > 0;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(left, kChunk));
+    std::string zeros(n, '\0');
+    if (!co_await exchange.write_chunk(std::move(zeros))) co_return false;
+    left -= n;
+  }
+  co_return true;
+}
+
+// Sends the file a piece at a time; a read error midway can only be reported
 // by cutting the stream short.
 Task<void> stream_file(SandboxCall& call, Exchange& exchange, int fd, std::unique_ptr<Gzip> gzip) {
   for (;;) {
-    auto chunk = co_await sandbox_ops::read_chunk(call.service, fd, kChunk);
-    if (!chunk) throw std::runtime_error(chunk.error().message());
-    if (chunk->empty()) break;
-    count_bytes(call, 0, chunk->size());
-    std::string piece = gzip ? gzip->feed(*chunk) : std::move(*chunk);
-    if (!co_await exchange.write_chunk(std::move(piece))) co_return;
+    std::optional<Result<DownloadPiece>> next;
+    co_await sandbox_ops::file_io(call.service, [&] { next.emplace(next_piece(fd, kChunk)); });
+    if (!*next) throw std::runtime_error(next->error().message());
+    DownloadPiece& piece = next->value();
+    if (piece.hole > 0) {
+      if (!co_await send_hole(call, exchange, piece.hole, gzip.get())) co_return;
+      continue;
+    }
+    if (piece.data.empty()) break;
+    count_bytes(call, 0, piece.data.size());
+    std::string out = gzip ? gzip->feed(piece.data) : std::move(piece.data);
+    if (!co_await exchange.write_chunk(std::move(out))) co_return;
   }
   if (gzip && !co_await exchange.write_chunk(gzip->finish())) co_return;
   co_await exchange.finish_stream();

@@ -1,4 +1,5 @@
 // Our API: /abx/v1/keys — API keys and their teams (admin keys only).
+#include "common/json_text.h"
 #include "daemon/codec.h"
 #include "daemon/routes.h"
 
@@ -36,7 +37,9 @@ struct KeyRequest {
 };
 
 Result<KeyRequest> parse_key_request(const std::string& body) {
-  const json doc = json::parse(body.empty() ? std::string("{}") : body, nullptr, false);
+  auto parsed = json_text::parse(body.empty() ? std::string_view("{}") : body);
+  if (!parsed) return parsed.error();
+  const json& doc = *parsed;
   if (!doc.is_object()) {
     return Error::with_message(R"(body: expected {"team": "...", "admin": false, "name": "..."})",
                                kErrBadInput);

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "common/ids.h"
+#include "common/json_text.h"
 #include "daemon/routes.h"
 #include "mcp/session.h"
 #include "mcp/stdio_server.h"
@@ -120,6 +121,10 @@ e2b::Endpoint own_endpoint(const Service& service, const std::string& api_key) {
   return {{address.host, std::to_string(address.port), ""}, api_key};
 }
 
+std::string too_large_message() {
+  return "body: larger than " + std::to_string(kMaxMessageBytes >> 20) + " MiB";
+}
+
 Task<void> respond_rpc_error(Exchange& exchange, int status, int code, const std::string& text) {
   co_await exchange.respond(status, "application/json",
                             mcp::wire_text(mcp::rpc_error(nullptr, code, text)));
@@ -143,11 +148,16 @@ Task<void> post(Service& service, Exchange& exchange, const std::string& api_key
                 const std::string& key_id) {
   bool fits = true;
   const std::string body = co_await http::read_body(exchange, kMaxMessageBytes, &fits);
-  const json message = json::parse(body, nullptr, false);
-  if (!fits || message.is_discarded()) {
-    co_return co_await respond_rpc_error(exchange, 400, mcp::kParseError,
-                                         "the body must be one JSON-RPC message (JSON)");
+  if (!fits) {
+    const std::string why = too_large_message();
+    co_return co_await respond_rpc_error(exchange, 413, mcp::kParseError, why);
   }
+  auto parsed = json_text::parse(body);
+  if (!parsed) {
+    const std::string why = parsed.error().message() + ": send one JSON-RPC message (JSON)";
+    co_return co_await respond_rpc_error(exchange, 400, mcp::kParseError, why);
+  }
+  const json& message = *parsed;
   const json batch = message.is_array() ? message : json::array({message});
   std::shared_ptr<mcp::Session> session;
   http::Headers headers;

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "common/ids.h"
+#include "common/json_text.h"
 #include "daemon/codec.h"
 #include "daemon/control_requests.h"
 #include "daemon/routes.h"
@@ -98,8 +99,8 @@ Task<void> create(ControlCall& call, Exchange& exchange, bool always_secure) {
 }
 
 bool body_has_timeout(const std::string& body) {
-  const json doc = json::parse(body.empty() ? std::string("{}") : body, nullptr, false);
-  return !doc.is_object() || doc.contains("timeout");
+  auto doc = json_text::parse_object(body.empty() ? std::string_view("{}") : body);
+  return !doc || doc->contains("timeout");
 }
 
 // The {id} of the route, or an error when it is not a sandbox id.

@@ -1,5 +1,6 @@
 // Our API: a team's quota (/abx/v1/teams/{team}/quota) and usage
 // (/abx/v1/usage). A key reads its own team's; an admin key any team's.
+#include "common/json_text.h"
 #include "daemon/routes.h"
 
 namespace abx::daemon::routes {
@@ -56,9 +57,10 @@ Task<void> team_quota_set(ControlCall& call, Exchange& exchange) {
   if (!team) co_return co_await respond_error(exchange, team.error());
   auto body = co_await read_json_body(exchange, 1 << 16);
   if (!body) co_return co_await respond_error(exchange, body.error());
-  const json doc = json::parse(*body, nullptr, false);
+  auto doc = json_text::parse(*body);
+  if (!doc) co_return co_await respond_error(exchange, doc.error());
   // Fields left out keep their current value.
-  auto quota = quota_from_json(doc, call.service.quotas().quota_for(*team));
+  auto quota = quota_from_json(*doc, call.service.quotas().quota_for(*team));
   if (!quota) co_return co_await respond_error(exchange, quota.error());
   const Status saved = call.service.quotas().set_team_quota(*team, *quota);
   if (!saved) co_return co_await respond_error(exchange, saved.error());

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "common/fd_io.h"
+#include "common/json_text.h"
 #include "common/unique_fd.h"
 #include "daemon/routes.h"
 #include "templates/build_context.h"
@@ -46,13 +47,14 @@ struct BuildChannel {
 };
 
 std::string progress_line(const std::string& text) {
-  return json{{"progress", text}}.dump() + "\n";
+  return json_text::dump(json{{"progress", text}}) + "\n";
 }
 
 std::string result_line(const Result<templates::TemplateInfo>& result) {
-  if (result) return json{{"done", info_json(result.value())}}.dump() + "\n";
+  if (result) return json_text::dump(json{{"done", info_json(result.value())}}) + "\n";
   const Error& error = result.error();
-  return json{{"error", {{"message", error.message()}, {"errno", error.errnum}}}}.dump() + "\n";
+  return json_text::dump(json{{"error", {{"message", error.message()}, {"errno", error.errnum}}}}) +
+         "\n";
 }
 
 // Takes what the build produced so far; true once the build has finished.
@@ -82,8 +84,8 @@ void start_job(Service& service, const std::shared_ptr<BuildChannel>& channel, B
 }
 
 bool parse_no_cache(const std::string& body) {
-  const json request = json::parse(body, nullptr, false);
-  return request.is_object() && request.value("noCache", false);
+  auto request = json_text::parse_object(body);
+  return request && request->value("noCache", false);
 }
 
 bool query_flag(const http::Request& request, const std::string& name, bool fallback) {
@@ -189,9 +191,9 @@ std::map<std::string, std::string> build_args_of(const http::Request& request) {
   std::map<std::string, std::string> args;
   const auto it = request.query.find("buildArgs");
   if (it == request.query.end()) return args;
-  const json parsed = json::parse(it->second, nullptr, false);
-  if (!parsed.is_object()) return args;
-  for (const auto& [key, value] : parsed.items())
+  auto parsed = json_text::parse_object(it->second, "buildArgs");
+  if (!parsed) return args;
+  for (const auto& [key, value] : parsed->items())
     if (value.is_string()) args[key] = value.get<std::string>();
   return args;
 }
@@ -226,10 +228,10 @@ Task<void> build_sandboxfile(ControlCall& call, Exchange& exchange) {
 Task<void> build(ControlCall& call, Exchange& exchange) {
   if (exchange.request().header("content-type") == "application/x-tar")
     co_return co_await build_sandboxfile(call, exchange);
-  bool fits = true;
-  const std::string body = co_await http::read_body(exchange, 1 << 16, &fits);
+  auto body = co_await read_json_body(exchange, 1 << 16);
+  if (!body) co_return co_await respond_error(exchange, body.error());
   templates::BuildOptions options;
-  options.no_cache = parse_no_cache(body);
+  options.no_cache = parse_no_cache(*body);
   options.owner = call.caller.team;
   const std::string& name = call.params.at("name");
   if (auto refused = refuse_build(call, name, options.no_cache))

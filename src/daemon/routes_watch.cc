@@ -5,6 +5,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/connect_frame.h"
+#include "common/json_text.h"
 #include "daemon/envd_requests.h"
 #include "daemon/proto_json.h"
 #include "daemon/routes.h"
@@ -22,7 +23,7 @@ constexpr auto kPollInterval = std::chrono::milliseconds(100);
 json event_json(const WatchEvent& event) { return {{"name", event.name}, {"type", event.type}}; }
 
 std::string stream_message(const WatchEvent& event) {
-  return json{{"filesystem", event_json(event)}}.dump();
+  return json_text::dump(json{{"filesystem", event_json(event)}});
 }
 
 // WatchDirResponse has no "event" wrapper, unlike ProcessResponse.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "interp/events.h"
 #include "interp/fd_io.h"
 
@@ -82,12 +83,13 @@ bool ExecutionStream::forward(int fd, StreamDemux& demux, const char* type, bool
 }
 
 bool ExecutionStream::forward_protocol_line(const std::string& json_text, const char* type) {
-  const auto event = nlohmann::json::parse(json_text, nullptr, false);
-  if (!event.is_object() || !event.contains("type")) {
+  // The line comes from inside the sandbox: parsed with the depth bound.
+  auto event = abx::json_text::parse_object(json_text);
+  if (!event || !event->contains("type")) {
     emit(events::output(type, json_text + "\n"));  // not ours after all: keep it as output
     return false;
   }
-  if (event["type"] == "end_of_execution") return true;
+  if (event->at("type") == "end_of_execution") return true;
   emit(json_text);
   return false;
 }

@@ -3,13 +3,12 @@
 #include <iostream>
 #include <mutex>
 
+#include "common/json_text.h"
 #include "mcp/session.h"
 
 namespace abx::mcp {
 
-std::string wire_text(const json& message) {
-  return message.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string wire_text(const json& message) { return json_text::dump(message); }
 
 int serve_stdio(ToolboxOptions options) {
   Session session(std::move(options));
@@ -23,13 +22,13 @@ int serve_stdio(ToolboxOptions options) {
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto message = json::parse(line, nullptr, false);
-    if (message.is_discarded()) {
-      reply(rpc_error(nullptr, kParseError, "not valid JSON"));
-    } else if (message.is_array()) {  // a batch (protocol 2025-03-26)
-      for (const auto& item : message) session.dispatch(item, reply);
+    auto message = json_text::parse(line, "message");
+    if (!message) {
+      reply(rpc_error(nullptr, kParseError, message.error().message()));
+    } else if (message->is_array()) {  // a batch (protocol 2025-03-26)
+      for (const auto& item : *message) session.dispatch(item, reply);
     } else {
-      session.dispatch(message, reply);
+      session.dispatch(*message, reply);
     }
   }
   session.close();

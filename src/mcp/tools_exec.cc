@@ -4,6 +4,7 @@
 
 #include "common/base64.h"
 #include "common/connect_frame.h"
+#include "common/json_text.h"
 #include "common/process_events.h"
 #include "mcp/stream_reader.h"
 #include "mcp/text_limits.h"
@@ -53,9 +54,9 @@ Status read_code_lines(http::ResponseStream& stream, const CancelFlag& cancel, C
     if (!bytes) return bytes.error();
     pending += *bytes;
     for (size_t newline; (newline = pending.find('\n')) != std::string::npos;) {
-      auto line = json::parse(pending.substr(0, newline), nullptr, false);
+      auto line = json_text::parse_object(std::string_view(pending).substr(0, newline));
       pending.erase(0, newline + 1);
-      if (line.is_object()) on_code_line(line, out);
+      if (line) on_code_line(*line, out);
     }
   }
   return {};
@@ -94,8 +95,9 @@ struct CommandOutput {
 };
 
 Status on_command_frame(const connect::Frame& frame, CommandOutput& out) {
-  auto message = json::parse(frame.payload, nullptr, false);
-  if (message.is_discarded()) return Error{"bad JSON in the command's output stream"};
+  auto parsed = json_text::parse(frame.payload);
+  if (!parsed) return Error{"bad JSON in the command's output stream"};
+  const json& message = *parsed;
   if (frame.end_stream()) {
     if (message.contains("error")) {
       out.stream_error = message["error"].value("message", "the command's stream failed");

@@ -82,7 +82,7 @@ TEST(DaemonGunzip, DecodesInPieces) {
   std::string text;
   for (int i = 0; i < 5000; ++i) text += "line " + std::to_string(i) + "\n";
   const std::string packed = gzip(text);
-  Gunzip gunzip;
+  Gunzip gunzip(1 << 20);
   std::string out;
   for (size_t i = 0; i < packed.size(); i += 7) {
     ASSERT_TRUE(gunzip.feed(std::string_view(packed).substr(i, 7), [&](std::string_view piece) {
@@ -94,8 +94,21 @@ TEST(DaemonGunzip, DecodesInPieces) {
   EXPECT_EQ(out, text);
 }
 
+TEST(DaemonGunzip, StopsAtTheOutputBound) {
+  const std::string packed = gzip(std::string(4 << 20, '\0'));  // 4 MiB of zeros: ~4 KB packed
+  Gunzip gunzip(1 << 20);
+  size_t out = 0;
+  EXPECT_FALSE(gunzip.feed(packed, [&](std::string_view piece) {
+    out += piece.size();
+    return true;
+  }));
+  EXPECT_TRUE(gunzip.too_large());
+  EXPECT_LE(out, size_t{1} << 20);
+  EXPECT_NE(gunzip.error().find("more than 1048576 bytes"), std::string::npos);
+}
+
 TEST(DaemonGunzip, RejectsGarbage) {
-  Gunzip gunzip;
+  Gunzip gunzip(1 << 20);
   EXPECT_FALSE(gunzip.feed("not gzip at all", [](std::string_view) { return true; }));
   EXPECT_FALSE(gunzip.error().empty());
 }
