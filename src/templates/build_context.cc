@@ -16,7 +16,7 @@ namespace {
 
 // The errors of extract() in a build's words.
 Error extract_failed(archive_io::Stage stage, const std::string& text, int errnum,
-                     const fs::path& dir, const std::string& name) {
+                     const std::string& name) {
   using archive_io::Stage;
   switch (stage) {
     case Stage::kFirstHeader:
@@ -28,8 +28,8 @@ Error extract_failed(archive_io::Stage stage, const std::string& text, int errnu
     case Stage::kWrite:
       break;
   }
-  return Error{"build context", errnum,
-               "unpack " + (dir / archive_io::shown_name(name)).string() + ": " + text};
+  // The member as the tar names it: the dir is the daemon's business.
+  return Error{"build context", errnum, "unpack '" + archive_io::shown_name(name) + "': " + text};
 }
 
 bool inside(const fs::path& root, const fs::path& path) {
@@ -62,7 +62,7 @@ Status extract(const fs::path& tar, const fs::path& dir, bool keep_set_id) {
   options.member.keep_set_id = keep_set_id;
   options.failed = [&](archive_io::Stage stage, const std::string& text, int errnum,
                        const std::string& name) {
-    return extract_failed(stage, text, errnum, dir, name);
+    return extract_failed(stage, text, errnum, name);
   };
   options.outside = [](const std::string& name, const std::string&) {
     return Error{"build context", EPERM,
