@@ -225,7 +225,7 @@ def test_hostile_entries_fail_naming_them_or_import_harmlessly(d, host_dir, tmp_
 @pytest.mark.parametrize("members", [
     [("x", "symlink", "HOST"), ("x/.wh.file", "file", ""), ("x/sub/.wh..wh..opq", "file", "")],
     [("x", "symlink", "HOST"), ("x/new", "file", "evil"), ("x/file", "file", "evil")],
-    [("h", "hardlink", "../../../../HOST/file")],
+    [("h", "hardlink", "../../../../RELHOST/file")],
     [("../escape", "file", "x")],
 ], ids=["whiteouts", "writes", "hardlink", "dotdot"])
 def test_sandboxfile_add_of_a_hostile_tar_leaves_the_host_dir_alone(d, host_dir, tmp_path,
@@ -234,7 +234,8 @@ def test_sandboxfile_add_of_a_hostile_tar_leaves_the_host_dir_alone(d, host_dir,
     context = tmp_path / "ctx"
     context.mkdir()
     docker_save(context / "image.tar", [base_layer()])
-    members = [(n.replace("HOST", str(host_dir)), k, a.replace("HOST", str(host_dir).lstrip("/")))
+    relative = str(host_dir).lstrip("/")
+    members = [(n, k, a.replace("RELHOST", relative).replace("HOST", str(host_dir)))
                for n, k, a in members]
     (context / "evil.tar").write_bytes(layer(members))
     (context / "Sandboxfile").write_text("FROM image.tar\nADD evil.tar /opt/\n")
