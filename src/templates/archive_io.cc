@@ -4,52 +4,32 @@
 
 #include <cerrno>
 
+#include "templates/rooted_dir.h"
+
 namespace abx::templates::archive_io {
 namespace {
 
 constexpr size_t kReadBlock = 1 << 16;
 
-// Re-roots one member below `dir`; true when the member is to be written.
-Result<bool> reroot(archive_entry* entry, const fs::path& dir, const ExtractOptions& options) {
+// The member's name below the dir, or nullopt when it is not to be written; an
+// error when its name or hard-link target leads out.
+Result<std::optional<std::string>> member_rel(archive_entry* entry, const std::string& name,
+                                              const ExtractOptions& options,
+                                              std::optional<std::string>& link_rel) {
   // A hard link's header has no file type of its own; it is a file.
-  const mode_t type = archive_entry_hardlink(entry) ? AE_IFREG : archive_entry_filetype(entry);
+  const char* link = archive_entry_hardlink(entry);
+  const mode_t type = link ? AE_IFREG : archive_entry_filetype(entry);
   if (options.files_dirs_links && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
-    return false;
+    return std::optional<std::string>();
   }
-  const char* raw = archive_entry_pathname(entry);
-  const std::string name = raw ? raw : "";
-  const auto rel = relative_inside(name);
+  auto rel = relative_inside(name);
   if (!rel) return options.outside(name, "");
-  if (rel->empty()) return false;  // the dir itself, which exists
-  archive_entry_set_pathname(entry, (dir / *rel).c_str());
-  if (const char* link = archive_entry_hardlink(entry)) {
-    const auto target = relative_inside(link);
-    if (!target || target->empty()) return options.outside(name, link);
-    archive_entry_set_hardlink(entry, (dir / *target).c_str());
+  if (rel->empty()) return std::optional<std::string>();  // the dir itself, which exists
+  if (link) {
+    link_rel = relative_inside(link);
+    if (!link_rel || link_rel->empty()) return options.outside(name, link);
   }
-  return true;
-}
-
-Status write_member(archive* in, archive* out, archive_entry* entry, const std::string& name,
-                    const ExtractOptions& options) {
-  if (archive_write_header(out, entry) != ARCHIVE_OK) {
-    return options.failed(Stage::kWriteHeader, out, name);
-  }
-  uint64_t bytes = 0;
-  if (archive_entry_size(entry) > 0) {
-    switch (copy_data(in, out, bytes)) {
-      case CopyFailure::kNone:
-        break;
-      case CopyFailure::kRead:
-        return options.failed(Stage::kData, in, name);
-      case CopyFailure::kWrite:
-        return options.failed(Stage::kWriteData, out, name);
-    }
-  }
-  if (archive_write_finish_entry(out) != ARCHIVE_OK) {
-    return options.failed(Stage::kFinishEntry, out, name);
-  }
-  return {};
+  return rel;
 }
 
 }  // namespace
@@ -64,12 +44,6 @@ Reader tar_reader() {
 
 bool open_file(archive* reader, const fs::path& path) {
   return archive_read_open_filename(reader, path.c_str(), kReadBlock) == ARCHIVE_OK;
-}
-
-Writer disk_writer(int options) {
-  Writer writer(archive_write_disk_new(), archive_write_free);
-  archive_write_disk_set_options(writer.get(), options);
-  return writer;
 }
 
 Writer tar_file_writer() {
@@ -94,21 +68,6 @@ Error error(std::string step, archive* a, const std::string& what) {
   return Error{std::move(step), error_number(a), what + (text ? std::string(": ") + text : "")};
 }
 
-CopyFailure copy_data(archive* in, archive* out, uint64_t& bytes) {
-  const void* block = nullptr;
-  size_t size = 0;
-  la_int64_t offset = 0;
-  for (;;) {
-    const int rc = archive_read_data_block(in, &block, &size, &offset);
-    if (rc == ARCHIVE_EOF) return CopyFailure::kNone;
-    if (rc != ARCHIVE_OK) return CopyFailure::kRead;
-    if (archive_write_data_block(out, block, size, offset) != ARCHIVE_OK) {
-      return CopyFailure::kWrite;
-    }
-    bytes += size;
-  }
-}
-
 std::optional<std::string> relative_inside(std::string_view name) {
   if (name.empty() || name.front() == '/') return std::nullopt;
   std::string out;
@@ -126,24 +85,45 @@ std::optional<std::string> relative_inside(std::string_view name) {
   return out;
 }
 
+std::string shown_name(std::string_view name) {
+  constexpr size_t kMaxShown = 200;
+  std::string out;
+  for (const char c : name.substr(0, kMaxShown))
+    out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
+  if (name.size() > kMaxShown) out += "...";
+  return out;
+}
+
 Status extract(archive* reader, const fs::path& dir, const ExtractOptions& options) {
-  Writer writer = disk_writer(options.disk_options);
+  auto root = RootedDir::open(dir);
+  if (!root) return options.failed(Stage::kClose, root.error().message(), root.error().errnum, "");
+  MemberWriter writer(*root, options.member);
   archive_entry* entry = nullptr;
+  uint64_t bytes = 0;
   for (bool first = true;; first = false) {
     const int rc = archive_read_next_header(reader, &entry);
     if (rc == ARCHIVE_EOF) break;
     if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
-      return options.failed(first ? Stage::kFirstHeader : Stage::kHeader, reader, "");
+      return options.failed(first ? Stage::kFirstHeader : Stage::kHeader, error_text(reader),
+                            error_number(reader), "");
     }
     const char* raw = archive_entry_pathname(entry);
     const std::string name = raw ? raw : "";
-    auto wanted = reroot(entry, dir, options);
-    if (!wanted) return wanted.error();
-    if (!*wanted) continue;
-    if (Status st = write_member(reader, writer.get(), entry, name, options); !st) return st;
+    std::optional<std::string> link;
+    auto rel = member_rel(entry, name, options, link);
+    if (!rel) return rel.error();
+    if (!*rel) continue;
+    const Status written =
+        writer.write(reader, entry, **rel, link ? link->c_str() : nullptr, bytes);
+    if (!written) {
+      const Error& e = written.error();
+      const bool reading = e.step == kMemberReadStep;
+      return options.failed(reading ? Stage::kData : Stage::kWrite,
+                            reading ? e.detail : e.message(), e.errnum, name);
+    }
   }
-  if (archive_write_close(writer.get()) != ARCHIVE_OK) {
-    return options.failed(Stage::kClose, writer.get(), "");
+  if (Status st = writer.finish(); !st) {
+    return options.failed(Stage::kClose, st.error().message(), st.error().errnum, "");
   }
   return {};
 }

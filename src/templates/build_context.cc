@@ -14,29 +14,22 @@
 namespace abx::templates::build_context {
 namespace {
 
-// Entries are re-rooted under the context dir (so their paths become absolute)
-// once archive_io has checked each name.
-constexpr int kExtractFlags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
-                              ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT;
-
-Error archive_error(archive* a, const std::string& what) {
-  return archive_io::error("build context", a, what);
-}
-
 // The errors of extract() in a build's words.
-Error extract_failed(archive_io::Stage stage, archive* a, const fs::path& dir,
+Error extract_failed(archive_io::Stage stage, const std::string& text, int errnum,
                      const std::string& name) {
   using archive_io::Stage;
   switch (stage) {
     case Stage::kFirstHeader:
     case Stage::kHeader:
     case Stage::kData:
-      return archive_error(a, "read the uploaded context");
+      return Error{"build context", errnum, "read the uploaded context: " + text};
     case Stage::kClose:
-      return archive_error(a, "unpack the context");
-    default:
-      return archive_error(a, "unpack " + (dir / name).string());
+      return Error{"build context", errnum, "unpack the context: " + text};
+    case Stage::kWrite:
+      break;
   }
+  // The member as the tar names it: the dir is the daemon's business.
+  return Error{"build context", errnum, "unpack '" + archive_io::shown_name(name) + "': " + text};
 }
 
 bool inside(const fs::path& root, const fs::path& path) {
@@ -61,17 +54,19 @@ Status digest_entry(const fs::path& context, const fs::path& path, Sha256& sum) 
 
 }  // namespace
 
-Status extract(const fs::path& tar, const fs::path& dir) {
+Status extract(const fs::path& tar, const fs::path& dir, bool keep_set_id) {
   archive_io::Reader in = archive_io::tar_reader();
   if (!archive_io::open_file(in.get(), tar))
-    return archive_error(in.get(), "open the uploaded context");
+    return archive_io::error("build context", in.get(), "open the uploaded context");
   archive_io::ExtractOptions options;
-  options.disk_options = kExtractFlags;
-  options.failed = [&](archive_io::Stage stage, archive* a, const std::string& name) {
-    return extract_failed(stage, a, dir, name);
+  options.member.keep_set_id = keep_set_id;
+  options.failed = [&](archive_io::Stage stage, const std::string& text, int errnum,
+                       const std::string& name) {
+    return extract_failed(stage, text, errnum, name);
   };
   options.outside = [](const std::string& name, const std::string&) {
-    return Error{"build context", EPERM, "the upload names a path outside the context: " + name};
+    return Error{"build context", EPERM,
+                 "the upload names a path outside the context: " + archive_io::shown_name(name)};
   };
   return archive_io::extract(in.get(), dir, options);
 }
@@ -116,6 +111,17 @@ Result<std::vector<fs::path>> expand(const fs::path& context, const std::string&
     path = parent / path.filename();
   }
   return paths;
+}
+
+Result<fs::path> file_inside(const fs::path& context, const std::string& name) {
+  std::error_code ec;
+  const fs::path root = fs::canonical(context, ec);
+  if (ec) return Error{"build context", ec.value(), context.string()};
+  const fs::path real = fs::canonical(root / fs::path(name).relative_path(), ec);
+  if (ec) return Error{"build context", ec.value(), "no '" + name + "' in the build context"};
+  if (!inside(root, real) || real == root)
+    return Error{"build context", EPERM, "'" + name + "' leads outside the build context"};
+  return real;
 }
 
 Result<std::string> digest(const fs::path& context, const std::vector<fs::path>& paths) {

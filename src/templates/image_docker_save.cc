@@ -48,7 +48,10 @@ Result<DockerEntry> docker_entry(const json& manifest) {
 }  // namespace
 
 Result<ImagePlan> plan_docker_save(const ImageDir& image) {
-  auto manifest = read_json(image.root() / kDockerManifestFile, kDockerManifestFile);
+  // Through file(): a symlink planted as manifest.json must not read a host file.
+  auto manifest_path = image.file(kDockerManifestFile, kDockerManifestFile);
+  if (!manifest_path) return manifest_path.error();
+  auto manifest = read_json(*manifest_path, kDockerManifestFile);
   if (!manifest) return manifest.error();
   auto entry = docker_entry(*manifest);
   if (!entry) return entry.error();

@@ -14,9 +14,8 @@ namespace {
 using archive_io::Stage;
 
 // Only what an image archive holds is written: files, dirs, symlinks (old docker save links
-// repeated layers). No owners or special bits: the scratch copy is only read back by this code.
-constexpr int kScratchOptions =
-    ARCHIVE_EXTRACT_UNLINK | ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT;
+// repeated layers). No owners or set-id bits: the scratch copy is only read back by this code.
+MemberOptions scratch_options() { return MemberOptions{}; }
 
 Error not_a_tar(const fs::path& source, const std::string& why) {
   return invalid("'" + source.string() + "' is neither a directory nor a tar archive (" + why +
@@ -24,8 +23,8 @@ Error not_a_tar(const fs::path& source, const std::string& why) {
 }
 
 // The errors of unpacking an image tar, in an import's words.
-Error extract_failed(const fs::path& source, Stage stage, archive* a, const std::string& name) {
-  const std::string text = archive_io::error_text(a);
+Error extract_failed(const fs::path& source, Stage stage, const std::string& text, int errnum,
+                     const std::string& name) {
   switch (stage) {
     case Stage::kFirstHeader:
       return not_a_tar(source, text);
@@ -35,15 +34,10 @@ Error extract_failed(const fs::path& source, Stage stage, archive* a, const std:
       return Error{
           kStep, EIO,
           "reading '" + source.string() + "' failed (" + text + "); copy the archive again"};
-    case Stage::kWriteHeader:
-      return Error{kStep, archive_io::error_number(a), "cannot unpack '" + name + "': " + text};
-    case Stage::kWriteData:
-      return Error{kStep, archive_io::error_number(a),
-                   "writing the unpacked image failed: " + text};
-    case Stage::kFinishEntry:
-      return Error{kStep, EIO, "cannot unpack '" + name + "': " + text};
+    case Stage::kWrite:
+      return Error{kStep, errnum, "cannot unpack '" + archive_io::shown_name(name) + "': " + text};
     case Stage::kClose:
-      return Error{kStep, EIO, "unpacking failed: " + text};
+      return Error{kStep, errnum, "unpacking failed: " + text};
   }
   return Error{kStep, EIO, text};
 }
@@ -57,7 +51,6 @@ Error outside_archive(const fs::path& source, const std::string& name, const std
                  "', outside the archive; refusing to import it");
 }
 
-// `scratch` must be canonical: the symlink check looks at every component.
 Status extract_archive(const fs::path& source, const fs::path& scratch) {
   archive_io::Reader reader = archive_io::tar_reader();
   if (!archive_io::open_file(reader.get(), source)) {
@@ -69,10 +62,10 @@ Status extract_archive(const fs::path& source, const fs::path& scratch) {
                  "cannot read '" + source.string() + "': " + text};
   }
   archive_io::ExtractOptions options;
-  options.disk_options = kScratchOptions;
+  options.member = scratch_options();
   options.files_dirs_links = true;
-  options.failed = [&](Stage stage, archive* a, const std::string& name) {
-    return extract_failed(source, stage, a, name);
+  options.failed = [&](Stage stage, const std::string& text, int errnum, const std::string& name) {
+    return extract_failed(source, stage, text, errnum, name);
   };
   options.outside = [&](const std::string& name, const std::string& link) {
     return outside_archive(source, name, link);

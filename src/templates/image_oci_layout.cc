@@ -127,7 +127,10 @@ Result<Descriptor> choose_manifest(const std::vector<Descriptor>& found) {
 }  // namespace
 
 Result<ImagePlan> plan_oci_layout(const ImageDir& image) {
-  auto index = read_json(image.root() / kIndexFile, kIndexFile);
+  // Through file(): a symlink planted as index.json must not read a host file.
+  auto index_path = image.file(kIndexFile, kIndexFile);
+  if (!index_path) return index_path.error();
+  auto index = read_json(*index_path, kIndexFile);
   if (!index) return index.error();
   std::vector<Descriptor> found;
   if (auto st = collect_manifests(image, *index, kIndexFile, 0, found); !st) return st.error();

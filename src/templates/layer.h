@@ -1,6 +1,8 @@
 // Applies a tar layer (mmdebstrap output, an OCI or docker-save layer) onto a
 // template's rootfs dir, shifting ownership into the sandboxes' id range and
-// turning OCI whiteouts into deletions.
+// turning OCI whiteouts into deletions. Every member and whiteout is applied
+// relative to the rootfs's dir fd (see rooted_dir.h): a layer's own symlinks
+// resolve inside the rootfs, so nothing outside it is created, changed or deleted.
 #pragma once
 
 #include <sys/types.h>
@@ -10,15 +12,11 @@
 #include <functional>
 
 #include "common/error.h"
+#include "templates/member_writer.h"
 
 namespace abx::templates {
 
 namespace fs = std::filesystem;
-
-struct IdShift {
-  uid_t uid = 0;  // host uid of sandbox uid 0; added to every entry's uid
-  gid_t gid = 0;
-};
 
 struct LayerStats {
   uint64_t entries = 0;
@@ -29,7 +27,9 @@ struct LayerStats {
 using LayerProgressFn = std::function<void(const LayerStats&)>;
 
 // `tar` may be compressed (gzip, zstd, xz: whatever libarchive reads).
-// `rootfs` must exist and be a canonical path (no symlinks in it).
+// `rootfs` must be a directory. A member that cannot be applied (a ".." name,
+// a hard link out, a whiteout of "..") fails the layer with an error naming it;
+// device nodes and sockets are skipped.
 Result<LayerStats> apply_layer(const fs::path& tar, const fs::path& rootfs, IdShift shift,
                                const LayerProgressFn& progress = {});
 

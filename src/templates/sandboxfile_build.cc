@@ -15,7 +15,6 @@
 #include "runtime/sandbox_fs.h"
 #include "runtime/sandbox_users.h"
 #include "templates/build_context.h"
-#include "templates/layer.h"
 #include "templates/tree_ops.h"
 
 namespace abx::templates {
@@ -225,7 +224,7 @@ Status run_command(runtime::Sandbox& sb, const BuildState& state, const Step& st
 Status copy_file(runtime::Sandbox& sb, const fs::path& from, const std::string& to, uint32_t uid) {
   auto out = runtime::sandbox_fs::open_write(sb, to, uid);
   if (!out) return out.error();
-  UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd in(::open(from.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!in.valid()) return Error::from_errno("open", from.string());
   const Status copied = read_to_end(
       in.get(), [&](std::string_view piece) { return write_all(out->get(), piece, "write", to); },
@@ -260,25 +259,30 @@ Status copy_entry(runtime::Sandbox& sb, const fs::path& from, const std::string&
   return {};
 }
 
+// A symlink in the context is copied as a symlink, never unpacked: what it
+// names may be a host file.
 bool is_tar_archive(const fs::path& path) {
   static constexpr const char* kSuffixes[] = {".tar",    ".tar.gz",  ".tgz",
                                               ".tar.xz", ".tar.bz2", ".tar.zst"};
   const std::string name = path.filename().string();
+  std::error_code ec;
   for (const char* suffix : kSuffixes)
-    if (name.ends_with(suffix) && fs::is_regular_file(path)) return true;
+    if (name.ends_with(suffix) && fs::is_regular_file(fs::symlink_status(path, ec))) return true;
   return false;
 }
 
-// ADD of a local tar archive unpacks it (as Docker does): into a scratch
-// dir first, then copied in like a directory.
+// ADD of a local tar archive unpacks it (as Docker does, whiteouts as plain
+// files): into a private scratch dir first, then copied in like a directory.
 Status add_archive(runtime::Sandbox& sb, const fs::path& archive, const std::string& to,
                    uint32_t uid, const fs::path& scratch) {
   const fs::path dir = scratch / "add";
   if (auto st = tree::remove_tree(dir); !st) return st;
   if (auto st = tree::make_dir(dir, 0755); !st) return st;
-  auto applied = apply_layer(archive, fs::canonical(dir), IdShift{});
-  if (!applied) return applied.error();
-  const Status copied = copy_entry(sb, dir, to, uid);
+  const Status unpacked = build_context::extract(archive, dir, true);
+  const Status copied =
+      unpacked ? copy_entry(sb, dir, to, uid)
+               : Error{"ADD " + archive.filename().string() + ": " + unpacked.error().step,
+                       unpacked.error().errnum, unpacked.error().detail};
   (void)tree::remove_tree(dir);
   return copied;
 }

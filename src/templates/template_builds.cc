@@ -4,6 +4,7 @@
 
 #include "common/fd_io.h"
 #include "common/sha256.h"
+#include "templates/build_context.h"
 #include "templates/catalog.h"
 #include "templates/debian_build.h"
 #include "templates/image_archive.h"
@@ -138,12 +139,13 @@ Result<TemplateMeta> TemplateStore::from_image(const std::string& image,
     meta.layers = {*layer};
     return meta;
   }
-  const fs::path archive = request.context_dir / image;
   if (image.find('/') != std::string::npos || image.ends_with(".tar")) {
-    std::error_code ec;
-    if (!fs::exists(archive, ec))
+    // The name and any symlink in the context must stay inside it: never a host file.
+    auto archive = build_context::file_inside(request.context_dir, image);
+    if (!archive && archive.error().errnum == ENOENT)
       return Error{"FROM", ENOENT, "no image archive '" + image + "' in the build context"};
-    return import_layer(archive, image, progress);
+    if (!archive) return Error{"FROM", EPERM, archive.error().detail};
+    return import_layer(*archive, image, progress);
   }
   // Another team's template is as unknown here as everywhere else.
   const std::string team = request.owner.empty() ? store::kUnownedTeam : request.owner;
@@ -203,8 +205,11 @@ Result<TemplateInfo> TemplateStore::build_sandboxfile(const SandboxfileRequest& 
 Result<TemplateMeta> TemplateStore::import_layer(const fs::path& image, const std::string& shown_as,
                                                  const BuildProgressFn& progress) {
   std::error_code ec;
-  const fs::path digest_source = fs::is_directory(image, ec) ? image / "index.json" : image;
-  auto digest = sha256_file(digest_source);
+  // A layout dir's index.json may be a symlink planted to a host file: never hash that.
+  auto digest_source = fs::is_directory(image, ec) ? build_context::file_inside(image, "index.json")
+                                                   : Result<fs::path>(image);
+  if (!digest_source) return name_image(digest_source.error(), image, shown_as);
+  auto digest = sha256_file(*digest_source);
   if (!digest) return digest.error();
   const std::string id = "img-" + digest->substr(0, 32);
   auto staging = layers_.begin(id);

@@ -92,6 +92,24 @@ TEST_F(BuildContextTest, ExpandMatchesWildcardsAndRefusesEscapes) {
   EXPECT_EQ(missing.error().errnum, ENOENT);
 }
 
+// FROM's image archive: a name or a symlink leading out of the context is refused.
+TEST_F(BuildContextTest, FileInsideRefusesEscapes) {
+  write(root_ / "secret.tar", "host file");
+  fs::create_symlink(root_ / "secret.tar", context_ / "image.tar");
+  fs::create_symlink("src", context_ / "linked");
+  auto inside = build_context::file_inside(context_, "linked/app.py");
+  ASSERT_TRUE(inside.ok()) << inside.error().message();
+  EXPECT_EQ(*inside, fs::canonical(context_ / "src/app.py"));
+  for (const std::string& name : {std::string("image.tar"), std::string("../secret.tar")}) {
+    auto out = build_context::file_inside(context_, name);
+    ASSERT_FALSE(out.ok()) << name;
+    EXPECT_EQ(out.error().errnum, EPERM) << name;
+  }
+  auto absolute = build_context::file_inside(context_, (root_ / "secret.tar").string());
+  ASSERT_FALSE(absolute.ok());
+  EXPECT_EQ(absolute.error().errnum, ENOENT);
+}
+
 TEST_F(BuildContextTest, DigestFollowsContentNotTime) {
   auto paths = build_context::expand(context_, "src");
   ASSERT_TRUE(paths.ok());

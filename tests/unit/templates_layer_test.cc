@@ -1,8 +1,11 @@
-// Tar layers onto a template rootfs: ownership shifted, OCI whiteouts applied.
+// Tar layers onto a template rootfs: ownership shifted, OCI whiteouts applied,
+// and nothing a hostile layer names (through its own symlinks, hard links,
+// ".." or absolute names) touches a file outside the rootfs.
 #include <archive.h>
 #include <archive_entry.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -20,9 +23,11 @@ namespace fs = std::filesystem;
 
 struct TarEntry {
   std::string path;
-  mode_t type;  // AE_IFREG, AE_IFDIR
-  std::string content;
+  mode_t type;          // AE_IFREG, AE_IFDIR, AE_IFLNK, AE_IFCHR
+  std::string content;  // a symlink's target
   uid_t uid = 0;
+  std::string hardlink = {};
+  mode_t perm = 0;  // 0: 0755 for dirs, 0644 otherwise
 };
 
 void write_tar(const fs::path& tar, const std::vector<TarEntry>& entries) {
@@ -33,12 +38,16 @@ void write_tar(const fs::path& tar, const std::vector<TarEntry>& entries) {
     archive_entry* entry = archive_entry_new();
     archive_entry_set_pathname(entry, item.path.c_str());
     archive_entry_set_filetype(entry, item.type);
-    archive_entry_set_perm(entry, item.type == AE_IFDIR ? 0755 : 0644);
+    archive_entry_set_perm(entry, item.perm ? item.perm : item.type == AE_IFDIR ? 0755 : 0644);
     archive_entry_set_uid(entry, item.uid);
     archive_entry_set_gid(entry, item.uid);
-    archive_entry_set_size(entry, static_cast<la_int64_t>(item.content.size()));
-    archive_write_header(out, entry);
-    archive_write_data(out, item.content.data(), item.content.size());
+    const bool data = item.type == AE_IFREG && item.hardlink.empty();
+    if (item.type == AE_IFLNK) archive_entry_set_symlink(entry, item.content.c_str());
+    if (item.type == AE_IFCHR) archive_entry_set_rdev(entry, makedev(8, 0));
+    if (!item.hardlink.empty()) archive_entry_set_hardlink(entry, item.hardlink.c_str());
+    archive_entry_set_size(entry, data ? static_cast<la_int64_t>(item.content.size()) : 0);
+    ASSERT_EQ(archive_write_header(out, entry), ARCHIVE_OK) << item.path;
+    if (data) archive_write_data(out, item.content.data(), item.content.size());
     archive_entry_free(entry);
   }
   archive_write_close(out);
@@ -93,6 +102,168 @@ TEST_F(LayerTest, RefusesPathsOutOfTheRoot) {
   ASSERT_FALSE(applied.ok());
   EXPECT_EQ(applied.error().errnum, EINVAL);
   EXPECT_FALSE(fs::exists(dir_ / "escape"));
+}
+
+// A host dir full of files, which no layer may change.
+class HostileLayerTest : public LayerTest {
+ protected:
+  void SetUp() override {
+    LayerTest::SetUp();
+    host_ = dir_ / "host";
+    fs::create_directories(host_ / "sub/deeper");
+    for (const char* name : {"file", "sub/a", "sub/deeper/b"})
+      std::ofstream(host_ / name) << "host " << name;
+    ::chmod(host_.c_str(), 0750);
+  }
+
+  // Every host file still there with its content; the dir's mode unchanged.
+  void expect_host_untouched() {
+    for (const char* name : {"file", "sub/a", "sub/deeper/b"}) {
+      std::ifstream in(host_ / name);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(text, std::string("host ") + name) << name;
+    }
+    std::vector<std::string> names;
+    for (const auto& entry : fs::recursive_directory_iterator(host_))
+      names.push_back(fs::relative(entry.path(), host_).string());
+    EXPECT_EQ(names.size(), 5u);
+    struct stat st {};
+    ASSERT_EQ(::stat(host_.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0750u);
+    ASSERT_EQ(::stat((host_ / "file").c_str(), &st), 0);
+    EXPECT_EQ(st.st_nlink, 1u);
+  }
+
+  Result<LayerStats> apply(const std::vector<TarEntry>& entries, const std::string& name) {
+    write_tar(dir_ / name, entries);
+    return apply_layer(dir_ / name, rootfs_, {});
+  }
+
+  fs::path host_;
+};
+
+TEST_F(HostileLayerTest, WhiteoutsThroughASymlinkStayInTheLayer) {
+  auto first = apply({{"x", AE_IFLNK, host_.string()},
+                      {"rel", AE_IFLNK, "../../../../../../../.." + host_.string()},
+                      {"root", AE_IFLNK, "/"}},
+                     "1.tar");
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  auto second = apply({{"x/.wh.file", AE_IFREG, ""},
+                       {"x/sub/.wh..wh..opq", AE_IFREG, ""},
+                       {"x/.wh.sub", AE_IFREG, ""},
+                       {"rel/.wh.file", AE_IFREG, ""},
+                       {"rel/sub/.wh..wh..opq", AE_IFREG, ""},
+                       {"root" + host_.string() + "/.wh.file", AE_IFREG, ""}},
+                      "2.tar");
+  ASSERT_TRUE(second.ok()) << second.error().message();
+  expect_host_untouched();
+  EXPECT_TRUE(fs::is_symlink(rootfs_ / "x"));
+}
+
+TEST_F(HostileLayerTest, WhiteoutsInTheSameTarAsTheSymlinkStayInTheLayer) {
+  auto applied = apply({{"x", AE_IFLNK, host_.string()},
+                        {"x/.wh.file", AE_IFREG, ""},
+                        {"x/sub/.wh..wh..opq", AE_IFREG, ""}},
+                       "1.tar");
+  ASSERT_TRUE(applied.ok()) << applied.error().message();
+  expect_host_untouched();
+}
+
+TEST_F(HostileLayerTest, WritesThroughASymlinkLandInsideTheLayer) {
+  // In-root resolution: the symlink's target is taken inside the rootfs, where it exists.
+  fs::create_directories(rootfs_ / host_.relative_path());
+  auto applied = apply({{"x", AE_IFLNK, host_.string()},
+                        {"x/file", AE_IFREG, "evil"},
+                        {"x/new", AE_IFREG, "evil"},
+                        {"x/sub/", AE_IFDIR, "", 0, {}, 0777},
+                        {"x/link", AE_IFLNK, "/etc/passwd"}},
+                       "1.tar");
+  ASSERT_TRUE(applied.ok()) << applied.error().message();
+  expect_host_untouched();
+  EXPECT_FALSE(fs::exists(host_ / "new"));
+  EXPECT_TRUE(fs::exists(rootfs_ / host_.relative_path() / "new"));
+}
+
+TEST_F(HostileLayerTest, WritesThroughADanglingSymlinkFailNamingTheMember) {
+  auto applied = apply({{"x", AE_IFLNK, host_.string()}, {"x/new", AE_IFREG, "evil"}}, "1.tar");
+  ASSERT_FALSE(applied.ok());
+  EXPECT_NE(applied.error().message().find("'x/new'"), std::string::npos)
+      << applied.error().message();
+  EXPECT_FALSE(fs::exists(host_ / "new"));
+  expect_host_untouched();
+}
+
+TEST_F(HostileLayerTest, ADirMemberNamedLikeASymlinkReplacesTheLinkNotItsTarget) {
+  auto applied =
+      apply({{"x", AE_IFLNK, host_.string()}, {"x", AE_IFDIR, "", 0, {}, 0777}}, "1.tar");
+  ASSERT_TRUE(applied.ok()) << applied.error().message();
+  expect_host_untouched();
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(rootfs_ / "x")));
+}
+
+TEST_F(HostileLayerTest, HardLinksOutAreRefusedNamingTheMember) {
+  for (const std::string& target : std::vector<std::string>{"../host/file", "a/../../host/file"}) {
+    auto applied = apply({{"h", AE_IFREG, "", 0, target}}, "1.tar");
+    ASSERT_FALSE(applied.ok()) << target;
+    EXPECT_EQ(applied.error().errnum, EINVAL);
+    EXPECT_NE(applied.error().message().find("'h'"), std::string::npos)
+        << applied.error().message();
+  }
+  // Absolute targets and targets through the layer's symlinks resolve inside it, where
+  // there is no such file.
+  for (const std::string& target : {host_.string() + "/file", std::string("x/file")}) {
+    auto applied =
+        apply({{"x", AE_IFLNK, host_.string()}, {"h", AE_IFREG, "", 0, target}}, "2.tar");
+    ASSERT_FALSE(applied.ok()) << target;
+    EXPECT_NE(applied.error().message().find("'h'"), std::string::npos)
+        << applied.error().message();
+  }
+  expect_host_untouched();
+}
+
+TEST_F(HostileLayerTest, DotDotNamesAreRefusedAbsoluteNamesLandInside) {
+  for (const std::string& name :
+       std::vector<std::string>{"../escape", "a/../../escape", "x/../../escape"}) {
+    auto applied = apply({{name, AE_IFREG, "x"}}, "1.tar");
+    ASSERT_FALSE(applied.ok()) << name;
+    EXPECT_NE(applied.error().message().find("'" + name + "'"), std::string::npos)
+        << applied.error().message();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "escape"));
+  auto absolute = apply({{host_.string() + "/file", AE_IFREG, "evil"}}, "2.tar");
+  ASSERT_TRUE(absolute.ok()) << absolute.error().message();
+  EXPECT_TRUE(fs::exists(rootfs_ / host_.relative_path() / "file"));
+  expect_host_untouched();
+}
+
+TEST_F(HostileLayerTest, WhiteoutsOfDotDotAreRefused) {
+  fs::create_directories(rootfs_ / "keep");
+  for (const std::string& name :
+       std::vector<std::string>{".wh..", ".wh...", "keep/.wh...", ".wh."}) {
+    auto applied = apply({{name, AE_IFREG, ""}}, "1.tar");
+    ASSERT_FALSE(applied.ok()) << name;
+    EXPECT_NE(applied.error().message().find("'" + name + "'"), std::string::npos)
+        << applied.error().message();
+  }
+  EXPECT_TRUE(fs::is_directory(rootfs_ / "keep"));
+  expect_host_untouched();
+}
+
+TEST_F(HostileLayerTest, DeviceNodesAreSkipped) {
+  auto applied = apply({{"dev/", AE_IFDIR, ""}, {"dev/sda", AE_IFCHR, ""}}, "1.tar");
+  ASSERT_TRUE(applied.ok()) << applied.error().message();
+  EXPECT_TRUE(fs::is_directory(rootfs_ / "dev"));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(rootfs_ / "dev/sda")));
+}
+
+TEST_F(HostileLayerTest, IdsBeyondTheSandboxRangeBecomeNobody) {
+  if (::geteuid() != 0) GTEST_SKIP() << "ownership needs root";
+  write_tar(dir_ / "1.tar", {{"f", AE_IFREG, "x", 0xFFFFFFFFu - 99999u}});
+  auto applied = apply_layer(dir_ / "1.tar", rootfs_, IdShift{100000, 100000});
+  ASSERT_TRUE(applied.ok()) << applied.error().message();
+  struct stat st {};
+  ASSERT_EQ(::lstat((rootfs_ / "f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 100000u + 65534u);
 }
 
 }  // namespace
