@@ -91,6 +91,10 @@ void add_serve(CLI::App& root, Commands& commands) {
                   "Ready sandboxes kept per template for fast creates (0: none)")
       ->envname("ABX_WARM_POOL")
       ->capture_default_str();
+  app->add_option("--max-connections", options->max_connections,
+                  "Client connections held at once (0: 4096, or half the open-files limit)")
+      ->envname("ABX_MAX_CONNECTIONS")
+      ->capture_default_str();
   app->add_option("--log-level", options->log_level, "trace|debug|info|warn|error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();

@@ -27,6 +27,7 @@ constexpr size_t kInputChunk = 32 * 1024;
 struct ExecOptions {
   std::string id;
   bool tty = false;
+  bool raw = false;  // sandbox output to a terminal unsanitized
   std::vector<std::string> env;
   std::string cwd;
   std::string user;  // "" = the sandbox's default user
@@ -103,7 +104,14 @@ class ExecSession {
         env_(std::move(env)),
         stdin_is_tty_(terminal::is_tty(STDIN_FILENO)),
         // A TTY is read only for -t; piped input always goes to the command.
-        forward_stdin_(options.tty || !stdin_is_tty_) {}
+        forward_stdin_(options.tty || !stdin_is_tty_) {
+    // Without -t the sandbox's output is not meant for a terminal; when it
+    // lands on one anyway, escape sequences from it must not reach it.
+    if (!options.tty && !options.raw) {
+      if (terminal::is_tty(STDOUT_FILENO)) stdout_sanitizer_.emplace();
+      if (terminal::is_tty(STDERR_FILENO)) stderr_sanitizer_.emplace();
+    }
+  }
 
   Result<int> run() {
     std::unique_ptr<terminal::RawMode> raw;
@@ -115,6 +123,7 @@ class ExecSession {
       if (auto st = wait_and_handle(**stream, signals); !st) return st.error();
       if (forced_exit_) return *forced_exit_;
     }
+    finish_output();
     if (!exit_code_)
       return Error{stream_error_.empty() ? "the command ended without an exit status"
                                          : stream_error_};
@@ -193,13 +202,22 @@ class ExecSession {
     if (event.contains("end")) exit_code_ = exit_code_from_end(event["end"]);
   }
 
-  static void on_output(const json& data) {
+  void on_output(const json& data) {
     for (const auto& [name, fd] :
          {std::pair{"stdout", STDOUT_FILENO}, std::pair{"pty", STDOUT_FILENO},
           std::pair{"stderr", STDERR_FILENO}}) {
       if (!data.contains(name) || !data[name].is_string()) continue;
-      if (auto bytes = base64::decode(data[name].get<std::string>())) write_all(fd, *bytes);
+      auto bytes = base64::decode(data[name].get<std::string>());
+      if (!bytes) continue;
+      auto& sanitizer = fd == STDOUT_FILENO ? stdout_sanitizer_ : stderr_sanitizer_;
+      write_all(fd, sanitizer ? sanitizer->feed(*bytes) : *bytes);
     }
+  }
+
+  // What the sanitizers still hold (a character cut at the end).
+  void finish_output() {
+    if (stdout_sanitizer_) write_all(STDOUT_FILENO, stdout_sanitizer_->finish());
+    if (stderr_sanitizer_) write_all(STDERR_FILENO, stderr_sanitizer_->finish());
   }
 
   json process_ref() const { return {{"pid", *pid_}}; }
@@ -251,6 +269,8 @@ class ExecSession {
   std::map<std::string, std::string> env_;
   const bool stdin_is_tty_;
   const bool forward_stdin_;
+  std::optional<TerminalSanitizer> stdout_sanitizer_;
+  std::optional<TerminalSanitizer> stderr_sanitizer_;
   connect::FrameReader frames_;
   std::optional<int> pid_;
   std::optional<int> exit_code_;
@@ -286,6 +306,9 @@ void add_exec(CLI::App& root, Commands& commands) {
   app->add_option("command", options->command,
                   "After --: the command and its arguments, or one shell command line");
   app->add_flag("-t,--tty", options->tty, "Run in a pseudo-terminal (interactive programs)");
+  app->add_flag("--raw", options->raw,
+                "Copy output to a terminal byte for byte (by default, without -t, escape "
+                "sequences and control characters are dropped when stdout/stderr is a terminal)");
   app->add_option("--env", options->env, "Environment variable K=V");
   app->add_option("--cwd", options->cwd, "Working directory in the sandbox");
   app->add_option("--user", options->user, "user or root (default: the template's user)")

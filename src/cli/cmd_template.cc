@@ -10,6 +10,7 @@
 #include "cli/api.h"
 #include "cli/commands.h"
 #include "cli/tar_writer.h"
+#include "cli/terminal.h"
 #include "cli/text.h"
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
@@ -90,7 +91,12 @@ std::optional<Result<int>> show_build_line(const std::string& line, const char* 
   const json event = json::parse(line, nullptr, false);
   if (!event.is_object()) return std::nullopt;
   if (event.contains("progress")) {
-    std::cerr << "  " << event["progress"].get<std::string>() << "\n";
+    // Build steps print what the template's code prints: keep its escapes
+    // off the user's terminal.
+    const std::string progress = event["progress"].get<std::string>();
+    std::cerr << "  "
+              << (terminal::is_tty(STDERR_FILENO) ? sanitize_for_terminal(progress) : progress)
+              << "\n";
     return std::nullopt;
   }
   if (event.contains("error")) {

@@ -39,4 +39,33 @@ std::string format_progress(std::uint64_t done, std::uint64_t total, double seco
 // Pads each column to its widest cell; two spaces between columns.
 std::string format_table(const std::vector<std::vector<std::string>>& rows);
 
+// Makes a sandbox's output safe to show on the user's terminal: escape
+// sequences (OSC 52 writes the clipboard, others set the title, report it
+// back as input, remap keys) and control characters other than \n, \t and
+// \r are dropped; SGR colours (ESC [ digits m) are kept; invalid UTF-8 and
+// the C1 controls U+0080..U+009F become U+FFFD or are dropped. Output arrives
+// in pieces: a sequence cut between two is handled whole.
+class TerminalSanitizer {
+ public:
+  std::string feed(std::string_view data);
+  // The end of the output: an unfinished UTF-8 character becomes U+FFFD.
+  std::string finish();
+
+ private:
+  enum class State { text, escape, escape_intermediate, csi, string, string_escape };
+  void on_byte(unsigned char byte, std::string& out);
+  void on_text_byte(unsigned char byte, std::string& out);
+  void on_utf8_continuation(unsigned char byte, std::string& out);
+  void on_csi_byte(unsigned char byte, std::string& out);
+
+  State state_ = State::text;
+  std::string utf8_;      // the start of a multi-byte character
+  size_t utf8_need_ = 0;  // its continuation bytes still to come
+  std::string csi_;       // a CSI sequence read so far (kept only while it may be SGR)
+  bool csi_is_sgr_ = true;
+};
+
+// The whole of `text`, sanitized as above.
+std::string sanitize_for_terminal(std::string_view text);
+
 }  // namespace abx::cli

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,20 +87,39 @@ ListenAddress reachable_address(const std::string& host_port, uint16_t port) {
   return {host, port};
 }
 
-// The last barrier: an exception a library throws from inside an I/O
-// completion (not in any coroutine, so no route's try sees it) would
-// otherwise leave run() and end the daemon. Its operation is lost, nothing
-// else: log it and go on serving.
+// Every client connection and every sandbox (3 each) holds a descriptor; the
+// usual soft limit of 1024 would run out at a few hundred sandboxes. The hard
+// limit is what the administrator allows.
+void raise_open_files_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t before = limit.rlim_cur;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) limit.rlim_cur = before;
+  }
+  if (limit.rlim_cur == before) {
+    spdlog::info("open files limit: {}", before);
+  } else {
+    spdlog::info("open files limit: {} (raised from {})", limit.rlim_cur, before);
+  }
+}
+
+// An exception that escapes a handler must not end the daemon (nor one of
+// its I/O threads, which would leave it half-served): log it, run on.
 void run_io(boost::asio::io_context& ioc) {
   for (;;) {
     try {
       ioc.run();
       return;
     } catch (const std::exception& e) {
-      spdlog::error("abx serve: an I/O handler threw ({}); carrying on", e.what());
+      spdlog::error("abx serve: an I/O handler threw: {}", e.what());
+    } catch (...) {
+      spdlog::error("abx serve: an I/O handler threw an unknown exception");
     }
   }
 }
+
 }  // namespace
 
 fs::path api_key_path(const fs::path& data_dir) { return data_dir / "api_key"; }
@@ -107,6 +127,7 @@ fs::path api_key_path(const fs::path& data_dir) { return data_dir / "api_key"; }
 int serve(const ServeOptions& options) {
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   std::signal(SIGPIPE, SIG_IGN);  // a process that exits closes its stdin pipe under us
+  raise_open_files_limit();
   if (options.data_dir.empty()) return fail(Error{"serve", EINVAL, "--data-dir is required"});
   if (Status s = make_data_dir(options.data_dir); !s) return fail(s.error());
   // Held until we exit: closing the fd releases it.
@@ -145,7 +166,8 @@ int serve(const ServeOptions& options) {
   BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store, tenancy);
   service.restore();
-  auto port = http::listen(ioc, options.listen, make_router(service, *keys, key_path.string()));
+  auto port = http::listen(ioc, options.listen, make_router(service, *keys, key_path.string()),
+                           options.max_connections);
   if (!port) return fail(port.error());
   service.set_listen_address(reachable_address(options.listen, *port));
   if (Status s = write_address_file(options.address_file, *port); !s) return fail(s.error());

@@ -16,6 +16,9 @@ struct ServeOptions {
   // Ready sandboxes kept per template and limits, so a create takes one
   // instead of starting one; 0 turns the pool off.
   size_t warm_pool = 2;
+  // Client connections held at once; 0: 4096, or half the open-files limit
+  // when that is lower. Over it, new connections answer only GET /health.
+  size_t max_connections = 0;
   std::string log_level = "info";     // trace|debug|info|warn|error
   std::filesystem::path init_binary;  // abx-init; default: beside /proc/self/exe
   // Written once the server listens: "http://127.0.0.1:PORT\n". Lets the CLI

@@ -2,11 +2,12 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -19,10 +20,14 @@
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 
+#include "common/unique_fd.h"
+#include "daemon/connection_table.h"
 #include "daemon/url.h"
 
 namespace abx::daemon::http {
@@ -43,11 +48,26 @@ constexpr size_t kHeaderLimit = 64 * 1024;
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
 constexpr size_t kLingerLimit = 1 << 20;
 
+// Connections held at once when --max-connections is not given: this many,
+// or half the open-files limit when that is lower (sandboxes, files and
+// proxied connections need descriptors too).
+constexpr size_t kDefaultMaxConnections = 4096;
+// Connections over the limit that may still ask for GET /health (each gets a
+// 503 for anything else).
+constexpr size_t kHealthOnlyConnections = 32;
+constexpr auto kHealthOnlyHeaderTimeout = std::chrono::seconds(5);
+// Accept failures (out of descriptors) are retried after this, doubling up to the maximum.
+constexpr auto kAcceptBackoffFirst = std::chrono::milliseconds(100);
+constexpr auto kAcceptBackoffMax = std::chrono::milliseconds(1600);
+constexpr auto kAcceptAfterEviction = std::chrono::milliseconds(10);
+
 struct Timeouts {
   // Streams may be silent for minutes (keepalive events cover them); an idle
-  // keep-alive connection between requests is closed after this long, as envd does.
+  // keep-alive connection between requests is closed after this long, as envd
+  // does, or earlier when the daemon is at its connection limit.
   std::chrono::seconds idle{640};
-  // From a request's first byte to the end of its header.
+  // From a request's first byte to the end of its header; also how long a
+  // new connection may stay silent before its first request.
   std::chrono::seconds header{30};
   // Without a byte while a request body is read.
   std::chrono::seconds body{60};
@@ -384,18 +404,42 @@ std::optional<Refusal> framing_refusal(const Parser& parser) {
   return std::nullopt;
 }
 
+// What the table needs to close a connection waiting between requests: the
+// close runs on the connection's strand, and only while it still waits.
+struct IdleWait {
+  tcp::socket* socket = nullptr;  // null once the connection ended
+  bool waiting = false;
+};
+
+std::function<void()> closer(const net::any_io_executor& strand, std::shared_ptr<IdleWait> idle) {
+  return [strand, idle = std::move(idle)] {
+    net::post(strand, [idle] {
+      if (!idle->waiting || !idle->socket) return;
+      beast::error_code ignored;
+      idle->socket->cancel(ignored);
+    });
+  };
+}
+
 // Waits for the first byte of the next request (or the rest of a pipelined
-// one): a keep-alive connection may stay quiet for a long time between requests.
+// one): a keep-alive connection may stay quiet for a long time between
+// requests, unless the table closes it to make room. False when the
+// connection should close.
 Task<bool> wait_for_request(beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                            const Timeouts& timeouts) {
-  if (buffer.size() > 0) co_return true;
-  stream.expires_after(timeouts.idle);
+                            std::chrono::seconds timeout, ConnectionTable::Slot& slot,
+                            const std::shared_ptr<IdleWait>& idle) {
+  if (buffer.size() > 0) co_return slot.set_busy();
+  slot.set_idle(closer(stream.get_executor(), idle));
+  idle->waiting = true;
+  stream.expires_after(timeout);
   beast::error_code ec;
   const size_t got = co_await stream.async_read_some(buffer.prepare(kReadChunk),
                                                      net::redirect_error(net::use_awaitable, ec));
+  idle->waiting = false;
   buffer.commit(got);
   stream.expires_never();
-  co_return got > 0;
+  const bool kept = slot.set_busy();
+  co_return got > 0 && kept;
 }
 
 // Feeds the header to the parser as it arrives. Not bhttp::async_read_header:
@@ -443,28 +487,66 @@ Task<std::optional<Refusal>> read_header(beast::tcp_stream& stream, beast::flat_
   co_return framing_refusal(parser);
 }
 
-Task<void> serve_connection(tcp::socket socket, Handler handler, Timeouts timeouts) {
-  beast::tcp_stream stream(std::move(socket));
+bool is_health_check(const Parser& parser) {
+  const auto& message = parser.get();
+  const std::string_view target(message.target().data(), message.target().size());
+  return (message.method() == bhttp::verb::get || message.method() == bhttp::verb::head) &&
+         (target == "/health" || target.starts_with("/health?"));
+}
+
+Refusal at_capacity_refusal() {
+  return Refusal{503, "the daemon is at its connection limit; retry shortly"};
+}
+
+// Serves requests until the client or a timeout ends the connection. A
+// health-only connection (over the limit) answers one GET /health.
+Task<void> serve_requests(beast::tcp_stream& stream, const Handler& handler, Timeouts timeouts,
+                          ConnectionTable::Slot& slot, const std::shared_ptr<IdleWait>& idle) {
+  const bool health_only = slot.kind() == ConnectionTable::Kind::health_only;
+  if (health_only) timeouts.header = std::min(timeouts.header, kHealthOnlyHeaderTimeout);
   beast::flat_buffer buffer;
-  try {
-    for (;;) {
-      if (!co_await wait_for_request(stream, buffer, timeouts)) break;
-      Parser parser;
-      parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // uploads stream to disk
-      parser.header_limit(kHeaderLimit);
-      bool client_gone = false;
-      if (auto refusal = co_await read_header(stream, buffer, parser, timeouts, &client_gone)) {
-        co_await refuse_and_close(stream, *refusal);
-        break;
-      }
-      if (client_gone) break;
-      BeastExchange exchange(stream, buffer, parser, timeouts.body);
-      if (!co_await handle_one(exchange, handler)) break;
-      if (!co_await exchange.drain_body()) break;
+  // A new connection must start its request within the header timeout.
+  std::chrono::seconds wait = timeouts.header;
+  for (;;) {
+    if (!co_await wait_for_request(stream, buffer, wait, slot, idle)) co_return;
+    wait = timeouts.idle;
+    Parser parser;
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // uploads stream to disk
+    parser.header_limit(kHeaderLimit);
+    bool client_gone = false;
+    if (auto refusal = co_await read_header(stream, buffer, parser, timeouts, &client_gone)) {
+      co_await refuse_and_close(stream, *refusal);
+      co_return;
     }
-  } catch (const std::exception& e) {
-    spdlog::debug("http: connection closed: {}", e.what());
+    if (client_gone) co_return;
+    if (health_only && !is_health_check(parser)) {
+      co_await refuse_and_close(stream, at_capacity_refusal());
+      co_return;
+    }
+    BeastExchange exchange(stream, buffer, parser, timeouts.body);
+    if (!co_await handle_one(exchange, handler)) co_return;
+    if (health_only) co_return;
+    if (!co_await exchange.drain_body()) co_return;
   }
+}
+
+// The exception barrier of a connection: whatever a peer sends, whatever a
+// handler throws, only this connection ends.
+Task<void> serve_connection(tcp::socket socket, Handler handler, Timeouts timeouts,
+                            std::unique_ptr<ConnectionTable::Slot> slot) {
+  beast::tcp_stream stream(std::move(socket));
+  auto idle = std::make_shared<IdleWait>();
+  idle->socket = &stream.socket();
+  try {
+    co_await serve_requests(stream, handler, timeouts, *slot, idle);
+  } catch (const std::system_error& e) {
+    spdlog::debug("http: connection closed: {}", e.what());
+  } catch (const std::exception& e) {
+    spdlog::warn("http: connection closed after an error: {}", e.what());
+  } catch (...) {
+    spdlog::warn("http: connection closed after an unknown exception");
+  }
+  idle->socket = nullptr;
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
 }
@@ -473,23 +555,135 @@ Task<void> serve_connection(tcp::socket socket, Handler handler, Timeouts timeou
 // (mmdebstrap, newuidmap, a sandbox's init) must not inherit them.
 void set_cloexec(int fd) { ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC); }
 
-Task<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor, Handler handler,
-                       Timeouts timeouts) {
-  auto& ioc = static_cast<net::io_context&>(acceptor->get_executor().context());
+// At most one line a second for a condition that may repeat thousands of
+// times a second (accept failing, connections over the limit); says how many
+// were not logged.
+class ThrottledWarning {
+ public:
+  explicit ThrottledWarning(std::string what) : what_(std::move(what)) {}
+
+  void log(const std::string& detail) {
+    const auto now = std::chrono::steady_clock::now();
+    if (last_ && now - *last_ < std::chrono::seconds(1)) {
+      ++suppressed_;
+      return;
+    }
+    if (suppressed_ > 0) {
+      spdlog::warn("http: {}: {} ({} more in the last second)", what_, detail, suppressed_);
+    } else {
+      spdlog::warn("http: {}: {}", what_, detail);
+    }
+    last_ = now;
+    suppressed_ = 0;
+  }
+
+ private:
+  std::string what_;
+  std::optional<std::chrono::steady_clock::time_point> last_;
+  size_t suppressed_ = 0;
+};
+
+bool out_of_descriptors(const beast::error_code& ec) {
+  return ec == net::error::no_descriptors || ec.value() == ENFILE ||
+         ec == net::error::no_buffer_space || ec == net::error::no_memory;
+}
+
+// A descriptor held in reserve: given up when accept fails for want of one,
+// so the daemon can still take one connection and answer /health on it.
+UniqueFd open_spare_fd() { return UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC)); }
+
+struct Listener {
+  std::shared_ptr<tcp::acceptor> acceptor;
+  Handler handler;
+  Timeouts timeouts;
+  std::shared_ptr<ConnectionTable> table;
+};
+
+void spawn_connection(tcp::socket socket, const Listener& listener,
+                      std::unique_ptr<ConnectionTable::Slot> slot) {
+  set_cloexec(socket.native_handle());
+  beast::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);  // stream frames go out at once
+  auto executor = socket.get_executor();
+  net::co_spawn(
+      executor,
+      serve_connection(std::move(socket), listener.handler, listener.timeouts, std::move(slot)),
+      [](const std::exception_ptr& failure) {
+        if (failure) spdlog::error("http: a connection ended with an exception");
+      });
+}
+
+// Never spins: when accept fails (out of descriptors) it gives up the spare
+// descriptor once, closes the connection idle longest, and waits a growing
+// delay before trying again; it says so at most once a second.
+Task<void> accept_loop(Listener listener) {
+  auto& acceptor = *listener.acceptor;
+  auto& ioc = static_cast<net::io_context&>(acceptor.get_executor().context());
+  net::steady_timer backoff_timer(acceptor.get_executor());
+  auto backoff = kAcceptBackoffFirst;
+  ThrottledWarning accept_warning("accept");
+  ThrottledWarning limit_warning("connection limit");
+  UniqueFd spare = open_spare_fd();
+  bool on_spare = false;
   for (;;) {
+    if (!spare.valid() && !on_spare) spare = open_spare_fd();
     beast::error_code ec;
-    tcp::socket socket = co_await acceptor->async_accept(
+    tcp::socket socket = co_await acceptor.async_accept(
         net::make_strand(ioc), net::redirect_error(net::use_awaitable, ec));
-    if (ec) {
-      if (ec == net::error::operation_aborted) co_return;
-      spdlog::warn("http: accept: {}", ec.message());
+    if (ec == net::error::operation_aborted) co_return;
+    if (ec && out_of_descriptors(ec) && spare.valid()) {
+      accept_warning.log(ec.message() + "; answering /health only meanwhile");
+      spare.reset();
+      on_spare = true;
+      listener.table->evict_longest_idle();
       continue;
     }
-    set_cloexec(socket.native_handle());
-    socket.set_option(tcp::no_delay(true), ec);  // stream frames go out at once
-    auto executor = socket.get_executor();
-    net::co_spawn(executor, serve_connection(std::move(socket), handler, timeouts), net::detached);
+    if (ec) {
+      // Closing an idle connection frees a descriptor in a moment; otherwise
+      // wait longer each time.
+      const bool evicted = listener.table->evict_longest_idle();
+      const auto delay = evicted ? kAcceptAfterEviction : backoff;
+      accept_warning.log(ec.message() + "; retrying in " + std::to_string(delay.count()) + " ms");
+      backoff_timer.expires_after(delay);
+      co_await backoff_timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+      if (!evicted) backoff = std::min(backoff * 2, kAcceptBackoffMax);
+      on_spare = false;
+      continue;
+    }
+    backoff = kAcceptBackoffFirst;
+    auto slot = listener.table->admit(on_spare);
+    on_spare = false;
+    if (!slot) {
+      limit_warning.log(std::to_string(listener.table->open()) +
+                        " connections open; closing new ones at once");
+      continue;  // the socket closes here
+    }
+    if (slot->kind() == ConnectionTable::Kind::regular &&
+        listener.table->open() >= listener.table->limit()) {
+      limit_warning.log(std::to_string(listener.table->open()) +
+                        " connections open; each new one closes the one idle longest");
+    } else if (slot->kind() == ConnectionTable::Kind::health_only) {
+      limit_warning.log(std::to_string(listener.table->open()) +
+                        " connections open; new ones answer only GET /health");
+    }
+    spawn_connection(std::move(socket), listener, std::move(slot));
   }
+}
+
+// --max-connections, or the default capped at half the open-files limit.
+size_t connection_limit(size_t requested) {
+  rlimit limit{};
+  const bool known = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  const size_t files = known ? static_cast<size_t>(limit.rlim_cur) : 0;
+  if (requested > 0) {
+    if (known && requested >= files) {
+      spdlog::warn("http: --max-connections {} is not below the open-files limit {}", requested,
+                   files);
+    }
+    return requested;
+  }
+  if (!known) return kDefaultMaxConnections;
+  return std::max<size_t>(1, std::min(kDefaultMaxConnections, files / 2));
 }
 
 }  // namespace
@@ -513,7 +707,8 @@ Task<std::string> read_body(Exchange& exchange, size_t limit, bool* fits) {
   }
 }
 
-Result<uint16_t> listen(net::io_context& ioc, const std::string& host_port, Handler handler) {
+Result<uint16_t> listen(net::io_context& ioc, const std::string& host_port, Handler handler,
+                        size_t max_connections) {
   const size_t colon = host_port.rfind(':');
   if (colon == std::string::npos) {
     return Error{"parse listen address", EINVAL, host_port + " (expected host:port)"};
@@ -537,7 +732,14 @@ Result<uint16_t> listen(net::io_context& ioc, const std::string& host_port, Hand
   if (!ec) acceptor->listen(net::socket_base::max_listen_connections, ec);
   if (ec) return Error{"listen on " + host_port, ec.value(), ec.message()};
   const uint16_t bound = acceptor->local_endpoint().port();
-  net::co_spawn(ioc, accept_loop(acceptor, std::move(handler), timeouts_from_env()), net::detached);
+  const size_t limit = connection_limit(max_connections);
+  spdlog::info("http: up to {} connections at once ({} more answer only GET /health)", limit,
+               kHealthOnlyConnections);
+  Listener listener{acceptor, std::move(handler), timeouts_from_env(),
+                    std::make_shared<ConnectionTable>(limit, kHealthOnlyConnections)};
+  net::co_spawn(ioc, accept_loop(std::move(listener)), [](const std::exception_ptr& failure) {
+    if (failure) spdlog::error("http: the accept loop ended with an exception");
+  });
   return bound;
 }
 
