@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "common/fd_io.h"
+#include "common/json_text.h"
 #include "templates/archive_io.h"
 
 namespace abx::templates::image {
@@ -54,6 +55,10 @@ Result<json> read_json(const fs::path& path, const std::string& what) {
   auto text = read_file(path);
   if (!text)
     return Error{kStep, text.error().errnum, "cannot read " + what + " (" + path.string() + ")"};
+  // An image's JSON is the image author's: copying a deeply nested value recurses.
+  if (json_text::nested_deeper_than(*text, json_text::kMaxDepth))
+    return invalid(what + " nests deeper than " + std::to_string(json_text::kMaxDepth) +
+                   " levels; the image is damaged");
   json parsed = json::parse(*text, nullptr, false);
   if (parsed.is_discarded()) return invalid(what + " is not valid JSON; the image is damaged");
   return parsed;

@@ -6,6 +6,7 @@
 #include <set>
 #include <string_view>
 
+#include "common/json_text.h"
 #include "templates/host_arch.h"
 #include "templates/sandboxfile_expander.h"
 #include "templates/sandboxfile_text.h"
@@ -21,6 +22,9 @@ using Pairs = std::vector<std::pair<std::string, std::string>>;
 Result<std::optional<Strings>> json_strings(const Instruction& in, std::string_view rest,
                                             const std::string& example) {
   if (!rest.starts_with('[')) return std::optional<Strings>{};
+  if (json_text::nested_deeper_than(rest, json_text::kMaxDepth))
+    return error_at(in.line, in.keyword + " [...] must be a JSON array of strings, e.g. " +
+                                 in.keyword + " " + example);
   const nlohmann::json json = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_array()) return std::optional<Strings>{};
   Strings out;
