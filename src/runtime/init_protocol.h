@@ -35,10 +35,14 @@ struct InitConfig {
   std::string seccomp_bpf;         // compiled once by the runtime (seccomp_policy::compile)
   bool host_writable_dir = false;  // the writable layer is a host dir (RootfsSpec::writable_dir)
   bool host_network = false;       // the net namespace is the host's: leave it alone
+  // The handoff ends with the cgroup.procs of the workload memory cgroup,
+  // which every process init starts joins (see cgroup::workload_procs).
+  bool workload_cgroup = false;
   // Not encoded: O_PATH fds of each lower layer, then of each bind source,
   // then of the writable dir if any, received by init in the handoff
   // message (see spawner.h).
   std::vector<int> source_fds;
+  int workload_procs_fd = -1;  // not a source: taken off the handoff's end
 };
 
 enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2, kOpen = 3 };
