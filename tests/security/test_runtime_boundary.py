@@ -144,3 +144,20 @@ def test_root_raising_inits_oom_score_cannot_kill_init_or_leave_a_dead_sandbox_l
     else:
         assert_reported_stopped(d, sandbox_id, "its init was killed (out of memory)")
     assert_daemon_healthy(d)
+
+
+def test_an_adopted_sandbox_whose_init_dies_is_reported_too(state_dir):
+    first = start_daemon(state_dir / "state", shared_templates=False,
+                         extra_args=("--warm-pool", "0"))
+    sandbox_id = create(first)
+    first.proc.kill()
+    first.proc.wait()
+    d = start_daemon(state_dir / "state", shared_templates=False, extra_args=("--warm-pool", "0"))
+    try:
+        assert abx(d, "exec", sandbox_id, "--", "echo", "adopted").stdout == "adopted\n"
+        os.kill(init_pid(sandbox_id), signal.SIGKILL)
+        # Not the new daemon's child: its wait status went elsewhere.
+        assert_reported_stopped(d, sandbox_id, "its init exited")
+        assert_daemon_healthy(d)
+    finally:
+        stop_daemon(d)
