@@ -203,6 +203,7 @@ TEST(Seccomp, PersonalityAllowsOnlySafeValues) {
     if (personality(0xffffffff) < 0) return 1;  // the query
     for (uint64_t allowed : {0x0ul, 0x8ul, 0x20000ul, 0x20008ul, 0x40000ul})
       if (personality(allowed) < 0) return 2;
+    if (personality(0) < 0) return 2;
     for (uint64_t denied : {0x400000ul,    // READ_IMPLIES_EXEC
                             0x80400000ul,  // the same with bit 31
                             0x80000000ul, 0xfffffffeul, 0x100000ul /* MMAP_PAGE_ZERO */,
