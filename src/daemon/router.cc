@@ -99,11 +99,25 @@ class Router {
     co_await std::get<ControlHandler>(match.route->handler)(call, exchange);
   }
 
+  // A sandbox that stopped on its own tells why, to callers it would have
+  // admitted; anyone else hears of an unknown sandbox.
+  nlohmann::json missing_sandbox_answer(const http::Request& request, const std::string& id) {
+    auto stopped = service_.stopped(id);
+    if (!stopped) return sandbox_missing(id);
+    const auto access =
+        authenticate_sandbox(Credential::access_token, request, stopped->row, *keys_);
+    if (access.access != SandboxAccess::granted) return sandbox_missing(id);
+    nlohmann::json answer = sandbox_missing(id);
+    answer["message"] = stopped->message();
+    return answer;
+  }
+
   Task<void> sandbox_plane(Exchange& exchange, const SandboxTarget& target) {
     const auto& request = exchange.request();
     auto live = service_.find(target.sandbox_id);
     if (!live) {
-      co_return co_await routes::respond_json(exchange, 502, sandbox_missing(target.sandbox_id));
+      const nlohmann::json answer = missing_sandbox_answer(request, target.sandbox_id);
+      co_return co_await routes::respond_json(exchange, 502, answer);
     }
     const Plane plane = plane_of_port(target.port);
     RouteMatch match = match_route(plane, request.method, request.path);

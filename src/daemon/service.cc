@@ -4,6 +4,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
@@ -33,9 +34,49 @@ Service::Service(net::io_context& ioc, BlockingPool& pool, runtime::Runtime& run
       templates_(templates),
       store_(store),
       tenancy_(std::move(tenancy)),
-      host_cores_(std::max(1u, std::thread::hardware_concurrency())) {}
+      host_cores_(std::max(1u, std::thread::hardware_concurrency())) {
+  runtime_.on_stopped(this);
+}
 
-Service::~Service() = default;
+Service::~Service() { runtime_.on_stopped(nullptr); }
+
+// The runtime calls from its own thread; the registry is changed on ours.
+void Service::sandbox_stopped(const std::string& id, const std::string& reason) {
+  net::post(ioc_, [this, id, reason] { on_sandbox_stopped(id, reason); });
+}
+
+namespace {
+// Stopped sandboxes remembered for their "why"; older ones answer "not found".
+constexpr size_t kMaxStopped = 1024;
+}  // namespace
+
+// The sandbox is dead: it leaves the registry at once (kill() destroys what
+// is left of it: cgroups, state dir, row), and calls to it hear why.
+void Service::on_sandbox_stopped(const std::string& id, const std::string& reason) {
+  auto live = find(id);
+  if (!live) return;  // being killed already, or one of the runtime's pool
+  StoppedSandbox stopped{live->snapshot(), reason};
+  spdlog::warn("{}", stopped.message());
+  {
+    std::lock_guard lock(mutex_);
+    if (stopped_.insert_or_assign(id, std::move(stopped)).second) stopped_order_.push_back(id);
+    while (stopped_order_.size() > kMaxStopped) {
+      stopped_.erase(stopped_order_.front());
+      stopped_order_.pop_front();
+    }
+  }
+  net::co_spawn(ioc_, kill_stopped(id), net::detached);
+}
+
+// Owns the id: kill() takes it by reference, and runs after our caller returned.
+http::Task<void> Service::kill_stopped(std::string id) { co_await kill(id); }
+
+std::optional<StoppedSandbox> Service::stopped(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  const auto it = stopped_.find(id);
+  if (it == stopped_.end()) return std::nullopt;
+  return it->second;
+}
 
 std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
                                                 std::unique_ptr<runtime::Sandbox> sb) {

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,15 @@ struct LiveSandbox {
   std::shared_ptr<interp::Interpreter> interpreter;  // created on first use
 };
 
+// A sandbox whose init died on its own (killed from the host, out of
+// memory): gone from the registry, remembered for a while so that calls to
+// it hear why ("sandbox X stopped: its init was killed (out of memory)").
+struct StoppedSandbox {
+  SandboxRow row;  // as it was: owner and tokens decide who may hear why
+  std::string reason;
+  std::string message() const { return "sandbox " + row.id + " stopped: " + reason; }
+};
+
 // What a create with waitForBuild=false answers (409) for a template that
 // would have to be built first.
 inline constexpr const char* kNotBuiltYet = "is not built yet";
@@ -61,11 +72,11 @@ struct Tenancy {
   std::shared_ptr<Usage> usage;
 };
 
-class Service {
+class Service : private runtime::StopListener {
  public:
   Service(boost::asio::io_context& ioc, BlockingPool& pool, runtime::Runtime& runtime,
           templates::TemplateStore& templates, Store& store, Tenancy tenancy);
-  ~Service();
+  ~Service() override;
 
   // Adopts every sandbox in the store (destroying expired or dead ones), then
   // sweeps the runtime's orphans. Call once before serving.
@@ -87,6 +98,8 @@ class Service {
   // foreign sandbox is not found, so its existence is not revealed.
   std::vector<SandboxRow> list_for(const Caller& caller) const;
   std::shared_ptr<LiveSandbox> find_for(const Caller& caller, const std::string& id) const;
+  // A sandbox that stopped on its own lately, if `id` names one.
+  std::optional<StoppedSandbox> stopped(const std::string& id) const;
 
   ApiKeys& keys() { return *tenancy_.keys; }
   Quotas& quotas() { return *tenancy_.quotas; }
@@ -112,6 +125,9 @@ class Service {
   http::Task<void> ttl_loop();
   void account_usage(bool sample_memory);
   void destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live);
+  void sandbox_stopped(const std::string& id, const std::string& reason) override;
+  void on_sandbox_stopped(const std::string& id, const std::string& reason);
+  http::Task<void> kill_stopped(std::string id);
   std::shared_ptr<LiveSandbox> make_live(SandboxRow row, std::unique_ptr<runtime::Sandbox> sb);
 
   boost::asio::io_context& ioc_;
@@ -125,6 +141,8 @@ class Service {
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<LiveSandbox>> live_;
+  std::map<std::string, StoppedSandbox> stopped_;  // the latest kMaxStopped, under mutex_
+  std::deque<std::string> stopped_order_;          // oldest first
 };
 
 int64_t now_ms();

@@ -27,6 +27,7 @@ struct LimitFile {
   const char* file;
   std::string (*value)(const Limits&);
   bool optional;  // absent without swap accounting, for example
+  bool workload;  // on the workload group (see workload_procs), not the sandbox's
 };
 
 std::string memory(const Limits& l) { return std::to_string(l.memory_bytes); }
@@ -40,16 +41,18 @@ std::string zero(const Limits&) { return "0"; }
 
 // Order matters on v1: memsw may not go below memory.limit_in_bytes.
 constexpr LimitFile kLimitFiles[] = {
-    {Version::kV1, "memory", "memory.limit_in_bytes", memory, false},
-    {Version::kV1, "memory", "memory.memsw.limit_in_bytes", memory, true},
-    {Version::kV1, "pids", "pids.max", pids, false},
-    {Version::kV1, "cpu", "cpu.cfs_period_us", cpu_period, false},
-    {Version::kV1, "cpu", "cpu.cfs_quota_us", cpu_quota, false},
-    {Version::kV2, "memory", "memory.max", memory, false},
-    {Version::kV2, "memory", "memory.swap.max", zero, true},
-    {Version::kV2, "pids", "pids.max", pids, false},
-    {Version::kV2, "cpu", "cpu.max", cpu_max, false},
+    {Version::kV1, "memory", "memory.limit_in_bytes", memory, false, true},
+    {Version::kV1, "memory", "memory.memsw.limit_in_bytes", memory, true, true},
+    {Version::kV1, "pids", "pids.max", pids, false, false},
+    {Version::kV1, "cpu", "cpu.cfs_period_us", cpu_period, false, false},
+    {Version::kV1, "cpu", "cpu.cfs_quota_us", cpu_quota, false, false},
+    {Version::kV2, "memory", "memory.max", memory, false, false},
+    {Version::kV2, "memory", "memory.swap.max", zero, true, false},
+    {Version::kV2, "pids", "pids.max", pids, false, false},
+    {Version::kV2, "cpu", "cpu.max", cpu_max, false, false},
 };
+
+constexpr const char* kWorkload = "work";
 
 constexpr const char* kV1Controllers[] = {"memory", "pids", "cpu", "cpuacct"};
 constexpr const char* kV2Controllers[] = {"memory", "pids", "cpu"};
@@ -190,8 +193,26 @@ std::vector<fs::path> dirs(const Layout& layout, const std::string& id) {
   return out;
 }
 
+namespace {
+
+// The workload group's dir, or "" (see workload_procs).
+fs::path workload_dir(const Layout& layout, const std::string& id) {
+  const Hierarchy* h = layout.version == Version::kV1 ? owning(layout, "memory") : nullptr;
+  return h ? h->base / id / kWorkload : fs::path();
+}
+
+}  // namespace
+
+fs::path workload_procs(const Layout& layout, const std::string& id) {
+  const fs::path dir = workload_dir(layout, id);
+  return dir.empty() ? dir : dir / "cgroup.procs";
+}
+
 Status create(const Layout& layout, const std::string& id, const Limits& limits) {
-  for (const auto& dir : dirs(layout, id)) {
+  std::vector<fs::path> all = dirs(layout, id);
+  if (const fs::path workload = workload_dir(layout, id); !workload.empty())
+    all.push_back(workload);
+  for (const auto& dir : all) {
     std::error_code ec;  // the base may have been released by another runtime object
     fs::create_directories(dir, ec);
     if (ec) return Error{"cgroup mkdir", ec.value(), dir.string()};
@@ -199,7 +220,7 @@ Status create(const Layout& layout, const std::string& id, const Limits& limits)
   for (const auto& limit : kLimitFiles) {
     const Hierarchy* h = owning(layout, limit.controller);
     if (limit.version != layout.version || h == nullptr) continue;
-    const fs::path file = h->base / id / limit.file;
+    const fs::path file = (limit.workload ? workload_dir(layout, id) : h->base / id) / limit.file;
     if (limit.optional && ::access(file.c_str(), F_OK) != 0) continue;
     if (auto s = write_file(file, limit.value(limits)); !s) return s;
   }
@@ -230,8 +251,29 @@ Sandbox::Usage usage(const Layout& layout, const std::string& id) {
   return u;
 }
 
+uint64_t oom_kills(const Layout& layout, const std::string& id) {
+  // v1 memory.oom_control and v2 memory.events both carry an "oom_kill N" line.
+  fs::path file;
+  if (layout.version == Version::kV1) {
+    if (const fs::path dir = workload_dir(layout, id); !dir.empty())
+      file = dir / "memory.oom_control";
+  } else if (layout.version == Version::kV2) {
+    file = layout.hierarchies.front().base / id / "memory.events";
+  }
+  if (file.empty()) return 0;
+  std::istringstream lines(read_text(file));
+  std::string key;
+  uint64_t value = 0;
+  while (lines >> key >> value)
+    if (key == "oom_kill") return value;
+  return 0;
+}
+
 Status remove(const Layout& layout, const std::string& id) {
-  const auto all = dirs(layout, id);
+  std::vector<fs::path> all = dirs(layout, id);
+  // Children first: a group with a child cannot be removed.
+  if (const fs::path workload = workload_dir(layout, id); !workload.empty())
+    all.insert(all.begin(), workload);
   for (const auto& dir : all) {
     if (layout.version == Version::kV2 && ::access((dir / "cgroup.kill").c_str(), F_OK) == 0)
       (void)write_file(dir / "cgroup.kill", "1");

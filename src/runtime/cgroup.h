@@ -37,9 +37,20 @@ Layout detect(const std::string& instance, std::vector<std::string>* warnings);
 // The sandbox's dir in every hierarchy.
 std::vector<fs::path> dirs(const Layout& layout, const std::string& id);
 
+// On v1 the memory limit sits on a child group, <memory>/<id>/work, that
+// holds every process of the sandbox but its init: the OOM killer looks only
+// inside the group whose limit was hit, so it never picks init, however high
+// sandbox root sets init's oom_score_adj (which it may: it owns init). This
+// is that group's cgroup.procs, or "" where there is none (v2, where a group
+// with a process cannot have children with controllers; no cgroups).
+fs::path workload_procs(const Layout& layout, const std::string& id);
+
 Status create(const Layout& layout, const std::string& id, const Limits& limits);
 Status attach(const Layout& layout, const std::string& id, pid_t pid);
 Sandbox::Usage usage(const Layout& layout, const std::string& id);
+// How many processes the kernel's OOM killer has killed in the sandbox's
+// memory cgroup (0 without one).
+uint64_t oom_kills(const Layout& layout, const std::string& id);
 // SIGKILLs every process left in the sandbox's groups, then removes them.
 Status remove(const Layout& layout, const std::string& id);
 // Removes this instance's base dirs if no sandbox group is left in them.

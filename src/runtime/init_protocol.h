@@ -37,16 +37,23 @@ struct InitConfig {
   bool host_network = false;       // the net namespace is the host's: leave it alone
   uint64_t shm_bytes = 0;          // size of /dev/shm's tmpfs (0: the kernel's default)
   std::vector<std::string> proc_views;  // lxcfs files to bind over /proc/<name>
+  // The handoff ends with the cgroup.procs of the workload memory cgroup,
+  // which every process init starts joins (see cgroup::workload_procs).
+  bool workload_cgroup = false;
   // Not encoded: O_PATH fds of each lower layer, then of each bind source,
   // then of the writable dir if any, then of lxcfs's proc dir if there are
   // proc_views, received by init in the handoff message (see spawner.h).
   std::vector<int> source_fds;
 
-  // Where lxcfs's proc dir sits among the source fds, and how many there are.
+  // Where lxcfs's proc dir sits among the handed-over fds, and how many
+  // there are (the workload cgroup's procs fd is last, not a source).
   size_t proc_views_source() const {
     return lower_layers.size() + binds.size() + (host_writable_dir ? 1 : 0);
   }
-  size_t source_count() const { return proc_views_source() + (proc_views.empty() ? 0 : 1); }
+  size_t handoff_count() const {
+    return proc_views_source() + (proc_views.empty() ? 0 : 1) + (workload_cgroup ? 1 : 0);
+  }
+  int workload_procs_fd = -1;  // not a source: taken off the handoff's end
 };
 
 enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2, kOpen = 3 };

@@ -15,6 +15,9 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -67,9 +70,8 @@ uint64_t process_start_time(pid_t pid) {
 
 // sweep_orphans finds a sandbox's init through this file alone, so a create
 // whose file did not land fails instead of leaving an init nobody can find.
-Status write_init_file(const fs::path& path, pid_t pid) {
-  const std::string line =
-      std::to_string(pid) + ' ' + std::to_string(process_start_time(pid)) + '\n';
+Status write_init_file(const fs::path& path, pid_t pid, uint64_t start_time) {
+  const std::string line = std::to_string(pid) + ' ' + std::to_string(start_time) + '\n';
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd.valid()) return Error::from_errno("create init pid file", path.string());
   return write_all(fd.get(), line, "write init pid file", path.string());
@@ -125,7 +127,8 @@ Status validate(const SandboxSpec& spec) {
 uint64_t shm_bytes(const Limits& limits) { return limits.memory_bytes / 2; }
 
 proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, bool full_id_map,
-                              const std::string& seccomp_bpf, const Lxcfs* lxcfs) {
+                              const std::string& seccomp_bpf, const Lxcfs* lxcfs,
+                              bool workload_cgroup) {
   proto::InitConfig config;
   config.hostname = spec.hostname.empty() ? spec.id : spec.hostname;
   config.disk_bytes = limits.disk_bytes;
@@ -138,6 +141,7 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   config.host_network = spec.host_network;
   config.shm_bytes = shm_bytes(limits);
   if (lxcfs) config.proc_views = lxcfs->views();
+  config.workload_cgroup = workload_cgroup;
   return config;
 }
 
@@ -187,22 +191,65 @@ bool has_capability(cap_value_t cap) {
   return value == CAP_SET;
 }
 
-// SIGKILL through a pidfd (a pid-namespace init ignores SIGTERM); the kernel
-// then kills the whole namespace. Reaps init if it is our child.
-Status kill_init(pid_t pid) {
+// waitid's idtype for a pidfd (Linux 5.4); glibc's <sys/wait.h> does not name it.
+constexpr auto kPidfdIdType = static_cast<idtype_t>(3);
+
+Result<UniqueFd> open_pidfd(pid_t pid) {
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  if (!pidfd.valid()) return errno == ESRCH ? Status{} : Error::from_errno("pidfd_open init");
-  if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0 && errno != ESRCH)
+  if (!pidfd.valid()) return Error::from_errno("pidfd_open init", std::to_string(pid));
+  return pidfd;
+}
+
+// A pidfd for the process that held `pid` when it was recorded, or ESRCH.
+// Opened before the start-time check: if the check passes, the pidfd names
+// that process even if the number is reused a moment later.
+Result<UniqueFd> open_recorded_pidfd(pid_t pid, uint64_t start_time) {
+  if (pid <= 0) return Error{"find sandbox init", ESRCH, "no pid recorded"};
+  auto pidfd = open_pidfd(pid);
+  if (!pidfd) return pidfd.error();
+  if (process_start_time(pid) != start_time)
+    return Error{"find sandbox init", ESRCH, "pid " + std::to_string(pid) + " was reused"};
+  return pidfd;
+}
+
+bool has_exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
+}
+
+// SIGKILL through the pidfd (a pid-namespace init ignores SIGTERM); the
+// kernel then kills the whole namespace. `reap`: init is our child and
+// nobody has reaped it yet.
+Status kill_init(int pidfd, bool reap) {
+  if (::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) != 0 && errno != ESRCH)
     return Error::from_errno("kill sandbox init");
-  int status;
-  pid_t reaped;
-  do reaped = ::waitpid(pid, &status, 0);
-  while (reaped < 0 && errno == EINTR);
-  if (reaped == pid) return {};
-  pollfd p{pidfd.get(), POLLIN, 0};  // not our child (adopted): wait for it to exit
+  if (reap) {
+    siginfo_t info{};
+    while (::waitid(kPidfdIdType, static_cast<id_t>(pidfd), &info, WEXITED) != 0)
+      if (errno != EINTR) return Error::from_errno("reap sandbox init");
+    return {};
+  }
+  pollfd p{pidfd, POLLIN, 0};  // not ours to reap: wait for it to exit
   if (::poll(&p, 1, kDeathTimeoutMs) != 1)
     return Error{"wait for sandbox init to die", ETIMEDOUT, {}};
   return {};
+}
+
+// What start() opened while init was our unreaped child (so its pid could
+// not have been reused), or adopt() verified.
+Result<LocalSandbox::Held> hold_init(const std::string& id, pid_t pid, uint64_t start_time,
+                                     UniqueFd pidfd, bool child) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  LocalSandbox::Held held;
+  held.root = UniqueFd(::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!held.root.valid()) return Error::from_errno("open sandbox root", proc + "/root");
+  held.net_ns = UniqueFd(::open((proc + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!held.net_ns.valid()) return Error::from_errno("open sandbox network namespace", proc);
+  // Still running after the opens: the number was still init's while we opened.
+  if (has_exited(pidfd.get()))
+    return Error{"hold sandbox init", ESRCH, "init of " + id + " exited"};
+  held.init = std::make_shared<InitHandle>(id, pid, start_time, std::move(pidfd), child);
+  return held;
 }
 
 class LocalRuntime final : public Runtime {
@@ -230,6 +277,10 @@ class LocalRuntime final : public Runtime {
   Status destroy(const SandboxRecord& record) override;
   void sweep_orphans(const std::vector<std::string>& live_ids) override;
   void drain_pool() override { pool_.clear(); }
+  void on_stopped(StopListener* listener) override {
+    std::lock_guard lock(stopped_mutex_);
+    stopped_listener_ = listener;
+  }
   uid_t host_uid(uint32_t id) const override { return ids_.host_uid(id); }
   gid_t host_gid(uint32_t id) const override { return ids_.host_gid(id); }
   std::vector<std::string> warnings() const override { return warnings_; }
@@ -237,10 +288,13 @@ class LocalRuntime final : public Runtime {
  private:
   fs::path state_of(const std::string& id) const { return config_.state_dir / id; }
   Result<std::unique_ptr<Sandbox>> create_now(const SandboxSpec& spec);
-  Result<pid_t> start(const SandboxSpec& spec, const Limits& limits);
-  Result<std::unique_ptr<Sandbox>> connect(const SandboxRecord& record);
+  Result<LocalSandbox::Held> start(const SandboxSpec& spec, const Limits& limits);
+  Result<std::unique_ptr<Sandbox>> connect(const SandboxRecord& record, LocalSandbox::Held held);
   Status remove_leftovers(const std::string& id);
   bool any_sandbox_left() const;
+  void track(const std::shared_ptr<InitHandle>& init);
+  std::shared_ptr<InitHandle> untrack(const std::string& id);
+  void on_init_exit(InitHandle& init, std::optional<int> wait_status);
 
   RuntimeConfig config_;
   UniqueFd image_;
@@ -250,14 +304,44 @@ class LocalRuntime final : public Runtime {
   bool shield_init_;
   std::unique_ptr<Lxcfs> lxcfs_;
   std::vector<std::string> warnings_;
-  Reaper reaper_;
+  std::mutex stopped_mutex_;  // held while the listener runs, so clearing it waits
+  StopListener* stopped_listener_ = nullptr;
+  std::mutex inits_mutex_;
+  std::map<std::string, std::shared_ptr<InitHandle>> inits_;  // every live init, pooled too
+  Reaper reaper_{
+      [this](InitHandle& init, std::optional<int> status) { on_init_exit(init, status); }};
   // Last: its thread stops, and its sandboxes go, before anything it uses.
   WarmPool pool_{config_.warm_pool_size,
                  [this](const SandboxSpec& spec) { return create_now(spec); },
                  [this](const SandboxRecord& record) { (void)destroy(record); }};
 };
 
-Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits) {
+void LocalRuntime::track(const std::shared_ptr<InitHandle>& init) {
+  {
+    std::lock_guard lock(inits_mutex_);
+    inits_[init->id()] = init;
+  }
+  reaper_.watch(init);
+}
+
+std::shared_ptr<InitHandle> LocalRuntime::untrack(const std::string& id) {
+  std::lock_guard lock(inits_mutex_);
+  auto node = inits_.extract(id);
+  return node ? std::move(node.mapped()) : nullptr;
+}
+
+// On the reaper's thread. The whole sandbox died with its init; whoever
+// listens destroys it.
+void LocalRuntime::on_init_exit(InitHandle& init, std::optional<int> wait_status) {
+  if (init.destroying()) return;
+  const bool out_of_memory =
+      cgroups_.version != cgroup::Version::kNone && cgroup::oom_kills(cgroups_, init.id()) > 0;
+  init.set_stopped_reason(stop_reason(wait_status, out_of_memory));
+  std::lock_guard lock(stopped_mutex_);
+  if (stopped_listener_) stopped_listener_->sandbox_stopped(init.id(), init.stopped_reason());
+}
+
+Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits) {
   const fs::path state = state_of(spec.id);
   if (::mkdir(state.c_str(), 0700) != 0)
     return Error::from_errno("mkdir state dir", state.string());
@@ -265,7 +349,9 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
   if (!listen) return listen.error();
   // One answer for both uses: init expects the proc dir's fd iff it has views.
   const Lxcfs* views = lxcfs_ && lxcfs_->answering() ? lxcfs_.get() : nullptr;
-  auto config = config_memfd(init_config(spec, limits, ids_.full(), seccomp_bpf_, views));
+  const fs::path workload_procs = cgroup::workload_procs(cgroups_, spec.id);
+  auto config = config_memfd(
+      init_config(spec, limits, ids_.full(), seccomp_bpf_, views, !workload_procs.empty()));
   if (!config) return config.error();
   if (cgroups_.version != cgroup::Version::kNone)
     if (auto s = cgroup::create(cgroups_, spec.id, limits); !s) return s.error();
@@ -273,21 +359,34 @@ Result<pid_t> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits)
     if (auto s = user::write_maps(pid, ids_); !s) return s.error();
     if (cgroups_.version != cgroup::Version::kNone)
       if (auto s = cgroup::attach(cgroups_, spec.id, pid); !s) return s.error();
-    return open_rootfs_sources(pid, spec.rootfs, views);
+    auto handoff = open_rootfs_sources(pid, spec.rootfs, views);
+    if (!handoff || workload_procs.empty()) return handoff;
+    // Init may not open it (host root's file); its children write to it.
+    UniqueFd procs(::open(workload_procs.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!procs.valid()) return Error::from_errno("open workload cgroup", workload_procs.string());
+    handoff->push_back(std::move(procs));
+    return handoff;
   };
   auto pid = spawner::start_init({image_.get(), config->get(), listen->get()}, spec.host_network,
                                  ids_.uid_zero, prepare);
   if (!pid) return pid.error();
-  if (auto s = shield_init_ ? protect_from_oom_killer(*pid) : Status{}; !s) {
-    (void)kill_init(*pid);
-    return s.error();
+  // Until track() hands it to the reaper, init is our unreaped child: its
+  // number cannot be reused, so /proc/<pid> is init's.
+  const uint64_t start_time = process_start_time(*pid);
+  auto pidfd = open_pidfd(*pid);
+  auto held = pidfd ? hold_init(spec.id, *pid, start_time, std::move(*pidfd), true)
+                    : Result<LocalSandbox::Held>(pidfd.error());
+  Status ready = held ? Status{} : Status{held.error()};
+  if (ready && shield_init_) ready = protect_from_oom_killer(*pid);
+  if (ready) ready = write_init_file(state / kInitFile, *pid, start_time);
+  if (!ready) {
+    ::kill(*pid, SIGKILL);
+    while (::waitpid(*pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return ready.error();
   }
-  reaper_.watch(*pid);
-  if (auto s = write_init_file(state / kInitFile, *pid); !s) {
-    (void)kill_init(*pid);
-    return s.error();
-  }
-  return pid;
+  track(held->init);
+  return held;
 }
 
 bool LocalRuntime::any_sandbox_left() const {
@@ -301,8 +400,12 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
   // A build sandbox owns its writable dir: never pooled, never shared.
   const bool poolable = spec.rootfs.writable_dir.empty() && !spec.host_network;
   chosen.limits = fill_defaults(spec.limits, config_.default_limits);
-  if (poolable)
-    if (auto pooled = pool_.take(chosen)) return pooled;
+  if (poolable) {
+    if (auto pooled = pool_.take(chosen)) {
+      if (pooled->stopped_reason().empty()) return pooled;
+      (void)destroy(pooled->record());  // its init died while it waited in the pool
+    }
+  }
   chosen.id = ids::sandbox_id();
   return create_now(chosen);
 }
@@ -310,37 +413,42 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
 Result<std::unique_ptr<Sandbox>> LocalRuntime::create_now(const SandboxSpec& spec) {
   if (auto s = validate(spec); !s) return s.error();
   const Limits limits = fill_defaults(spec.limits, config_.default_limits);
-  auto pid = start(spec, limits);
-  if (!pid) {
+  auto held = start(spec, limits);
+  if (!held) {
     (void)remove_leftovers(spec.id);
-    return pid.error();
+    return held.error();
   }
-  SandboxRecord record{spec.id,           *pid,          process_start_time(*pid),
-                       state_of(spec.id), ids_.uid_zero, limits};
-  auto sandbox = connect(record);
+  SandboxRecord record{spec.id,           held->init->pid(), held->init->start_time(),
+                       state_of(spec.id), ids_.uid_zero,     limits};
+  auto sandbox = connect(record, std::move(*held));
   if (!sandbox) (void)destroy(record);
   return sandbox;
 }
 
-Result<std::unique_ptr<Sandbox>> LocalRuntime::connect(const SandboxRecord& record) {
+Result<std::unique_ptr<Sandbox>> LocalRuntime::connect(const SandboxRecord& record,
+                                                       LocalSandbox::Held held) {
   auto control = connect_control(state_of(record.id) / kSocketName);
   if (!control) return control.error();
-  const std::string root_path = "/proc/" + std::to_string(record.init_pid) + "/root";
-  UniqueFd root(::open(root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root.valid()) return Error::from_errno("open sandbox root", root_path);
-  // The pid may have been reused between the check and the open: check again.
-  if (process_start_time(record.init_pid) != record.init_start_time)
-    return Error{"adopt sandbox", ESRCH, "init of " + record.id + " is gone"};
   return std::unique_ptr<Sandbox>(
-      std::make_unique<LocalSandbox>(record, std::move(*control), std::move(root), ids_, cgroups_));
+      std::make_unique<LocalSandbox>(record, std::move(*control), std::move(held), ids_, cgroups_));
 }
 
+// The pid in the record is trusted only through a pidfd whose process has
+// the recorded start time; everything else is opened before that process
+// could have exited, and then watched like a sandbox made here.
 Result<std::unique_ptr<Sandbox>> LocalRuntime::adopt(const SandboxRecord& record) {
   if (!ids::is_valid_sandbox_id(record.id))
     return Error{"adopt sandbox", EINVAL, "bad id " + record.id};
-  if (record.init_pid <= 0 || process_start_time(record.init_pid) != record.init_start_time)
+  auto pidfd = open_recorded_pidfd(record.init_pid, record.init_start_time);
+  if (!pidfd)
     return Error{"adopt sandbox", ESRCH, "init of " + record.id + " is gone (or its pid reused)"};
-  return connect(record);
+  auto held =
+      hold_init(record.id, record.init_pid, record.init_start_time, std::move(*pidfd), false);
+  if (!held) return held.error();
+  auto init = held->init;
+  auto sandbox = connect(record, std::move(*held));
+  if (sandbox) track(init);
+  return sandbox;
 }
 
 Status LocalRuntime::remove_leftovers(const std::string& id) {
@@ -356,9 +464,13 @@ Status LocalRuntime::destroy(const SandboxRecord& record) {
   if (!ids::is_valid_sandbox_id(record.id))
     return Error{"destroy sandbox", EINVAL, "bad id " + record.id};
   Status killed;
-  if (record.init_pid > 0) reaper_.forget(record.init_pid);
-  if (record.init_pid > 0 && process_start_time(record.init_pid) == record.init_start_time)
-    killed = kill_init(record.init_pid);
+  if (auto init = untrack(record.id)) {
+    init->set_destroying();
+    const bool unreaped = reaper_.forget(record.id);
+    killed = kill_init(init->pidfd(), init->child() && unreaped);
+  } else if (auto pidfd = open_recorded_pidfd(record.init_pid, record.init_start_time)) {
+    killed = kill_init(pidfd->get(), false);  // left by an earlier daemon: not our child
+  }
   Status cleaned = remove_leftovers(record.id);
   return killed ? cleaned : killed;
 }

@@ -22,11 +22,11 @@ Result<Pipe> make_pipe() {
 
 }  // namespace
 
-LocalSandbox::LocalSandbox(SandboxRecord record, UniqueFd control, UniqueFd root, user::IdMap ids,
+LocalSandbox::LocalSandbox(SandboxRecord record, UniqueFd control, Held held, user::IdMap ids,
                            cgroup::Layout cgroups)
     : record_(std::move(record)),
       control_(std::move(control)),
-      root_(std::move(root)),
+      held_(std::move(held)),
       ids_(ids),
       cgroups_(std::move(cgroups)) {}
 

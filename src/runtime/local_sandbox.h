@@ -1,6 +1,6 @@
 // The daemon's handle on one running sandbox: a connection to its init's
-// control socket (one request at a time), its root as the host sees it, and
-// its cgroups.
+// control socket (one request at a time), its init's pidfd, its root as the
+// host sees it, its network namespace, and its cgroups. Four fds in all.
 #pragma once
 
 #include <sys/un.h>
@@ -10,6 +10,7 @@
 
 #include "runtime/cgroup.h"
 #include "runtime/init_protocol.h"
+#include "runtime/reaper.h"
 #include "runtime/runtime.h"
 #include "runtime/user.h"
 
@@ -17,14 +18,23 @@ namespace abx::runtime {
 
 class LocalSandbox final : public Sandbox {
  public:
-  LocalSandbox(SandboxRecord record, UniqueFd control, UniqueFd root, user::IdMap ids,
+  // What the runtime opened for a sandbox while its init's pid was
+  // certainly its own.
+  struct Held {
+    std::shared_ptr<InitHandle> init;
+    UniqueFd root;
+    UniqueFd net_ns;
+  };
+  LocalSandbox(SandboxRecord record, UniqueFd control, Held held, user::IdMap ids,
                cgroup::Layout cgroups);
 
   const SandboxRecord& record() const override { return record_; }
   Result<Process> spawn(const ProcessSpec& spec) override;
   Status signal(int pid, int signo) override;
   Result<UniqueFd> open_as(const std::string& path, uint32_t uid, uint32_t gid) override;
-  int root_fd() const override { return root_.get(); }
+  int root_fd() const override { return held_.root.get(); }
+  std::string stopped_reason() const override { return held_.init->stopped_reason(); }
+  int net_ns_fd() const override { return held_.net_ns.get(); }
   uid_t host_uid(uint32_t sandbox_uid) const override { return ids_.host_uid(sandbox_uid); }
   gid_t host_gid(uint32_t sandbox_gid) const override { return ids_.host_gid(sandbox_gid); }
   Usage usage() const override { return cgroup::usage(cgroups_, record_.id); }
@@ -36,7 +46,7 @@ class LocalSandbox final : public Sandbox {
   SandboxRecord record_;
   std::mutex mutex_;  // one request in flight on the control connection
   UniqueFd control_;
-  UniqueFd root_;
+  Held held_;
   user::IdMap ids_;
   cgroup::Layout cgroups_;
 };

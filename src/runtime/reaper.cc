@@ -2,15 +2,38 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <utility>
 #include <vector>
 
 namespace abx::runtime {
 
-Reaper::Reaper() : wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), thread_([this] { run(); }) {}
+std::string InitHandle::stopped_reason() const {
+  std::lock_guard lock(mutex_);
+  return stopped_reason_;
+}
+
+void InitHandle::set_stopped_reason(std::string reason) {
+  std::lock_guard lock(mutex_);
+  stopped_reason_ = std::move(reason);
+}
+
+bool InitHandle::destroying() const {
+  std::lock_guard lock(mutex_);
+  return destroying_;
+}
+
+void InitHandle::set_destroying() {
+  std::lock_guard lock(mutex_);
+  destroying_ = true;
+}
+
+Reaper::Reaper(ExitHandler on_exit)
+    : on_exit_(std::move(on_exit)),
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      thread_([this] { run(); }) {}
 
 Reaper::~Reaper() {
   {
@@ -21,18 +44,18 @@ Reaper::~Reaper() {
   thread_.join();
 }
 
-void Reaper::watch(pid_t pid) {
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  if (!pidfd.valid()) return;  // already gone: destroy() reaps it
+void Reaper::watch(std::shared_ptr<InitHandle> init) {
   std::lock_guard lock(mutex_);
-  pidfds_[pid] = std::move(pidfd);
+  const std::string id = init->id();
+  inits_[id] = std::move(init);
   wake();
 }
 
-void Reaper::forget(pid_t pid) {
+bool Reaper::forget(const std::string& id) {
   std::lock_guard lock(mutex_);
-  pidfds_.erase(pid);
+  const bool watched = inits_.erase(id) > 0;
   wake();
+  return watched;
 }
 
 void Reaper::wake() {
@@ -43,24 +66,33 @@ void Reaper::wake() {
 void Reaper::run() {
   for (;;) {
     std::vector<pollfd> fds = {{wake_fd_.get(), POLLIN, 0}};
-    std::vector<pid_t> pids = {0};
+    std::vector<std::shared_ptr<InitHandle>> polled = {nullptr};
     {
       std::lock_guard lock(mutex_);
       if (stopping_) return;
-      for (const auto& [pid, fd] : pidfds_) {
-        fds.push_back({fd.get(), POLLIN, 0});
-        pids.push_back(pid);
+      for (const auto& [id, init] : inits_) {
+        fds.push_back({init->pidfd(), POLLIN, 0});
+        polled.push_back(init);
       }
     }
     if (::poll(fds.data(), fds.size(), -1) < 0) continue;
     uint64_t count;
     (void)::read(wake_fd_.get(), &count, sizeof count);
-    std::lock_guard lock(mutex_);
-    for (size_t i = 1; i < fds.size(); ++i) {
-      // Checked under the lock so that a concurrent forget()+destroy() owns the pid.
-      if (!fds[i].revents || !pidfds_.count(pids[i])) continue;
-      if (::waitpid(pids[i], nullptr, WNOHANG) != 0) pidfds_.erase(pids[i]);
+    std::vector<std::pair<std::shared_ptr<InitHandle>, std::optional<int>>> exited;
+    {
+      std::lock_guard lock(mutex_);
+      for (size_t i = 1; i < fds.size(); ++i) {
+        // Checked under the lock so that a concurrent forget()+destroy() owns the init.
+        const auto& init = polled[i];
+        if (!fds[i].revents || inits_.count(init->id()) == 0) continue;
+        std::optional<int> status;
+        int raw = 0;
+        if (init->child() && ::waitpid(init->pid(), &raw, WNOHANG) == init->pid()) status = raw;
+        inits_.erase(init->id());
+        exited.emplace_back(init, status);
+      }
     }
+    for (auto& [init, status] : exited) on_exit_(*init, status);
   }
 }
 

@@ -132,6 +132,14 @@ class Sandbox {
   virtual uid_t host_uid(uint32_t sandbox_uid) const = 0;
   virtual gid_t host_gid(uint32_t sandbox_gid) const = 0;
 
+  // Why the sandbox stopped on its own, e.g. "its init was killed (out of
+  // memory)"; empty while it runs. See Runtime::on_stopped.
+  virtual std::string stopped_reason() const { return {}; }
+
+  // The sandbox's network namespace, held open for its whole life (never
+  // reached through a pid number); -1 if it has none. For runtime/sandbox_net.
+  virtual int net_ns_fd() const { return -1; }
+
   // Current memory/cpu use from the sandbox's cgroups.
   struct Usage {
     uint64_t memory_bytes = 0;
@@ -150,6 +158,17 @@ struct RuntimeConfig {
   // Where to mount lxcfs for sandboxes' /proc views of their own limits;
   // empty: no lxcfs (sandboxes see the host's meminfo, uptime, ...).
   fs::path lxcfs_dir;
+};
+
+// Told, from a runtime thread, once for each sandbox whose init exited
+// without destroy() being asked for (killed from the host, out of memory,
+// crashed), with the reason in words ("its init was killed (out of
+// memory)"). The sandbox is dead: the listener should destroy() it soon to
+// reclaim its cgroups and state. It must not block.
+class StopListener {
+ public:
+  virtual ~StopListener() = default;
+  virtual void sandbox_stopped(const std::string& id, const std::string& reason) = 0;
 };
 
 class Runtime {
@@ -184,6 +203,11 @@ class Runtime {
   // chowned to these.
   virtual uid_t host_uid(uint32_t sandbox_uid) const = 0;
   virtual gid_t host_gid(uint32_t sandbox_gid) const = 0;
+
+  // `listener` hears of each sandbox whose init exits without destroy()
+  // being asked for; nullptr (set before the listener goes away) waits for
+  // a call in progress.
+  virtual void on_stopped(StopListener* /*listener*/) {}
 
   // Human-readable notes about degraded features (e.g. "cgroup limits
   // unavailable: not delegated"), logged once at daemon start.

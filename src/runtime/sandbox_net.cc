@@ -1,7 +1,6 @@
 #include "runtime/sandbox_net.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -35,19 +34,21 @@ Result<UniqueFd> connect_loopback(uint16_t port) {
 
 // Runs on its own short-lived thread: setns() changes only the calling
 // thread's network namespace, and the socket keeps the namespace it was made in.
-Result<UniqueFd> connect_in_namespace(const std::string& ns_path, uint16_t port) {
-  UniqueFd ns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!ns.valid()) return Error::from_errno("open network namespace", ns_path);
-  if (::setns(ns.get(), CLONE_NEWNET) != 0) return Error::from_errno("setns", ns_path);
+Result<UniqueFd> connect_in_namespace(int net_ns, uint16_t port) {
+  if (::setns(net_ns, CLONE_NEWNET) != 0) return Error::from_errno("setns", "sandbox network");
   return connect_loopback(port);
 }
 
 }  // namespace
 
+// Through the namespace fd the sandbox holds, never /proc/<pid>/ns/net: once
+// init is gone its number may name a host process. A dead sandbox's
+// namespace has nothing listening: ECONNREFUSED.
 Result<UniqueFd> connect_tcp(const Sandbox& sb, uint16_t port) {
-  const std::string ns_path = "/proc/" + std::to_string(sb.record().init_pid) + "/ns/net";
+  const int net_ns = sb.net_ns_fd();
+  if (net_ns < 0) return Error{"connect", ESRCH, "the sandbox has no network namespace"};
   Result<UniqueFd> result = Error{"connect", EINVAL, "not attempted"};
-  std::thread worker([&] { result = connect_in_namespace(ns_path, port); });
+  std::thread worker([&] { result = connect_in_namespace(net_ns, port); });
   worker.join();
   return result;
 }

@@ -1,14 +1,18 @@
 #include "runtime/seccomp_policy.h"
 
+#include <linux/netlink.h>
 #include <linux/personality.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <vector>
 
 #include "common/unique_fd.h"
 
@@ -100,13 +104,39 @@ constexpr uint64_t kNamespaceFlags[] = {CLONE_NEWUSER,   CLONE_NEWNS,  CLONE_NEW
 // TIOCSTI/TIOCLINUX inject input into a terminal (bubblewrap CVE-2017-5226).
 constexpr uint64_t kDeniedIoctls[] = {TIOCSTI, TIOCLINUX};
 
-// personality() bits that weaken ASLR or W^X; other values (including the
-// 0xffffffff query) stay allowed.
-constexpr uint64_t kDeniedPersonalityBits[] = {ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC,
-                                               ADDR_COMPAT_LAYOUT, MMAP_PAGE_ZERO};
-// No personality flag uses bit 31, but the query 0xffffffff sets it: a rule
-// requiring it clear matches every real request and never the query.
-constexpr uint64_t kPersonalityQueryBit = 0x80000000;
+// Socket families a sandbox may use: each is either confined to the
+// sandbox's own network namespace or local to the host's memory. Every other
+// family is refused as if the kernel lacked it (EAFNOSUPPORT): AF_VSOCK ports
+// are shared with the host and its hypervisor whatever the namespace, and the
+// rest (AF_ALG, AF_TIPC, AF_RDS, AF_CAN, AF_XDP, ...) are kernel code no
+// agent needs. Docker's default profile denies AF_VSOCK alone.
+//   AF_UNIX, AF_INET, AF_INET6: ordinary programs.
+//   AF_NETLINK: `ip`, `ss`, glibc's getaddrinfo (per namespace); protocols below.
+//   AF_PACKET: per namespace and needs CAP_NET_RAW there (ping, tcpdump on
+//   the sandbox's own interfaces), as Docker allows.
+constexpr int kAllowedSocketFamilies[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET};
+// Families are small numbers (AF_MAX is 46 on Linux 6.x); every value from
+// here up is refused by one rule.
+constexpr uint32_t kFirstUnlistedFamily = 64;
+
+// Netlink protocols for routing (`ip`), socket diagnostics (`ss`), generic
+// netlink (ethtool, nl80211 queries) and audit (login tools write to it and
+// need CAP_AUDIT_WRITE). The rest (netfilter, xfrm, uevents, crypto, ...) are
+// refused as an unknown protocol (EPROTONOSUPPORT).
+constexpr int kAllowedNetlinkProtocols[] = {NETLINK_ROUTE, NETLINK_SOCK_DIAG, NETLINK_AUDIT,
+                                            NETLINK_GENERIC};
+constexpr uint32_t kNetlinkProtocolLimit = MAX_LINKS;
+
+// personality(): the kernel takes a 32-bit value. Allowed: PER_LINUX (0)
+// with any of PER_LINUX32's bit, UNAME26 and ADDR_NO_RANDOMIZE (gdb and
+// `setarch -R` turn ASLR off for their own children; the kernel clears it on
+// a set-id exec, and no_new_privs forbids those anyway), and the query
+// 0xffffffff. Refused: every other bit (READ_IMPLIES_EXEC, MMAP_PAGE_ZERO,
+// ADDR_COMPAT_LAYOUT, other execution domains), including bit 31 with any
+// value but the query.
+constexpr uint32_t kAllowedPersonalityBits =
+    uint32_t{PER_LINUX32} | uint32_t{UNAME26} | uint32_t{ADDR_NO_RANDOMIZE};
+constexpr uint32_t kPersonalityBit31 = 0x80000000;
 
 Status add(void* ctx, uint32_t action, int nr, const char* what, unsigned count,
            const scmp_arg_cmp* args) {
@@ -141,11 +171,74 @@ Status add_ioctl_rules(void* ctx) {
   return {};
 }
 
+bool is_allowed(int value, const int* begin, const int* end) {
+  return std::find(begin, end, value) != end;
+}
+
+// The kernel reads these arguments as 32-bit ints and ignores the upper half
+// of the register; a plain compare (even libseccomp's SCMP_CMP32, which only
+// narrows the datum) sees all 64 bits, so a value with high bits set would
+// slip past it. Every compare here masks to the low 32 bits.
+constexpr uint64_t kLow32 = 0xffffffff;
+
+scmp_arg_cmp low32_equals(unsigned arg, uint32_t value) {
+  return scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, kLow32, value};
+}
+
+// Comparisons matching a 32-bit value >= `limit` (a power of two): one per
+// bit at or above it.
+std::vector<scmp_arg_cmp> low32_at_least(unsigned arg, uint32_t limit) {
+  std::vector<scmp_arg_cmp> out;
+  for (uint64_t bit = limit; bit <= 0x80000000u; bit <<= 1)
+    out.push_back(scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, bit, bit});
+  return out;
+}
+
+// Refuses `family` values outside the allowlist for socket() and socketpair().
+Status add_socket_family_rules(void* ctx) {
+  static_assert((kFirstUnlistedFamily & (kFirstUnlistedFamily - 1)) == 0, "a power of two");
+  const uint32_t action = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+  for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
+    std::vector<scmp_arg_cmp> denied = low32_at_least(0, kFirstUnlistedFamily);
+    for (int family = 0; family < static_cast<int>(kFirstUnlistedFamily); ++family)
+      if (!is_allowed(family, std::begin(kAllowedSocketFamilies), std::end(kAllowedSocketFamilies)))
+        denied.push_back(low32_equals(0, static_cast<uint32_t>(family)));
+    for (const scmp_arg_cmp& arg : denied)
+      if (auto s = add(ctx, action, nr, "socket family", 1, &arg); !s) return s;
+  }
+  return {};
+}
+
+Status add_netlink_protocol_rules(void* ctx) {
+  static_assert((kNetlinkProtocolLimit & (kNetlinkProtocolLimit - 1)) == 0, "a power of two");
+  const uint32_t action = SCMP_ACT_ERRNO(EPROTONOSUPPORT);
+  std::vector<scmp_arg_cmp> denied = low32_at_least(2, kNetlinkProtocolLimit);
+  for (int protocol = 0; protocol < static_cast<int>(kNetlinkProtocolLimit); ++protocol)
+    if (!is_allowed(protocol, std::begin(kAllowedNetlinkProtocols),
+                    std::end(kAllowedNetlinkProtocols)))
+      denied.push_back(low32_equals(2, static_cast<uint32_t>(protocol)));
+  for (const scmp_arg_cmp& protocol : denied) {
+    const scmp_arg_cmp args[] = {low32_equals(0, AF_NETLINK), protocol};
+    if (auto s = add(ctx, action, SCMP_SYS(socket), "netlink protocol", 2, args); !s) return s;
+  }
+  return {};
+}
+
+// A value passes only if its bits are a subset of the allowed ones, or it is
+// exactly the query. Each rule tests two bits under a 32-bit mask, so no
+// value (nor anything in the register's upper half) slips between them.
 Status add_personality_rules(void* ctx) {
-  for (uint64_t bit : kDeniedPersonalityBits) {
-    const scmp_arg_cmp arg = SCMP_A0(SCMP_CMP_MASKED_EQ, bit | kPersonalityQueryBit, bit);
-    if (auto s = add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), "personality", 1, &arg); !s)
-      return s;
+  const uint32_t action = SCMP_ACT_ERRNO(EPERM);
+  auto deny_when = [&](uint32_t mask, uint32_t datum) {
+    const scmp_arg_cmp arg{0, SCMP_CMP_MASKED_EQ, mask, datum};
+    return add(ctx, action, SCMP_SYS(personality), "personality", 1, &arg);
+  };
+  for (uint32_t bit = 1; bit != kPersonalityBit31; bit <<= 1) {
+    // A bit outside the allowlist, without bit 31: not the query.
+    if (!(bit & kAllowedPersonalityBits))
+      if (auto s = deny_when(bit | kPersonalityBit31, bit); !s) return s;
+    // Bit 31 with this bit clear: not the query either.
+    if (auto s = deny_when(bit | kPersonalityBit31, kPersonalityBit31); !s) return s;
   }
   return {};
 }
@@ -155,8 +248,8 @@ Status add_personality_rules(void* ctx) {
 Result<Filter> build() {
   Filter ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return Error{"seccomp init", ENOMEM, {}};
-  for (auto step :
-       {add_denied_syscalls, add_namespace_rules, add_ioctl_rules, add_personality_rules}) {
+  for (auto step : {add_denied_syscalls, add_namespace_rules, add_ioctl_rules,
+                    add_socket_family_rules, add_netlink_protocol_rules, add_personality_rules}) {
     if (auto s = step(ctx.get()); !s) return s.error();
   }
   return ctx;

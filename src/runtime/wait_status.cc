@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "runtime/reaper.h"
 #include "runtime/runtime.h"
 
 namespace abx::runtime {
@@ -37,6 +38,18 @@ ExitInfo decode_wait_status(int status) {
     info.status = "unknown wait status " + std::to_string(status);
   }
   return info;
+}
+
+std::string stop_reason(std::optional<int> wait_status, bool out_of_memory) {
+  // The OOM killer sends SIGKILL; a count in the sandbox's memory cgroup
+  // tells it from a kill from the host.
+  const bool killed =
+      !wait_status || (WIFSIGNALED(*wait_status) && WTERMSIG(*wait_status) == SIGKILL);
+  if (out_of_memory && killed) return "its init was killed (out of memory)";
+  if (!wait_status) return "its init exited";
+  const ExitInfo info = decode_wait_status(*wait_status);
+  if (info.exited) return "its init exited (" + info.status + ")";
+  return "its init was killed (" + info.status + ")";
 }
 
 }  // namespace abx::runtime

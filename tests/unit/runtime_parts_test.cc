@@ -1,5 +1,6 @@
 // Unit tests of the runtime's pieces that need no sandbox.
 #include <gtest/gtest.h>
+#include <linux/netlink.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -73,8 +74,8 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_FALSE(back.ok());
   EXPECT_EQ(proto::error_from(back).errnum, ENOENT);
 
-  proto::InitConfig config{"box", 1 << 20, {"/a", "/b"}, {{"/usr", "/usr"}}, false,
-                           "bpf", true,    true,         64 << 20,           {"meminfo", "uptime"}};
+  proto::InitConfig config{"box", 1 << 20, {"/a", "/b"}, {{"/usr", "/usr"}},    false, "bpf",
+                           true,  true,    64 << 20,     {"meminfo", "uptime"}, true};
   proto::InitConfig config_back;
   ASSERT_TRUE(proto::decode(proto::encode(config), &config_back));
   EXPECT_EQ(config_back.hostname, "box");
@@ -87,9 +88,10 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_TRUE(config_back.host_network);
   EXPECT_EQ(config_back.shm_bytes, 64u << 20);
   EXPECT_EQ(config_back.proc_views, config.proc_views);
-  // Layers, the bind, the writable dir, then lxcfs's proc dir.
+  EXPECT_TRUE(config_back.workload_cgroup);
+  // Layers, the bind, the writable dir, lxcfs's proc dir, the workload cgroup.
   EXPECT_EQ(config_back.proc_views_source(), 4u);
-  EXPECT_EQ(config_back.source_count(), 5u);
+  EXPECT_EQ(config_back.handoff_count(), 6u);
 }
 
 TEST(InitProtocol, RejectsTruncatedAndTrailingBytes) {
@@ -151,6 +153,70 @@ TEST(Seccomp, DeniesUnshareAndNamespaceClonesInAChild) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Runs `check` in a forked child under the filter; it returns 0 or the
+// number of the failed expectation.
+void expect_under_filter(int (*check)()) {
+  auto bpf = seccomp_policy::compile();
+  ASSERT_TRUE(bpf) << bpf.error().message();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (!seccomp_policy::load(*bpf)) ::_exit(100);
+    ::_exit(check());
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "expectation " << WEXITSTATUS(status) << " failed";
+}
+
+// socket() straight to the kernel, with every register bit under our control.
+long raw_socket(uint64_t family, uint64_t type, uint64_t protocol) {
+  const long fd = ::syscall(SYS_socket, family, type, protocol);
+  if (fd >= 0) ::close(static_cast<int>(fd));
+  return fd;
+}
+
+TEST(Seccomp, RefusesSocketFamiliesNotIsolatedByNetworkNamespaces) {
+  expect_under_filter([] {
+    constexpr uint64_t kHighBit = uint64_t{1} << 32;
+    if (raw_socket(AF_VSOCK, SOCK_STREAM, 0) >= 0 || errno != EAFNOSUPPORT) return 1;
+    // The kernel reads an int: high bits in the register must not get past.
+    if (raw_socket(kHighBit | AF_VSOCK, SOCK_STREAM, 0) >= 0 || errno != EAFNOSUPPORT) return 2;
+    if (raw_socket(AF_ALG, SOCK_SEQPACKET, 0) >= 0 || errno != EAFNOSUPPORT) return 3;
+    if (raw_socket(200, SOCK_STREAM, 0) >= 0 || errno != EAFNOSUPPORT) return 4;
+    int pair[2];
+    if (::socketpair(AF_VSOCK, SOCK_STREAM, 0, pair) == 0 || errno != EAFNOSUPPORT) return 5;
+    if (raw_socket(AF_INET, SOCK_STREAM, 0) < 0) return 6;
+    if (raw_socket(AF_INET6, SOCK_DGRAM, 0) < 0 && errno != EAFNOSUPPORT) return 7;
+    if (raw_socket(AF_UNIX, SOCK_STREAM, 0) < 0) return 8;
+    if (raw_socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE) < 0) return 9;
+    if (raw_socket(AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER) >= 0 || errno != EPROTONOSUPPORT)
+      return 10;
+    if (raw_socket(kHighBit | AF_NETLINK, SOCK_RAW, kHighBit | NETLINK_NETFILTER) >= 0 ||
+        errno != EPROTONOSUPPORT)
+      return 11;
+    return 0;
+  });
+}
+
+TEST(Seccomp, PersonalityAllowsOnlySafeValues) {
+  expect_under_filter([] {
+    auto personality = [](uint64_t value) { return ::syscall(SYS_personality, value); };
+    if (personality(0xffffffff) < 0) return 1;  // the query
+    for (uint64_t allowed : {0x0ul, 0x8ul, 0x20000ul, 0x20008ul, 0x40000ul})
+      if (personality(allowed) < 0) return 2;
+    if (personality(0) < 0) return 2;
+    for (uint64_t denied : {0x400000ul,    // READ_IMPLIES_EXEC
+                            0x80400000ul,  // the same with bit 31
+                            0x80000000ul, 0xfffffffeul, 0x100000ul /* MMAP_PAGE_ZERO */,
+                            0x1ul /* another execution domain */, (1ul << 32) | 0x400000ul})
+      if (personality(denied) >= 0 || errno != EPERM) return 3;
+    if (personality(0xffffffff) != 0) return 4;  // nothing denied got through
+    return 0;
+  });
 }
 
 TEST(Cgroup, InstanceNameIsStableShortHex) {

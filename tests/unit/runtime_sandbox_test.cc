@@ -9,8 +9,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -451,7 +454,8 @@ TEST_F(SandboxTest, AppliesCgroupLimits) {
     return v;
   };
   if (!fs::exists(base / "memory")) GTEST_SKIP() << "cgroup v1 layout expected";
-  EXPECT_EQ(value("memory", "memory.limit_in_bytes"), std::to_string(100 << 20));
+  EXPECT_EQ(value("memory", "work/memory.limit_in_bytes"), std::to_string(100 << 20));
+  EXPECT_EQ(run(sb, "grep -o :memory:.* /proc/self/cgroup").out, ":memory:/work\n");
   EXPECT_EQ(value("pids", "pids.max"), "50");
   EXPECT_EQ(value("cpu", "cpu.cfs_quota_us"), "50000");
   EXPECT_EQ(run(sb, "cat /proc/self/cgroup | grep -c ':/$'").status, 0)
@@ -477,6 +481,54 @@ TEST_F(SandboxTest, MemoryHogIsOomKilled) {
   EXPECT_EQ(decode_wait_status(o.status).status, "signal: killed") << o.out << o.err;
   EXPECT_GT(sb.usage().cpu_usage_ns, 0u);
   EXPECT_EQ(run(sb, "echo init survived; cat /proc/self/oom_score_adj").out, "init survived\n0\n");
+}
+
+// Collects what Runtime::on_stopped reports.
+struct StopLog : StopListener {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::map<std::string, std::string> reasons;
+
+  void sandbox_stopped(const std::string& id, const std::string& reason) override {
+    std::lock_guard lock(mutex);
+    reasons[id] = reason;
+    changed.notify_all();
+  }
+  std::string wait_for(const std::string& id) {
+    std::unique_lock lock(mutex);
+    changed.wait_for(lock, std::chrono::seconds(30), [&] { return reasons.count(id) > 0; });
+    return reasons.count(id) ? reasons[id] : "";
+  }
+};
+
+TEST_F(SandboxTest, AnInitKilledFromTheHostIsReportedStopped) {
+  StopLog log;
+  runtime_->on_stopped(&log);
+  Sandbox& sb = create();
+  EXPECT_GE(sb.net_ns_fd(), 0);
+  EXPECT_EQ(sb.stopped_reason(), "");
+  EXPECT_EQ(::kill(sb.record().init_pid, SIGKILL), 0);
+  EXPECT_EQ(log.wait_for(sb.record().id), "its init was killed (signal: killed)");
+  EXPECT_EQ(sb.stopped_reason(), "its init was killed (signal: killed)");
+  runtime_->on_stopped(nullptr);
+}
+
+TEST_F(SandboxTest, RootRaisingInitsOomScoreDoesNotMakeInitTheVictim) {
+  StopLog log;
+  runtime_->on_stopped(&log);
+  Sandbox& sb = create(Limits{64ull << 20, 0, 0, 0});
+  // Sandbox root owns init, so it may raise the score.
+  Output raised = run(sb, "echo 1000 > /proc/1/oom_score_adj; cat /proc/1/oom_score_adj", 0);
+  EXPECT_EQ(raised.out, "1000\n") << raised.err;
+  Output hog = run(sb, "exec python3 -c 'b = bytearray(256 << 20)'");
+  EXPECT_EQ(decode_wait_status(hog.status).status, "signal: killed");
+  if (fs::exists("/sys/fs/cgroup/memory")) {  // v1: the limit is on a group init is not in
+    EXPECT_EQ(run(sb, "echo alive").out, "alive\n");
+    EXPECT_EQ(sb.stopped_reason(), "");
+  } else {  // v2: init may be the victim, and then the sandbox says so
+    EXPECT_EQ(log.wait_for(sb.record().id), "its init was killed (out of memory)");
+  }
+  runtime_->on_stopped(nullptr);
 }
 
 TEST_F(SandboxTest, DestroyLeavesNothingBehind) {

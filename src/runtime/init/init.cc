@@ -52,7 +52,11 @@ bool receive_sources(int handoff, proto::InitConfig* config) {
   std::vector<abx::UniqueFd> fds;
   auto got = proto::recv_message(handoff, &bytes, &fds);
   ::close(handoff);
-  if (!got || !*got || fds.size() != config->source_count()) return false;
+  if (!got || !*got || fds.size() != config->handoff_count()) return false;
+  if (config->workload_cgroup) {
+    config->workload_procs_fd = fds.back().release();
+    fds.pop_back();
+  }
   for (auto& fd : fds) config->source_fds.push_back(fd.release());
   return true;
 }
@@ -99,6 +103,7 @@ int main(int argc, char** argv) {
       init::read_config(fds.config, &config) && init::receive_sources(fds.handoff, &config);
   std::vector<int*> kept = {&fds.status, &fds.listen};
   for (int& fd : config.source_fds) kept.push_back(&fd);
+  if (config.workload_procs_fd >= 0) kept.push_back(&config.workload_procs_fd);
   init::tidy_fds(kept);
   if (!configured) {
     init::report(fds.status, abx::Error{"read init config", EPROTO, {}});

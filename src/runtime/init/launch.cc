@@ -37,6 +37,7 @@ struct Prepared {
   bool pty = false;
   std::string pty_slave;
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
+  int workload_procs = -1;
 };
 
 std::vector<std::string> exec_candidates(const ProcessSpec& spec) {
@@ -94,6 +95,14 @@ void reset_signals() {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+// Into the memory cgroup that holds the sandbox's limit, which init stays
+// out of: an OOM there never picks init, whatever score sandbox root gives
+// it. Before anything else, so every byte the process uses is charged there.
+void join_workload_cgroup(const Prepared& p, int report) {
+  if (p.workload_procs >= 0 && ::write(p.workload_procs, "0", 1) != 1)
+    fail(report, "join the sandbox's memory cgroup");
+}
+
 // Init runs shielded from the OOM killer (-1000); its children must not be.
 void reset_oom_score(int report) {
   const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -119,6 +128,7 @@ void setup_stdio(const Prepared& p, int report) {
 
 [[noreturn]] void exec_child(const Prepared& p, int report) {
   reset_signals();
+  join_workload_cgroup(p, report);
   reset_oom_score(report);
   if (::setsid() < 0) fail(report, "setsid");
   setup_stdio(p, report);
@@ -168,12 +178,13 @@ Status child_outcome(int report_read, pid_t pid) {
 
 }  // namespace
 
-Result<Launched> launch(const ProcessSpec& spec, bool full_id_map,
+Result<Launched> launch(const ProcessSpec& spec, bool full_id_map, int workload_procs,
                         const std::vector<UniqueFd>& stdio) {
   const size_t expected = spec.pty ? 0 : (spec.stdin_pipe ? 3 : 2);
   if (spec.argv.empty() || stdio.size() != expected)
     return Error{"spawn", EINVAL, "malformed spawn request"};
   Prepared p = prepare(spec, full_id_map, stdio);
+  p.workload_procs = workload_procs;
   Launched launched;
   if (spec.pty) {
     auto master = open_pty(spec, &p.pty_slave);

@@ -20,7 +20,8 @@ struct Launched {
 
 // `stdio` is what the runtime passed after the exit pipe: nothing with a pty,
 // else [stdin read end (if stdin_pipe)], stdout write end, stderr write end.
-Result<Launched> launch(const ProcessSpec& spec, bool full_id_map,
+// `workload_procs`: the cgroup.procs the child joins first, or -1.
+Result<Launched> launch(const ProcessSpec& spec, bool full_id_map, int workload_procs,
                         const std::vector<UniqueFd>& stdio);
 
 }  // namespace abx::runtime::init

@@ -72,7 +72,7 @@ class Server {
     if (fds.empty()) return proto::reply_from(Error{"spawn", EINVAL, "no exit pipe"});
     UniqueFd exit_pipe = std::move(fds.front());
     fds.erase(fds.begin());
-    auto launched = launch(spec, config_.full_id_map, fds);
+    auto launched = launch(spec, config_.full_id_map, config_.workload_procs_fd, fds);
     if (!launched) return proto::reply_from(launched.error());
     exit_pipes_[launched->pid] = std::move(exit_pipe);
     *pty_master = std::move(launched->pty_master);
