@@ -161,3 +161,13 @@ def test_an_adopted_sandbox_whose_init_dies_is_reported_too(state_dir):
         assert_daemon_healthy(d)
     finally:
         stop_daemon(d)
+
+
+def test_sandbox_processes_start_with_the_usual_open_files_limit(d):
+    """The daemon raises its own soft limit to the hard one; sandbox programs that loop over
+    every possible descriptor must not inherit hundreds of thousands."""
+    sandbox_id = create(d)
+    soft, hard = run(d, sandbox_id, "ulimit -Sn; ulimit -Hn").stdout.split()
+    assert int(soft) == min(1024, int(hard))
+    assert run(d, sandbox_id, f"ulimit -n {hard} && ulimit -Sn").stdout.strip() == hard
+    assert_daemon_healthy(d)

@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -110,6 +111,17 @@ void reset_oom_score(int report) {
   ::close(fd);
 }
 
+// The daemon raises its own soft open-files limit to the hard one (often
+// 524288); programs that loop over every possible descriptor crawl with that.
+// Sandbox processes start at the usual 1024 and may raise it to the hard one.
+void reset_open_files_limit() {
+  constexpr rlim_t kSoftOpenFiles = 1024;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur <= kSoftOpenFiles) return;
+  limit.rlim_cur = kSoftOpenFiles;
+  (void)::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
 void setup_stdio(const Prepared& p, int report) {
   if (p.pty) {
     const int slave = ::open(p.pty_slave.c_str(), O_RDWR);
@@ -130,6 +142,7 @@ void setup_stdio(const Prepared& p, int report) {
   reset_signals();
   join_workload_cgroup(p, report);
   reset_oom_score(report);
+  reset_open_files_limit();
   if (::setsid() < 0) fail(report, "setsid");
   setup_stdio(p, report);
   if (auto s = caps::restrict_for_user_process(); !s) {
