@@ -1,0 +1,40 @@
+// The sandbox plane's request parsers (envd_requests.cc): every envd Connect
+// message and every code-interpreter body, each given the same JSON text as
+// routes_connect.cc and routes_interpreter.cc would parse it.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "daemon/envd_requests.h"
+#include "daemon/url.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string input(reinterpret_cast<const char*>(data), size);
+  using namespace abx::daemon;
+  // As routes_connect.cc reads a message: "" is {}, and only an object goes on.
+  const auto message =
+      nlohmann::json::parse(input.empty() ? std::string("{}") : input, nullptr, false);
+  if (!message.is_discarded() && message.is_object()) {
+    (void)parse_start(message);
+    (void)parse_connect(message);
+    (void)parse_send_input(message);
+    (void)parse_signal(message);
+    (void)parse_update(message);
+    (void)parse_path_request(message);
+    (void)parse_list_dir(message);
+    (void)parse_move(message);
+    (void)parse_watch_dir(message);
+    (void)parse_watcher(message);
+  }
+  if (auto body = parse_interpreter_body(input)) {
+    (void)parse_execute(*body);
+    (void)parse_create_context(*body);
+  }
+  const auto query = url::parse_query(input);
+  (void)parse_files_query(query, true);
+  (void)parse_files_query(query, false);
+  (void)parse_context_id({{"context", input}});
+  return 0;
+}
