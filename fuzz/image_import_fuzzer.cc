@@ -67,8 +67,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const auto scratch = fuzz::fresh_dir("scratch");
   const auto rootfs = fuzz::fresh_dir("rootfs");
+  fuzz::plant_canary();
   fuzz::report(abx::templates::unpack_image(source, scratch, rootfs,
                                             abx::templates::IdShift{100000, 100000}));
+  fuzz::check_canary();
   fuzz::clean_scratch();
   return 0;
 }

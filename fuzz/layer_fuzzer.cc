@@ -19,7 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::fresh_dir("rootfs/etc/apt");
   fuzz::write_file(rootfs / "etc/apt/sources.list", "deb x y\n");
   fuzz::write_file(rootfs / "etc/hostname", "base\n");
+  fuzz::plant_canary();
   fuzz::report(abx::templates::apply_layer(tar, rootfs, abx::templates::IdShift{100000, 100000}));
+  fuzz::check_canary();
   fuzz::clean_scratch();
   return 0;
 }

@@ -19,12 +19,16 @@ mkdir -p "$work/corpus" "$work/crashes"
 [[ -d $seeds ]] || { echo "fuzz: no seed corpus in $seeds: add a few valid inputs" >&2; exit 2; }
 command -v bwrap >/dev/null || { echo "fuzz: bwrap is missing (make deps installs bubblewrap)" >&2; exit 2; }
 
+# Tokens the inputs are made of (fuzz/dict/TARGET.dict), when there are any.
+extra=()
+[[ -f $src/dict/$target.dict ]] && extra+=(-dict="$src/dict/$target.dict")
+
 log=$work/log
 status=0
 bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$work" "$work" \
   --unshare-pid --die-with-parent \
   "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-  -artifact_prefix="$work/crashes/" -print_final_stats=1 \
+  -artifact_prefix="$work/crashes/" -print_final_stats=1 "${extra[@]}" \
   "$work/corpus" "$seeds" >"$log" 2>&1 || status=$?
 
 runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

@@ -56,6 +56,36 @@ inline void clean_scratch() {
   }
 }
 
+// A dir outside every rootfs, at a fixed path a hostile tar can name (a
+// symlink to it, then whiteouts or files through that symlink). Unpacking
+// must leave it as it was: check_canary() traps when a file in it went
+// missing or a new one appeared, which makes an escape from the rootfs a
+// crash the fuzzer reports. Under fuzz/run.sh /tmp is private to the run.
+inline constexpr const char* kCanaryDir = "/tmp/abx-fuzz-canary";
+
+inline void plant_canary() {
+  const fs::path dir(kCanaryDir);
+  fs::create_directories(dir / "sub");
+  write_file(dir / "keep", "k");
+  write_file(dir / "sub" / "keep", "k");
+}
+
+inline void check_canary() {
+  const fs::path dir(kCanaryDir);
+  std::error_code ec;
+  size_t entries = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir, ec)) {
+    (void)entry;
+    ++entries;
+  }
+  const bool intact = !ec && entries == 3 && fs::is_regular_file(dir / "keep", ec) &&
+                      fs::is_regular_file(dir / "sub" / "keep", ec);
+  if (!intact) {
+    std::fprintf(stderr, "abx-fuzz: unpacking changed %s, outside the rootfs\n", kCanaryDir);
+    std::abort();
+  }
+}
+
 // With ABX_FUZZ_VERBOSE set, says why an input was refused: to check that a
 // seed gets as far as it should (`ABX_FUZZ_VERBOSE=1 fuzz_layer SEED`).
 template <class R>
