@@ -35,7 +35,9 @@ runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 if ((status != 0)); then
   grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "$log" | head -5 >&2 || true
   echo "fuzz_$target: FAILED (exit $status) after ${runs:-?} runs; input kept in $work/crashes/," \
-    "full log in $log; reproduce with: $binary $work/crashes/<file>" >&2
+    "full log in $log; replay (the host read-only, as here):" \
+    "bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind $work $work" \
+    "$binary $work/crashes/<file>" >&2
   ls -1 "$work/crashes" >&2
   exit 1
 fi
