@@ -6,11 +6,14 @@ BUILD := build
 ASAN_BUILD := build-asan
 TSAN_BUILD := build-tsan
 STRICT_BUILD := build-strict
+FUZZ_BUILD := build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := $(patsubst fuzz/%_fuzzer.cc,%,$(wildcard fuzz/*_fuzzer.cc))
 VENV := $(BUILD)/venv
 PY := $(VENV)/bin/python
 
 .PHONY: all build deps demo check test unit unit-tsan strict e2e offline lint-python \
-	format format-check bench clean
+	format format-check bench clean fuzz fuzz-build fuzz-smoke
 
 all: build
 
@@ -29,7 +32,7 @@ demo: deps build
 
 check: deps build lint-python unit offline
 
-test: deps build format-check lint-python unit unit-tsan e2e
+test: deps build format-check lint-python unit unit-tsan fuzz-smoke e2e
 
 # Unit tests run under AddressSanitizer and UndefinedBehaviorSanitizer.
 unit:
@@ -50,6 +53,24 @@ strict:
 	cmake -S . -B $(STRICT_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DABX_STRICT_WARNINGS=ON >/dev/null
 	ninja -C $(STRICT_BUILD) abx abx-init abx_unit_tests
 
+# libFuzzer targets (fuzz/*_fuzzer.cc, clang + ASan/UBSan), each run for
+# FUZZ_SECONDS from its seeds in fuzz/corpus/<target>/. Every target runs even
+# when one crashes; a crashing input stays in $(FUZZ_BUILD)/fuzz-work/<target>/crashes/.
+fuzz-build:
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_COMPILER=clang++ -DABX_FUZZ=ON >/dev/null
+	ninja -C $(FUZZ_BUILD) fuzz_targets
+
+fuzz: fuzz-build
+	@failed=(); for t in $(FUZZ_TARGETS); do \
+	  fuzz/run.sh $(FUZZ_BUILD) $$t $(FUZZ_SECONDS) || failed+=($$t); \
+	done; \
+	if (($${#failed[@]})); then echo "fuzz: crashes in: $${failed[*]}" >&2; exit 1; fi
+
+# What `make test` runs: every target for 30 s.
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=30
+
 e2e:
 	ABX_BIN=$(CURDIR)/$(BUILD)/abx $(PY) -m pytest -q
 
@@ -66,7 +87,7 @@ bench: deps build
 	$(PY) bench/run.py --abx $(CURDIR)/$(BUILD)/abx --out bench/RESULTS.md --cold-build \
 	  $(if $(BASELINE_ABX),--baseline-abx $(BASELINE_ABX))
 
-CXX_SOURCES = find src tests/unit -name '*.cc' -o -name '*.h'
+CXX_SOURCES = find src tests/unit fuzz -name '*.cc' -o -name '*.h'
 
 format:
 	$(CXX_SOURCES) | xargs clang-format -i
@@ -75,4 +96,4 @@ format-check:
 	$(CXX_SOURCES) | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(STRICT_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(STRICT_BUILD) $(FUZZ_BUILD)

@@ -526,6 +526,14 @@ class Parser {
   Result<std::string> expand(int line, std::string_view word, bool quotes = true) {
     Expander expander([this](const std::string& name) { return lookup(name); }, line);
     Result<std::string> out = expander.expand(word, quotes);
+    // A NUL in a path or name cuts it short at every syscall: "..\0/x" passes the build
+    // context check and then reads "..". The text has none (see parse), so it came from a
+    // JSON "\u0000", a --build-arg or the image's ENV.
+    if (out && out->find('\0') != npos) {
+      return error_at(line,
+                      "a value here contains a NUL byte (from \\u0000, a --build-arg or "
+                      "the image's ENV); remove it");
+    }
     for (const std::string& name : expander.undefined()) {
       if (!warned_.insert({line, name}).second) continue;
       warnings_.push_back(warning_at(line, "$" + name +
@@ -564,6 +572,16 @@ class Parser {
 Result<Sandboxfile> parse(const std::string& text,
                           const std::map<std::string, std::string>& build_args,
                           const BaseImage& base) {
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    const auto line =
+        std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    return error_at(static_cast<int>(line) + 1,
+                    "contains a NUL byte; a Sandboxfile is text (saved as UTF-16?)");
+  }
+  if (base.workdir.find('\0') != std::string::npos) {
+    return Error::with_message("Sandboxfile: the FROM image's WorkingDir contains a NUL byte",
+                               kErrBadInput);
+  }
   const std::vector<std::string_view> lines = split_lines(text);
   if (Status st = check_directives(lines); !st) return st.error();
   Parser parser(build_args, base);
