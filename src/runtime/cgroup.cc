@@ -31,6 +31,13 @@ struct LimitFile {
 };
 
 std::string memory(const Limits& l) { return std::to_string(l.memory_bytes); }
+// Init's share of the sandbox's limit on v1: the sandbox as a whole (which is
+// what lxcfs shows as MemTotal, read from init's group) stays within the
+// limit, and the workload group fills first, so an OOM never reaches init.
+std::string workload_memory(const Limits& l) {
+  const uint64_t reserve = std::min<uint64_t>(16ull << 20, l.memory_bytes / 8);
+  return std::to_string(l.memory_bytes - reserve);
+}
 std::string pids(const Limits& l) { return std::to_string(l.pids); }
 std::string cpu_period(const Limits&) { return std::to_string(kCpuPeriodUs); }
 std::string cpu_quota(const Limits& l) {
@@ -41,8 +48,10 @@ std::string zero(const Limits&) { return "0"; }
 
 // Order matters on v1: memsw may not go below memory.limit_in_bytes.
 constexpr LimitFile kLimitFiles[] = {
-    {Version::kV1, "memory", "memory.limit_in_bytes", memory, false, true},
-    {Version::kV1, "memory", "memory.memsw.limit_in_bytes", memory, true, true},
+    {Version::kV1, "memory", "memory.limit_in_bytes", memory, false, false},
+    {Version::kV1, "memory", "memory.memsw.limit_in_bytes", memory, true, false},
+    {Version::kV1, "memory", "memory.limit_in_bytes", workload_memory, false, true},
+    {Version::kV1, "memory", "memory.memsw.limit_in_bytes", workload_memory, true, true},
     {Version::kV1, "pids", "pids.max", pids, false, false},
     {Version::kV1, "cpu", "cpu.cfs_period_us", cpu_period, false, false},
     {Version::kV1, "cpu", "cpu.cfs_quota_us", cpu_quota, false, false},

@@ -454,7 +454,10 @@ TEST_F(SandboxTest, AppliesCgroupLimits) {
     return v;
   };
   if (!fs::exists(base / "memory")) GTEST_SKIP() << "cgroup v1 layout expected";
-  EXPECT_EQ(value("memory", "work/memory.limit_in_bytes"), std::to_string(100 << 20));
+  // The sandbox as a whole holds to the limit; its workload leaves init 12.5 % (16 MiB at most).
+  EXPECT_EQ(value("memory", "memory.limit_in_bytes"), std::to_string(100 << 20));
+  EXPECT_EQ(value("memory", "work/memory.limit_in_bytes"),
+            std::to_string((100 << 20) - (100 << 20) / 8));
   EXPECT_EQ(run(sb, "grep -o :memory:.* /proc/self/cgroup").out, ":memory:/work\n");
   EXPECT_EQ(value("pids", "pids.max"), "50");
   EXPECT_EQ(value("cpu", "cpu.cfs_quota_us"), "50000");
