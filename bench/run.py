@@ -101,7 +101,8 @@ def daemon_side(daemon, rounds: int) -> dict[str, list[float]]:
     return {"create": create, "exec true (bash -c true)": exec_true, "kill": kill}
 
 
-def create_against_baseline(daemon, baseline, rounds: int) -> dict[str, list[float]]:
+def create_against_baseline(daemon, baseline, rounds: int,
+                            template: str = "base") -> dict[str, list[float]]:
     """create p50 of this build and of an older one (--baseline-abx), alternating each round,
     so a change on the create path (auth, quotas) is measured against the code before it."""
     sides = {"create (this build)": daemon.api(), "create (baseline build)": baseline.api()}
@@ -110,7 +111,7 @@ def create_against_baseline(daemon, baseline, rounds: int) -> dict[str, list[flo
         for _ in range(rounds):
             for label, api in sides.items():
                 t = time.perf_counter()
-                sid = api.post("/sandboxes", json={"templateID": "base"}).json()["sandboxID"]
+                sid = api.post("/sandboxes", json={"templateID": template}).json()["sandboxID"]
                 times[label].append((time.perf_counter() - t) * 1000)
                 api.delete(f"/sandboxes/{sid}")
             time.sleep(0.05)  # let both warm pools refill
@@ -130,7 +131,7 @@ def against_baseline(args, daemon) -> str:
     state = private_state_dir("abx-bench-baseline-")
     baseline = start_daemon(state, binary=Path(args.baseline_abx))
     try:
-        times = create_against_baseline(daemon, baseline, args.rounds * 3)
+        times = create_against_baseline(daemon, baseline, args.rounds * 3, args.baseline_template)
     finally:
         stop_daemon(baseline)
         shutil.rmtree(state, ignore_errors=True)
@@ -138,7 +139,8 @@ def against_baseline(args, daemon) -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return f"""{BASELINE_HEADER}
 
-Measured {now}, alternating each round with `{args.baseline_abx}`.
+Measured {now} from template `{args.baseline_template}`, alternating each round with
+`{args.baseline_abx}`.
 
 {table(list(times.items()))}
 - this build / baseline = **{ratio:.2f}×** (target ≤ 1.05×: auth and quota checks on create).
@@ -309,6 +311,8 @@ def main() -> None:
                     help="also time a base build from an empty mmdebstrap cache (minutes)")
     ap.add_argument("--baseline-abx", help="an older abx binary whose create p50 is measured "
                     "alternately with this build's (e.g. before a change on the create path)")
+    ap.add_argument("--baseline-template", default="base",
+                    help="the template both daemons create from (host needs no build)")
     ap.add_argument("--only-baseline", action="store_true",
                     help="measure just the create comparison with --baseline-abx and print it")
     args = ap.parse_args()
