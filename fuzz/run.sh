@@ -25,7 +25,10 @@ extra=()
 
 log=$work/log
 status=0
-bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$work" "$work" \
+# The binary and seeds are bound back after the private /tmp, which would
+# hide a checkout that lives under /tmp.
+bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp \
+  --ro-bind "$build/fuzz" "$build/fuzz" --ro-bind "$src" "$src" --bind "$work" "$work" \
   --unshare-pid --die-with-parent \
   "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
   -artifact_prefix="$work/crashes/" -print_final_stats=1 "${extra[@]}" \
@@ -36,7 +39,8 @@ if ((status != 0)); then
   grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "$log" | head -5 >&2 || true
   echo "fuzz_$target: FAILED (exit $status) after ${runs:-?} runs; input kept in $work/crashes/," \
     "full log in $log; replay (the host read-only, as here):" \
-    "bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind $work $work" \
+    "bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --ro-bind $build/fuzz $build/fuzz" \
+    "--ro-bind $src $src --bind $work $work" \
     "$binary $work/crashes/<file>" >&2
   ls -1 "$work/crashes" >&2
   exit 1
