@@ -22,6 +22,7 @@
 #include "daemon/envd_auth.h"
 #include "daemon/envd_requests.h"
 #include "daemon/http_exchange.h"
+#include "daemon/http_request.h"
 #include "daemon/plane.h"
 #include "daemon/route_table.h"
 #include "daemon/url.h"
@@ -34,28 +35,6 @@ using Parser = bhttp::request_parser<bhttp::buffer_body>;
 using namespace abx::daemon;
 
 constexpr size_t kHeaderLimit = 64 * 1024;  // http_server.cc's kHeaderLimit
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// As http_server.cc's to_request builds what the routes see.
-http::Request to_request(const bhttp::request<bhttp::buffer_body>& message) {
-  http::Request req;
-  req.method = std::string(message.method_string());
-  req.target = std::string(message.target());
-  std::string raw_query;
-  url::split_target(req.target, &req.path, &raw_query);
-  req.query = url::parse_query(raw_query);
-  for (const auto& field : message) {
-    std::string& value = req.headers[lower(std::string(field.name_string()))];
-    if (!value.empty()) value += ", ";
-    value += std::string(field.value());
-  }
-  return req;
-}
 
 // Everything the router and the routes' first lines do with a request
 // before a handler touches a sandbox.
@@ -95,10 +74,6 @@ void read_body(Parser& parser, beast::flat_buffer& buffer) {
 // http_server.cc defines this, but that file's coroutines do not build with
 // clang 14 under these sanitizers ("Cannot represent a difference across
 // sections"), so the target carries the same three lines.
-std::string abx::daemon::http::Request::header(const std::string& lower_name) const {
-  const auto it = headers.find(lower_name);
-  return it == headers.end() ? std::string{} : it->second;
-}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -121,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (used == 0) break;
     }
     if (!parser.is_header_done() || parsed >= kHeaderLimit) return 0;
-    route(to_request(parser.get()));
+    route(http::to_request(parser.get()));
     read_body(parser, buffer);
     if (!parser.is_done() || !parser.keep_alive()) return 0;
   }

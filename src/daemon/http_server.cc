@@ -28,7 +28,7 @@
 
 #include "common/unique_fd.h"
 #include "daemon/connection_table.h"
-#include "daemon/url.h"
+#include "daemon/http_request.h"
 
 namespace abx::daemon::http {
 namespace {
@@ -150,27 +150,6 @@ class ReadDeadline {
   std::shared_ptr<State> state_;
   net::steady_timer timer_;
 };
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-Request to_request(const bhttp::request<bhttp::buffer_body>& message) {
-  Request req;
-  req.method = std::string(message.method_string());
-  req.target = std::string(message.target());
-  std::string raw_query;
-  url::split_target(req.target, &req.path, &raw_query);
-  req.query = url::parse_query(raw_query);
-  for (const auto& field : message) {
-    std::string& value = req.headers[lower(std::string(field.name_string()))];
-    if (!value.empty()) value += ", ";
-    value += std::string(field.value());
-  }
-  return req;
-}
 
 // Answers a request the server will not serve, then reads and drops what the
 // client still sends for a moment: closing with unread data would reset the
@@ -687,11 +666,6 @@ size_t connection_limit(size_t requested) {
 }
 
 }  // namespace
-
-std::string Request::header(const std::string& lower_name) const {
-  const auto it = headers.find(lower_name);
-  return it == headers.end() ? std::string{} : it->second;
-}
 
 Task<std::string> read_body(Exchange& exchange, size_t limit, bool* fits) {
   std::string body;

@@ -1,0 +1,35 @@
+#include "daemon/http_request.h"
+
+#include <cctype>
+
+#include "daemon/url.h"
+
+namespace abx::daemon::http {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+Request to_request(const boost::beast::http::request<boost::beast::http::buffer_body>& message) {
+  Request req;
+  req.method = std::string(message.method_string());
+  req.target = std::string(message.target());
+  std::string raw_query;
+  url::split_target(req.target, &req.path, &raw_query);
+  req.query = url::parse_query(raw_query);
+  for (const auto& field : message) {
+    std::string& value = req.headers[lower(std::string(field.name_string()))];
+    if (!value.empty()) value += ", ";
+    value += std::string(field.value());
+  }
+  return req;
+}
+
+std::string Request::header(const std::string& lower_name) const {
+  const auto it = headers.find(lower_name);
+  return it == headers.end() ? std::string{} : it->second;
+}
+
+}  // namespace abx::daemon::http
