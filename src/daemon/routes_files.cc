@@ -37,25 +37,25 @@ class UploadTarget {
   ~UploadTarget() { discard(); }
   // Removes the file unless it was completed.
   void discard() {
-    if (fd_.valid() && !done_) {
-      fd_.reset();
+    if (writer_ && !done_) {
+      writer_.reset();
       (void)sfs::remove(sb_, path_);
     }
   }
   bool open(uint32_t uid) {
-    auto fd = sfs::open_write(sb_, path_, uid);
-    if (!fd) return fail(fd.error());
-    fd_ = std::move(fd.value());
+    auto writer = sfs::start_write(sb_, path_, uid);
+    if (!writer) return fail(writer.error());
+    writer_.emplace(std::move(*writer));
     return true;
   }
   bool write(std::string_view data) {
-    if (Status s = write_all(fd_.get(), data, "write " + path_); !s) return fail(s.error());
+    if (Status s = writer_->write(data); !s) return fail(s.error());
     return true;
   }
   bool close() {
-    if (::fsync(fd_.get()) != 0 && errno != EINVAL) return fail(Error::from_errno("sync " + path_));
+    if (Status s = writer_->finish(); !s) return fail(s.error());
     done_ = true;
-    fd_.reset();
+    writer_.reset();
     return true;
   }
   const std::string& path() const { return path_; }
@@ -68,7 +68,7 @@ class UploadTarget {
   }
   const runtime::Sandbox& sb_;
   std::string path_;
-  UniqueFd fd_;
+  std::optional<sfs::FileWriter> writer_;
   bool done_ = false;
   std::optional<Error> error_;
 };
@@ -83,9 +83,11 @@ json written_entries(const std::vector<std::string>& paths) {
   return out;
 }
 
+// A whole message already says what happened and what to do.
 std::string write_error_message(const Error& error) {
-  return error_map::http_status(error) == 507 ? "not enough disk space in the sandbox"
-                                              : error.message();
+  return error_map::http_status(error) == 507 && !error.whole
+             ? "not enough disk space in the sandbox"
+             : error.message();
 }
 
 // Messages are computed outside co_await expressions: g++ 12 destroys a

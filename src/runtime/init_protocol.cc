@@ -108,6 +108,53 @@ bool read_spec(Reader& r, ProcessSpec* s) {
   return true;
 }
 
+void write_file_request(Writer& w, const FileRequest& f) {
+  w.u8(static_cast<uint8_t>(f.op));
+  w.str(f.path);
+  w.str(f.other);
+  w.u32(f.uid);
+  w.u32(f.gid);
+  w.u32(f.depth);
+  w.u32(f.mode);
+}
+
+bool read_file_request(Reader& r, FileRequest* f) {
+  uint8_t op = 0;
+  if (!r.u8(&op) || op < static_cast<uint8_t>(FileOp::kStat) ||
+      op > static_cast<uint8_t>(FileOp::kOpenDir))
+    return false;
+  f->op = static_cast<FileOp>(op);
+  return r.str(&f->path) && r.str(&f->other) && r.u32(&f->uid) && r.u32(&f->gid) &&
+         r.u32(&f->depth) && r.u32(&f->mode);
+}
+
+void write_entry(Writer& w, const EntryInfo& e) {
+  w.str(e.name);
+  w.str(e.path);
+  w.u8(static_cast<uint8_t>(e.type));
+  w.u64(e.size);
+  w.u32(e.mode);
+  w.str(e.owner);
+  w.str(e.group);
+  w.u64(static_cast<uint64_t>(e.mtime_sec));
+  w.u64(static_cast<uint64_t>(e.mtime_nsec));
+  w.str(e.symlink_target);
+}
+
+bool read_entry(Reader& r, EntryInfo* e) {
+  uint8_t type = 0;
+  uint64_t sec = 0, nsec = 0;
+  if (!r.str(&e->name) || !r.str(&e->path) || !r.u8(&type) ||
+      type > static_cast<uint8_t>(FileType::kOther) || !r.u64(&e->size) || !r.u32(&e->mode) ||
+      !r.str(&e->owner) || !r.str(&e->group) || !r.u64(&sec) || !r.u64(&nsec) ||
+      !r.str(&e->symlink_target))
+    return false;
+  e->type = static_cast<FileType>(type);
+  e->mtime_sec = static_cast<int64_t>(sec);
+  e->mtime_nsec = static_cast<int64_t>(nsec);
+  return true;
+}
+
 }  // namespace
 
 std::string encode(const InitConfig& c) {
@@ -157,6 +204,8 @@ std::string encode(const Request& q) {
     w.str(q.open.path);
     w.u32(q.open.uid);
     w.u32(q.open.gid);
+  } else if (q.type == RequestType::kFile) {
+    write_file_request(w, q.file);
   } else {
     w.u32(static_cast<uint32_t>(q.pid));
     w.u32(static_cast<uint32_t>(q.signo));
@@ -176,6 +225,8 @@ bool decode(const std::string& bytes, Request* q) {
       return r.i32(&q->pid) && r.i32(&q->signo) && r.done();
     case RequestType::kOpen:
       return r.str(&q->open.path) && r.u32(&q->open.uid) && r.u32(&q->open.gid) && r.done();
+    case RequestType::kFile:
+      return read_file_request(r, &q->file) && r.done();
   }
   return false;
 }
@@ -191,6 +242,32 @@ std::string encode(const Reply& p) {
 bool decode(const std::string& bytes, Reply* p) {
   Reader r(bytes);
   return r.i32(&p->pid) && r.i32(&p->errnum) && r.str(&p->step) && r.done();
+}
+
+std::string encode(const FileReply& p) {
+  Writer w;
+  w.u32(static_cast<uint32_t>(p.errnum));
+  w.str(p.step);
+  w.str(p.detail);
+  w.u8(p.done);
+  w.u64(p.written);
+  w.u32(static_cast<uint32_t>(p.entries.size()));
+  for (const auto& e : p.entries) write_entry(w, e);
+  return w.take();
+}
+
+bool decode(const std::string& bytes, FileReply* p) {
+  Reader r(bytes);
+  uint8_t done = 0;
+  uint32_t count = 0;
+  if (!r.i32(&p->errnum) || !r.str(&p->step) || !r.str(&p->detail) || !r.u8(&done) ||
+      !r.u64(&p->written) || !r.u32(&count) || count > bytes.size())
+    return false;
+  p->done = done != 0;
+  p->entries.resize(count);
+  for (auto& e : p->entries)
+    if (!read_entry(r, &e)) return false;
+  return r.done();
 }
 
 Status check_readable_file(int fd, const std::string& path) {

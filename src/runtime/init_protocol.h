@@ -9,6 +9,10 @@
 //   kSignal request: pid, signo.  reply: Reply.
 //   kOpen   request: OpenRequest.  reply: Reply; on success the file, opened
 //           O_RDONLY by init as that sandbox user, is passed back.
+//   kFile   request: FileRequest, on a connection of its own; kWrite passes
+//           the read end of the data pipe. Init hands the connection to a
+//           worker it forks (see init/file_worker.h), which answers with
+//           FileReply messages, the last one `done`, and exits.
 // Start-up: the runtime hands init an InitConfig on an fd, then the O_PATH
 // fds of the rootfs sources in one message on the handoff socket, and waits
 // for one StatusReport ("ready" or the failing step) on a pipe.
@@ -21,6 +25,7 @@
 
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "runtime/file_request.h"
 #include "runtime/runtime.h"
 
 namespace abx::runtime::proto {
@@ -56,7 +61,7 @@ struct InitConfig {
   int workload_procs_fd = -1;  // not a source: taken off the handoff's end
 };
 
-enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2, kOpen = 3 };
+enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2, kOpen = 3, kFile = 4 };
 
 // A regular file to open for reading inside the sandbox, with the permissions
 // of sandbox uid/gid: path resolution and the permission checks are the
@@ -78,6 +83,7 @@ struct Request {
   int32_t pid = 0;   // kSignal
   int32_t signo = 0;
   OpenRequest open;  // kOpen
+  FileRequest file;  // kFile
 };
 
 // errnum == 0 and an empty step mean success.
@@ -85,6 +91,19 @@ struct Reply {
   int32_t pid = 0;
   int32_t errnum = 0;
   std::string step;
+  bool ok() const { return errnum == 0 && step.empty(); }
+};
+
+// A file worker's answer. kList's entries may come in several messages
+// (`done` false on all but the last). kWrite answers once the file is open
+// (`done` false) and again after the data pipe's EOF, with the bytes written.
+struct FileReply {
+  int32_t errnum = 0;  // 0 and an empty step: success
+  std::string step;
+  std::string detail;
+  bool done = true;
+  uint64_t written = 0;
+  std::vector<EntryInfo> entries;
   bool ok() const { return errnum == 0 && step.empty(); }
 };
 
@@ -102,6 +121,8 @@ std::string encode(const Request& request);
 bool decode(const std::string& bytes, Request* request);
 std::string encode(const Reply& reply);
 bool decode(const std::string& bytes, Reply* reply);
+std::string encode(const FileReply& reply);
+bool decode(const std::string& bytes, FileReply* reply);
 
 // What a kOpen may hand out, checked by init before it replies and again by
 // the daemon on the fd it receives: a regular file (EISDIR for a directory,

@@ -39,7 +39,7 @@ namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
 constexpr Limits kBuiltinLimits{512 * kMiB, 256, 1000, 1024 * kMiB};
-constexpr const char* kSocketName = "ctl.sock";
+constexpr const char* kSocketName = kControlSocketName;
 constexpr const char* kInitFile = "init";  // "<pid> <starttime>", for sweep_orphans
 constexpr int kDeathTimeoutMs = 5000;
 // Overlay takes the lower dirs as one mount option (a page at most) and

@@ -7,6 +7,8 @@
 
 #include <cstring>
 
+#include "runtime/file_client.h"
+
 namespace abx::runtime {
 namespace {
 
@@ -31,7 +33,7 @@ LocalSandbox::LocalSandbox(SandboxRecord record, UniqueFd control, Held held, us
       cgroups_(std::move(cgroups)) {}
 
 Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std::vector<int>& fds,
-                                        std::vector<UniqueFd>* received) {
+                                        std::vector<UniqueFd>* received) const {
   std::lock_guard lock(mutex_);
   if (auto s = proto::send_message(control_.get(), proto::encode(request), fds); !s)
     return s.error();
@@ -89,7 +91,7 @@ Status LocalSandbox::signal(int pid, int signo) {
   return {};
 }
 
-Result<UniqueFd> LocalSandbox::open_as(const std::string& path, uint32_t uid, uint32_t gid) {
+Result<UniqueFd> LocalSandbox::open_as(const std::string& path, uint32_t uid, uint32_t gid) const {
   proto::Request request{proto::RequestType::kOpen, {}, 0, 0, {path, uid, gid}};
   std::vector<UniqueFd> received;
   auto reply = call(request, {}, &received);
@@ -100,6 +102,12 @@ Result<UniqueFd> LocalSandbox::open_as(const std::string& path, uint32_t uid, ui
   if (!reply->ok()) return Error{reply->step, reply->errnum, {}};
   if (received.size() != 1) return Error{"open", EPROTO, "init sent no file"};
   return std::move(received.front());
+}
+
+// A connection of its own: a file operation may take a while, and never
+// holds up spawns and signals on the shared one.
+Result<FileResult> LocalSandbox::file_op(const FileRequest& request) const {
+  return file_client::run(record_.state_dir / kControlSocketName, request);
 }
 
 Result<ControlSocket> control_socket(const fs::path& path, const std::string& step) {

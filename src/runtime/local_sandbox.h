@@ -1,6 +1,6 @@
 // The daemon's handle on one running sandbox: a connection to its init's
-// control socket (one request at a time), its init's pidfd, its root as the
-// host sees it, its network namespace, and its cgroups. Four fds in all.
+// control socket (one request at a time; file operations open their own), its init's pidfd, its
+// root as the host sees it, its network namespace, and its cgroups. Four fds in all.
 #pragma once
 
 #include <sys/un.h>
@@ -31,7 +31,8 @@ class LocalSandbox final : public Sandbox {
   const SandboxRecord& record() const override { return record_; }
   Result<Process> spawn(const ProcessSpec& spec) override;
   Status signal(int pid, int signo) override;
-  Result<UniqueFd> open_as(const std::string& path, uint32_t uid, uint32_t gid) override;
+  Result<UniqueFd> open_as(const std::string& path, uint32_t uid, uint32_t gid) const override;
+  Result<FileResult> file_op(const FileRequest& request) const override;
   int root_fd() const override { return held_.root.get(); }
   std::string stopped_reason() const override { return held_.init->stopped_reason(); }
   int net_ns_fd() const override { return held_.net_ns.get(); }
@@ -41,15 +42,18 @@ class LocalSandbox final : public Sandbox {
 
  private:
   Result<proto::Reply> call(const proto::Request& request, const std::vector<int>& fds,
-                            std::vector<UniqueFd>* received);
+                            std::vector<UniqueFd>* received) const;
 
   SandboxRecord record_;
-  std::mutex mutex_;  // one request in flight on the control connection
+  mutable std::mutex mutex_;  // one request in flight on the control connection
   UniqueFd control_;
   Held held_;
   user::IdMap ids_;
   cgroup::Layout cgroups_;
 };
+
+// The control socket's name in a sandbox's state dir.
+inline constexpr const char* kControlSocketName = "ctl.sock";
 
 // Connects to the control socket in a sandbox's state dir.
 Result<UniqueFd> connect_control(const fs::path& socket_path);

@@ -21,6 +21,7 @@
 
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "runtime/file_request.h"
 
 namespace abx::runtime {
 
@@ -120,8 +121,17 @@ class Sandbox {
   // uid/gid, so that user's permissions apply (see runtime/sandbox_fs.h).
   // Thread-safe. ENOSYS: this sandbox cannot (its init predates the request).
   virtual Result<UniqueFd> open_as(const std::string& /*path*/, uint32_t /*uid*/,
-                                   uint32_t /*gid*/) {
+                                   uint32_t /*gid*/) const {
     return Error{"open as a sandbox user", ENOSYS, {}};
+  }
+
+  // Runs one file operation inside the sandbox (runtime/file_request.h): a
+  // worker forked by its init, in its namespaces and memory cgroup, as
+  // request.uid/gid. kWrite returns once the file is open (see
+  // sandbox_fs::FileWriter). Thread-safe. ENOSYS: this sandbox cannot (its
+  // init predates file workers).
+  virtual Result<FileResult> file_op(const FileRequest& /*request*/) const {
+    return Error{"file operation in the sandbox", ENOSYS, {}};
   }
 
   // An O_PATH directory fd of the sandbox's root as the host sees it; use it

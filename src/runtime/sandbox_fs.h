@@ -1,59 +1,74 @@
-// File operations inside a sandbox's root, done by the daemon on the host.
-// Every path is resolved with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
-// against the sandbox's root fd, so `..` and symlinks inside the sandbox can
-// never reach a host file.
+// File operations inside a sandbox, for the daemon: the files API, watches,
+// template COPY. Each runs inside the sandbox's walls, in a worker its init
+// forks (Sandbox::file_op): in its namespaces and memory cgroup, as a
+// sandbox user, never as host root on a host path. A sandbox whose init
+// predates file workers (adopted from an older daemon), and test doubles,
+// are served from the host instead: with the user's filesystem ids, every
+// path resolved under the sandbox's root fd (runtime/fs_ops.h).
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "runtime/file_request.h"
 #include "runtime/runtime.h"
 
 namespace abx::runtime::sandbox_fs {
 
-enum class FileType { kFile, kDirectory, kSymlink, kOther };
-
-struct EntryInfo {
-  std::string name;
-  std::string path;  // absolute inside the sandbox
-  FileType type = FileType::kOther;
-  uint64_t size = 0;
-  uint32_t mode = 0;  // st_mode & 07777
-  std::string owner;  // "user", "root" or the uid as text
-  std::string group;
-  int64_t mtime_sec = 0;
-  int64_t mtime_nsec = 0;
-  std::string symlink_target;  // only for symlinks
-};
+using runtime::EntryInfo;
+using runtime::FileType;
 
 // Errors carry errno: ENOENT → not found, EEXIST → already exists,
 // ENOTDIR/EISDIR → invalid argument, ENOSPC/EDQUOT → out of disk.
-
-// Open for reading (O_RDONLY) a regular file, as the daemon: for the
-// runtime's own reads (e.g. /etc/passwd), never on a user's behalf.
-Result<UniqueFd> open_read(const Sandbox& sb, const std::string& path);
 
 // Open for reading a regular file on behalf of sandbox uid/gid: the
 // sandbox's init opens it with that user's ids, so a file the user could not
 // read inside the sandbox is refused (EACCES) here too. Files on /proc or
 // /sys, devices, FIFOs and sockets are refused (EPERM / EINVAL), directories
-// are EISDIR. Sandboxes whose init cannot open files (adopted from an older
-// daemon) are served on the host with the user's filesystem ids instead.
-Result<UniqueFd> open_read_as(Sandbox& sb, const std::string& path, uint32_t uid, uint32_t gid);
+// are EISDIR.
+Result<UniqueFd> open_read_as(const Sandbox& sb, const std::string& path, uint32_t uid,
+                              uint32_t gid);
 
-// Create or truncate a regular file for writing, creating missing parent
-// directories, all owned by `owner_uid` (a sandbox uid).
-Result<UniqueFd> open_write(const Sandbox& sb, const std::string& path, uint32_t owner_uid);
+// A file being written: the bytes go through a pipe to the worker inside
+// the sandbox, which writes them as the file's owner (charged to the
+// sandbox). Every call blocks, at most about a minute when the sandbox
+// stops taking data. Dropped without finish(), the file is left partial:
+// remove() it.
+class FileWriter {
+ public:
+  FileWriter(FileResult io, std::string path, uint32_t mode)
+      : io_(std::move(io)), path_(std::move(path)), mode_(mode) {}
+  Status write(std::string_view data);
+  // The file complete and synced, every byte sent accounted for.
+  Status finish();
+
+ private:
+  Result<uint64_t> outcome();
+  Status worker_outcome();
+  FileResult io_;  // data: the pipe (or, served from the host, the file); session: the worker's
+  std::string path_;
+  uint32_t mode_;  // set at the end when served from the host (the worker does it itself)
+  uint64_t sent_ = 0;
+};
+
+// Creates or truncates a regular file for writing, creating missing parent
+// directories, all owned by `owner_uid` (a sandbox uid), as that user; sets
+// `mode` once written (0: 0644). Refused before a byte is written for a /proc or
+// /sys file, a device, FIFO or socket.
+Result<FileWriter> start_write(const Sandbox& sb, const std::string& path, uint32_t owner_uid,
+                               uint32_t mode = 0);
 
 Result<EntryInfo> stat(const Sandbox& sb, const std::string& path);
 // An O_PATH handle of a directory, e.g. to watch it through /proc/self/fd/N.
 Result<UniqueFd> open_dir(const Sandbox& sb, const std::string& path);
-// depth >= 1; depth 1 lists direct children only.
+// depth >= 1; depth 1 lists direct children only. Sorted as a depth-first
+// walk in name order (each directory's children right after it).
 Result<std::vector<EntryInfo>> list_dir(const Sandbox& sb, const std::string& path, int depth);
 // Creates parents as needed; EEXIST if `path` already exists.
 Status make_dir(const Sandbox& sb, const std::string& path, uint32_t owner_uid);

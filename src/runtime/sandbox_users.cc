@@ -15,7 +15,7 @@ namespace {
 constexpr size_t kMaxAccountFile = 4 << 20;
 
 std::string read_small_file(const Sandbox& sb, const std::string& path) {
-  auto fd = sandbox_fs::open_read(sb, path);
+  auto fd = sandbox_fs::open_read_as(sb, path, 0, 0);  // as sandbox root, inside
   if (!fd) return {};
   std::string text;
   char buffer[8192];

@@ -222,18 +222,16 @@ Status run_command(runtime::Sandbox& sb, const BuildState& state, const Step& st
 }
 
 Status copy_file(runtime::Sandbox& sb, const fs::path& from, const std::string& to, uint32_t uid) {
-  auto out = runtime::sandbox_fs::open_write(sb, to, uid);
-  if (!out) return out.error();
   UniqueFd in(::open(from.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!in.valid()) return Error::from_errno("open", from.string());
-  const Status copied = read_to_end(
-      in.get(), [&](std::string_view piece) { return write_all(out->get(), piece, "write", to); },
-      from.string());
-  if (!copied) return copied;
   struct stat st {};
-  if (::fstat(in.get(), &st) != 0 || ::fchmod(out->get(), st.st_mode & 07777) != 0)
-    return Error::from_errno("chmod", to);
-  return {};
+  if (::fstat(in.get(), &st) != 0) return Error::from_errno("stat", from.string());
+  auto out = runtime::sandbox_fs::start_write(sb, to, uid, st.st_mode & 07777);
+  if (!out) return out.error();
+  const Status copied = read_to_end(
+      in.get(), [&](std::string_view piece) { return out->write(piece); }, from.string());
+  if (!copied) return copied;
+  return out->finish();
 }
 
 Status make_dir_if_missing(runtime::Sandbox& sb, const std::string& path, uint32_t uid) {

@@ -104,6 +104,48 @@ TEST(InitProtocol, RejectsTruncatedAndTrailingBytes) {
   EXPECT_FALSE(proto::decode(std::string("\x09", 1), &out));  // unknown type
 }
 
+TEST(InitProtocol, FileRequestAndRepliesRoundTrip) {
+  proto::Request in;
+  in.type = proto::RequestType::kFile;
+  in.file = {FileOp::kMove, "/a", "/b", 1000, 1000, 3, 0755};
+  proto::Request out;
+  ASSERT_TRUE(proto::decode(proto::encode(in), &out));
+  EXPECT_EQ(out.file.op, FileOp::kMove);
+  EXPECT_EQ(out.file.path, "/a");
+  EXPECT_EQ(out.file.other, "/b");
+  EXPECT_EQ(out.file.depth, 3u);
+  EXPECT_EQ(out.file.mode, 0755u);
+  const std::string bytes = proto::encode(in);
+  for (size_t n = 0; n < bytes.size(); ++n) EXPECT_FALSE(proto::decode(bytes.substr(0, n), &out));
+  std::string bad_op = bytes;
+  bad_op[1] = 9;  // no such operation
+  EXPECT_FALSE(proto::decode(bad_op, &out));
+
+  proto::FileReply reply;
+  reply.done = false;
+  reply.written = 7;
+  EntryInfo entry;
+  entry.name = "f";
+  entry.path = "/f";
+  entry.type = FileType::kSymlink;
+  entry.mtime_sec = -1;  // before 1970
+  entry.symlink_target = "/etc/passwd";
+  reply.entries = {entry, entry};
+  proto::FileReply back;
+  ASSERT_TRUE(proto::decode(proto::encode(reply), &back));
+  EXPECT_FALSE(back.done);
+  EXPECT_EQ(back.written, 7u);
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[1].type, FileType::kSymlink);
+  EXPECT_EQ(back.entries[1].mtime_sec, -1);
+  EXPECT_EQ(back.entries[1].symlink_target, "/etc/passwd");
+  const std::string reply_bytes = proto::encode(reply);
+  for (size_t n = 0; n < reply_bytes.size(); ++n)
+    EXPECT_FALSE(proto::decode(reply_bytes.substr(0, n), &back));
+  // An init that predates file workers answers with a plain Reply: not a FileReply.
+  EXPECT_FALSE(proto::decode(proto::encode(proto::Reply{0, EPROTO, "decode request"}), &back));
+}
+
 TEST(InitProtocol, PassesFdsWithAMessage) {
   int pair[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);

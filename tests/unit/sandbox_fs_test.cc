@@ -47,6 +47,14 @@ std::string read_all(int fd) {
   return out;
 }
 
+// Writes `text` to `path` through sandbox_fs, as sandbox user `uid`.
+Status put(const Sandbox& sb, const std::string& path, uint32_t uid, const std::string& text = {}) {
+  auto writer = start_write(sb, path, uid);
+  if (!writer) return writer.error();
+  if (auto s = writer->write(text); !s) return s;
+  return writer->finish();
+}
+
 void write_file(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
@@ -76,55 +84,53 @@ class SandboxFsTest : public ::testing::Test {
 };
 
 TEST_F(SandboxFsTest, DotDotTraversalStaysInsideRoot) {
-  auto fd = open_read(*sb_, "/home/user/../../../../etc/passwd");
+  auto fd = open_read_as(*sb_, "/home/user/../../../../etc/passwd", 0, 0);
   ASSERT_TRUE(fd.ok()) << fd.error().message();
   EXPECT_EQ(read_all(fd->get()), "sandbox passwd\n");
 
-  auto relative = open_read(*sb_, absolute_path("../../etc/passwd", "/home/user"));
+  auto relative = open_read_as(*sb_, absolute_path("../../etc/passwd", "/home/user"), 0, 0);
   ASSERT_TRUE(relative.ok()) << relative.error().message();
   EXPECT_EQ(read_all(relative->get()), "sandbox passwd\n");
 }
 
 TEST_F(SandboxFsTest, AbsoluteSymlinkResolvesInsideRoot) {
   fs::create_symlink("/etc/passwd", root_ / "home/user/link");
-  auto fd = open_read(*sb_, "/home/user/link");
+  auto fd = open_read_as(*sb_, "/home/user/link", 0, 0);
   ASSERT_TRUE(fd.ok()) << fd.error().message();
   EXPECT_EQ(read_all(fd->get()), "sandbox passwd\n");
 
   // A symlink aimed at a host path that exists only outside the root.
   fs::create_symlink(outside_ / "secret", root_ / "home/user/escape");
-  auto escaped = open_read(*sb_, "/home/user/escape");
+  auto escaped = open_read_as(*sb_, "/home/user/escape", 0, 0);
   ASSERT_FALSE(escaped.ok());
   EXPECT_EQ(escaped.error().errnum, ENOENT);
   EXPECT_EQ(escaped.error().detail, "/home/user/escape");
 
   // Writing through it creates nothing outside either.
   fs::create_symlink(outside_, root_ / "home/user/outdir");
-  auto written = open_write(*sb_, "/home/user/outdir/new", 1000);
-  EXPECT_FALSE(written.ok());  // the symlink dangles inside the root
+  EXPECT_FALSE(
+      put(*sb_, "/home/user/outdir/new", 1000).ok());  // the symlink dangles inside the root
   EXPECT_FALSE(fs::exists(outside_ / "new"));
 }
 
 TEST_F(SandboxFsTest, SymlinkLoopFailsCleanly) {
   fs::create_symlink("b", root_ / "home/user/a");
   fs::create_symlink("a", root_ / "home/user/b");
-  auto fd = open_read(*sb_, "/home/user/a");
+  auto fd = open_read_as(*sb_, "/home/user/a", 0, 0);
   ASSERT_FALSE(fd.ok());
   EXPECT_EQ(fd.error().errnum, ELOOP);
   EXPECT_EQ(fd.error().step, "open");
 }
 
 TEST_F(SandboxFsTest, ReadRejectsDirectories) {
-  auto fd = open_read(*sb_, "/home/user");
+  auto fd = open_read_as(*sb_, "/home/user", 0, 0);
   ASSERT_FALSE(fd.ok());
   EXPECT_EQ(fd.error().errnum, EISDIR);
 }
 
 TEST_F(SandboxFsTest, WriteCreatesParentsOwnedByUser) {
-  auto fd = open_write(*sb_, "/home/user/a/b/c.txt", 1000);
-  ASSERT_TRUE(fd.ok()) << fd.error().message();
-  ASSERT_EQ(::write(fd->get(), "hi", 2), 2);
-  fd->reset();
+  auto written = put(*sb_, "/home/user/a/b/c.txt", 1000, "hi");
+  ASSERT_TRUE(written.ok()) << written.error().message();
 
   struct stat st {};
   ASSERT_EQ(::stat((root_ / "home/user/a/b").c_str(), &st), 0);
@@ -135,24 +141,22 @@ TEST_F(SandboxFsTest, WriteCreatesParentsOwnedByUser) {
   EXPECT_EQ(st.st_uid, sb_->host_uid(1000));
   EXPECT_EQ(st.st_size, 2);
 
-  auto again = open_write(*sb_, "/home/user/a/b/c.txt", 1000);
-  ASSERT_TRUE(again.ok());
-  again->reset();
+  ASSERT_TRUE(put(*sb_, "/home/user/a/b/c.txt", 1000).ok());
   EXPECT_EQ(fs::file_size(root_ / "home/user/a/b/c.txt"), 0u);  // truncated
 }
 
 TEST_F(SandboxFsTest, WritesHaveTheOwnersPermissions) {
   if (::geteuid() != 0) GTEST_SKIP() << "unprivileged: every sandbox id is us";
   ASSERT_EQ(::chown((root_ / "etc").c_str(), sb_->host_uid(0), sb_->host_gid(0)), 0);
-  auto denied = open_write(*sb_, "/etc/new", 1000);
+  auto denied = put(*sb_, "/etc/new", 1000);
   ASSERT_FALSE(denied.ok());
   EXPECT_EQ(denied.error().errnum, EACCES);
-  ASSERT_TRUE(open_write(*sb_, "/etc/new", 0).ok());
+  ASSERT_TRUE(put(*sb_, "/etc/new", 0).ok());
   struct stat st {};
   ASSERT_EQ(::stat((root_ / "etc/new").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, sb_->host_uid(0));
   EXPECT_EQ(::getuid(), 0u);  // the thread's ids are restored
-  ASSERT_TRUE(open_write(*sb_, "/etc/new2", 0).ok());
+  ASSERT_TRUE(put(*sb_, "/etc/new2", 0).ok());
 }
 
 TEST_F(SandboxFsTest, StatDescribesSymlinksWithoutFollowing) {
@@ -172,8 +176,8 @@ TEST_F(SandboxFsTest, StatDescribesSymlinksWithoutFollowing) {
 
 TEST_F(SandboxFsTest, ListDepthTwoDoesNotFollowSymlinkedDirs) {
   ASSERT_TRUE(make_dir(*sb_, "/home/user/d/e", 1000).ok());
-  ASSERT_TRUE(open_write(*sb_, "/home/user/d/e/deep.txt", 1000).ok());
-  ASSERT_TRUE(open_write(*sb_, "/home/user/d/top.txt", 1000).ok());
+  ASSERT_TRUE(put(*sb_, "/home/user/d/e/deep.txt", 1000).ok());
+  ASSERT_TRUE(put(*sb_, "/home/user/d/top.txt", 1000).ok());
   fs::create_symlink("/", root_ / "home/user/d/rootlink");
 
   auto entries = list_dir(*sb_, "/home/user/d", 2);
@@ -207,7 +211,7 @@ TEST_F(SandboxFsTest, MakeDirReportsExisting) {
 }
 
 TEST_F(SandboxFsTest, RemoveTreeLeavesSymlinkTargetsAlone) {
-  ASSERT_TRUE(open_write(*sb_, "/home/user/t/a/b/f", 1000).ok());
+  ASSERT_TRUE(put(*sb_, "/home/user/t/a/b/f", 1000).ok());
   fs::create_symlink(outside_, root_ / "home/user/t/a/out");
   fs::create_symlink("/etc", root_ / "home/user/t/etc");
   ASSERT_TRUE(remove(*sb_, "/home/user/t").ok());
@@ -222,7 +226,7 @@ TEST_F(SandboxFsTest, RemoveTreeLeavesSymlinkTargetsAlone) {
 }
 
 TEST_F(SandboxFsTest, MoveRenamesWithinRoot) {
-  ASSERT_TRUE(open_write(*sb_, "/home/user/from.txt", 1000).ok());
+  ASSERT_TRUE(put(*sb_, "/home/user/from.txt", 1000).ok());
   ASSERT_TRUE(move(*sb_, "/home/user/from.txt", "/home/user/../../home/../to.txt").ok());
   EXPECT_FALSE(fs::exists(root_ / "home/user/from.txt"));
   EXPECT_TRUE(fs::exists(root_ / "to.txt"));

@@ -253,15 +253,15 @@ TEST_F(HostTemplateSandboxTest, PythonRunsAndHostSecretsAreHidden) {
 }
 
 TEST_F(HostTemplateSandboxTest, FilesWrittenFromTheHostAreTheUsers) {
-  auto fd = runtime::sandbox_fs::open_write(*sb_, "/home/user/data/in.txt", 1000);
-  ASSERT_TRUE(fd.ok()) << fd.error().message();
-  ASSERT_EQ(::write(fd->get(), "hello\n", 6), 6);
-  fd->reset();
+  auto writer = runtime::sandbox_fs::start_write(*sb_, "/home/user/data/in.txt", 1000);
+  ASSERT_TRUE(writer.ok()) << writer.error().message();
+  ASSERT_TRUE(writer->write("hello\n").ok());
+  ASSERT_TRUE(writer->finish().ok());
   auto seen =
       run("cat /home/user/data/in.txt; stat -c %U /home/user/data/in.txt; "
           "ln -s /etc/shadow /home/user/s");
   EXPECT_EQ(seen.out, "hello\nuser\n");
-  auto through_link = runtime::sandbox_fs::open_read(*sb_, "/home/user/s");
+  auto through_link = runtime::sandbox_fs::open_read_as(*sb_, "/home/user/s", 0, 0);
   ASSERT_FALSE(through_link.ok());
   EXPECT_EQ(through_link.error().errnum, ENOENT);
 }
@@ -269,7 +269,9 @@ TEST_F(HostTemplateSandboxTest, FilesWrittenFromTheHostAreTheUsers) {
 TEST_F(HostTemplateSandboxTest, TreeOperationsSeenFromInside) {
   namespace sfs = runtime::sandbox_fs;
   ASSERT_TRUE(sfs::make_dir(*sb_, "/home/user/a/b", 1000).ok());
-  ASSERT_TRUE(sfs::open_write(*sb_, "/home/user/a/b/f", 1000).ok());
+  auto writer = sfs::start_write(*sb_, "/home/user/a/b/f", 1000);
+  ASSERT_TRUE(writer.ok()) << writer.error().message();
+  ASSERT_TRUE(writer->finish().ok());
   // Files only: this overlay renames no directory (EXDEV), inside or out.
   auto moved = sfs::move(*sb_, "/home/user/a/b/f", "/home/user/a/g");
   ASSERT_TRUE(moved.ok()) << moved.error().message();
@@ -283,7 +285,7 @@ TEST_F(HostTemplateSandboxTest, TreeOperationsSeenFromInside) {
   ASSERT_TRUE(sfs::remove(*sb_, "/home/user/a").ok());
   EXPECT_EQ(run("ls -A /home/user").out, "");
 
-  auto denied = sfs::open_write(*sb_, "/usr/bin/evil", 0);
+  auto denied = sfs::start_write(*sb_, "/usr/bin/evil", 0);
   ASSERT_FALSE(denied.ok());
   EXPECT_EQ(denied.error().errnum, EROFS);
 }

@@ -89,28 +89,6 @@ Prepared prepare(const ProcessSpec& spec, bool full_id_map, const std::vector<Un
   ::_exit(127);
 }
 
-void reset_signals() {
-  for (int signo = 1; signo < NSIG; ++signo) ::signal(signo, SIG_DFL);
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-}
-
-// Into the memory cgroup that holds the sandbox's limit, which init stays
-// out of: an OOM there never picks init, whatever score sandbox root gives
-// it. Before anything else, so every byte the process uses is charged there.
-void join_workload_cgroup(const Prepared& p, int report) {
-  if (p.workload_procs >= 0 && ::write(p.workload_procs, "0", 1) != 1)
-    fail(report, "join the sandbox's memory cgroup");
-}
-
-// Init runs shielded from the OOM killer (-1000); its children must not be.
-void reset_oom_score(int report) {
-  const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-  if (fd < 0 || ::write(fd, "0", 1) != 1) fail(report, "reset oom_score_adj");
-  ::close(fd);
-}
-
 // The daemon raises its own soft open-files limit to the hard one (often
 // 524288); programs that loop over every possible descriptor crawl with that.
 // Sandbox processes start at the usual 1024 and may raise it to the hard one.
@@ -139,19 +117,17 @@ void setup_stdio(const Prepared& p, int report) {
 }
 
 [[noreturn]] void exec_child(const Prepared& p, int report) {
-  reset_signals();
-  join_workload_cgroup(p, report);
-  reset_oom_score(report);
-  reset_open_files_limit();
-  if (::setsid() < 0) fail(report, "setsid");
-  setup_stdio(p, report);
-  if (auto s = caps::restrict_for_user_process(); !s) {
+  if (auto s = become_workload(p.workload_procs); !s) {
     errno = s.error().errnum;
     fail(report, s.error().step);
   }
-  if (p.set_groups && ::setgroups(1, &p.gid) != 0) fail(report, "setgroups");
-  if (::setresgid(p.gid, p.gid, p.gid) != 0) fail(report, "setresgid " + std::to_string(p.gid));
-  if (::setresuid(p.uid, p.uid, p.uid) != 0) fail(report, "setresuid " + std::to_string(p.uid));
+  reset_open_files_limit();
+  if (::setsid() < 0) fail(report, "setsid");
+  setup_stdio(p, report);
+  if (auto s = become_user(p.uid, p.gid, p.set_groups); !s) {
+    errno = s.error().errnum;
+    fail(report, s.error().step);
+  }
   if (::chdir(p.cwd.c_str()) != 0) fail(report, "chdir " + p.cwd);
   ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
   int first_error = 0;
@@ -190,6 +166,33 @@ Status child_outcome(int report_read, pid_t pid) {
 }
 
 }  // namespace
+
+// Into the memory cgroup that holds the sandbox's limit, which init stays
+// out of: an OOM there never picks init, whatever score sandbox root gives
+// it. Before anything else, so every byte the process uses is charged there.
+// Init runs shielded from the OOM killer (-1000); its children must not be.
+Status become_workload(int workload_procs) {
+  for (int signo = 1; signo < NSIG; ++signo) ::signal(signo, SIG_DFL);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (workload_procs >= 0 && ::write(workload_procs, "0", 1) != 1)
+    return Error::from_errno("join the sandbox's memory cgroup");
+  const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  const bool reset = fd >= 0 && ::write(fd, "0", 1) == 1;
+  const int saved = errno;
+  if (fd >= 0) ::close(fd);
+  if (!reset) return Error{"reset oom_score_adj", saved, {}};
+  return {};
+}
+
+Status become_user(uid_t uid, gid_t gid, bool set_groups) {
+  if (auto s = caps::restrict_for_user_process(); !s) return s;
+  if (set_groups && ::setgroups(1, &gid) != 0) return Error::from_errno("setgroups");
+  if (::setresgid(gid, gid, gid) != 0) return Error::from_errno("setresgid", std::to_string(gid));
+  if (::setresuid(uid, uid, uid) != 0) return Error::from_errno("setresuid", std::to_string(uid));
+  return {};
+}
 
 Result<Launched> launch(const ProcessSpec& spec, bool full_id_map, int workload_procs,
                         const std::vector<UniqueFd>& stdio) {

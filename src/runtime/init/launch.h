@@ -18,6 +18,16 @@ struct Launched {
   UniqueFd pty_master;  // only with spec.pty
 };
 
+// What every child of init does first, before it uses memory the sandbox
+// pays for: default signal dispositions and an empty mask, the workload
+// memory cgroup (`workload_procs`, its cgroup.procs, or -1), a normal OOM score.
+Status become_workload(int workload_procs);
+
+// Then it drops to what a user process may hold: Docker's capability set
+// (none unless uid is 0), and the ids of sandbox user uid/gid (groups set
+// only with a full id map: without one only root exists inside).
+Status become_user(uid_t uid, gid_t gid, bool set_groups);
+
 // `stdio` is what the runtime passed after the exit pipe: nothing with a pty,
 // else [stdin read end (if stdin_pipe)], stdout write end, stderr write end.
 // `workload_procs`: the cgroup.procs the child joins first, or -1.

@@ -10,6 +10,7 @@
 #include <map>
 #include <vector>
 
+#include "runtime/init/file_worker.h"
 #include "runtime/init/launch.h"
 #include "runtime/init/open_file.h"
 
@@ -54,7 +55,12 @@ class Server {
     std::vector<int> reply_fds;
     UniqueFd pty_master;
     UniqueFd opened;
-    if (!proto::decode(bytes, &request)) {
+    const bool decoded = proto::decode(bytes, &request);
+    if (decoded && request.type == proto::RequestType::kFile) {
+      start_file_worker(take(fd), request.file, std::move(fds), config_);
+      return;
+    }
+    if (!decoded) {
       reply = proto::reply_from(Error{"decode request", EPROTO, {}});
     } else if (request.type == proto::RequestType::kSignal) {
       reply = signal(request.pid, request.signo);
@@ -112,6 +118,13 @@ class Server {
       (void)::write(it->second.get(), &value, sizeof value);
       exit_pipes_.erase(it);
     }
+  }
+
+  // A file request's connection is the worker's alone: init lets go of it.
+  UniqueFd take(int fd) {
+    for (auto& c : clients_)
+      if (c.get() == fd) return UniqueFd(c.release());
+    return UniqueFd();
   }
 
   void drop(int fd) {

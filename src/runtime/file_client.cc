@@ -1,0 +1,112 @@
+#include "runtime/file_client.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "runtime/init_protocol.h"
+#include "runtime/local_sandbox.h"
+
+namespace abx::runtime::file_client {
+namespace {
+
+// A worker ends itself after 60 s without progress; this bounds the wait
+// for its answer if it cannot even do that (the sandbox frozen, say).
+constexpr time_t kAnswerSeconds = 90;
+// A listing bigger than this is refused rather than held in the daemon.
+constexpr size_t kMaxEntries = 1'000'000;
+// The data pipe's size: fewer trips between the daemon and the worker.
+constexpr int kPipeBytes = 1 << 20;
+constexpr const char* kStep = "file operation in the sandbox";
+
+Status set_answer_timeout(int fd) {
+  const timeval timeout{kAnswerSeconds, 0};
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) != 0)
+    return Error::from_errno("set socket timeout");
+  return {};
+}
+
+// An init that predates file workers answers with a plain Reply.
+bool is_old_init(const std::string& bytes) {
+  proto::Reply old;
+  return proto::decode(bytes, &old) && old.errnum == EPROTO && old.step == "decode request";
+}
+
+Result<proto::FileReply> next_reply(int session, std::vector<UniqueFd>* fds) {
+  std::string bytes;
+  auto got = proto::recv_message(session, &bytes, fds);
+  if (!got && (got.error().errnum == EAGAIN || got.error().errnum == EWOULDBLOCK))
+    return Error{kStep, ETIMEDOUT, "no answer in " + std::to_string(kAnswerSeconds) + " s"};
+  if (!got) return got.error();
+  if (!*got)
+    return Error{kStep, ECONNRESET, "it ended without an answer (killed, or out of memory)"};
+  proto::FileReply reply;
+  if (!proto::decode(bytes, &reply)) {
+    if (is_old_init(bytes)) return Error{kStep, ENOSYS, "init too old"};
+    return Error{kStep, EPROTO, "malformed answer"};
+  }
+  if (!reply.ok()) return Error{reply.step, reply.errnum, reply.detail};
+  return reply;
+}
+
+struct DataPipe {
+  UniqueFd read, write;
+};
+
+Result<DataPipe> data_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno("pipe");
+  DataPipe pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+  (void)::fcntl(pipe.write.get(), F_SETPIPE_SZ, kPipeBytes);  // a smaller pipe works too
+  if (::fcntl(pipe.write.get(), F_SETFL, O_NONBLOCK) != 0) return Error::from_errno("pipe");
+  return pipe;
+}
+
+}  // namespace
+
+Result<FileResult> run(const fs::path& control_socket, const FileRequest& request) {
+  auto session = connect_control(control_socket);
+  if (!session) return session.error();
+  if (auto s = set_answer_timeout(session->get()); !s) return s.error();
+  const bool writes = request.op == FileOp::kWrite;
+  DataPipe pipe;
+  if (writes) {
+    auto made = data_pipe();
+    if (!made) return made.error();
+    pipe = std::move(*made);
+  }
+  proto::Request message;
+  message.type = proto::RequestType::kFile;
+  message.file = request;
+  std::vector<int> fds;
+  if (writes) fds.push_back(pipe.read.get());
+  if (auto s = proto::send_message(session->get(), proto::encode(message), fds); !s)
+    return s.error();
+  pipe.read.reset();
+  FileResult result;
+  for (;;) {
+    std::vector<UniqueFd> received;
+    auto reply = next_reply(session->get(), &received);
+    if (!reply) return reply.error();
+    if (result.entries.size() + reply->entries.size() > kMaxEntries)
+      return Error{"list", E2BIG, "more than a million entries: list fewer levels"};
+    for (auto& entry : reply->entries) result.entries.push_back(std::move(entry));
+    if (!received.empty()) result.fd = std::move(received.front());
+    if (writes && !reply->done) {
+      result.data = std::move(pipe.write);
+      result.session = std::move(*session);
+      return result;
+    }
+    if (reply->done) return result;
+  }
+}
+
+Result<uint64_t> finish_write(int session) {
+  std::vector<UniqueFd> received;
+  auto reply = next_reply(session, &received);
+  if (!reply) return reply.error();
+  return reply->written;
+}
+
+}  // namespace abx::runtime::file_client

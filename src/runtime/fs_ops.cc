@@ -1,0 +1,314 @@
+#include "runtime/fs_ops.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <string_view>
+#include <utility>
+
+#include "runtime/init_protocol.h"
+
+namespace abx::runtime::fs_ops {
+namespace {
+
+// openat2 may fail with EAGAIN when a rename races a RESOLVE_IN_ROOT lookup.
+constexpr int kOpenat2Retries = 8;
+
+// "/a/b/c" → {"/a/b", "c"}; the path is already absolute and normalised.
+std::pair<std::string, std::string> split_last(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return {"/", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+bool names_an_entry(const std::string& name) {
+  return !name.empty() && name != "." && name != "..";
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+// The parent directory (O_PATH) and the final name of `path`, for operations
+// that must act on the last component itself rather than on what it points to.
+struct ParentAndName {
+  UniqueFd parent;
+  std::string name;
+};
+
+Result<ParentAndName> resolve_parent(int root, const std::string& path, const char* step) {
+  auto [parent_path, name] = split_last(path);
+  if (!names_an_entry(name)) return Error{step, EINVAL, path};
+  auto parent = resolve(root, parent_path, O_PATH | O_DIRECTORY, step);
+  if (!parent) return parent.error();
+  return ParentAndName{std::move(parent.value()), std::move(name)};
+}
+
+// Turns a checked O_PATH handle into an open file. /proc/self/fd reopens the
+// very inode that was checked, so swapping the path for a FIFO or a device
+// after the check changes nothing.
+Result<UniqueFd> reopen(int path_fd, int flags, const char* step, const std::string& path) {
+  const std::string self = "/proc/self/fd/" + std::to_string(path_fd);
+  const int fd = ::open(self.c_str(), flags | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return Error::from_errno(step, path);
+  return UniqueFd(fd);
+}
+
+// mkdir -p of every component of `dir`, 0755. Returns the final dir.
+Result<UniqueFd> make_parents(int root, const std::string& dir) {
+  auto current = resolve(root, "/", O_PATH | O_DIRECTORY, "open");
+  if (!current) return current.error();
+  size_t start = 1;
+  while (start < dir.size()) {
+    const size_t end = std::min(dir.find('/', start), dir.size());
+    const std::string prefix = dir.substr(0, end);
+    const std::string name = dir.substr(start, end - start);
+    start = end + 1;
+    auto next = resolve(root, prefix, O_PATH | O_DIRECTORY, "open");
+    if (!next && next.error().errnum == ENOENT && names_an_entry(name)) {
+      if (::mkdirat(current->get(), name.c_str(), 0755) != 0 && errno != EEXIST)
+        return Error::from_errno("mkdir", prefix);
+      next = resolve(root, prefix, O_PATH | O_DIRECTORY, "open");
+    }
+    if (!next) return next.error();
+    current = std::move(next);
+  }
+  return current;
+}
+
+std::string owner_name(unsigned id, unsigned root, unsigned user) {
+  if (id == root) return "root";
+  if (id == user) return "user";
+  return std::to_string(id);
+}
+
+FileType type_of(mode_t mode) {
+  if (S_ISREG(mode)) return FileType::kFile;
+  if (S_ISDIR(mode)) return FileType::kDirectory;
+  if (S_ISLNK(mode)) return FileType::kSymlink;
+  return FileType::kOther;
+}
+
+std::string read_link(int dir_fd, const char* name) {
+  std::string target(PATH_MAX, '\0');
+  const ssize_t n = ::readlinkat(dir_fd, name, target.data(), target.size());
+  target.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return target;
+}
+
+// `name` relative to `dir_fd`, or the fd itself when `name` is "".
+EntryInfo describe(const Owners& owners, const struct stat& st, int dir_fd, const char* name,
+                   const std::string& path) {
+  EntryInfo info;
+  info.name = path == "/" ? "/" : split_last(path).second;
+  info.path = path;
+  info.type = type_of(st.st_mode);
+  info.size = static_cast<uint64_t>(st.st_size);
+  info.mode = st.st_mode & 07777;
+  info.owner = owner_name(st.st_uid, owners.root_uid, owners.user_uid);
+  info.group = owner_name(st.st_gid, owners.root_gid, owners.user_gid);
+  info.mtime_sec = st.st_mtim.tv_sec;
+  info.mtime_nsec = st.st_mtim.tv_nsec;
+  if (S_ISLNK(st.st_mode)) info.symlink_target = read_link(dir_fd, name);
+  return info;
+}
+
+// Calls `visit(name)` for each entry of the open directory except . and ..
+template <class Visit>
+Status for_each_entry(int dir_fd, const char* step, const std::string& path, Visit&& visit) {
+  const int own_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (own_fd < 0) return Error::from_errno(step, path);
+  DIR* dir = ::fdopendir(own_fd);
+  if (dir == nullptr) {
+    ::close(own_fd);
+    return Error::from_errno(step, path);
+  }
+  Status status;
+  errno = 0;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    status = visit(std::string(name));
+    if (!status) break;
+    errno = 0;
+  }
+  if (status && errno != 0) status = Error::from_errno(step, path);
+  ::closedir(dir);
+  return status;
+}
+
+// Opens a child directory by plain name without following a symlink.
+Result<UniqueFd> open_child_dir(int dir_fd, const std::string& name, const char* step,
+                                const std::string& path) {
+  const int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Error::from_errno(step, path);
+  return UniqueFd(fd);
+}
+
+Status list_into(const Owners& owners, int dir_fd, const std::string& dir_path, int depth,
+                 std::vector<EntryInfo>& out) {
+  return for_each_entry(dir_fd, "list", dir_path, [&](const std::string& name) -> Status {
+    const std::string path = join(dir_path, name);
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) return {};  // removed while we listed
+      return Error::from_errno("stat", path);
+    }
+    out.push_back(describe(owners, st, dir_fd, name.c_str(), path));
+    if (depth <= 1 || !S_ISDIR(st.st_mode)) return {};
+    auto child = open_child_dir(dir_fd, name, "list", path);
+    if (!child) return child.error();
+    return list_into(owners, child->get(), path, depth - 1, out);
+  });
+}
+
+Status remove_tree_contents(int dir_fd, const std::string& dir_path) {
+  return for_each_entry(dir_fd, "remove", dir_path, [&](const std::string& name) -> Status {
+    const std::string path = join(dir_path, name);
+    if (::unlinkat(dir_fd, name.c_str(), 0) == 0) return {};
+    if (errno != EISDIR) return Error::from_errno("remove", path);
+    auto child = open_child_dir(dir_fd, name, "remove", path);
+    if (!child) return child.error();
+    if (auto st = remove_tree_contents(child->get(), path); !st) return st;
+    if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0)
+      return Error::from_errno("remove", path);
+    return {};
+  });
+}
+
+}  // namespace
+
+Result<UniqueFd> resolve(int root, const std::string& path, uint64_t flags, const char* step,
+                         uint64_t mode) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.mode = mode;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  for (int attempt = 0;; ++attempt) {
+    const long fd = ::syscall(SYS_openat2, root, path.c_str(), &how, sizeof how);
+    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+    if (errno != EAGAIN || attempt == kOpenat2Retries) return Error::from_errno(step, path);
+  }
+}
+
+Result<EntryInfo> stat(int root, const std::string& path, const Owners& owners) {
+  auto handle = resolve(root, path, O_PATH | O_NOFOLLOW, "stat");
+  if (!handle) return handle.error();
+  struct stat st {};
+  if (::fstatat(handle->get(), "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
+    return Error::from_errno("stat", path);
+  return describe(owners, st, handle->get(), "", path);
+}
+
+Result<std::vector<EntryInfo>> list(int root, const std::string& path, int depth,
+                                    const Owners& owners) {
+  if (depth < 1) return Error{"list", EINVAL, "depth must be at least 1"};
+  auto dir = resolve(root, path, O_RDONLY | O_DIRECTORY, "list");
+  if (!dir) return dir.error();
+  std::vector<EntryInfo> entries;
+  if (auto st = list_into(owners, dir->get(), path, depth, entries); !st) return st.error();
+  return entries;
+}
+
+Status make_dir(int root, const std::string& path) {
+  const auto [parent_path, name] = split_last(path);
+  if (!names_an_entry(name)) return Error{"mkdir", EEXIST, path};
+  auto parent = make_parents(root, parent_path);
+  if (!parent) return parent.error();
+  if (::mkdirat(parent->get(), name.c_str(), 0755) != 0) return Error::from_errno("mkdir", path);
+  return {};
+}
+
+Status make_symlink(int root, const std::string& path, const std::string& target) {
+  const auto [parent_path, name] = split_last(path);
+  if (!names_an_entry(name)) return Error{"symlink", EEXIST, path};
+  auto parent = make_parents(root, parent_path);
+  if (!parent) return parent.error();
+  if (::symlinkat(target.c_str(), parent->get(), name.c_str()) != 0)
+    return Error::from_errno("symlink", path);
+  return {};
+}
+
+Status move(int root, const std::string& from, const std::string& to) {
+  auto source = resolve_parent(root, from, "rename");
+  if (!source) return source.error();
+  auto destination = resolve_parent(root, to, "rename");
+  if (!destination) return destination.error();
+  if (::renameat2(source->parent.get(), source->name.c_str(), destination->parent.get(),
+                  destination->name.c_str(), 0) != 0)
+    return Error::from_errno("rename", from + " -> " + to);
+  return {};
+}
+
+Status remove(int root, const std::string& path) {
+  auto target = resolve_parent(root, path, "remove");
+  if (!target) return target.error();
+  const int parent = target->parent.get();
+  const char* name = target->name.c_str();
+  if (::unlinkat(parent, name, 0) == 0) return {};
+  if (errno != EISDIR) return Error::from_errno("remove", path);
+  auto dir = open_child_dir(parent, target->name, "remove", path);
+  if (!dir) return dir.error();
+  if (auto st = remove_tree_contents(dir->get(), path); !st) return st;
+  if (::unlinkat(parent, name, AT_REMOVEDIR) != 0) return Error::from_errno("remove", path);
+  return {};
+}
+
+// O_NONBLOCK keeps a FIFO planted at the path from blocking the open; the
+// check on the opened fd then refuses it, and a /proc or /sys file (say
+// /proc/mtrr, through a link the sandbox planted), before a byte is written.
+Result<UniqueFd> create_file(int root, const std::string& path) {
+  const auto [parent_path, name] = split_last(path);
+  if (!names_an_entry(name)) return Error{"open", EISDIR, path};
+  auto parent = make_parents(root, parent_path);
+  if (!parent) return parent.error();
+  auto fd = resolve(root, path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY, "open", 0644);
+  if (!fd) return fd.error();
+  if (auto s = proto::check_readable_file(fd->get(), path); !s) return s.error();
+  if (::fcntl(fd->get(), F_SETFL, 0) != 0) return Error::from_errno("open", path);
+  return fd;
+}
+
+Result<UniqueFd> open_regular(int root, const std::string& path) {
+  auto handle = resolve(root, path, O_PATH, "open");
+  if (!handle) return handle.error();
+  if (auto s = proto::check_readable_file(handle->get(), path); !s) return s.error();
+  return reopen(handle->get(), O_RDONLY, "open", path);
+}
+
+Result<UniqueFd> open_dir(int root, const std::string& path) {
+  return resolve(root, path, O_PATH | O_DIRECTORY, "open directory");
+}
+
+std::string absolute_path(const std::string& path, const std::string& home) {
+  std::string full;
+  if (path.empty() || path == "~") {
+    full = home;
+  } else if (path.starts_with("~/")) {
+    full = home + path.substr(1);
+  } else if (path.front() != '/') {
+    full = home + "/" + path;
+  } else {
+    full = path;
+  }
+  std::string out;
+  size_t start = 0;
+  while (start <= full.size()) {
+    const size_t end = std::min(full.find('/', start), full.size());
+    const std::string_view part(full.data() + start, end - start);
+    if (!part.empty() && part != ".") {
+      out += '/';
+      out += part;
+    }
+    start = end + 1;
+  }
+  return out.empty() ? "/" : out;
+}
+
+}  // namespace abx::runtime::fs_ops
