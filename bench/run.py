@@ -109,7 +109,8 @@ def create_against_baseline(daemon, baseline, rounds: int,
     times: dict[str, list[float]] = {label: [] for label in sides}
     try:
         for _ in range(rounds):
-            for label, api in sides.items():
+            for label in random.sample(list(sides), len(sides)):  # neither always goes first
+                api = sides[label]
                 t = time.perf_counter()
                 sid = api.post("/sandboxes", json={"templateID": template}).json()["sandboxID"]
                 times[label].append((time.perf_counter() - t) * 1000)
@@ -121,17 +122,109 @@ def create_against_baseline(daemon, baseline, rounds: int,
     return times
 
 
-BASELINE_HEADER = "## Create against a baseline build"
+def multipart_body(data: bytes) -> tuple[bytes, str]:
+    """A POST /files body with one part named `file`, built once so that the timing is the
+    daemon's, not the client's encoding."""
+    boundary = "abx-bench-" + os.urandom(8).hex()
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+            f"filename=\"bench.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n")
+    return (head.encode() + data + f"\r\n--{boundary}--\r\n".encode(),
+            f"multipart/form-data; boundary={boundary}")
+
+
+def file_throughput(daemons: dict[str, object], rounds: int, mib: int,
+                    template: str) -> dict[str, list[float]]:
+    """MiB/s of an upload (POST /files, multipart) and a download (GET /files) of `mib` MiB
+    of random bytes through each daemon's files API, one sandbox per daemon, the daemons
+    alternating in the same rounds (in a random order each round)."""
+    data = os.urandom(mib << 20)
+    body, content_type = multipart_body(data)
+    path = {"path": "/tmp/bench.bin"}
+    clients, sandboxes = {}, {}
+    out: dict[str, list[float]] = {}
+    try:
+        for label, d in daemons.items():
+            with d.api() as api:
+                r = api.post("/sandboxes", json={"templateID": template, "timeout": 3600})
+                r.raise_for_status()
+            sandboxes[label] = (d, r.json()["sandboxID"])
+            clients[label] = httpx.Client(
+                base_url=d.url, timeout=300,
+                headers={"E2b-Sandbox-Id": sandboxes[label][1], "E2b-Sandbox-Port": "49983",
+                         "X-API-KEY": d.api_key})
+            out[f"upload {mib} MiB ({label})"] = []
+            out[f"download {mib} MiB ({label})"] = []
+        for round_ in range(rounds + 1):  # the first round warms up and is not counted
+            for label in random.sample(list(clients), len(clients)):
+                client = clients[label]
+                t = time.perf_counter()
+                client.post("/files", params=path, content=body,
+                            headers={"Content-Type": content_type}).raise_for_status()
+                up = time.perf_counter() - t
+                t = time.perf_counter()
+                got = 0
+                with client.stream("GET", "/files", params=path) as r:
+                    r.raise_for_status()
+                    for chunk in r.iter_raw():
+                        got += len(chunk)
+                down = time.perf_counter() - t
+                if got != len(data):
+                    raise RuntimeError(f"{label}: downloaded {got} bytes of {len(data)}")
+                if round_ > 0:
+                    out[f"upload {mib} MiB ({label})"].append(mib / up)
+                    out[f"download {mib} MiB ({label})"].append(mib / down)
+    finally:
+        for client in clients.values():
+            client.close()
+        for d, sid in sandboxes.values():
+            with d.api() as api:
+                api.delete(f"/sandboxes/{sid}")
+    return out
+
+
+def throughput_table(rows: dict[str, list[float]]) -> str:
+    head = "| what | p50 MiB/s | min MiB/s | n |\n|---|---|---|---|\n"
+    return head + "".join(f"| {n} | {pct(v, 50):.0f} | {min(v):.0f} | {len(v)} |\n"
+                          for n, v in rows.items())
+
+
+def throughput_ratios(rows: dict[str, list[float]], mib: int) -> str:
+    lines = []
+    for direction in ("upload", "download"):
+        ours = pct(rows[f"{direction} {mib} MiB (this build)"], 50)
+        theirs = pct(rows[f"{direction} {mib} MiB (baseline build)"], 50)
+        lines.append(f"- {direction}: this build / baseline = **{ours / theirs:.2f}×** "
+                     "(target ≥ 0.8×: within 20 % of the baseline's MiB/s).\n")
+    return "".join(lines)
+
+
+THROUGHPUT_HEADER = "## Files API throughput"
+BASELINE_HEADER = "## Against a baseline build"
+
+
+def throughput_alone(args, daemon) -> str:
+    """This build's files API throughput, when no baseline is given."""
+    rows = file_throughput({"this build": daemon}, args.file_rounds, args.file_mib,
+                           args.baseline_template)
+    return f"""{THROUGHPUT_HEADER}
+
+From template `{args.baseline_template}`, {args.file_mib} MiB of random bytes each way
+(`--baseline-abx` measures an older build alongside).
+
+{throughput_table(rows)}"""
 
 
 def against_baseline(args, daemon) -> str:
-    """The RESULTS.md section comparing create p50 with --baseline-abx ('' without it)."""
+    """The RESULTS.md section comparing create p50 and files API throughput with
+    --baseline-abx ('' without it)."""
     if not args.baseline_abx:
         return ""
     state = private_state_dir("abx-bench-baseline-")
     baseline = start_daemon(state, binary=Path(args.baseline_abx))
     try:
         times = create_against_baseline(daemon, baseline, args.rounds * 3, args.baseline_template)
+        rates = file_throughput({"this build": daemon, "baseline build": baseline},
+                                args.file_rounds, args.file_mib, args.baseline_template)
     finally:
         stop_daemon(baseline)
         shutil.rmtree(state, ignore_errors=True)
@@ -143,8 +236,13 @@ Measured {now} from template `{args.baseline_template}`, alternating each round 
 `{args.baseline_abx}`.
 
 {table(list(times.items()))}
-- this build / baseline = **{ratio:.2f}×** (target ≤ 1.05×: auth and quota checks on create).
-"""
+- this build / baseline = **{ratio:.2f}×** (target ≤ 1.05×: create p50 unchanged).
+
+Files API: {args.file_mib} MiB of random bytes uploaded (POST /files, multipart) and
+downloaded (GET /files) through each daemon, alternating in the same rounds.
+
+{throughput_table(rates)}
+{throughput_ratios(rates, args.file_mib)}"""
 
 
 def record_baseline_only(args) -> None:
@@ -158,8 +256,10 @@ def record_baseline_only(args) -> None:
         shutil.rmtree(state, ignore_errors=True)
     out = Path(args.out)
     text = out.read_text() if out.exists() else "# Benchmark results\n"
-    if BASELINE_HEADER in text:
-        text = text[:text.index(BASELINE_HEADER)].rstrip("\n") + "\n"
+    # The comparison (or, from a run without a baseline, the throughput alone) ends the file.
+    ends = [text.index(h) for h in (BASELINE_HEADER, THROUGHPUT_HEADER) if h in text]
+    if ends:
+        text = text[:min(ends)].rstrip("\n") + "\n"
     out.write_text(text + "\n" + section)
     print(section)
 
@@ -314,7 +414,12 @@ def main() -> None:
     ap.add_argument("--baseline-template", default="base",
                     help="the template both daemons create from (host needs no build)")
     ap.add_argument("--only-baseline", action="store_true",
-                    help="measure just the create comparison with --baseline-abx and print it")
+                    help="measure just the comparison with --baseline-abx (create p50, files "
+                    "API throughput) and put it into --out")
+    ap.add_argument("--file-mib", type=int, default=64,
+                    help="MiB uploaded and downloaded for the files API throughput")
+    ap.add_argument("--file-rounds", type=int, default=10,
+                    help="uploads and downloads timed per daemon for the throughput")
     args = ap.parse_args()
     if not shutil.which("bwrap"):
         sys.exit("bench: bubblewrap is missing; run `make deps` first")
@@ -331,7 +436,7 @@ def main() -> None:
     try:
         oneshot = one_shot(args.abx, daemon, args.rounds)
         side = daemon_side(daemon, args.rounds * 3)
-        versus = against_baseline(args, daemon)
+        versus = against_baseline(args, daemon) or throughput_alone(args, daemon)
         interp = interpreter(daemon, args.rounds)
         memory = idle_memory(daemon, args.idle)
         disk = disk_per_idle_sandbox(args.abx, daemon)

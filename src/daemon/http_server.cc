@@ -29,6 +29,7 @@
 #include "common/unique_fd.h"
 #include "daemon/connection_table.h"
 #include "daemon/http_request.h"
+#include "daemon/tcp_progress.h"
 
 namespace abx::daemon::http {
 namespace {
@@ -41,7 +42,12 @@ using Parser = bhttp::request_parser<bhttp::buffer_body>;
 
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kDrainLimit = 1 << 20;
+// The request header; also a chunk header (with its extensions) and the
+// trailer, which are read whole before they are parsed.
 constexpr size_t kHeaderLimit = 64 * 1024;
+// What a connection buffers at most: a header (or chunk header, or trailer)
+// that is not complete yet, and the read that would complete it.
+constexpr size_t kBufferLimit = kHeaderLimit + kReadChunk;
 // After a refusal: how long and how much of what the client still sends is
 // read and dropped, so that closing does not reset the connection before the
 // client has read the answer.
@@ -71,6 +77,10 @@ struct Timeouts {
   std::chrono::seconds header{30};
   // Without a byte while a request body is read.
   std::chrono::seconds body{60};
+  // Without the client acknowledging a byte of a response being written: a
+  // client that stops reading a download loses the connection instead of
+  // holding its descriptor and buffers for ever.
+  std::chrono::seconds send{60};
 };
 
 std::chrono::seconds seconds_from_env(const char* name, std::chrono::seconds fallback) {
@@ -82,11 +92,12 @@ std::chrono::seconds seconds_from_env(const char* name, std::chrono::seconds fal
   return std::chrono::seconds(value);
 }
 
-// Tests shorten the header and body timeouts to check the 408s quickly.
+// Tests shorten the timeouts to check the 408s and the closes quickly.
 Timeouts timeouts_from_env() {
   Timeouts timeouts;
   timeouts.header = seconds_from_env("ABX_HTTP_HEADER_TIMEOUT_S", timeouts.header);
   timeouts.body = seconds_from_env("ABX_HTTP_BODY_TIMEOUT_S", timeouts.body);
+  timeouts.send = seconds_from_env("ABX_HTTP_SEND_TIMEOUT_S", timeouts.send);
   return timeouts;
 }
 
@@ -120,25 +131,28 @@ bool client_went_away(const beast::error_code& ec) {
          ec == net::error::broken_pipe || ec == net::error::operation_aborted;
 }
 
-// Cancels the reads on `stream` once `after` has passed. Unlike tcp_stream's
-// own timeout it leaves the socket open, so a 408 can still be sent.
-class ReadDeadline {
+// Cancels the reads or writes on `stream` once `after` has passed. Unlike
+// tcp_stream's own timeout it leaves the socket open, so a 408 can still be
+// sent after a late read. A send deadline starts again each time the client
+// has acknowledged more of what was sent (a slow reader is still reading);
+// when it passes, the close becomes a reset (SO_LINGER 0): the kernel drops
+// what the client never read instead of holding it for a peer that does not.
+class Deadline {
  public:
-  ReadDeadline(beast::tcp_stream& stream, std::chrono::seconds after)
-      : state_(std::make_shared<State>()), timer_(stream.get_executor()) {
-    timer_.expires_after(after);
-    // The timer runs on the connection's strand; `armed` is false once this
-    // object (and so possibly the stream) is gone.
-    timer_.async_wait([state = state_, &socket = stream.socket()](const beast::error_code& ec) {
-      if (ec || !state->armed) return;
-      state->expired = true;
-      beast::error_code ignored;
-      socket.cancel(ignored);
-    });
+  enum class Kind { read, send };
+
+  Deadline(beast::tcp_stream& stream, std::chrono::seconds after, Kind kind = Kind::read)
+      : state_(std::make_shared<State>()),
+        timer_(stream.get_executor()),
+        socket_(stream.socket()),
+        after_(after),
+        kind_(kind) {
+    if (kind_ == Kind::send) acked_ = tcp_bytes_acked(socket_.native_handle());
+    arm();
   }
-  ~ReadDeadline() { state_->armed = false; }
-  ReadDeadline(const ReadDeadline&) = delete;
-  ReadDeadline& operator=(const ReadDeadline&) = delete;
+  ~Deadline() { state_->armed = false; }
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
 
   bool expired() const { return state_->expired; }
 
@@ -147,8 +161,34 @@ class ReadDeadline {
     bool armed = true;
     bool expired = false;
   };
+
+  void arm() {
+    timer_.expires_after(after_);
+    // The timer runs on the connection's strand; `armed` is false once this
+    // object (and so possibly the stream) is gone.
+    timer_.async_wait([state = state_, this](const beast::error_code& ec) {
+      if (ec || !state->armed) return;
+      if (kind_ == Kind::send && client_acknowledged_more()) return arm();
+      state->expired = true;
+      beast::error_code ignored;
+      if (kind_ == Kind::send) socket_.set_option(net::socket_base::linger(true, 0), ignored);
+      socket_.cancel(ignored);
+    });
+  }
+
+  bool client_acknowledged_more() {
+    const auto acked = tcp_bytes_acked(socket_.native_handle());
+    const bool more = acked && acked_ && *acked > *acked_;
+    acked_ = acked;
+    return more;
+  }
+
   std::shared_ptr<State> state_;
   net::steady_timer timer_;
+  tcp::socket& socket_;
+  std::chrono::seconds after_;
+  Kind kind_;
+  std::optional<uint64_t> acked_;
 };
 
 // Answers a request the server will not serve, then reads and drops what the
@@ -173,14 +213,24 @@ Task<void> refuse_and_close(beast::tcp_stream& stream, const Refusal& refusal) {
   }
 }
 
+// Why a request body could not be read, as handle_one answers it.
+BodyError body_error(const beast::error_code& ec) {
+  if (ec == bhttp::error::header_limit) {
+    return BodyError(431, "a chunk header or the trailer of the request body is over " +
+                              std::to_string(kHeaderLimit >> 10) + " KiB");
+  }
+  if (client_went_away(ec)) return BodyError(0, "read body: " + ec.message());
+  return BodyError(400, "malformed request body: " + ec.message());
+}
+
 class BeastExchange final : public Exchange {
  public:
   BeastExchange(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser,
-                std::chrono::seconds body_timeout)
+                const Timeouts& timeouts)
       : stream_(stream),
         buffer_(buffer),
         parser_(parser),
-        body_timeout_(body_timeout),
+        timeouts_(timeouts),
         request_(to_request(parser.get())) {
     keep_alive_ = parser.get().keep_alive();
   }
@@ -189,33 +239,30 @@ class BeastExchange final : public Exchange {
   bool responded() const { return responded_; }
   bool keep_alive() const { return keep_alive_; }
 
+  // Up to kReadChunk of the body, all of which must come within the body
+  // timeout. The parser is fed by hand, as for the header: Beast's
+  // async_read bounds neither a chunk header nor the trailer (its buffer
+  // grows while the client sends), and for a trailer field over 64 KiB it
+  // throws std::length_error from inside the read, out of the I/O loop,
+  // past every coroutine's try (the client got no answer).
   Task<std::string> read_body_some() override {
     co_await send_continue_once();
     std::string chunk(kReadChunk, '\0');
-    while (!parser_.is_done()) {
-      parser_.get().body().data = chunk.data();
-      parser_.get().body().size = chunk.size();
-      beast::error_code ec;
-      {
-        const ReadDeadline deadline(stream_, body_timeout_);
-        co_await bhttp::async_read(stream_, buffer_, parser_,
-                                   net::redirect_error(net::use_awaitable, ec));
-        if (deadline.expired()) {
-          throw BodyError(
-              408, "no request body data for " + std::to_string(body_timeout_.count()) + " s");
-        }
+    auto& body = parser_.get().body();
+    body.data = chunk.data();
+    body.size = chunk.size();
+    const Deadline deadline(stream_, timeouts_.body);
+    while (!parser_.is_done() && body.size > 0) {
+      beast::error_code ec = parse_buffered();
+      if (ec == bhttp::error::need_more) ec = co_await read_more();
+      if (deadline.expired()) {
+        throw BodyError(
+            408, "no request body data for " + std::to_string(timeouts_.body.count()) + " s");
       }
-      if (ec && ec != bhttp::error::need_buffer) {
-        if (client_went_away(ec)) throw BodyError(0, "read body: " + ec.message());
-        throw BodyError(400, "malformed request body: " + ec.message());
-      }
-      const size_t got = chunk.size() - parser_.get().body().size;
-      if (got > 0) {
-        chunk.resize(got);
-        co_return chunk;
-      }
+      if (ec) throw body_error(ec);
     }
-    co_return std::string{};
+    chunk.resize(chunk.size() - body.size);
+    co_return chunk;
   }
 
   // Answers with a JSON error; the connection ends after it.
@@ -234,7 +281,10 @@ class BeastExchange final : public Exchange {
     res.body() = std::move(body);
     res.prepare_payload();
     responded_ = true;
-    co_await bhttp::async_write(stream_, res, net::use_awaitable);
+    beast::error_code ec;
+    const Deadline deadline = send_deadline();
+    co_await bhttp::async_write(stream_, res, net::redirect_error(net::use_awaitable, ec));
+    check_sent(ec, deadline);
   }
 
   Task<void> start_stream(int status, std::string content_type, Headers extra) override {
@@ -245,20 +295,30 @@ class BeastExchange final : public Exchange {
     res.chunked(true);
     bhttp::response_serializer<bhttp::empty_body> serializer{res};
     responded_ = true;
-    co_await bhttp::async_write_header(stream_, serializer, net::use_awaitable);
+    beast::error_code ec;
+    const Deadline deadline = send_deadline();
+    co_await bhttp::async_write_header(stream_, serializer,
+                                       net::redirect_error(net::use_awaitable, ec));
+    check_sent(ec, deadline);
   }
 
   Task<bool> write_chunk(std::string data) override {
     if (data.empty()) co_return true;  // an empty chunk would end the body
     beast::error_code ec;
+    const Deadline deadline = send_deadline();
     co_await net::async_write(stream_, bhttp::make_chunk(net::buffer(data)),
                               net::redirect_error(net::use_awaitable, ec));
+    if (deadline.expired()) spdlog::debug("http: {}", not_reading_message());
     if (ec) keep_alive_ = false;
     co_return !ec;
   }
 
   Task<void> finish_stream() override {
-    co_await net::async_write(stream_, bhttp::make_chunk_last(), net::use_awaitable);
+    beast::error_code ec;
+    const Deadline deadline = send_deadline();
+    co_await net::async_write(stream_, bhttp::make_chunk_last(),
+                              net::redirect_error(net::use_awaitable, ec));
+    check_sent(ec, deadline);
   }
 
   // Reads and drops what the handler left of the body so the connection can
@@ -282,14 +342,64 @@ class BeastExchange final : public Exchange {
     if (continue_sent_ || !expects_continue()) co_return;
     continue_sent_ = true;
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    beast::error_code ec;
+    const Deadline deadline = send_deadline();
     co_await net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
-                              net::use_awaitable);
+                              net::redirect_error(net::use_awaitable, ec));
+    check_sent(ec, deadline);
+  }
+
+  // Feeds what is buffered to the parser, which puts body bytes into the
+  // body's buffer; need_more when it needs bytes not read yet.
+  beast::error_code parse_buffered() {
+    if (buffer_.size() == 0) return bhttp::error::need_more;
+    beast::error_code ec;
+    size_t used = 0;
+    try {
+      used = parser_.put(buffer_.data(), ec);
+    } catch (const std::length_error&) {
+      // Beast's fields take a name or value of at most 64 KiB less 2;
+      // kHeaderLimit keeps a trailer below that, this is the backstop.
+      return bhttp::error::header_limit;
+    }
+    buffer_.consume(used);
+    if (ec == bhttp::error::need_buffer) return {};  // the body's buffer is full
+    if (!ec && used == 0 && !parser_.is_done()) return bhttp::error::need_more;
+    return ec;
+  }
+
+  // Reads what the parser needs next, refusing a chunk header or trailer
+  // (the only things buffered whole) larger than kHeaderLimit.
+  Task<beast::error_code> read_more() {
+    if (buffer_.size() >= kHeaderLimit) co_return bhttp::error::header_limit;
+    beast::error_code ec;
+    const size_t room = std::min(kReadChunk, kHeaderLimit - buffer_.size());
+    const size_t got = co_await stream_.async_read_some(
+        buffer_.prepare(room), net::redirect_error(net::use_awaitable, ec));
+    buffer_.commit(got);
+    if (ec == net::error::eof) co_return bhttp::error::partial_message;
+    co_return ec;
+  }
+
+  Deadline send_deadline() { return Deadline(stream_, timeouts_.send, Deadline::Kind::send); }
+
+  std::string not_reading_message() const {
+    return "the client took none of the response for " + std::to_string(timeouts_.send.count()) +
+           " s; closing";
+  }
+
+  // Throws when a write failed: the response cannot go on.
+  void check_sent(const beast::error_code& ec, const Deadline& deadline) {
+    if (!ec) return;
+    keep_alive_ = false;
+    if (deadline.expired()) throw std::runtime_error(not_reading_message());
+    throw std::system_error(ec);
   }
 
   beast::tcp_stream& stream_;
   beast::flat_buffer& buffer_;
   Parser& parser_;
-  std::chrono::seconds body_timeout_;
+  Timeouts timeouts_;
   Request request_;
   bool keep_alive_ = true;
   bool responded_ = false;
@@ -450,7 +560,7 @@ Task<beast::error_code> parse_header(beast::tcp_stream& stream, beast::flat_buff
 Task<std::optional<Refusal>> read_header(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                                          Parser& parser, const Timeouts& timeouts,
                                          bool* client_gone) {
-  const ReadDeadline deadline(stream, timeouts.header);
+  const Deadline deadline(stream, timeouts.header);
   size_t parsed = 0;
   const beast::error_code ec = co_await parse_header(stream, buffer, parser, &parsed);
   if (deadline.expired()) {
@@ -483,7 +593,7 @@ Task<void> serve_requests(beast::tcp_stream& stream, const Handler& handler, Tim
                           ConnectionTable::Slot& slot, const std::shared_ptr<IdleWait>& idle) {
   const bool health_only = slot.kind() == ConnectionTable::Kind::health_only;
   if (health_only) timeouts.header = std::min(timeouts.header, kHealthOnlyHeaderTimeout);
-  beast::flat_buffer buffer;
+  beast::flat_buffer buffer(kBufferLimit);
   // A new connection must start its request within the header timeout.
   std::chrono::seconds wait = timeouts.header;
   for (;;) {
@@ -502,7 +612,7 @@ Task<void> serve_requests(beast::tcp_stream& stream, const Handler& handler, Tim
       co_await refuse_and_close(stream, at_capacity_refusal());
       co_return;
     }
-    BeastExchange exchange(stream, buffer, parser, timeouts.body);
+    BeastExchange exchange(stream, buffer, parser, timeouts);
     if (!co_await handle_one(exchange, handler)) co_return;
     if (health_only) co_return;
     if (!co_await exchange.drain_body()) co_return;

@@ -217,15 +217,43 @@ fs::path workload_procs(const Layout& layout, const std::string& id) {
   return dir.empty() ? dir : dir / "cgroup.procs";
 }
 
+namespace {
+
+// Makes this instance's base dir again when it is gone (released by
+// another runtime object, or removed as empty by another daemon's
+// remove_other_empty_instances); on v2 a new base needs its controllers.
+Status ensure_base(const Layout& layout, const Hierarchy& hierarchy) {
+  if (::mkdir(hierarchy.base.c_str(), 0755) != 0) {
+    if (errno == EEXIST) return {};
+    return Error::from_errno("cgroup mkdir", hierarchy.base.string());
+  }
+  if (layout.version != Version::kV2) return {};
+  return enable_v2_controllers(read_text(fs::path(kRoot) / "cgroup.controllers"), {hierarchy.base});
+}
+
+Status make_dirs(const Layout& layout, const std::vector<fs::path>& all) {
+  for (const auto& h : layout.hierarchies)
+    if (auto s = ensure_base(layout, h); !s) return s;
+  for (const auto& dir : all) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return Error{"cgroup mkdir", ec.value(), dir.string()};
+  }
+  return {};
+}
+
+}  // namespace
+
 Status create(const Layout& layout, const std::string& id, const Limits& limits) {
   std::vector<fs::path> all = dirs(layout, id);
   if (const fs::path workload = workload_dir(layout, id); !workload.empty())
     all.push_back(workload);
-  for (const auto& dir : all) {
-    std::error_code ec;  // the base may have been released by another runtime object
-    fs::create_directories(dir, ec);
-    if (ec) return Error{"cgroup mkdir", ec.value(), dir.string()};
-  }
+  // Another daemon may remove the base as empty between ensure_base and
+  // the sandbox's mkdir (ENOENT); once the sandbox's dir is in it, it stays.
+  Status made = make_dirs(layout, all);
+  for (int attempt = 0; attempt < 3 && !made && made.error().errnum == ENOENT; ++attempt)
+    made = make_dirs(layout, all);
+  if (!made) return made;
   for (const auto& limit : kLimitFiles) {
     const Hierarchy* h = owning(layout, limit.controller);
     if (limit.version != layout.version || h == nullptr) continue;
@@ -299,6 +327,39 @@ Status remove(const Layout& layout, const std::string& id) {
 
 void release(const Layout& layout) {
   for (const auto& h : layout.hierarchies) ::rmdir(h.base.c_str());  // EBUSY while groups live
+}
+
+namespace {
+
+// What instance_name makes: 12 lower-case hex digits.
+bool is_instance_name(const std::string& name) {
+  return name.size() == 12 && std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+bool has_subgroups(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_directory(ec)) return true;
+  return ec.value() != 0;  // unreadable: keep it
+}
+
+}  // namespace
+
+std::vector<fs::path> remove_other_empty_instances(const Layout& layout) {
+  std::vector<fs::path> removed;
+  for (const auto& h : layout.hierarchies) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(h.base.parent_path(), ec)) {
+      const fs::path dir = entry.path();
+      if (dir == h.base || !is_instance_name(dir.filename().string())) continue;
+      if (!entry.is_directory(ec) || has_subgroups(dir) || has_members(dir)) continue;
+      // Fails (EBUSY) if a sandbox group or a process came meanwhile.
+      if (::rmdir(dir.c_str()) == 0) removed.push_back(dir);
+    }
+  }
+  return removed;
 }
 
 std::vector<std::string> list(const Layout& layout) {

@@ -56,6 +56,14 @@ Status remove(const Layout& layout, const std::string& id);
 // Removes this instance's base dirs if no sandbox group is left in them.
 void release(const Layout& layout);
 
+// Removes the base dirs other instances left behind (a daemon that was
+// killed never released its own) when they hold no sandbox group and no
+// process; returns the dirs removed. A base with a sandbox group is left
+// alone: its sandbox may be live and adopted by that instance's next
+// daemon. An empty base may belong to a daemon running now: removing it is
+// harmless, as create() makes it again.
+std::vector<fs::path> remove_other_empty_instances(const Layout& layout);
+
 // Ids of every sandbox group of this instance.
 std::vector<std::string> list(const Layout& layout);
 

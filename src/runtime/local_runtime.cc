@@ -494,6 +494,10 @@ void LocalRuntime::sweep_orphans(const std::vector<std::string>& live_ids) {
       std::istringstream(*pid_file) >> record.init_pid >> record.init_start_time;
     (void)destroy(record);
   }
+  // Daemons with another state dir that were killed left their instance's
+  // cgroup dirs; those that hold no sandbox go (see the function for why
+  // this is safe while such a daemon runs).
+  (void)cgroup::remove_other_empty_instances(cgroups_);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 """The daemon holds under load (issue 12, attack 8): a peer that opens connections until the
 daemon runs out of descriptors does not make it spin (its log stays small), `/health` still
 answers meanwhile, and the daemon serves normally once the peer lets go; slow clients
-(silent, a header or a body a byte at a time) are disconnected.
+(silent, a header or a body a byte at a time, a download no longer read) are disconnected.
 
 No sandbox is needed: these run their own daemon with a low open-files limit."""
 from __future__ import annotations
@@ -25,7 +25,9 @@ OPEN_FILES = 256
 PEER_CONNECTIONS = 600  # more than the daemon has descriptors
 # Spinning wrote 109 MB in 5 s; a few throttled lines a second is a few KB.
 MAX_LOG_GROWTH = 1 << 20
-SHORT_TIMEOUTS = {"ABX_HTTP_HEADER_TIMEOUT_S": "2", "ABX_HTTP_BODY_TIMEOUT_S": "2"}
+SHORT_TIMEOUTS = {"ABX_HTTP_HEADER_TIMEOUT_S": "2", "ABX_HTTP_BODY_TIMEOUT_S": "2",
+                  "ABX_HTTP_SEND_TIMEOUT_S": "2"}
+DOWNLOAD_BYTES = 64 << 20  # far more than the socket buffers of both ends hold
 
 
 @pytest.fixture(scope="module")
@@ -224,5 +226,74 @@ def test_requests_leave_no_descriptor_behind(limited_daemon, tmp_path):
     wait_until(lambda: open_descriptors(d.proc.pid) <= baseline, timeout=30,
                what=f"the daemon's descriptors back to {baseline} "
                     f"(now {open_descriptors(d.proc.pid)})")
+    assert abx(d, "kill", sandbox_id, "--yes").returncode == 0
+    assert d.proc.poll() is None
+
+
+def make_big_file(d: Daemon) -> str:
+    """A sandbox holding /tmp/big, DOWNLOAD_BYTES long."""
+    with d.api() as api:
+        r = api.post("/sandboxes", json={"templateID": "host"})
+        assert r.status_code == 201, r.text
+    sandbox_id = r.json()["sandboxID"]
+    made = abx(d, "exec", sandbox_id, "--", f"head -c {DOWNLOAD_BYTES} /dev/zero > /tmp/big")
+    assert made.returncode == 0, made.stderr
+    return sandbox_id
+
+
+def start_download(d: Daemon, sandbox_id: str) -> socket.socket:
+    """A connection asking for /tmp/big with a small receive window; the 200 is read."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window
+    sock.settimeout(30)
+    sock.connect(address(d))
+    sock.sendall((f"GET /files?path=/tmp/big&username=user HTTP/1.1\r\n"
+                  f"Host: 127.0.0.1\r\nE2b-Sandbox-Id: {sandbox_id}\r\n"
+                  f"E2b-Sandbox-Port: 49983\r\nX-API-KEY: {d.api_key}\r\n\r\n").encode())
+    first = sock.recv(4096)
+    assert first.startswith(b"HTTP/1.1 200 "), first
+    return sock
+
+
+def test_a_download_the_client_stops_reading_is_cut_off(impatient_daemon):
+    """A client that asks for a large file and stops reading must not hold the daemon's
+    connection, descriptors and buffers: once the client has taken nothing for the send
+    timeout, the daemon resets the connection."""
+    d = impatient_daemon
+    sandbox_id = make_big_file(d)
+    assert health_answers(d)
+    baseline = open_descriptors(d.proc.pid)
+    with start_download(d, sandbox_id) as sock:
+        # The client reads nothing more; the daemon lets go of the connection on its own.
+        wait_until(lambda: open_descriptors(d.proc.pid) <= baseline, timeout=60,
+                   what=f"the daemon's descriptors back to {baseline} "
+                        f"(now {open_descriptors(d.proc.pid)})")
+        assert health_answers(d)
+        received = 0
+        try:
+            while chunk := sock.recv(1 << 20):
+                received += len(chunk)
+        except ConnectionResetError:
+            pass
+        assert received < DOWNLOAD_BYTES, "the whole file came: the client was not cut off"
+    assert abx(d, "kill", sandbox_id, "--yes").returncode == 0
+    assert d.proc.poll() is None
+
+
+def test_a_download_read_slowly_is_not_cut_off(impatient_daemon):
+    """A client that keeps reading, however slowly, keeps its download: the send timeout
+    counts from the last byte the client took, not from the start of a write."""
+    d = impatient_daemon
+    sandbox_id = make_big_file(d)
+    with start_download(d, sandbox_id) as sock:
+        received = 0
+        # 16 KiB every half second: each 256 KiB piece the daemon writes takes ~8 s, four
+        # times the send timeout, to be taken.
+        for _ in range(30):
+            chunk = sock.recv(16384)
+            assert chunk, f"the daemon closed a download that was being read ({received} bytes)"
+            received += len(chunk)
+            time.sleep(0.5)
+    assert health_answers(d)
     assert abx(d, "kill", sandbox_id, "--yes").returncode == 0
     assert d.proc.poll() is None

@@ -1,0 +1,25 @@
+// A file of its own: <linux/tcp.h> has tcpi_bytes_acked, which glibc's
+// struct tcp_info lacks, and it clashes with the <netinet/tcp.h> that Asio
+// includes.
+#include "daemon/tcp_progress.h"
+
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+
+namespace abx::daemon {
+
+std::optional<uint64_t> tcp_bytes_acked(int fd) {
+  tcp_info info{};
+  socklen_t size = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) != 0) return std::nullopt;
+  // An older kernel fills less of the struct.
+  if (size < offsetof(tcp_info, tcpi_bytes_acked) + sizeof info.tcpi_bytes_acked) {
+    return std::nullopt;
+  }
+  return info.tcpi_bytes_acked;
+}
+
+}  // namespace abx::daemon
