@@ -63,8 +63,8 @@ constexpr LimitFile kLimitFiles[] = {
 
 constexpr const char* kWorkload = "work";
 
-constexpr const char* kV1Controllers[] = {"memory", "pids", "cpu", "cpuacct"};
-constexpr const char* kV2Controllers[] = {"memory", "pids", "cpu"};
+constexpr const char* kV1Controllers[] = {"memory", "pids", "cpu", "cpuacct", "cpuset"};
+constexpr const char* kV2Controllers[] = {"memory", "pids", "cpu", "cpuset"};
 
 Status write_file(const fs::path& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -83,10 +83,13 @@ std::string read_text(const fs::path& path) {
   return text ? std::move(*text) : std::string();
 }
 
+bool owns(const Hierarchy& h, const std::string& controller) {
+  return std::find(h.controllers.begin(), h.controllers.end(), controller) != h.controllers.end();
+}
+
 const Hierarchy* owning(const Layout& layout, const std::string& controller) {
   for (const auto& h : layout.hierarchies)
-    if (std::find(h.controllers.begin(), h.controllers.end(), controller) != h.controllers.end())
-      return &h;
+    if (owns(h, controller)) return &h;
   return nullptr;
 }
 
@@ -138,6 +141,45 @@ Status remove_dir(const fs::path& dir) {
   return Error{"cgroup rmdir", EBUSY, dir.string()};
 }
 
+// A v1 cpuset group starts with no CPUs and no memory nodes, and takes no
+// process until it has both: give it its parent's.
+Status inherit_cpuset(const fs::path& dir) {
+  for (const char* file : {"cpuset.cpus", "cpuset.mems"}) {
+    if (read_text(dir / file).find_first_not_of(" \n") != std::string::npos) continue;
+    if (auto s = write_file(dir / file, read_text(dir.parent_path() / file)); !s) return s;
+  }
+  return {};
+}
+
+// "0-3,8,10-11" → {0, 1, 2, 3, 8, 10, 11}.
+std::vector<unsigned> cpu_list(const std::string& text) {
+  std::vector<unsigned> cpus;
+  std::istringstream ranges(text);
+  for (std::string range; std::getline(ranges, range, ',');) {
+    unsigned first = 0, last = 0;
+    const int n = std::sscanf(range.c_str(), "%u-%u", &first, &last);
+    if (n < 1) continue;
+    if (n == 1) last = first;
+    for (unsigned cpu = first; cpu <= last && cpus.size() < 4096; ++cpu) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+// The CPUs a sandbox runs on: as many as its CPU limit rounds up to, so
+// `nproc`, os.cpu_count() and /proc/cpuinfo (through lxcfs) tell a program
+// what it may use. Sandboxes are spread by a hash of their id.
+std::string sandbox_cpus(const std::string& available, const std::string& id, uint32_t millicores) {
+  const std::vector<unsigned> cpus = cpu_list(available);
+  if (cpus.empty()) return {};
+  const size_t want = std::clamp<size_t>((millicores + 999) / 1000, 1, cpus.size());
+  size_t start = 0;
+  for (const char c : id) start = start * 31 + static_cast<unsigned char>(c);
+  std::string out;
+  for (size_t i = 0; i < want; ++i)
+    out += (out.empty() ? "" : ",") + std::to_string(cpus[(start + i) % cpus.size()]);
+  return out;
+}
+
 }  // namespace
 
 std::string instance_name(const fs::path& state_dir) {
@@ -169,10 +211,11 @@ Layout detect(const std::string& instance, std::vector<std::string>* warnings) {
   const fs::path parent = v2_parent();
   if (!controllers.empty()) {
     layout.version = Version::kV2;
-    layout.hierarchies.push_back({parent / "abx" / instance, {"memory", "pids", "cpu"}});
+    layout.hierarchies.push_back({parent / "abx" / instance, {"memory", "pids", "cpu", "cpuset"}});
     for (const char* c : kV2Controllers)
       if (controllers.find(c) == std::string::npos)
-        warnings->push_back(std::string("cgroup v2 controller missing: ") + c);
+        warnings->push_back(std::string("cgroup v2 controller missing: ") + c +
+                            (c == std::string("cpuset") ? " (sandboxes see every host CPU)" : ""));
   } else {
     layout.version = Version::kV1;
     for (auto& h : v1_hierarchies()) {
@@ -185,6 +228,10 @@ Layout detect(const std::string& instance, std::vector<std::string>* warnings) {
     std::error_code ec;
     fs::create_directories(h.base, ec);
     if (ec && made) made = Error{"cgroup mkdir", ec.value(), h.base.string()};
+    if (made && layout.version == Version::kV1 && owns(h, "cpuset")) {
+      made = inherit_cpuset(h.base.parent_path());
+      if (made) made = inherit_cpuset(h.base);
+    }
   }
   if (made && layout.version == Version::kV2)
     made = enable_v2_controllers(controllers, {parent, parent / "abx", parent / "abx" / instance});
@@ -227,6 +274,8 @@ Status ensure_base(const Layout& layout, const Hierarchy& hierarchy) {
     if (errno == EEXIST) return {};
     return Error::from_errno("cgroup mkdir", hierarchy.base.string());
   }
+  if (layout.version == Version::kV1 && owns(hierarchy, "cpuset"))
+    return inherit_cpuset(hierarchy.base);
   if (layout.version != Version::kV2) return {};
   return enable_v2_controllers(read_text(fs::path(kRoot) / "cgroup.controllers"), {hierarchy.base});
 }
@@ -240,6 +289,24 @@ Status make_dirs(const Layout& layout, const std::vector<fs::path>& all) {
     if (ec) return Error{"cgroup mkdir", ec.value(), dir.string()};
   }
   return {};
+}
+
+// Pins the sandbox to the CPUs its limit allows (sandbox_cpus); where there
+// is no cpuset controller it runs on every CPU, as before.
+Status pin_cpus(const Layout& layout, const std::string& id, const Limits& limits) {
+  const Hierarchy* h = owning(layout, "cpuset");
+  if (h == nullptr) return {};
+  const fs::path dir = h->base / id;
+  if (layout.version == Version::kV1) {
+    if (auto s = inherit_cpuset(dir); !s) return s;
+  } else if (::access((dir / "cpuset.cpus").c_str(), F_OK) != 0) {
+    return {};  // not delegated to us
+  }
+  const char* effective =
+      layout.version == Version::kV1 ? "cpuset.effective_cpus" : "cpuset.cpus.effective";
+  const std::string cpus = sandbox_cpus(read_text(h->base / effective), id, limits.cpu_millicores);
+  if (cpus.empty()) return {};
+  return write_file(dir / "cpuset.cpus", cpus);
 }
 
 }  // namespace
@@ -261,7 +328,7 @@ Status create(const Layout& layout, const std::string& id, const Limits& limits)
     if (limit.optional && ::access(file.c_str(), F_OK) != 0) continue;
     if (auto s = write_file(file, limit.value(limits)); !s) return s;
   }
-  return {};
+  return pin_cpus(layout, id, limits);
 }
 
 Status attach(const Layout& layout, const std::string& id, pid_t pid) {

@@ -1,5 +1,5 @@
 """What a sandbox sees of the host: /proc/meminfo and uptime describe the sandbox (lxcfs,
-run by the daemon), /dev/shm is sized by the sandbox's memory, and stopping the daemon
+run by the daemon), nproc and os.cpu_count() its CPU limit, /dev/shm is sized by the sandbox's memory, and stopping the daemon
 leaves no lxcfs process or mount behind."""
 from __future__ import annotations
 
@@ -48,6 +48,23 @@ def small_sandbox(state_dir):
             r = api.post("/sandboxes", json={"templateID": "host", "memoryMB": MEMORY_MB})
             assert r.status_code == 201, r.text
         yield d, r.json()["sandboxID"]
+    finally:
+        stop_daemon(d)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
+                    reason="one CPU here: a sandbox's count cannot differ from the host's")
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_nproc_and_cpu_count_show_the_sandbox_cpu_limit(state_dir, cpus):
+    d = start_daemon(state_dir / "state", shared_templates=False)
+    try:
+        with d.api() as api:
+            r = api.post("/sandboxes", json={"templateID": "host", "cpuCount": cpus})
+            assert r.status_code == 201, r.text
+        seen = run(d, r.json()["sandboxID"],
+                   "nproc; python3 -c 'import os; print(os.cpu_count())'; "
+                   "grep -c ^processor /proc/cpuinfo")
+        assert seen.split() == [str(cpus)] * 3, seen
     finally:
         stop_daemon(d)
 
