@@ -222,6 +222,8 @@ Layout detect(const std::string& instance, std::vector<std::string>* warnings) {
       h.base = h.base / "abx" / instance;
       layout.hierarchies.push_back(h);
     }
+    if (owning(layout, "cpuset") == nullptr)
+      warnings->push_back("cgroup v1 cpuset controller not mounted: sandboxes see every host CPU");
   }
   Status made;
   for (const auto& h : layout.hierarchies) {
