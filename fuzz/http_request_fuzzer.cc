@@ -6,8 +6,9 @@
 // (route_table.cc), the Basic-auth user (envd_auth.cc), signed-URL checks and
 // the query parsers of /files and /sandboxes.
 //
-// http_server.cc keeps its connection loop and framing checks private (they
-// are coroutines on a socket); the limits below mirror its constants.
+// The framing itself (limits, feeding the parser, what is refused) is
+// http_framing.cc's, as the server runs it; only the socket reads differ:
+// here the whole input is buffered from the start.
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
@@ -22,6 +23,7 @@
 #include "daemon/envd_auth.h"
 #include "daemon/envd_requests.h"
 #include "daemon/http_exchange.h"
+#include "daemon/http_framing.h"
 #include "daemon/http_request.h"
 #include "daemon/plane.h"
 #include "daemon/route_table.h"
@@ -31,10 +33,8 @@ namespace {
 
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
-using Parser = bhttp::request_parser<bhttp::buffer_body>;
+using abx::daemon::http::Parser;
 using namespace abx::daemon;
-
-constexpr size_t kHeaderLimit = 64 * 1024;  // http_server.cc's kHeaderLimit
 
 // Everything the router and the routes' first lines do with a request
 // before a handler touches a sandbox.
@@ -55,25 +55,34 @@ void route(const http::Request& req) {
   (void)parse_list_query(req.query);
 }
 
-// Reads the body as BeastExchange::read_body_some does: into a fixed buffer.
-void read_body(Parser& parser, beast::flat_buffer& buffer) {
+// An answer the server could send: one of the statuses it uses, a message.
+void check(const http::Refusal& refusal) {
+  if (refusal.status != 0 && refusal.status != 400 && refusal.status != 414 &&
+      refusal.status != 431 && refusal.status != 505)
+    __builtin_trap();
+  if (refusal.message.empty() || http::error_body(refusal).empty()) __builtin_trap();
+}
+
+// Reads the body as BeastExchange::read_body_some does, with everything the
+// connection will ever send already buffered: false when it stops there.
+bool read_body(Parser& parser, beast::flat_buffer& buffer) {
   char piece[4096];
-  while (!parser.is_done() && buffer.size() > 0) {
+  while (!parser.is_done()) {
     parser.get().body().data = piece;
     parser.get().body().size = sizeof piece;
-    beast::error_code ec;
-    const size_t used = parser.put(buffer.data(), ec);
-    buffer.consume(used);
-    if (ec == bhttp::error::need_buffer) ec = {};
-    if (ec || used == 0) return;
+    beast::error_code ec = http::put_body(parser, buffer);
+    if (ec == bhttp::error::need_more && http::body_read_room(buffer) == 0)
+      ec = bhttp::error::header_limit;
+    if (ec == bhttp::error::need_more) ec = bhttp::error::partial_message;  // no more input
+    if (ec) {
+      check(http::body_refusal(ec));
+      return false;
+    }
   }
+  return true;
 }
 
 }  // namespace
-
-// http_server.cc defines this, but that file's coroutines do not build with
-// clang 14 under these sanitizers ("Cannot represent a difference across
-// sections"), so the target carries the same three lines.
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -81,24 +90,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto in = buffer.prepare(size);
   std::memcpy(in.data(), data, size);
   buffer.commit(size);
-  // Several requests on one keep-alive connection, as serve_connection loops.
+  // Several requests on one keep-alive connection, as serve_requests loops.
   for (int requests = 0; requests < 8 && buffer.size() > 0; ++requests) {
     Parser parser;
-    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-    parser.header_limit(kHeaderLimit);
+    http::set_limits(parser);
     size_t parsed = 0;
-    beast::error_code ec;
-    while (buffer.size() > 0 && !parser.is_header_done()) {
-      const size_t used = parser.put(buffer.data(), ec);
-      buffer.consume(used);
-      parsed += used;
-      if (ec && ec != bhttp::error::need_more) return 0;
-      if (used == 0) break;
+    beast::error_code ec = http::put_header(parser, buffer, &parsed);
+    if (ec == bhttp::error::need_more) ec = bhttp::error::partial_message;  // no more input
+    if (ec) {
+      if (auto refusal = http::refusal_for_header_error(ec, buffer, parsed)) check(*refusal);
+      return 0;
     }
-    if (!parser.is_header_done() || parsed >= kHeaderLimit) return 0;
+    if (auto refusal = http::framing_refusal(parser)) {
+      check(*refusal);
+      return 0;
+    }
     route(http::to_request(parser.get()));
-    read_body(parser, buffer);
-    if (!parser.is_done() || !parser.keep_alive()) return 0;
+    if (!read_body(parser, buffer) || !parser.keep_alive()) return 0;
   }
   return 0;
 }

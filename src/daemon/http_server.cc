@@ -28,6 +28,7 @@
 
 #include "common/unique_fd.h"
 #include "daemon/connection_table.h"
+#include "daemon/http_framing.h"
 #include "daemon/http_request.h"
 #include "daemon/tcp_progress.h"
 
@@ -38,16 +39,8 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using tcp = net::ip::tcp;
-using Parser = bhttp::request_parser<bhttp::buffer_body>;
 
-constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kDrainLimit = 1 << 20;
-// The request header; also a chunk header (with its extensions) and the
-// trailer, which are read whole before they are parsed.
-constexpr size_t kHeaderLimit = 64 * 1024;
-// What a connection buffers at most: a header (or chunk header, or trailer)
-// that is not complete yet, and the read that would complete it.
-constexpr size_t kBufferLimit = kHeaderLimit + kReadChunk;
 // After a refusal: how long and how much of what the client still sends is
 // read and dropped, so that closing does not reset the connection before the
 // client has read the answer.
@@ -101,17 +94,6 @@ Timeouts timeouts_from_env() {
   return timeouts;
 }
 
-// A request the server answers itself, then closes the connection.
-struct Refusal {
-  int status;
-  std::string message;
-};
-
-// The one-line JSON error body every route sends: {"code":N,"message":"..."}.
-std::string error_body(const Refusal& refusal) {
-  return nlohmann::json{{"code", refusal.status}, {"message", refusal.message}}.dump();
-}
-
 // Thrown by read_body_some when the body cannot be read: handle_one answers
 // it with `status` (a framing error is the client's, not a 500), or just
 // closes when status is 0 (the client went away).
@@ -124,12 +106,6 @@ class BodyError : public std::runtime_error {
  private:
   int status_;
 };
-
-bool client_went_away(const beast::error_code& ec) {
-  return ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
-         ec == net::error::eof || ec == net::error::connection_reset ||
-         ec == net::error::broken_pipe || ec == net::error::operation_aborted;
-}
 
 // Cancels the reads or writes on `stream` once `after` has passed. Unlike
 // tcp_stream's own timeout it leaves the socket open, so a 408 can still be
@@ -215,12 +191,8 @@ Task<void> refuse_and_close(beast::tcp_stream& stream, const Refusal& refusal) {
 
 // Why a request body could not be read, as handle_one answers it.
 BodyError body_error(const beast::error_code& ec) {
-  if (ec == bhttp::error::header_limit) {
-    return BodyError(431, "a chunk header or the trailer of the request body is over " +
-                              std::to_string(kHeaderLimit >> 10) + " KiB");
-  }
-  if (client_went_away(ec)) return BodyError(0, "read body: " + ec.message());
-  return BodyError(400, "malformed request body: " + ec.message());
+  const Refusal refusal = body_refusal(ec);
+  return BodyError(refusal.status, refusal.message);
 }
 
 class BeastExchange final : public Exchange {
@@ -253,7 +225,7 @@ class BeastExchange final : public Exchange {
     body.size = chunk.size();
     const Deadline deadline(stream_, timeouts_.body);
     while (!parser_.is_done() && body.size > 0) {
-      beast::error_code ec = parse_buffered();
+      beast::error_code ec = put_body(parser_, buffer_);
       if (ec == bhttp::error::need_more) ec = co_await read_more();
       if (deadline.expired()) {
         throw BodyError(
@@ -349,31 +321,12 @@ class BeastExchange final : public Exchange {
     check_sent(ec, deadline);
   }
 
-  // Feeds what is buffered to the parser, which puts body bytes into the
-  // body's buffer; need_more when it needs bytes not read yet.
-  beast::error_code parse_buffered() {
-    if (buffer_.size() == 0) return bhttp::error::need_more;
-    beast::error_code ec;
-    size_t used = 0;
-    try {
-      used = parser_.put(buffer_.data(), ec);
-    } catch (const std::length_error&) {
-      // Beast's fields take a name or value of at most 64 KiB less 2;
-      // kHeaderLimit keeps a trailer below that, this is the backstop.
-      return bhttp::error::header_limit;
-    }
-    buffer_.consume(used);
-    if (ec == bhttp::error::need_buffer) return {};  // the body's buffer is full
-    if (!ec && used == 0 && !parser_.is_done()) return bhttp::error::need_more;
-    return ec;
-  }
-
   // Reads what the parser needs next, refusing a chunk header or trailer
   // (the only things buffered whole) larger than kHeaderLimit.
   Task<beast::error_code> read_more() {
-    if (buffer_.size() >= kHeaderLimit) co_return bhttp::error::header_limit;
+    const size_t room = body_read_room(buffer_);
+    if (room == 0) co_return bhttp::error::header_limit;
     beast::error_code ec;
-    const size_t room = std::min(kReadChunk, kHeaderLimit - buffer_.size());
     const size_t got = co_await stream_.async_read_some(
         buffer_.prepare(room), net::redirect_error(net::use_awaitable, ec));
     buffer_.commit(got);
@@ -438,61 +391,6 @@ Task<bool> handle_one(BeastExchange& exchange, const Handler& handler) {
   co_return exchange.keep_alive();
 }
 
-// The first line of what was read so far (the request line), if it ended.
-std::optional<std::string_view> request_line(const beast::flat_buffer& buffer) {
-  const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
-  const size_t end = data.find("\r\n");
-  if (end == std::string_view::npos) return std::nullopt;
-  return data.substr(0, end);
-}
-
-// A well-formed "HTTP/x.y" at the end of the request line: the version is
-// one this server does not speak rather than garbage.
-bool names_other_version(std::string_view line) {
-  if (line.size() < 8) return false;
-  const std::string_view version = line.substr(line.size() - 8);
-  return version.starts_with("HTTP/") && std::isdigit(static_cast<unsigned char>(version[5])) &&
-         version[6] == '.' && std::isdigit(static_cast<unsigned char>(version[7]));
-}
-
-// What to answer when the header could not be read; nothing when the client
-// went away.
-std::optional<Refusal> refusal_for_header_error(const beast::error_code& ec,
-                                                const beast::flat_buffer& buffer,
-                                                size_t header_bytes_parsed) {
-  if (client_went_away(ec)) return std::nullopt;
-  if (ec == bhttp::error::header_limit) {
-    // The parser consumes nothing until the request line is complete.
-    if (header_bytes_parsed == 0 && !request_line(buffer)) {
-      return Refusal{414, "request target too long"};
-    }
-    return Refusal{431, "request header fields too large (limit 64 KiB)"};
-  }
-  if (ec == bhttp::error::bad_version) {
-    const auto line = request_line(buffer);
-    if (line && names_other_version(*line)) {
-      return Refusal{505, "HTTP version not supported (HTTP/1.0 and HTTP/1.1 are)"};
-    }
-  }
-  return Refusal{400, "malformed request: " + ec.message()};
-}
-
-// Framing Beast accepts but a request must not have: Content-Length given
-// twice (even when equal), or a Transfer-Encoding whose last coding is not
-// chunked (the body's length would be unknown).
-std::optional<Refusal> framing_refusal(const Parser& parser) {
-  const auto& message = parser.get();
-  const auto lengths = message.count(bhttp::field::content_length);
-  if (lengths > 1 ||
-      (lengths == 1 && message[bhttp::field::content_length].find(',') != std::string::npos)) {
-    return Refusal{400, "malformed request: Content-Length given more than once"};
-  }
-  if (message.count(bhttp::field::transfer_encoding) > 0 && !parser.chunked()) {
-    return Refusal{400, "malformed request: Transfer-Encoding must end with chunked"};
-  }
-  return std::nullopt;
-}
-
 // What the table needs to close a connection waiting between requests: the
 // close runs on the connection's strand, and only while it still waits.
 struct IdleWait {
@@ -531,22 +429,12 @@ Task<bool> wait_for_request(beast::tcp_stream& stream, beast::flat_buffer& buffe
   co_return got > 0 && kept;
 }
 
-// Feeds the header to the parser as it arrives. Not bhttp::async_read_header:
-// Beast 1.74 applies header_limit to each parse call rather than to the whole
-// header, so a header sent in pieces could grow without bound.
+// Feeds the header to the parser as it arrives (see put_header).
 Task<beast::error_code> parse_header(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                                      Parser& parser, size_t* parsed) {
   for (;;) {
-    beast::error_code ec;
-    if (buffer.size() > 0) {
-      const size_t used = parser.put(buffer.data(), ec);
-      buffer.consume(used);
-      *parsed += used;
-      if (ec != bhttp::error::need_more) {
-        if (ec || parser.is_header_done()) co_return ec;
-      }
-    }
-    if (*parsed + buffer.size() >= kHeaderLimit) co_return bhttp::error::header_limit;
+    beast::error_code ec = put_header(parser, buffer, parsed);
+    if (ec != bhttp::error::need_more) co_return ec;
     ec = {};
     const size_t got = co_await stream.async_read_some(buffer.prepare(kReadChunk),
                                                        net::redirect_error(net::use_awaitable, ec));
@@ -600,8 +488,7 @@ Task<void> serve_requests(beast::tcp_stream& stream, const Handler& handler, Tim
     if (!co_await wait_for_request(stream, buffer, wait, slot, idle)) co_return;
     wait = timeouts.idle;
     Parser parser;
-    parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // uploads stream to disk
-    parser.header_limit(kHeaderLimit);
+    set_limits(parser);
     bool client_gone = false;
     if (auto refusal = co_await read_header(stream, buffer, parser, timeouts, &client_gone)) {
       co_await refuse_and_close(stream, *refusal);
