@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlparse
 
 HERE = Path(__file__).resolve().parent
@@ -36,6 +37,13 @@ CATEGORIES = {
                         "(mocks of https://api.$E2B_DOMAIN, the public internet, E2B's cloud)",
     "gap": "a gap of ours still to fix (the issue item is named)",
 }
+
+
+class Expect(NamedTuple):
+    """Why a test is expected to fail; a flaky one may pass too (the reason says when)."""
+    category: str
+    reason: str
+    flaky: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,8 @@ def parse_args() -> argparse.Namespace:
                         "failures under 'unsorted' for a person to give a reason")
     p.add_argument("--table", action="store_true",
                    help="print the README's table (passed / expected-fail by category)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the scratch dir (each suite's run.log and report) afterwards")
     return p.parse_args()
 
 
@@ -160,7 +170,7 @@ def parse_junit(suite: str, report: Path) -> dict[str, dict]:
         if failure is None:
             failure = case.find("error")
         if failure is not None:
-            outcomes[test_id] = {"outcome": "failed", "message": (failure.get("message") or "")[:300]}
+            outcomes[test_id] = {"outcome": "failed", "message": (failure.get("message") or "")[:600]}
         elif case.find("skipped") is not None:
             outcomes[test_id] = {"outcome": "skipped", "message": case.find("skipped").get("message", "")}
         elif test_id not in outcomes:  # a teardown error is reported as a second case
@@ -178,36 +188,36 @@ def parse_vitest(suite: str, folder: Path, report: Path) -> dict[str, dict]:
         cases = file_result.get("assertionResults", [])
         if not cases and file_result.get("status") == "failed":  # the file failed to load
             outcomes[f"{suite}::{path}::(file)"] = {
-                "outcome": "failed", "message": file_result.get("message", "")[:300]}
+                "outcome": "failed", "message": file_result.get("message", "")[:600]}
         for case in cases:
             status = case["status"]
             outcome = {"passed": "passed", "failed": "failed"}.get(status, "skipped")
-            message = " ".join(case.get("failureMessages") or [])[:300]
+            message = " ".join(case.get("failureMessages") or [])[:600]
             outcomes[f"{suite}::{path}::{case['fullName']}"] = {"outcome": outcome, "message": message}
     return outcomes
 
 
 # --- expectations -------------------------------------------------------------------------
 
-def load_expected() -> dict[str, tuple[str, str]]:
-    """test id -> (category, reason)."""
+def load_expected() -> dict[str, Expect]:
     if not EXPECTED.exists():
         return {}
     data = tomllib.loads(EXPECTED.read_text())
     expected = {}
     for group in data.get("fail", []):
         for test_id in group["tests"]:
-            expected[test_id] = (group["category"], group["reason"])
+            expected[test_id] = Expect(group["category"], group["reason"], group.get("flaky", False))
     return expected
 
 
-def compare(outcomes: dict[str, dict], expected: dict[str, tuple[str, str]], suites: list[str]) -> int:
+def compare(outcomes: dict[str, dict], expected: dict[str, Expect], suites: list[str]) -> int:
     ran = {t: o for t, o in outcomes.items() if o["outcome"] != "skipped"}
     newly_failing = sorted(t for t, o in ran.items() if o["outcome"] == "failed" and t not in expected)
-    newly_passing = sorted(t for t, o in ran.items() if o["outcome"] == "passed" and t in expected)
+    newly_passing = sorted(t for t, o in ran.items()
+                           if o["outcome"] == "passed" and t in expected and not expected[t].flaky)
     in_suites = [t for t in expected if t.split("::", 1)[0] in suites]
     missing = sorted(t for t in in_suites if t not in outcomes)
-    unsorted = sorted(t for t, (cat, _) in expected.items() if cat not in CATEGORIES)
+    unsorted = sorted(t for t, e in expected.items() if e.category not in CATEGORIES)
     for title, tests in (
             ("tests expected to pass that FAILED", newly_failing),
             ("tests expected to fail that PASSED (remove them from expected.toml)", newly_passing),
@@ -224,7 +234,7 @@ def compare(outcomes: dict[str, dict], expected: dict[str, tuple[str, str]], sui
     return 1 if newly_failing or newly_passing or unsorted else 0
 
 
-def table(outcomes: dict[str, dict], expected: dict[str, tuple[str, str]]) -> str:
+def table(outcomes: dict[str, dict], expected: dict[str, Expect]) -> str:
     """passed / expected-fail by category / skipped by the suite, per suite."""
     rows = ["| suite | passed | out of scope | suite assumption | gap | other failures | skipped |",
             "|---|---|---|---|---|---|---|"]
@@ -232,7 +242,7 @@ def table(outcomes: dict[str, dict], expected: dict[str, tuple[str, str]]) -> st
     for test_id, o in outcomes.items():
         counts = per_suite.setdefault(test_id.split("::", 1)[0], Counter())
         if o["outcome"] == "failed":
-            counts[expected[test_id][0] if test_id in expected else "other"] += 1
+            counts[expected[test_id].category if test_id in expected else "other"] += 1
         else:
             counts[o["outcome"]] += 1
     total: Counter = Counter()
@@ -250,18 +260,19 @@ def row(name: str, c: Counter) -> str:
             f"| {c['gap']} | {c['other']} | {c['skipped']} |")
 
 
-def update_expected(outcomes: dict[str, dict], expected: dict[str, tuple[str, str]],
+def update_expected(outcomes: dict[str, dict], expected: dict[str, Expect],
                     suites: list[str]) -> None:
-    """Keeps the reasons of tests that still fail, drops those that pass, and puts new
-    failures under 'unsorted' (which fails the check until each has a reason)."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for test_id, reason in expected.items():
+    """Keeps the reasons of tests that still fail (and of flaky ones), drops those that
+    pass, and puts new failures under 'unsorted' (which fails the check until each has a
+    reason)."""
+    groups: dict[Expect, list[str]] = {}
+    for test_id, expect in expected.items():
         ran_here = test_id.split("::", 1)[0] in suites
-        if not ran_here or outcomes.get(test_id, {}).get("outcome") != "passed":
-            groups.setdefault(reason, []).append(test_id)
+        if expect.flaky or not ran_here or outcomes.get(test_id, {}).get("outcome") != "passed":
+            groups.setdefault(expect, []).append(test_id)
     for test_id, o in outcomes.items():
         if o["outcome"] == "failed" and test_id not in expected:
-            groups.setdefault(("unsorted", "new failure: give it a category and a reason"),
+            groups.setdefault(Expect("unsorted", "new failure: give it a category and a reason"),
                               []).append(test_id)
     lines = [
         "# E2B's own SDK suites: every test we do not pass, and why (tests/e2b-suites/run.sh",
@@ -269,9 +280,12 @@ def update_expected(outcomes: dict[str, dict], expected: dict[str, tuple[str, st
         "# category: " + "; ".join(f"{k} = {v}" for k, v in CATEGORIES.items()),
         "# Test ids: <suite>::<file or module>::<test name>.",
     ]
-    for (category, reason), tests in sorted(groups.items()):
-        lines += ["", "[[fail]]", f"category = {json.dumps(category)}", f"reason = {json.dumps(reason)}",
-                  "tests = ["]
+    for expect, tests in sorted(groups.items()):
+        lines += ["", "[[fail]]", f"category = {json.dumps(expect.category)}",
+                  f"reason = {json.dumps(expect.reason)}"]
+        if expect.flaky:
+            lines.append("flaky = true  # passes sometimes: either outcome is accepted")
+        lines.append("tests = [")
         lines += [f"  {json.dumps(t)}," for t in sorted(tests)]
         lines.append("]")
     EXPECTED.write_text("\n".join(lines) + "\n")
@@ -304,7 +318,10 @@ def run_suites(args: argparse.Namespace) -> dict[str, dict]:
         stop_daemon(d)
         if "daemon::alive" not in outcomes:
             shutil.rmtree(state, ignore_errors=True)
-    shutil.rmtree(scratch, ignore_errors=True)
+    if args.keep:
+        print(f"e2b-suites: kept {scratch}")
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
     return outcomes
 
 
