@@ -254,6 +254,16 @@ def table(outcomes: dict[str, dict], expected: dict[str, Expect]) -> str:
     return "\n".join(rows)
 
 
+def reasons_table(outcomes: dict[str, dict], expected: dict[str, Expect]) -> str:
+    """The expected failures of this run by reason, most first."""
+    counts = Counter(expected[t] for t, o in outcomes.items()
+                     if o["outcome"] == "failed" and t in expected)
+    rows = ["| expected failures | category | reason |", "|---|---|---|"]
+    for expect, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        rows.append(f"| {n} | {expect.category} | {expect.reason} |")
+    return "\n".join(rows)
+
+
 def row(name: str, c: Counter) -> str:
     ran = c["passed"] + c["out-of-scope"] + c["suite-assumption"] + c["gap"] + c["other"]
     return (f"| {name} | {c['passed']} of {ran} | {c['out-of-scope']} | {c['suite-assumption']} "
@@ -339,7 +349,7 @@ def main() -> int:
         args.results.write_text(json.dumps(outcomes, indent=1, sort_keys=True))
     expected = load_expected()
     if args.table:
-        print(table(outcomes, expected))
+        print(table(outcomes, expected) + "\n\n" + reasons_table(outcomes, expected))
         return 0
     if args.update_expected:
         update_expected(outcomes, expected, args.only)
