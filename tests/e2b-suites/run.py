@@ -132,7 +132,7 @@ def run_pytest(suite: Suite, folder: Path, env: dict[str, str], args: argparse.N
            f"--timeout={args.timeout}", "--junitxml", str(report), "-o", "junit_family=xunit1",
            *suite.args, "tests"]
     run_logged(suite, cmd, folder, env)
-    return parse_junit(suite.name, report)
+    return parse_junit(suite.name, report) or no_report(suite, folder)
 
 
 def run_vitest(suite: Suite, folder: Path, env: dict[str, str], args: argparse.Namespace) -> dict:
@@ -141,7 +141,17 @@ def run_vitest(suite: Suite, folder: Path, env: dict[str, str], args: argparse.N
            f"--hookTimeout={args.timeout * 1000}", f"--maxWorkers={args.workers}",
            "--reporter=json", f"--outputFile={report}"]
     run_logged(suite, cmd, folder, env)
-    return parse_vitest(suite.name, folder, report)
+    return parse_vitest(suite.name, folder, report) or no_report(suite, folder)
+
+
+def no_report(suite: Suite, folder: Path) -> dict[str, dict]:
+    """A suite that reported no test at all (it crashed, or its tools failed to install)
+    fails the check: silence must not read as success."""
+    log = folder / "run.log"
+    tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+    print(f"e2b-suites: {suite.name} reported no tests; the end of its log:\n{tail}")
+    return {f"{suite.name}::(suite)::reported no tests": {
+        "outcome": "failed", "message": f"no test report; see {log}"}}
 
 
 def run_logged(suite: Suite, cmd: list[str], folder: Path, env: dict[str, str]) -> None:
@@ -305,6 +315,10 @@ def update_expected(outcomes: dict[str, dict], expected: dict[str, Expect],
 # --- main ---------------------------------------------------------------------------------
 
 def run_suites(args: argparse.Namespace) -> dict[str, dict]:
+    if not (shutil.which("node") and shutil.which("npm")):
+        js = [s.name for s in SUITES if s.kind == "vitest" and s.name in args.only]
+        print(f"e2b-suites: node and npm are not installed: skipping {', '.join(js)}")
+        args.only = [n for n in args.only if n not in js]
     scratch = Path(tempfile.mkdtemp(prefix="abx-e2b-suites-", dir=os.environ.get("TMPDIR", "/tmp")))
     print(f"e2b-suites: running from {scratch}")
     copy_suites(args.suites_dir, scratch, args.only)
