@@ -173,5 +173,18 @@ TEST(FilesAsUser, AnExpiredLinkSaysSo) {
   EXPECT_EQ(auth::signed_url_refusal({{"path", "/x"}}, "GET", "tok", 0), "");
 }
 
+TEST(FilesAsUser, ASignedLinkNamesTheSandboxWhoseTokenSignedIt) {
+  const std::vector<auth::Signer> signers = {{"iother", "other"}, {"inone", ""}, {"iours", "tok"}};
+  EXPECT_EQ(auth::signer_of(signed_query("1700000000"), "GET", signers, 1699999999), "iours");
+  // An expired link still names its sandbox, which then says it expired.
+  EXPECT_EQ(auth::signer_of(signed_query("1700000000"), "GET", signers, 1700000001), "iours");
+  // Signed for reading: it names no sandbox for a write, nor a forged or absent signature.
+  EXPECT_EQ(auth::signer_of(signed_query("1700000000"), "POST", signers, 0), std::nullopt);
+  auto forged = signed_query("");
+  forged["signature"] = "v1_forged";
+  EXPECT_EQ(auth::signer_of(forged, "GET", signers, 0), std::nullopt);
+  EXPECT_EQ(auth::signer_of({{"path", "/x"}}, "GET", signers, 0), std::nullopt);
+}
+
 }  // namespace
 }  // namespace abx
