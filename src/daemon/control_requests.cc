@@ -1,6 +1,9 @@
 #include "daemon/control_requests.h"
 
+#include <cstdio>
+#include <ctime>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "common/json_text.h"
 #include "daemon/url.h"
@@ -14,11 +17,12 @@ Error field_error(const std::string& field, const std::string& what) {
   return Error::with_message(field + ": " + what, kErrBadInput);
 }
 
-Result<int> timeout_field(const json& doc) {
+Result<int> timeout_field(const json& doc, int64_t low) {
   const auto& value = doc.at("timeout");
-  if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+  if (!value.is_number_integer() || value.get<int64_t>() < low ||
       value.get<int64_t>() > kMaxTimeoutSec) {
-    return field_error("timeout", "must be an integer number of seconds from 1 to " +
+    return field_error("timeout", "must be an integer number of seconds from " +
+                                      std::to_string(low) + " to " +
                                       std::to_string(kMaxTimeoutSec));
   }
   return static_cast<int>(value.get<int64_t>());
@@ -82,7 +86,7 @@ Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint3
   }
   req.template_name = tmpl->get<std::string>();
   if (d.contains("timeout") && !d.at("timeout").is_null()) {
-    auto timeout = timeout_field(d);
+    auto timeout = timeout_field(d, 1);
     if (!timeout) return timeout.error();
     req.timeout_sec = *timeout;
   }
@@ -123,7 +127,44 @@ Result<int> parse_timeout_body(const std::string& body) {
   auto doc = json_text::parse_object(body);
   if (!doc) return doc.error();
   if (!doc->contains("timeout")) return field_error("timeout", "required integer (seconds)");
-  return timeout_field(*doc);
+  return timeout_field(*doc, 0);
+}
+
+std::optional<int64_t> parse_rfc3339_ms(const std::string& text) {
+  std::tm tm{};
+  int consumed = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+                  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6) {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  std::string_view rest = std::string_view(text).substr(static_cast<size_t>(consumed));
+  int64_t ms = 0;
+  if (rest.starts_with('.')) {
+    rest.remove_prefix(1);
+    int64_t scale = 100;
+    if (rest.empty() || rest.front() < '0' || rest.front() > '9') return std::nullopt;
+    for (; !rest.empty() && rest.front() >= '0' && rest.front() <= '9'; rest.remove_prefix(1)) {
+      ms += (rest.front() - '0') * scale;
+      scale /= 10;
+    }
+  }
+  int64_t offset_sec = 0;
+  if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
+    const auto digits = [&](size_t at) {
+      return (rest[at] >= '0' && rest[at] <= '9' && rest[at + 1] >= '0' && rest[at + 1] <= '9')
+                 ? (rest[at] - '0') * 10 + (rest[at + 1] - '0')
+                 : -1;
+    };
+    const int hours = digits(1);
+    const int minutes = digits(4);
+    if (hours < 0 || minutes < 0) return std::nullopt;
+    offset_sec = (rest[0] == '+' ? 1 : -1) * (hours * 3600 + minutes * 60);
+  } else if (rest != "Z" && rest != "z") {
+    return std::nullopt;
+  }
+  return (static_cast<int64_t>(timegm(&tm)) - offset_sec) * 1000 + ms;
 }
 
 Result<ListSandboxesQuery> parse_list_query(const std::map<std::string, std::string>& query) {
@@ -156,6 +197,22 @@ Result<ListSandboxesQuery> parse_list_query(const std::map<std::string, std::str
     out.limit = static_cast<size_t>(limit);
   }
   if (const auto it = query.find("nextToken"); it != query.end()) out.next_token = it->second;
+  if (const auto it = query.find("order"); it != query.end()) {
+    if (it->second != "asc" && it->second != "desc")
+      return field_error("order", "must be asc or desc");
+    out.newest_first = it->second == "desc";
+  }
+  for (const auto& [key, bound] : {std::pair{"startedAfter", &out.started_after_ms},
+                                   std::pair{"startedBefore", &out.started_before_ms}}) {
+    const auto it = query.find(key);
+    if (it == query.end()) continue;
+    *bound = parse_rfc3339_ms(it->second);
+    if (!*bound) {
+      return field_error(key, "must be an RFC 3339 time such as 2026-12-01T10:00:00Z, not '" +
+                                  it->second.substr(0, 64) + "'");
+    }
+  }
+  if (const auto it = query.find("template"); it != query.end()) out.template_name = it->second;
   return out;
 }
 

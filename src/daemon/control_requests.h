@@ -38,14 +38,24 @@ struct CreateSandboxRequest {
 
 Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint32_t host_cores);
 
-// {"timeout": seconds} for /timeout and /connect.
+// {"timeout": seconds} for /timeout and /connect. E2B's API takes 0 too: on
+// /timeout the sandbox ends now; /connect only ever extends, so 0 keeps it.
 Result<int> parse_timeout_body(const std::string& body);
+
+// RFC 3339 ("2026-12-01T10:00:00.123456+00:00", "…Z") → unix ms.
+std::optional<int64_t> parse_rfc3339_ms(const std::string& text);
 
 struct ListSandboxesQuery {
   std::map<std::string, std::string> metadata;  // every pair must match
   std::vector<std::string> states;              // empty: any
   size_t limit = 100;
   std::string next_token;  // id of the first sandbox of the page
+  // E2B's `order`: by start time, newest first unless "asc".
+  bool newest_first = true;
+  // `startedAfter` / `startedBefore` (RFC 3339), inclusive, in unix ms.
+  std::optional<int64_t> started_after_ms;
+  std::optional<int64_t> started_before_ms;
+  std::string template_name;  // `template`: a template id or alias; empty: any
 };
 
 Result<ListSandboxesQuery> parse_list_query(const std::map<std::string, std::string>& query);

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace abx::daemon::envd_auth {
 
@@ -47,16 +48,26 @@ bool file_signature_valid(const std::map<std::string, std::string>& query,
                           const std::string& operation, const std::string& token, int64_t now_unix);
 
 // The one-line reason a signed URL was refused (for the 401 body), e.g.
-// "signature expired: this link was valid until 1700000000 (unix time); ask for a new one";
-// "" for kValid.
-std::string signature_refusal(SignatureVerdict verdict,
-                              const std::map<std::string, std::string>& query);
+// "signature is already expired" (envd's text); "" for kValid.
+std::string signature_refusal(SignatureVerdict verdict);
 
 // For a /files request refused at authentication: why its signed URL failed
-// ("signature expired: …"), or "" when the query carries no signature.
+// ("signature is already expired"), or "" when the query carries no signature.
 // `method` is the request's (GET reads, anything else writes).
 std::string signed_url_refusal(const std::map<std::string, std::string>& query,
                                const std::string& method, const std::string& token,
                                int64_t now_unix);
+
+// The sandbox (of `signers`: id and access token of each live sandbox) whose
+// token signed this /files query. A link from the SDK's download_url() or
+// upload_url() against E2B_SANDBOX_URL names no sandbox; its signature does.
+// A link signed by one but expired still names it (so it hears "expired").
+struct Signer {
+  std::string sandbox_id;
+  std::string access_token;
+};
+std::optional<std::string> signer_of(const std::map<std::string, std::string>& query,
+                                     const std::string& method, const std::vector<Signer>& signers,
+                                     int64_t now_unix);
 
 }  // namespace abx::daemon::envd_auth

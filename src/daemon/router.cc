@@ -44,7 +44,7 @@ Task<void> unmatched(Exchange& exchange, Plane plane, const RouteMatch& match) {
 }
 
 // Why a request was refused; a signed /files link hears what was wrong with
-// it ("signature expired: …").
+// it ("signature is already expired").
 std::string unauthenticated_message(Credential need, const http::Request& request,
                                     const SandboxRow& row) {
   if (need == Credential::token_or_signature && !row.access_token.empty()) {
@@ -74,10 +74,32 @@ class Router {
     const auto& request = exchange.request();
     spdlog::debug("http: {} {}", request.method, request.target);
     if (auto target = sandbox_target(request)) co_return co_await sandbox_plane(exchange, *target);
+    if (is_signed_files_url(request)) co_return co_await signed_files(exchange);
     co_await control_plane(exchange);
   }
 
  private:
+  static bool is_signed_files_url(const http::Request& request) {
+    return request.path == "/files" && request.query.contains("signature");
+  }
+
+  // A /files link as the SDK's download_url()/upload_url() hand it out against
+  // E2B_SANDBOX_URL names no sandbox: the sandbox whose token signed it is the one.
+  Task<void> signed_files(Exchange& exchange) {
+    const auto& request = exchange.request();
+    std::vector<envd_auth::Signer> signers;
+    for (const SandboxRow& row : service_.list()) signers.push_back({row.id, row.access_token});
+    const auto id = envd_auth::signer_of(request.query, request.method, signers, now_ms() / 1000);
+    if (!id) {
+      const std::string message =
+          "this signed URL matches no running sandbox: the sandbox has ended, or the link was "
+          "changed; ask for a new one";
+      co_return co_await routes::respond_error(exchange, 401, message);
+    }
+    const SandboxTarget target{*id, kEnvdPort};
+    co_await sandbox_plane(exchange, target);
+  }
+
   Task<void> control_plane(Exchange& exchange) {
     const auto& request = exchange.request();
     RouteMatch match = match_route(Plane::control, request.method, request.path);

@@ -57,6 +57,12 @@ bool matches(const SandboxRow& row, const ListSandboxesQuery& query) {
     const auto it = row.metadata.find(key);
     if (it == row.metadata.end() || it->second != value) return false;
   }
+  if (query.started_after_ms && row.started_at_ms < *query.started_after_ms) return false;
+  if (query.started_before_ms && row.started_at_ms > *query.started_before_ms) return false;
+  if (!query.template_name.empty() && query.template_name != row.template_id &&
+      query.template_name != row.alias) {
+    return false;
+  }
   // Every sandbox we hold is running.
   return query.states.empty() ||
          std::find(query.states.begin(), query.states.end(), "running") != query.states.end();
@@ -67,8 +73,10 @@ Task<void> list(ControlCall& call, Exchange& exchange, bool paginated) {
   if (!query) co_return co_await respond_error(exchange, query.error());
   std::vector<SandboxRow> rows = call.service.list_for(call.caller);
   std::erase_if(rows, [&](const SandboxRow& row) { return !matches(row, *query); });
-  std::sort(rows.begin(), rows.end(), [](const SandboxRow& a, const SandboxRow& b) {
-    return std::tie(a.started_at_ms, a.id) < std::tie(b.started_at_ms, b.id);
+  // E2B lists newest first unless asked for `order=asc`.
+  std::sort(rows.begin(), rows.end(), [&](const SandboxRow& a, const SandboxRow& b) {
+    return query->newest_first ? std::tie(b.started_at_ms, b.id) < std::tie(a.started_at_ms, a.id)
+                               : std::tie(a.started_at_ms, a.id) < std::tie(b.started_at_ms, b.id);
   });
   auto first = rows.begin();
   if (paginated && !query->next_token.empty()) {

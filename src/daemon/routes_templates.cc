@@ -286,6 +286,28 @@ Task<void> template_get(ControlCall& call, Exchange& exchange) {
   co_await respond_json(exchange, 200, info_json(shown_to(call, std::move(*info))));
 }
 
+json alias_json(const std::string& template_id, bool is_public) {
+  return {{"templateID", template_id}, {"public", is_public}};
+}
+
+// E2B's GET /templates/aliases/{alias} (Template.exists()): 200 for a name the
+// caller may use, 403 for one another team owns (E2B's answer; a build under
+// that name is refused as taken anyway, so this tells nothing new), 404 else.
+Task<void> template_alias_get(ControlCall& call, Exchange& exchange) {
+  const std::string& name = call.params.at("alias");
+  auto& store = call.service.templates();
+  const bool usable = visible(call, name);
+  auto id =
+      usable ? store.resolve(name) : Result<std::string>(Error::with_message("not found", ENOENT));
+  if (!id) {
+    const bool foreign = !usable && store.owner_of(name).has_value();
+    const std::string message =
+        "template '" + name + (foreign ? "' belongs to another team" : "' not found");
+    co_return co_await respond_error(exchange, foreign ? 403 : 404, message);
+  }
+  co_await respond_json(exchange, 200, alias_json(*id, store.is_builtin(name)));
+}
+
 // A foreign template is as absent as an unknown one; a built-in, and one that
 // live sandboxes run on, are an admin's to remove.
 Task<void> template_remove(ControlCall& call, Exchange& exchange) {

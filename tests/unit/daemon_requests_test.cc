@@ -72,7 +72,31 @@ TEST(DaemonRequests, CreateErrorsNameTheField) {
 
 TEST(DaemonRequests, TimeoutBody) {
   EXPECT_EQ(parse_timeout_body(R"({"timeout":30})").value(), 30);
+  EXPECT_EQ(parse_timeout_body(R"({"timeout":0})").value(), 0);  // E2B: ends the sandbox now
   EXPECT_EQ(parse_timeout_body("{}").error().message(), "timeout: required integer (seconds)");
+  EXPECT_FALSE(parse_timeout_body(R"({"timeout":-1})"));
+  EXPECT_FALSE(parse_timeout_body(R"({"timeout":1.5})"));
+  EXPECT_FALSE(parse_timeout_body(R"({"timeout":86401})"));
+}
+
+TEST(DaemonRequests, ListQueryOrderTimeAndTemplate) {
+  auto newest = parse_list_query({});
+  ASSERT_TRUE(newest);
+  EXPECT_TRUE(newest->newest_first);  // E2B lists newest first
+  auto query = parse_list_query({{"order", "asc"},
+                                 {"startedAfter", "2026-12-01T10:00:00.123456+01:00"},
+                                 {"startedBefore", "2026-12-01T09:00:01Z"},
+                                 {"template", "base"}});
+  ASSERT_TRUE(query) << query.error().message();
+  EXPECT_FALSE(query->newest_first);
+  EXPECT_EQ(query->started_after_ms, int64_t{1796115600123});
+  EXPECT_EQ(query->started_before_ms, int64_t{1796115601000});
+  EXPECT_EQ(query->template_name, "base");
+  EXPECT_EQ(parse_list_query({{"order", "up"}}).error().message(), "order: must be asc or desc");
+  for (const char* bad : {"yesterday", "2026-12-01", "2026-12-01T10:00:00", "2026-12-01T10:00:00.Z",
+                          "2026-12-01T10:00:00+1:00", "2026-12-01T10:00:00Zjunk"}) {
+    EXPECT_FALSE(parse_list_query({{"startedAfter", bad}})) << bad;
+  }
 }
 
 TEST(DaemonPlane, HeadersThenHost) {

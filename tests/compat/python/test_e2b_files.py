@@ -108,16 +108,17 @@ def test_files_watch_dir_async_stream_recursive():
 
 
 def test_upload_url_and_download_url_signed():
-    """sandbox.upload_url / download_url on a secure sandbox, with signatures."""
+    """sandbox.upload_url / download_url on a secure sandbox, with signatures, used as
+    handed out: a plain POST/GET with no sandbox header (a user sends none)."""
     sb = Sandbox.create(secure=True)
     try:
         up = sb.upload_url("/home/user/up.txt", use_signature_expiration=60)
-        reply = httpx.post(up, files={"file": ("up.txt", b"uploaded")}, headers={"E2b-Sandbox-Id": sb.sandbox_id})
+        reply = httpx.post(up, files={"file": ("up.txt", b"uploaded")})
         assert reply.status_code == 200, reply.text
         down = sb.download_url("/home/user/up.txt", use_signature_expiration=60)
-        reply = httpx.get(down, headers={"E2b-Sandbox-Id": sb.sandbox_id})
+        reply = httpx.get(down)
         assert reply.status_code == 200 and reply.content == b"uploaded"
         tampered = down.replace("signature=", "signature=x")
-        assert httpx.get(tampered, headers={"E2b-Sandbox-Id": sb.sandbox_id}).status_code == 401
+        assert httpx.get(tampered).status_code == 401
     finally:
         sb.kill()
