@@ -35,12 +35,10 @@ class UploadTarget {
   UploadTarget(const runtime::Sandbox& sb, std::string path) : sb_(sb), path_(std::move(path)) {}
   // Normally discard() has run already; this only catches an unwinding route.
   ~UploadTarget() { discard(); }
-  // Removes the file unless it was completed.
+  // Drops the file unless it was completed: a FileWriter dropped unfinished
+  // removes it (without blocking: safe while a route unwinds, too).
   void discard() {
-    if (writer_ && !done_) {
-      writer_.reset();
-      (void)sfs::remove(sb_, path_);
-    }
+    if (!done_) writer_.reset();
   }
   bool open(uint32_t uid) {
     auto writer = sfs::start_write(sb_, path_, uid);

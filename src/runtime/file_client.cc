@@ -11,13 +11,14 @@
 namespace abx::runtime::file_client {
 namespace {
 
-// A worker ends itself after 60 s without progress; this bounds the wait
-// for its answer if it cannot even do that (the sandbox frozen, say).
-constexpr time_t kAnswerSeconds = 90;
+// How long an answer may take: init kills a worker that is not done within
+// a minute (or whose daemon hung up), and this daemon thread is not held
+// longer either, whatever sandbox code does to the worker.
+constexpr time_t kAnswerSeconds = 65;
 // A listing bigger than this is refused rather than held in the daemon.
-constexpr size_t kMaxEntries = 1'000'000;
-// The data pipe's size: fewer trips between the daemon and the worker.
-constexpr int kPipeBytes = 1 << 20;
+constexpr size_t kMaxListingBytes = 64 << 20;
+// The data pipe's size: one trip's worth of an upload (routes_files.cc).
+constexpr int kPipeBytes = 256 << 10;
 constexpr const char* kStep = "file operation in the sandbox";
 
 Status set_answer_timeout(int fd) {
@@ -43,7 +44,7 @@ Result<proto::FileReply> next_reply(int session, std::vector<UniqueFd>* fds) {
     return Error{kStep, ECONNRESET, "it ended without an answer (killed, or out of memory)"};
   proto::FileReply reply;
   if (!proto::decode(bytes, &reply)) {
-    if (is_old_init(bytes)) return Error{kStep, ENOSYS, "init too old"};
+    if (is_old_init(bytes)) return Error{kStep, ENOSYS, kNoFileWorkers};
     return Error{kStep, EPROTO, "malformed answer"};
   }
   if (!reply.ok()) return Error{reply.step, reply.errnum, reply.detail};
@@ -66,7 +67,9 @@ Result<DataPipe> data_pipe() {
 }  // namespace
 
 Result<FileResult> run(const fs::path& control_socket, const FileRequest& request) {
-  auto session = connect_control(control_socket);
+  auto session = connect_control(control_socket, /*wait=*/false);
+  if (!session && session.error().errnum == EAGAIN)
+    return Error{kStep, EBUSY, "its init is not taking requests (try again)"};
   if (!session) return session.error();
   if (auto s = set_answer_timeout(session->get()); !s) return s.error();
   const bool writes = request.op == FileOp::kWrite;
@@ -85,13 +88,18 @@ Result<FileResult> run(const fs::path& control_socket, const FileRequest& reques
     return s.error();
   pipe.read.reset();
   FileResult result;
+  size_t listed_bytes = 0;
   for (;;) {
     std::vector<UniqueFd> received;
     auto reply = next_reply(session->get(), &received);
     if (!reply) return reply.error();
-    if (result.entries.size() + reply->entries.size() > kMaxEntries)
-      return Error{"list", E2BIG, "more than a million entries: list fewer levels"};
-    for (auto& entry : reply->entries) result.entries.push_back(std::move(entry));
+    for (auto& entry : reply->entries) {
+      listed_bytes += sizeof entry + entry.name.size() + entry.path.size() +
+                      entry.symlink_target.size() + entry.owner.size() + entry.group.size();
+      if (listed_bytes > kMaxListingBytes)
+        return Error{"list", E2BIG, "over 64 MiB of entries: list fewer levels"};
+      result.entries.push_back(std::move(entry));
+    }
     if (!received.empty()) result.fd = std::move(received.front());
     if (writes && !reply->done) {
       result.data = std::move(pipe.write);
@@ -102,11 +110,21 @@ Result<FileResult> run(const fs::path& control_socket, const FileRequest& reques
   }
 }
 
-Result<uint64_t> finish_write(int session) {
+Result<uint64_t> outcome(int session) {
   std::vector<UniqueFd> received;
   auto reply = next_reply(session, &received);
   if (!reply) return reply.error();
   return reply->written;
+}
+
+// The commit goes before the pipe's EOF, so the worker finds it there.
+Result<uint64_t> finish_write(FileResult& io, uint64_t sent) {
+  proto::FileReply commit;
+  commit.written = sent;
+  const Status committed = proto::send_message(io.session.get(), proto::encode(commit), {});
+  io.data.reset();
+  if (!committed) return committed.error();
+  return outcome(io.session.get());
 }
 
 }  // namespace abx::runtime::file_client

@@ -13,11 +13,15 @@ namespace abx::runtime::file_client {
 
 // Runs `request` through the init listening at `control_socket`. kWrite
 // returns once the file is open, with `data` (a pipe, non-blocking) and
-// `session` set: write the data, close it, then finish_write. ENOSYS: that
-// init predates file workers.
+// `session` set: write the data, then finish_write. Closing both instead
+// abandons the file (the worker removes it). ENOSYS with detail
+// kNoFileWorkers: that init predates file workers.
 Result<FileResult> run(const fs::path& control_socket, const FileRequest& request);
 
-// After the data pipe is closed: the worker's last answer, the bytes it wrote.
-Result<uint64_t> finish_write(int session);
+// Commits the `sent` bytes (closing `data`) and waits for the worker's last
+// answer: the bytes it wrote.
+Result<uint64_t> finish_write(FileResult& io, uint64_t sent);
+// After the worker stopped reading the pipe: why (its last answer).
+Result<uint64_t> outcome(int session);
 
 }  // namespace abx::runtime::file_client

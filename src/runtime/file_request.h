@@ -49,6 +49,10 @@ struct FileRequest {
   uint32_t mode = 0;   // kWrite: permission bits to set; 0 keeps 0644
 };
 
+// The Error detail of a file_op that this sandbox cannot run (ENOSYS): its
+// init predates file workers, or it is a test double.
+inline constexpr const char* kNoFileWorkers = "no file workers";
+
 struct FileResult {
   std::vector<EntryInfo> entries;  // kStat, kList
   UniqueFd fd;                     // kOpenDir

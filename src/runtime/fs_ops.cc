@@ -263,7 +263,9 @@ Status remove(int root, const std::string& path) {
 // O_NONBLOCK keeps a FIFO planted at the path from blocking the open; the
 // check on the opened fd then refuses it, and a /proc or /sys file (say
 // /proc/mtrr, through a link the sandbox planted), before a byte is written.
-Result<UniqueFd> create_file(int root, const std::string& path) {
+// A link at the final name is followed (inside the root); the parent is
+// kept so that an abandoned file can be removed by its name there.
+Result<CreatedFile> create_file(int root, const std::string& path) {
   const auto [parent_path, name] = split_last(path);
   if (!names_an_entry(name)) return Error{"open", EISDIR, path};
   auto parent = make_parents(root, parent_path);
@@ -272,7 +274,17 @@ Result<UniqueFd> create_file(int root, const std::string& path) {
   if (!fd) return fd.error();
   if (auto s = proto::check_readable_file(fd->get(), path); !s) return s.error();
   if (::fcntl(fd->get(), F_SETFL, 0) != 0) return Error::from_errno("open", path);
-  return fd;
+  return CreatedFile{std::move(*fd), std::move(*parent), name};
+}
+
+void remove_created(const CreatedFile& created) {
+  struct stat file {
+  }, named{};
+  if (::fstat(created.file.get(), &file) != 0 ||
+      ::fstatat(created.parent.get(), created.name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0)
+    return;
+  if (file.st_dev == named.st_dev && file.st_ino == named.st_ino)
+    (void)::unlinkat(created.parent.get(), created.name.c_str(), 0);
 }
 
 Result<UniqueFd> open_regular(int root, const std::string& path) {

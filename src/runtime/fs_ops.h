@@ -44,7 +44,15 @@ Status remove(int root, const std::string& path);
 // A regular file created (0644) or truncated for writing, parents made
 // (0755). Refused before a byte is written when the opened file is on /proc
 // or /sys, a device, FIFO or socket (see proto::check_readable_file).
-Result<UniqueFd> create_file(int root, const std::string& path);
+struct CreatedFile {
+  UniqueFd file;
+  UniqueFd parent;  // the directory it was made in (O_PATH), and its name there
+  std::string name;
+};
+Result<CreatedFile> create_file(int root, const std::string& path);
+// Removes a file create_file made, by its name in that directory, if the
+// name still is that file: a link swapped in meanwhile is left alone.
+void remove_created(const CreatedFile& created);
 // A regular file (not /proc, /sys, a device, FIFO or socket) opened O_RDONLY.
 Result<UniqueFd> open_regular(int root, const std::string& path);
 Result<UniqueFd> open_dir(int root, const std::string& path);

@@ -105,9 +105,32 @@ Result<UniqueFd> LocalSandbox::open_as(const std::string& path, uint32_t uid, ui
 }
 
 // A connection of its own: a file operation may take a while, and never
-// holds up spawns and signals on the shared one.
+// holds up spawns and signals on the shared one. At most a few at once per
+// sandbox: each holds a daemon thread until it answers, and sandbox code can
+// make that take up to the worker's deadline. A burst waits a moment for a
+// turn (operations normally take a millisecond or two), then is refused.
 Result<FileResult> LocalSandbox::file_op(const FileRequest& request) const {
-  return file_client::run(record_.state_dir / kControlSocketName, request);
+  constexpr int kMaxFileOps = 4;
+  constexpr auto kTurnWait = std::chrono::seconds(2);
+  {
+    std::unique_lock lock(file_ops_mutex_);
+    if (!file_op_ended_.wait_for(lock, kTurnWait, [&] { return file_ops_ < kMaxFileOps; })) {
+      Error busy =
+          Error::with_message("sandbox " + record_.id + " has " + std::to_string(kMaxFileOps) +
+                                  " file operations in progress: retry when one has finished",
+                              kErrQuota);
+      busy.retry_after_s = 1;
+      return busy;
+    }
+    ++file_ops_;
+  }
+  auto result = file_client::run(record_.state_dir / kControlSocketName, request);
+  {
+    std::lock_guard lock(file_ops_mutex_);
+    --file_ops_;
+  }
+  file_op_ended_.notify_one();
+  return result;
 }
 
 Result<ControlSocket> control_socket(const fs::path& path, const std::string& step) {
@@ -121,13 +144,16 @@ Result<ControlSocket> control_socket(const fs::path& path, const std::string& st
   return out;
 }
 
-Result<UniqueFd> connect_control(const fs::path& socket_path) {
+Result<UniqueFd> connect_control(const fs::path& socket_path, bool wait) {
   const std::string step = "connect sandbox control socket";
   auto sock = control_socket(socket_path, step);
   if (!sock) return sock.error();
+  const int fd = sock->fd.get();
+  if (!wait && ::fcntl(fd, F_SETFL, O_NONBLOCK) != 0) return Error::from_errno(step);
   const auto* addr = reinterpret_cast<const sockaddr*>(&sock->address);
-  if (::connect(sock->fd.get(), addr, sizeof sock->address) != 0)
+  if (::connect(fd, addr, sizeof sock->address) != 0)
     return Error::from_errno(step, socket_path.string());
+  if (!wait && ::fcntl(fd, F_SETFL, 0) != 0) return Error::from_errno(step);
   return std::move(sock->fd);
 }
 

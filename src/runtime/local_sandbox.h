@@ -5,6 +5,7 @@
 
 #include <sys/un.h>
 
+#include <condition_variable>
 #include <mutex>
 #include <vector>
 
@@ -46,6 +47,10 @@ class LocalSandbox final : public Sandbox {
 
   SandboxRecord record_;
   mutable std::mutex mutex_;  // one request in flight on the control connection
+  // File operations in flight (file_op), and a wait for one to end.
+  mutable std::mutex file_ops_mutex_;
+  mutable std::condition_variable file_op_ended_;
+  mutable int file_ops_ = 0;
   UniqueFd control_;
   Held held_;
   user::IdMap ids_;
@@ -55,8 +60,9 @@ class LocalSandbox final : public Sandbox {
 // The control socket's name in a sandbox's state dir.
 inline constexpr const char* kControlSocketName = "ctl.sock";
 
-// Connects to the control socket in a sandbox's state dir.
-Result<UniqueFd> connect_control(const fs::path& socket_path);
+// Connects to the control socket in a sandbox's state dir. Without `wait`,
+// a full backlog (init not accepting) is EAGAIN at once.
+Result<UniqueFd> connect_control(const fs::path& socket_path, bool wait = true);
 // A SEQPACKET socket and the address of the control socket at `path`; `step`
 // names the failure ("bind …", "connect …") when the path is too long.
 struct ControlSocket {

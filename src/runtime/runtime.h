@@ -131,7 +131,7 @@ class Sandbox {
   // sandbox_fs::FileWriter). Thread-safe. ENOSYS: this sandbox cannot (its
   // init predates file workers).
   virtual Result<FileResult> file_op(const FileRequest& /*request*/) const {
-    return Error{"file operation in the sandbox", ENOSYS, {}};
+    return Error{"file operation in the sandbox", ENOSYS, kNoFileWorkers};
   }
 
   // An O_PATH directory fd of the sandbox's root as the host sees it; use it

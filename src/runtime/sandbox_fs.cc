@@ -24,7 +24,7 @@ namespace abx::runtime::sandbox_fs {
 namespace {
 
 // How long a write waits for the sandbox to take data before giving up.
-constexpr int kStalledWriteMs = 60'000;
+constexpr int kStalledWriteMs = 30'000;
 
 // Sandbox root may override file permissions inside its sandbox; so may the
 // daemon acting for it. Changing the fsuid away from 0 drops these
@@ -104,7 +104,7 @@ FileRequest request(FileOp op, const std::string& path, uint32_t uid) {
 
 // True when the sandbox's init cannot run file workers: serve from the host.
 bool predates_workers(const Result<FileResult>& result) {
-  return !result && result.error().errnum == ENOSYS;
+  return !result && result.error().errnum == ENOSYS && result.error().detail == kNoFileWorkers;
 }
 
 Status status_of(const Result<FileResult>& result) {
@@ -134,15 +134,14 @@ Result<UniqueFd> open_read_on_host(const Sandbox& sb, const std::string& path, u
   return fs_ops::open_regular(sb.root_fd(), path);
 }
 
-// Served from the host: the file itself stands in for the pipe.
-Result<FileResult> start_write_on_host(const Sandbox& sb, const std::string& path,
-                                       uint32_t owner_uid) {
+// Served from the host: the file itself, no pipe.
+Result<std::unique_ptr<fs_ops::CreatedFile>> start_write_on_host(const Sandbox& sb,
+                                                                 const std::string& path,
+                                                                 uint32_t owner_uid) {
   const ActingAs owner(sb, owner_uid);
-  auto file = fs_ops::create_file(sb.root_fd(), path);
-  if (!file) return file.error();
-  FileResult io;
-  io.data = std::move(*file);
-  return io;
+  auto created = fs_ops::create_file(sb.root_fd(), path);
+  if (!created) return created.error();
+  return std::make_unique<fs_ops::CreatedFile>(std::move(*created));
 }
 
 // Depth-first in name order: "/" sorts before every other character, so a
@@ -157,8 +156,21 @@ bool walk_order(const EntryInfo& a, const EntryInfo& b) {
 
 }  // namespace
 
+FileWriter::FileWriter(Target target, FileResult io)
+    : target_(std::move(target)), io_(std::move(io)) {}
+FileWriter::FileWriter(Target target, std::unique_ptr<fs_ops::CreatedFile> on_host)
+    : target_(std::move(target)), on_host_(std::move(on_host)) {}
+FileWriter::FileWriter(FileWriter&&) noexcept = default;
+
+// Closing the pipe and the session without a commit is the worker's sign to
+// remove the file; from the host it is removed here, by the name it was made
+// under (a quick unlinkat).
+FileWriter::~FileWriter() {
+  if (!done_ && on_host_) fs_ops::remove_created(*on_host_);
+}
+
 Status FileWriter::write(std::string_view data) {
-  if (!io_.session.valid()) return write_all(io_.data.get(), data, "write", path_);
+  if (on_host_) return write_all(on_host_->file.get(), data, "write", target_.path);
   while (!data.empty()) {
     const ssize_t n = ::write(io_.data.get(), data.data(), data.size());
     if (n > 0) {
@@ -167,54 +179,47 @@ Status FileWriter::write(std::string_view data) {
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EPIPE) return worker_outcome();
-    if (n < 0 && errno != EAGAIN) return Error::from_errno("write", path_);
+    if (n < 0 && errno == EPIPE) {  // the worker stopped reading: it says why
+      auto why = file_client::outcome(io_.session.get());
+      return stopped(why ? Error{"write", EPIPE, target_.path} : why.error());
+    }
+    if (n < 0 && errno != EAGAIN) return Error::from_errno("write", target_.path);
     pollfd ready{io_.data.get(), POLLOUT, 0};
     const int polled = ::poll(&ready, 1, kStalledWriteMs);
     if (polled == 0)
-      return Error{"write", ETIMEDOUT, path_ + ": the sandbox took no data for 60 s"};
-    if (polled < 0 && errno != EINTR) return Error::from_errno("write", path_);
+      return Error{"write", ETIMEDOUT, target_.path + ": the sandbox took no data for 30 s"};
+    if (polled < 0 && errno != EINTR) return Error::from_errno("write", target_.path);
   }
   return {};
 }
 
-// The worker's last answer: the bytes it wrote, or why it stopped (out of
-// disk, say). Writes are charged to the sandbox's memory, and its disk is
-// RAM: a worker that ends without an answer was killed for want of memory.
-Result<uint64_t> FileWriter::outcome() {
-  auto written = file_client::finish_write(io_.session.get());
-  io_.session.reset();
-  if (written || written.error().errnum != ECONNRESET) return written;
-  return Error::with_message("writing '" + path_ +
-                                 "' stopped: the sandbox is out of memory (what its disk "
-                                 "holds counts toward its memory limit); free some or ask "
-                                 "for more memory",
+// A worker that ends without an answer was killed: for want of memory most
+// likely (writes are charged to the sandbox, and its disk is RAM). What it
+// left is removed as the user it wrote as.
+Error FileWriter::stopped(const Error& error) {
+  if (error.errnum != ECONNRESET) return error;
+  io_ = FileResult{};
+  (void)target_.sandbox->file_op(request(FileOp::kRemove, target_.path, target_.owner_uid));
+  return Error::with_message("writing '" + target_.path +
+                                 "' stopped: its writer in the sandbox was killed, most likely "
+                                 "for want of memory (what the sandbox's disk holds counts "
+                                 "toward its memory limit); free some or ask for more memory",
                              ENOSPC);
 }
 
-// The worker stopped reading: it says why.
-Status FileWriter::worker_outcome() {
-  io_.data.reset();
-  auto written = outcome();
-  if (!written) return written.error();
-  return Error{"write", EPIPE, path_ + ": the sandbox stopped taking data"};
-}
-
 Status FileWriter::finish() {
-  if (!io_.session.valid()) {
-    if (mode_ != 0 && ::fchmod(io_.data.get(), mode_ & 07777) != 0)
-      return Error::from_errno("chmod", path_);
-    if (::fsync(io_.data.get()) != 0 && errno != EINVAL) return Error::from_errno("sync", path_);
-    io_.data.reset();
+  if (on_host_) {
+    const int file = on_host_->file.get();
+    if (target_.mode != 0 && ::fchmod(file, target_.mode & 07777) != 0)
+      return Error::from_errno("chmod", target_.path);
+    if (::fsync(file) != 0 && errno != EINVAL) return Error::from_errno("sync", target_.path);
+    done_ = true;
     return {};
   }
-  io_.data.reset();  // the worker's EOF
-  auto written = outcome();
-  if (!written) return written.error();
-  if (*written != sent_)
-    return Error{"write", EIO,
-                 path_ + ": " + std::to_string(*written) + " of " + std::to_string(sent_) +
-                     " bytes written"};
+  auto written = file_client::finish_write(io_, sent_);
+  if (!written) return stopped(written.error());
+  done_ = true;
+  io_ = FileResult{};
   return {};
 }
 
@@ -234,10 +239,15 @@ Result<FileWriter> start_write(const Sandbox& sb, const std::string& path, uint3
   const std::string normalised = absolute_path(path, "/");
   FileRequest write = request(FileOp::kWrite, normalised, owner_uid);
   write.mode = mode;
+  FileWriter::Target target{&sb, normalised, owner_uid, mode};
   auto io = sb.file_op(write);
-  if (predates_workers(io)) io = start_write_on_host(sb, normalised, owner_uid);
+  if (predates_workers(io)) {
+    auto on_host = start_write_on_host(sb, normalised, owner_uid);
+    if (!on_host) return explain_refusal(on_host.error(), path, "written");
+    return FileWriter(std::move(target), std::move(*on_host));
+  }
   if (!io) return explain_refusal(io.error(), path, "written");
-  return FileWriter(std::move(*io), normalised, mode);
+  return FileWriter(std::move(target), std::move(*io));
 }
 
 Result<UniqueFd> open_dir(const Sandbox& sb, const std::string& path) {

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,10 @@
 #include "common/unique_fd.h"
 #include "runtime/file_request.h"
 #include "runtime/runtime.h"
+
+namespace abx::runtime::fs_ops {
+struct CreatedFile;
+}
 
 namespace abx::runtime::sandbox_fs {
 
@@ -37,24 +42,35 @@ Result<UniqueFd> open_read_as(const Sandbox& sb, const std::string& path, uint32
 
 // A file being written: the bytes go through a pipe to the worker inside
 // the sandbox, which writes them as the file's owner (charged to the
-// sandbox). Every call blocks, at most about a minute when the sandbox
-// stops taking data. Dropped without finish(), the file is left partial:
-// remove() it.
+// sandbox). write() and finish() block, at most about a minute when the
+// sandbox stops taking data. Dropped without a successful finish(), the file
+// is removed (by the worker, as the user it wrote as); the destructor never
+// blocks.
 class FileWriter {
  public:
-  FileWriter(FileResult io, std::string path, uint32_t mode)
-      : io_(std::move(io)), path_(std::move(path)), mode_(mode) {}
+  struct Target {
+    const Sandbox* sandbox;
+    std::string path;
+    uint32_t owner_uid;
+    uint32_t mode;
+  };
+  FileWriter(Target target, FileResult io);                                 // through a worker
+  FileWriter(Target target, std::unique_ptr<fs_ops::CreatedFile> on_host);  // served from the host
+  FileWriter(FileWriter&&) noexcept;
+  FileWriter& operator=(FileWriter&&) = delete;
+  ~FileWriter();
+
   Status write(std::string_view data);
   // The file complete and synced, every byte sent accounted for.
   Status finish();
 
  private:
-  Result<uint64_t> outcome();
-  Status worker_outcome();
-  FileResult io_;  // data: the pipe (or, served from the host, the file); session: the worker's
-  std::string path_;
-  uint32_t mode_;  // set at the end when served from the host (the worker does it itself)
+  Error stopped(const Error& error);
+  Target target_;
+  FileResult io_;  // data: the pipe to the worker; session: the worker's answers
+  std::unique_ptr<fs_ops::CreatedFile> on_host_;
   uint64_t sent_ = 0;
+  bool done_ = false;
 };
 
 // Creates or truncates a regular file for writing, creating missing parent

@@ -4,8 +4,10 @@ disk is RAM), never to the daemon's; an upload past that limit fails with a clea
 leaves no partial file; and sandbox code cannot look into the process doing the work."""
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -72,7 +74,7 @@ def test_an_upload_past_the_memory_limit_fails_cleanly(d):
     r = upload(d, sandbox, "/tmp/too-big.bin", os.urandom(MiB) * 200)
     assert r.status_code == 507, r.text
     message = r.json()["message"]
-    assert "out of memory" in message and "/tmp/too-big.bin" in message, message
+    assert "want of memory" in message and "/tmp/too-big.bin" in message, message
     # No partial file is left, and the memory it took is the sandbox's again.
     gone = httpx.get(d.url + "/files", params={"path": "/tmp/too-big.bin"},
                      headers=plane_headers(d, sandbox), timeout=30)
@@ -108,7 +110,7 @@ def test_the_writer_is_a_sandbox_process_that_sandbox_code_cannot_look_into(d):
             lambda: (abx(d, "exec", sid, "--", "sh", "-c", script).stdout or None),
             timeout=30, what="the upload's writer to show among the sandbox's processes")
         # Written as the requested user (uid 1000), from inside the sandbox...
-        assert seen.startswith("Uid:\t1000\t1000\t1000\t1000"), seen
+        assert seen.startswith("Uid:\t0\t0\t0\t1000"), seen
         # ...and not dumpable: the user's own code cannot open its fds or ptrace it.
         assert "fds-readable" not in seen, seen
     finally:
@@ -134,3 +136,54 @@ def test_a_stalled_upload_does_not_hold_the_files_api(d):
     finally:
         finish.set()
         uploader.join(90)
+
+
+def find_writer(d, sid: str) -> int:
+    """The pid (inside the sandbox) of the worker writing an upload."""
+    script = ('for p in /proc/[0-9]*; do n=${p#/proc/}; [ "$n" = 1 ] && continue; '
+              '[ "$n" = $$ ] && continue; case "$(cat $p/comm)" in *abx-init) echo $n;; esac; '
+              'done')
+    out = wait_until(lambda: abx(d, "exec", sid, "--", "sh", "-c", script).stdout.strip() or None,
+                     timeout=30, what="the upload's writer")
+    return int(out.split()[0])
+
+
+def test_sandbox_code_cannot_stop_the_writer_nor_redirect_its_cleanup(d):
+    """An abandoned upload's partial file is removed by the writer, by its name in the
+    directory it made it in: swapping that directory for a link to /etc meanwhile removes
+    nothing there (as root, the daemon once removed /etc/<name> by path)."""
+    sandbox = create(d)
+    sid = sandbox["sandboxID"]
+    ran = abx(d, "exec", "--user", "root", sid, "--", "sh", "-c",
+              "echo keep > /etc/victim && mkdir -p /home/user/d && chown user /home/user/d")
+    assert ran.returncode == 0, ran.stderr
+    started = threading.Event()
+
+    def abandoned_body() -> Iterator[bytes]:
+        yield b"partial\n"
+        started.set()
+        time.sleep(3)
+        raise RuntimeError("the client gives up")  # the connection ends mid-body
+
+    def give_up() -> None:
+        with contextlib.suppress(httpx.HTTPError, RuntimeError):
+            upload(d, sandbox, "/home/user/d/victim", abandoned_body())
+
+    uploader = threading.Thread(target=give_up)
+    uploader.start()
+    try:
+        assert started.wait(30)
+        writer = find_writer(d, sid)
+        # The user's processes may not signal the writer (its real uid is not theirs)...
+        stop = abx(d, "exec", sid, "--", "kill", "-STOP", str(writer))
+        assert stop.returncode != 0 and "not permitted" in stop.stderr, stop.stderr
+        # ...and moving its directory away does not move where the cleanup goes.
+        swapped = abx(d, "exec", sid, "--", "sh", "-c",
+                      "cd /home/user && mv d d.old && ln -s /etc d")
+        assert swapped.returncode == 0, swapped.stderr
+    finally:
+        uploader.join(60)
+    wait_until(lambda: abx(d, "exec", sid, "--", "ls", "/home/user/d.old").stdout == "",
+               timeout=30, what="the partial file to be removed")
+    kept = abx(d, "exec", sid, "--", "cat", "/etc/victim")
+    assert kept.stdout == "keep\n", kept.stderr

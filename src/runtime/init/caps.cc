@@ -40,4 +40,17 @@ Status restrict_for_user_process() {
   return {};
 }
 
+Status keep_only_default_set() {
+  if (auto s = restrict_for_user_process(); !s) return s;
+  cap_t caps = ::cap_init();  // all clear
+  if (caps == nullptr) return Error::from_errno("read capabilities");
+  const bool set = ::cap_set_flag(caps, CAP_PERMITTED, std::size(kKept), kKept, CAP_SET) == 0 &&
+                   ::cap_set_flag(caps, CAP_EFFECTIVE, std::size(kKept), kKept, CAP_SET) == 0 &&
+                   ::cap_set_proc(caps) == 0;
+  const int saved = errno;
+  ::cap_free(caps);
+  if (!set) return Error{"keep Docker's capabilities", saved, {}};
+  return {};
+}
+
 }  // namespace abx::runtime::init::caps

@@ -9,4 +9,10 @@ namespace abx::runtime::init::caps {
 // Call in the forked child, before dropping to the process's uid.
 Status restrict_for_user_process();
 
+// For a child of init that runs no program (a file worker): its permitted
+// and effective sets become Docker's default set too, which an exec would
+// otherwise have done. Call before changing the fsuid (which then drops the
+// file capabilities from the effective set).
+Status keep_only_default_set();
+
 }  // namespace abx::runtime::init::caps

@@ -1,26 +1,32 @@
 #include "runtime/init/file_worker.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include "runtime/fs_ops.h"
+#include "runtime/init/caps.h"
 #include "runtime/init/launch.h"
 
 namespace abx::runtime::init {
 namespace {
 
-// A worker with no progress for this long is ended by SIGALRM: no file in a
-// sandbox can keep one alive, or hold the daemon waiting on it, for longer.
-constexpr unsigned kIdleSeconds = 60;
+// Anything but a write must be done by then: SIGALRM ends it (and init, for
+// a worker that cannot run, kills it; see server.cc).
+constexpr unsigned kOperationSeconds = 60;
 // kList's entries go in messages of about this size (kMaxMessage bounds them).
 constexpr size_t kBatchBytes = 64 * 1024;
-// The worker's two fds, moved here before everything else is closed.
+// The worker's two fds, moved here before anything else happens.
 constexpr int kSessionFd = 3;
 constexpr int kDataFd = 4;
+constexpr int kWorkloadFd = 5;  // until the worker joined the workload group
 
 // What a worker that ran out of time says, encoded beforehand: the SIGALRM
 // handler may only call async-signal-safe functions.
@@ -31,8 +37,9 @@ void on_alarm(int) {
   ::_exit(1);
 }
 
+// A daemon that stopped listening gets nothing more: the worker ends.
 void send(const proto::FileReply& reply, const std::vector<int>& fds = {}) {
-  (void)proto::send_message(kSessionFd, proto::encode(reply), fds);
+  if (!proto::send_message(kSessionFd, proto::encode(reply), fds)) ::_exit(1);
 }
 
 proto::FileReply failure(const Error& error) {
@@ -74,7 +81,6 @@ Result<uint64_t> copy_in(int file) {
   bool use_splice = true;
   std::vector<char> buffer;
   for (;;) {
-    ::alarm(kIdleSeconds);
     ssize_t n = -1;
     if (use_splice) {
       n = ::splice(kDataFd, nullptr, file, nullptr, 1 << 20, SPLICE_F_MOVE);
@@ -98,23 +104,47 @@ Result<uint64_t> copy_in(int file) {
   }
 }
 
+// The daemon's commit, sent before it closed the pipe: the bytes it sent.
+// None (the upload failed or was dropped): the file is abandoned.
+std::optional<uint64_t> commit() {
+  std::string bytes;
+  std::vector<UniqueFd> fds;
+  ::fcntl(kSessionFd, F_SETFL, O_NONBLOCK);
+  auto got = proto::recv_message(kSessionFd, &bytes, &fds);
+  proto::FileReply message;
+  if (!got || !*got || !proto::decode(bytes, &message)) return std::nullopt;
+  return message.written;
+}
+
 // Answers once the file is open (so the daemon hears of a refusal before it
 // sends the body), and again when the pipe ends: the bytes written, the
-// mode set, synced.
+// mode set, synced. An upload that is not committed leaves no file behind:
+// the worker removes what it made, by its name in the directory it made it
+// in, as the user it wrote as.
 void write_file(int root, const FileRequest& request) {
-  auto file = fs_ops::create_file(root, request.path);
-  if (!file) return send(failure(file.error()));
+  auto created = fs_ops::create_file(root, request.path);
+  if (!created) return send(failure(created.error()));
+  const int file = created->file.get();
   proto::FileReply opened;
   opened.done = false;
   send(opened);
-  auto written = copy_in(file->get());
-  if (!written)
+  auto written = copy_in(file);
+  if (!written) {  // out of disk, say: tell the daemon now, it is still sending
+    fs_ops::remove_created(*created);
     return send(failure(Error{written.error().step, written.error().errnum, request.path}));
+  }
+  const std::optional<uint64_t> sent = commit();
+  Status status;
+  if (!sent || *sent != *written) status = Error{"write", EIO, request.path + ": upload abandoned"};
   // After the data: a write by anyone but root clears set-id bits.
-  if (request.mode != 0 && ::fchmod(file->get(), request.mode & 07777) != 0)
-    return send(failure(Error::from_errno("chmod", request.path)));
-  if (::fsync(file->get()) != 0 && errno != EINVAL)
-    return send(failure(Error::from_errno("sync", request.path)));
+  if (status && request.mode != 0 && ::fchmod(file, request.mode & 07777) != 0)
+    status = Error::from_errno("chmod", request.path);
+  if (status && ::fsync(file) != 0 && errno != EINVAL)
+    status = Error::from_errno("sync", request.path);
+  if (!status) {
+    fs_ops::remove_created(*created);
+    return send(failure(status.error()));
+  }
   proto::FileReply done;
   done.written = *written;
   send(done);
@@ -152,66 +182,93 @@ void run(const FileRequest& request) {
   send(failure(Error{"file operation", EINVAL, "unknown operation"}));
 }
 
-// Keeps only the session and data fds, as 3 and 4: nothing init holds (the
-// daemon's control connection, exit pipes) stays within reach of a worker
-// that acts as a sandbox user.
-Status isolate(int session, int data) {
-  const int high_session = ::fcntl(session, F_DUPFD_CLOEXEC, 100);
-  const int high_data = data >= 0 ? ::fcntl(data, F_DUPFD_CLOEXEC, 100) : -1;
-  if (high_session < 0 || (data >= 0 && high_data < 0)) return Error::from_errno("dup");
-  if (::dup2(high_session, kSessionFd) < 0) return Error::from_errno("dup2");
-  if (high_data >= 0 && ::dup2(high_data, kDataFd) < 0) return Error::from_errno("dup2");
-  if (high_data < 0) ::close(kDataFd);
-  ::close_range(kDataFd + 1, ~0U, 0);
+// Keeps only the session, data and workload cgroup fds (-1: none), as 3, 4
+// and 5: nothing else init holds (the daemon's control connection, exit
+// pipes) stays within reach of the worker. First thing after the fork.
+bool isolate(int session, int data, int workload) {
+  const int wanted[] = {session, data, workload};
+  int high[3] = {-1, -1, -1};
+  for (int i = 0; i < 3; ++i)
+    if (wanted[i] >= 0 && (high[i] = ::fcntl(wanted[i], F_DUPFD_CLOEXEC, 100)) < 0) return false;
+  for (int i = 0; i < 3; ++i) {
+    if (high[i] < 0) {
+      ::close(kSessionFd + i);
+    } else if (::dup2(high[i], kSessionFd + i) < 0) {
+      return false;
+    }
+  }
+  ::close_range(kWorkloadFd + 1, ~0U, 0);
+  return true;
+}
+
+// Acts as sandbox user uid/gid through the filesystem ids only: permission
+// checks and new files' owners are that user's, while the real and saved
+// uid stay root's, so the user's own processes cannot signal or trace the
+// worker. Capabilities become Docker's set first; an fsuid other than 0
+// then drops the file ones (overriding permissions) from it.
+Status act_as(uid_t uid, gid_t gid, bool set_groups) {
+  if (auto s = caps::keep_only_default_set(); !s) return s;
+  if (set_groups && ::setgroups(1, &gid) != 0) return Error::from_errno("setgroups");
+  ::setfsgid(gid);
+  ::setfsuid(uid);
+  if (static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != uid ||
+      static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != gid)
+    return Error{"act as uid " + std::to_string(uid), EPERM, {}};
+  // Not dumpable (after the id change, which resets it): no process of the
+  // sandbox may ptrace the worker or open its fds through /proc.
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return Error::from_errno("prctl");
   return {};
 }
 
-[[noreturn]] void worker(int session, int data, const FileRequest& request,
-                         const proto::InitConfig& config) {
-  int reply_fd = session;
+[[noreturn]] void worker(int session, int data, int workload_procs, const FileRequest& request,
+                         bool full_id_map) {
   // Writes are charged to the sandbox's workload group, like the files its
   // own processes write. The rest use next to nothing and stay in init's
   // group, the sandbox's too but with headroom: a sandbox whose disk (RAM)
   // filled its memory can still have files removed to free it.
   const bool writes = request.op == FileOp::kWrite;
-  Status ready = become_workload(writes ? config.workload_procs_fd : -1);
-  if (ready) ready = isolate(session, data);
-  if (ready) reply_fd = kSessionFd;
-  const bool full = config.full_id_map;
-  if (ready) ready = become_user(full ? request.uid : 0, full ? request.gid : 0, full);
-  // Not dumpable (set after the id change, which resets it): the user's own
-  // processes can neither ptrace the worker nor open its fds through /proc.
-  if (ready && ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) ready = Error::from_errno("prctl");
+  const bool joins = writes && workload_procs >= 0;
+  if (!isolate(session, data, joins ? workload_procs : -1)) ::_exit(1);
+  Status ready = become_workload(joins ? kWorkloadFd : -1);
+  ::close(kWorkloadFd);
+  if (ready)
+    ready = act_as(full_id_map ? request.uid : 0, full_id_map ? request.gid : 0, full_id_map);
   if (!ready) {
-    (void)proto::send_message(reply_fd, proto::encode(failure(ready.error())), {});
+    send(failure(ready.error()));
     ::_exit(1);
   }
-  // An answer even then, so that ending without one means killed (by the
-  // OOM killer, most likely).
-  timed_out_reply = proto::encode(
-      failure(Error{"file operation", ETIMEDOUT, request.path + ": no progress for 60 s"}));
-  ::signal(SIGALRM, on_alarm);
-  ::alarm(kIdleSeconds);
+  if (!writes) {
+    // An answer even then, so that ending without one means killed.
+    timed_out_reply = proto::encode(
+        failure(Error{"file operation", ETIMEDOUT, request.path + ": not done in 60 s"}));
+    ::signal(SIGALRM, on_alarm);
+    ::alarm(kOperationSeconds);
+  }
   run(request);
   ::_exit(0);
 }
 
 }  // namespace
 
-void start_file_worker(UniqueFd session, const FileRequest& request, std::vector<UniqueFd> fds,
-                       const proto::InitConfig& config) {
+pid_t start_file_worker(UniqueFd session, const FileRequest& request, std::vector<UniqueFd> fds,
+                        const proto::InitConfig& config) {
   const bool writes = request.op == FileOp::kWrite;
   if (writes != (fds.size() == 1)) {
     (void)proto::send_message(
         session.get(), proto::encode(failure(Error{"file operation", EINVAL, "malformed request"})),
         {});
-    return;
+    return -1;
   }
   const int data = writes ? fds.front().get() : -1;
   const pid_t pid = ::fork();
-  if (pid == 0) worker(session.get(), data, request, config);
+  if (pid == 0) worker(session.get(), data, config.workload_procs_fd, request, config.full_id_map);
   if (pid < 0)
     (void)proto::send_message(session.get(), proto::encode(failure(Error::from_errno("fork"))), {});
+  return pid;
+}
+
+uint32_t operation_deadline_seconds(const FileRequest& request) {
+  return request.op == FileOp::kWrite ? 0 : kOperationSeconds + 5;
 }
 
 }  // namespace abx::runtime::init

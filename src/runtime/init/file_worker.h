@@ -6,6 +6,9 @@
 // mount, a huge tree) never stalls it.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <vector>
 
 #include "common/unique_fd.h"
@@ -15,8 +18,12 @@ namespace abx::runtime::init {
 
 // `fds`: for kWrite, the read end of the data pipe. Init's copies of the
 // session and fds are closed when this returns; a fork failure is answered
-// on the session.
-void start_file_worker(UniqueFd session, const FileRequest& request, std::vector<UniqueFd> fds,
-                       const proto::InitConfig& config);
+// on the session. The worker's pid, or -1.
+pid_t start_file_worker(UniqueFd session, const FileRequest& request, std::vector<UniqueFd> fds,
+                        const proto::InitConfig& config);
+
+// How long init lets the worker run before it kills it (even stopped), in
+// seconds; 0 for a write, which ends when the daemon hangs up instead.
+uint32_t operation_deadline_seconds(const FileRequest& request);
 
 }  // namespace abx::runtime::init

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -151,8 +152,22 @@ Result<UniqueFd> open_pty(const ProcessSpec& spec, std::string* slave) {
   return master;
 }
 
+// How long a new process may take to reach its exec. Init serves nothing
+// meanwhile, and sandbox root could stop the child before it gets there.
+constexpr int kExecWaitMs = 30'000;
+
 // Empty pipe at EOF: the child exec'd. Otherwise it says what failed.
 Status child_outcome(int report_read, pid_t pid) {
+  pollfd ready{report_read, POLLIN, 0};
+  int polled;
+  do polled = ::poll(&ready, 1, kExecWaitMs);
+  while (polled < 0 && errno == EINTR);
+  if (polled == 0) {
+    ::kill(pid, SIGKILL);  // not reaped yet: the pid is still this child's
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return Error{"spawn", ETIMEDOUT, "the process did not start within 30 s"};
+  }
   ChildFailure f;
   ssize_t n;
   do n = ::read(report_read, &f, sizeof f);

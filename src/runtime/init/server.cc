@@ -1,5 +1,6 @@
 #include "runtime/init/server.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -7,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "runtime/init/file_worker.h"
@@ -16,6 +20,8 @@
 
 namespace abx::runtime::init {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 class Server {
  public:
@@ -26,11 +32,17 @@ class Server {
     for (;;) {
       std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
       for (const auto& c : clients_) fds.push_back({c.get(), POLLIN, 0});
-      if (::poll(fds.data(), fds.size(), -1) < 0) continue;  // EINTR
+      const size_t first_worker = fds.size();
+      for (const auto& [pid, w] : workers_)
+        if (!w.hung_up) fds.push_back({w.session.get(), 0, 0});  // POLLHUP: the daemon hung up
+      if (::poll(fds.data(), fds.size(), next_deadline_ms()) < 0) continue;  // EINTR
       if (fds[1].revents) reap();
       if (fds[0].revents) accept_client();
-      for (size_t i = 2; i < fds.size(); ++i)
+      for (size_t i = 2; i < first_worker; ++i)
         if (fds[i].revents) serve_client(fds[i].fd);
+      for (size_t i = first_worker; i < fds.size(); ++i)
+        if (fds[i].revents) hung_up(fds[i].fd);
+      kill_late_workers();
       std::erase_if(clients_, [](const UniqueFd& c) { return !c.valid(); });
     }
   }
@@ -57,7 +69,7 @@ class Server {
     UniqueFd opened;
     const bool decoded = proto::decode(bytes, &request);
     if (decoded && request.type == proto::RequestType::kFile) {
-      start_file_worker(take(fd), request.file, std::move(fds), config_);
+      start_worker(take(fd), request.file, std::move(fds));
       return;
     }
     if (!decoded) {
@@ -94,6 +106,58 @@ class Server {
     return {};
   }
 
+  // A file worker (file_worker.h), watched through a copy of its session: a
+  // worker is killed, even a stopped one, once the daemon hangs up or its
+  // deadline passes, so nothing in the sandbox can keep one (and the daemon
+  // thread waiting on it) for longer.
+  struct Worker {
+    UniqueFd session;
+    std::optional<Clock::time_point> deadline;
+    bool hung_up = false;  // the daemon closed the session
+    bool killed = false;
+  };
+  // A writer whose daemon hung up removes its partial file, then exits.
+  static constexpr auto kCleanupGrace = std::chrono::seconds(10);
+
+  void start_worker(UniqueFd session, const FileRequest& request, std::vector<UniqueFd> fds) {
+    UniqueFd watch(::fcntl(session.get(), F_DUPFD_CLOEXEC, 0));
+    const pid_t pid = start_file_worker(std::move(session), request, std::move(fds), config_);
+    if (pid <= 0 || !watch.valid()) return;
+    Worker& worker = workers_[pid];
+    worker.session = std::move(watch);
+    if (const uint32_t seconds = operation_deadline_seconds(request))
+      worker.deadline = Clock::now() + std::chrono::seconds(seconds);
+  }
+
+  void hung_up(int session) {
+    const auto grace_end = Clock::now() + kCleanupGrace;
+    for (auto& [pid, worker] : workers_) {
+      if (worker.session.get() != session) continue;
+      worker.hung_up = true;
+      if (!worker.deadline || *worker.deadline > grace_end) worker.deadline = grace_end;
+    }
+  }
+
+  // The pid is still ours: a worker leaves workers_ only when reaped.
+  void kill_late_workers() {
+    const auto now = Clock::now();
+    for (auto& [pid, worker] : workers_) {
+      if (worker.killed || !worker.deadline || *worker.deadline > now) continue;
+      ::kill(pid, SIGKILL);
+      worker.killed = true;
+    }
+  }
+
+  int next_deadline_ms() const {
+    std::optional<Clock::time_point> next;
+    for (const auto& [pid, worker] : workers_)
+      if (!worker.killed && worker.deadline && (!next || *worker.deadline < *next))
+        next = worker.deadline;
+    if (!next) return -1;
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now());
+    return static_cast<int>(std::max<int64_t>(0, wait.count()));
+  }
+
   // Every spawned process leads its own session and process group: signal
   // the whole group, so `bash -c 'sleep 100'` dies with its sleep and SIGINT
   // reaches a shell's foreground child. A pid that leads no group (one the
@@ -112,6 +176,7 @@ class Server {
     int status = 0;
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      workers_.erase(pid);
       auto it = exit_pipes_.find(pid);
       if (it == exit_pipes_.end()) continue;
       const int32_t value = status;
@@ -137,6 +202,7 @@ class Server {
   const proto::InitConfig& config_;
   std::vector<UniqueFd> clients_;
   std::map<pid_t, UniqueFd> exit_pipes_;
+  std::map<pid_t, Worker> workers_;
 };
 
 }  // namespace
