@@ -34,8 +34,15 @@ std::string bash_request_line(const ExecuteRequest& request) {
                      bash_ansi_c_quote(after));
 }
 
-const std::array<Language, 3>& languages() {
-  static const std::array<Language, 3> table = {{
+// E2B's SDKs and kernels accept these short names too.
+struct Alias {
+  std::string_view alias;
+  std::string_view language;
+};
+constexpr std::array<Alias, 2> kAliases = {{{"js", "javascript"}, {"ts", "typescript"}}};
+
+const std::array<Language, 4>& languages() {
+  static const std::array<Language, 4> table = {{
       {"python",
        {"/usr/bin/env", "python3", "-u", "-c", std::string(python_driver_source())},
        json_request_line,
@@ -47,6 +54,15 @@ const std::array<Language, 3>& languages() {
        "command -v node",
        "javascript contexts need `node` in the sandbox; this template has none (use a template "
        "with nodejs installed)"},
+      // The JavaScript driver, told to strip each cell's types first.
+      {"typescript",
+       {"/usr/bin/env", "node", "-e", std::string(javascript_driver_source()), "typescript"},
+       json_request_line,
+       "command -v node && { test -d /usr/share/nodejs/typescript || node -e "
+       "\"require.resolve('typescript')\"; }",
+       "typescript contexts need `node` and the typescript package in the sandbox; this template "
+       "lacks them (use code-interpreter-v1, or a template with Debian's nodejs and "
+       "node-typescript installed)"},
       {"bash",
        {"/bin/bash", "--noprofile", "--norc", "-c", std::string(bash_driver_source())},
        bash_request_line,
@@ -59,11 +75,16 @@ const std::array<Language, 3>& languages() {
 }  // namespace
 
 Result<const Language*> find_language(std::string_view name) {
+  for (const Alias& alias : kAliases) {
+    if (alias.alias == name) name = alias.language;
+  }
   for (const Language& language : languages()) {
     if (language.name == name) return &language;
   }
   return Error{"context language", EINVAL,
-               fmt::format("unknown language '{}'; known: python, javascript, bash", name)};
+               fmt::format("unknown language '{}'; known: python, javascript (js), "
+                           "typescript (ts), bash",
+                           name)};
 }
 
 std::string bash_ansi_c_quote(std::string_view text) {

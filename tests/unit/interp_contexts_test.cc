@@ -28,7 +28,8 @@ TEST_F(InterpContexts, UnknownLanguageIsRejectedWithTheKnownOnes) {
   ASSERT_FALSE(info.ok());
   EXPECT_EQ(info.error().step, "context language");
   EXPECT_EQ(info.error().errnum, EINVAL);
-  EXPECT_EQ(info.error().detail, "unknown language 'cobol'; known: python, javascript, bash");
+  EXPECT_EQ(info.error().detail,
+            "unknown language 'cobol'; known: python, javascript (js), typescript (ts), bash");
   ExecuteRequest request{.code = "1", .language = "cobol"};
   EXPECT_EQ(run(*interpreter, request).status.error().errnum, EINVAL);
 }
@@ -134,6 +135,15 @@ TEST_F(InterpJavascript, CompletionValueStateConsoleAndErrors) {
   EXPECT_EQ(thrown.first("error")["name"], "TypeError");
   EXPECT_EQ(thrown.first("error")["value"], "bad");
   EXPECT_EQ(run(*interpreter, "a", id).main_text(), "2");
+}
+
+TEST_F(InterpJavascript, JsIsAnAliasSharingTheDefaultContext) {
+  auto info = interpreter->create_context("js", "");
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(info->language, "javascript");
+  run(*interpreter, ExecuteRequest{.code = "globalThis.shared = 5", .language = "javascript"});
+  auto r = run(*interpreter, ExecuteRequest{.code = "shared", .language = "js"});
+  EXPECT_EQ(r.main_text(), "5");
 }
 
 TEST_F(InterpJavascript, TimeoutInterruptsALoop) {
