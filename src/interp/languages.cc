@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
@@ -72,14 +74,26 @@ const std::array<Language, 4>& languages() {
   return table;
 }
 
+// As E2B's server normalizes a language: surrounding blanks dropped, lower case.
+std::string normalized_language(std::string_view name) {
+  const auto first = name.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return "";
+  name = name.substr(first, name.find_last_not_of(" \t\r\n") - first + 1);
+  std::string lower(name);
+  std::ranges::transform(lower, lower.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const Alias& alias : kAliases) {
+    if (alias.alias == lower) return std::string(alias.language);
+  }
+  return lower;
+}
+
 }  // namespace
 
 Result<const Language*> find_language(std::string_view name) {
-  for (const Alias& alias : kAliases) {
-    if (alias.alias == name) name = alias.language;
-  }
+  const std::string wanted = normalized_language(name);
   for (const Language& language : languages()) {
-    if (language.name == name) return &language;
+    if (language.name == wanted) return &language;
   }
   return Error{"context language", EINVAL,
                fmt::format("unknown language '{}'; known: python, javascript (js), "

@@ -34,6 +34,15 @@ TEST_F(InterpContexts, UnknownLanguageIsRejectedWithTheKnownOnes) {
   EXPECT_EQ(run(*interpreter, request).status.error().errnum, EINVAL);
 }
 
+TEST_F(InterpContexts, LanguageNamesAreNormalizedAsE2BDoes) {
+  auto info = interpreter->create_context(" Python\n", "");
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(info->language, "python");
+  auto bash = interpreter->create_context("BASH", "");
+  ASSERT_TRUE(bash.ok()) << bash.error().message();
+  EXPECT_EQ(bash->language, "bash");
+}
+
 TEST_F(InterpContexts, JavascriptWithoutNodeSaysSo) {
   auto without_node = Interpreter::create(sandbox, {{"PATH", "/nonexistent"}});
   auto info = without_node->create_context("javascript", "");
@@ -92,8 +101,9 @@ TEST_F(InterpContexts, BashKeepsShellStateAndReportsExitCodes) {
   auto second = run(*interpreter, "printf '%s' \"$X $(pwd)\"", id);
   EXPECT_EQ(second.joined("stdout"), "5 /");
   auto failed = run(*interpreter, "ls /no/such/dir", id);
-  EXPECT_EQ(failed.first("error")["name"], "ExitCode");
+  EXPECT_EQ(failed.first("error")["name"], "");  // as E2B's bash kernel has it
   EXPECT_EQ(failed.first("error")["value"], "2");
+  EXPECT_EQ(failed.first("error")["traceback"], "");
   EXPECT_EQ(failed.first("number_of_executions")["execution_count"], 3);
   EXPECT_TRUE(failed.ended());
 }
