@@ -215,11 +215,35 @@ function rewriteStatement(code, statement, isLast, hoisted, functions) {
   }
 }
 
+function collectNodes(node, type, found) {
+  if (node.type === type) found.push(node);
+  for (const child of Object.values(node)) {
+    if (Array.isArray(child)) {
+      for (const item of child) if (isNode(item)) collectNodes(item, type, found);
+    } else if (isNode(child)) collectNodes(child, type, found);
+  }
+  return found;
+}
+
+// import(specifier) in a vm Script needs a loader callback, which node only
+// takes with --experimental-vm-modules; the driver's own import() serves it.
+function withDynamicImports(code, program) {
+  const calls = collectNodes(program, 'ImportExpression', []);
+  let rewritten = code;
+  for (const call of calls.sort((a, b) => b.start - a.start)) {
+    rewritten = `${rewritten.slice(0, call.start)}__abx_import.dynamic${rewritten.slice(call.start + 6)}`;
+  }
+  return rewritten;
+}
+
 // The cell as a vm Script can run it: unchanged unless it imports or awaits.
-function runnableCell(code) {
-  if (!/\b(import|await)\b/.test(code)) return code; // skips the parse for most cells
-  const program = parseCell(code);
-  if (!program) return code;
+function runnableCell(original) {
+  if (!/\b(import|await)\b/.test(original)) return original; // skips the parse for most cells
+  let program = parseCell(original);
+  if (!program) return original;
+  const code = withDynamicImports(original, program);
+  if (code !== original) program = parseCell(code);
+  if (!program) return original;
   const body = program.body;
   if (!body.some((s) => s.type === 'ImportDeclaration') && !awaitsAtTopLevel(program)) return code;
   const hoisted = new Set();
@@ -253,6 +277,7 @@ async function importModule(specifier) {
   esModules.add(namespace);
   return namespace;
 }
+importModule.dynamic = (specifier) => import(specifier);
 importModule.defaultOf = (module) =>
   esModules.has(module) || (module && module.__esModule) ? module.default : module;
 Object.defineProperty(sandbox, '__abx_import', { value: importModule });

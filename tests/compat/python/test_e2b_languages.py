@@ -45,6 +45,17 @@ def test_js_import_forms_bind_for_later_cells(ci):
     assert execution.text == "/ function a/b"
 
 
+def test_js_dynamic_import(ci):
+    """import() in a cell, awaited at top level or inside a function."""
+    execution = ci.run_code(
+        "const { join } = await import('node:path')\n"
+        "function load() { return import('fs') }\n"
+        "join('a', typeof (await load()).readFileSync)",
+        language="js",
+    )
+    assert execution.error is None and execution.text == "a/function"
+
+
 def test_js_top_level_await(ci):
     """Mirrors test_default_kernels.py::test_js_top_level_await: the awaited value is the result."""
     execution = ci.run_code(
