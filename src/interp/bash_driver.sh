@@ -13,9 +13,9 @@ while IFS= read -r -u "$__abx_requests" __abx_request; do
   eval "$__abx_code"
   __abx_status=$?
   eval "$__abx_restore"
+  # As E2B's bash kernel (bash_kernel) reports it: no name, the status as value.
   if [ "$__abx_status" -ne 0 ]; then
-    printf '%s{"type":"error","name":"ExitCode","value":"%d","traceback":"the last command exited with code %d"}\n' \
-      "$__abx_token" "$__abx_status" "$__abx_status"
+    printf '%s{"type":"error","name":"","value":"%d","traceback":""}\n' "$__abx_token" "$__abx_status"
   fi
   printf '%s{"type":"end_of_execution"}\n' "$__abx_token"
 done

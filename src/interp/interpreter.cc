@@ -147,13 +147,16 @@ class SandboxInterpreter final : public Interpreter {
     return it->second;
   }
 
-  Result<std::shared_ptr<Context>> default_context(const std::string& language) {
+  Result<std::shared_ptr<Context>> default_context(const std::string& language_name) {
+    auto language = find_language(language_name);
+    if (!language) return language.error();
+    const std::string& name = language.value()->name;  // "js" shares javascript's context
     std::lock_guard lock(mutex_);
-    if (auto it = default_ids_.find(language); it != default_ids_.end()) {
+    if (auto it = default_ids_.find(name); it != default_ids_.end()) {
       return contexts_.at(it->second);
     }
-    auto context = create_locked(language, kDefaultCwd);
-    if (context) default_ids_[language] = context.value()->info().id;
+    auto context = create_locked(name, kDefaultCwd);
+    if (context) default_ids_[name] = context.value()->info().id;
     return context;
   }
 
@@ -162,7 +165,7 @@ class SandboxInterpreter final : public Interpreter {
     auto language = find_language(language_name);
     if (!language) return language.error();
     if (auto s = check_available(*language.value()); !s) return s.error();
-    ContextInfo info{new_context_id(), language_name, cwd.empty() ? kDefaultCwd : cwd};
+    ContextInfo info{new_context_id(), language.value()->name, cwd.empty() ? kDefaultCwd : cwd};
     auto context = std::make_shared<Context>(info, *language.value(), sandbox_, env_);
     if (auto s = context->start(); !s) return s.error();
     contexts_[info.id] = context;

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
@@ -34,8 +36,15 @@ std::string bash_request_line(const ExecuteRequest& request) {
                      bash_ansi_c_quote(after));
 }
 
-const std::array<Language, 3>& languages() {
-  static const std::array<Language, 3> table = {{
+// E2B's SDKs and kernels accept these short names too.
+struct Alias {
+  std::string_view alias;
+  std::string_view language;
+};
+constexpr std::array<Alias, 2> kAliases = {{{"js", "javascript"}, {"ts", "typescript"}}};
+
+const std::array<Language, 4>& languages() {
+  static const std::array<Language, 4> table = {{
       {"python",
        {"/usr/bin/env", "python3", "-u", "-c", std::string(python_driver_source())},
        json_request_line,
@@ -47,6 +56,15 @@ const std::array<Language, 3>& languages() {
        "command -v node",
        "javascript contexts need `node` in the sandbox; this template has none (use a template "
        "with nodejs installed)"},
+      // The JavaScript driver, told to strip each cell's types first.
+      {"typescript",
+       {"/usr/bin/env", "node", "-e", std::string(javascript_driver_source()), "typescript"},
+       json_request_line,
+       "command -v node && { test -d /usr/share/nodejs/typescript || node -e "
+       "\"require.resolve('typescript')\"; }",
+       "typescript contexts need `node` and the typescript package in the sandbox; this template "
+       "lacks them (use code-interpreter-v1, or a template with Debian's nodejs and "
+       "node-typescript installed)"},
       {"bash",
        {"/bin/bash", "--noprofile", "--norc", "-c", std::string(bash_driver_source())},
        bash_request_line,
@@ -56,14 +74,31 @@ const std::array<Language, 3>& languages() {
   return table;
 }
 
+// As E2B's server normalizes a language: surrounding blanks dropped, lower case.
+std::string normalized_language(std::string_view name) {
+  const auto first = name.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return "";
+  name = name.substr(first, name.find_last_not_of(" \t\r\n") - first + 1);
+  std::string lower(name);
+  std::ranges::transform(lower, lower.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const Alias& alias : kAliases) {
+    if (alias.alias == lower) return std::string(alias.language);
+  }
+  return lower;
+}
+
 }  // namespace
 
 Result<const Language*> find_language(std::string_view name) {
+  const std::string wanted = normalized_language(name);
   for (const Language& language : languages()) {
-    if (language.name == name) return &language;
+    if (language.name == wanted) return &language;
   }
   return Error{"context language", EINVAL,
-               fmt::format("unknown language '{}'; known: python, javascript, bash", name)};
+               fmt::format("unknown language '{}'; known: python, javascript (js), "
+                           "typescript (ts), bash",
+                           name)};
 }
 
 std::string bash_ansi_c_quote(std::string_view text) {

@@ -22,6 +22,7 @@ struct Language {
   std::string missing_hint;  // why it failed when the check fails
 };
 
+// The language called `name` (or one of E2B's aliases: js, ts);
 // Error{"context language", EINVAL, ...} for an unknown name.
 Result<const Language*> find_language(std::string_view name);
 

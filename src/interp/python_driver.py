@@ -112,12 +112,16 @@ def start_capture():
     return streams
 
 
-def flush_output(streams):
+def flush_std():
     for f in (sys.stdout, sys.stderr):
         try:
             f.flush()
         except Exception:
             pass
+
+
+def flush_output(streams):
+    flush_std()
     with DRAIN_LOCK:
         for s in streams:
             s.drain()
@@ -230,10 +234,99 @@ def run_async(code, namespace):
     return asyncio.run(eval(code, namespace))
 
 
+def ipython_transforms(code):
+    """What IPython does to a cell before Python sees it, as far as this driver
+    goes: the cell is dedented (textwrap.dedent), and a `!cmd` line runs cmd in
+    a shell (`x = !cmd` keeps its output lines). Line numbers stay the same."""
+    import textwrap
+
+    code = textwrap.dedent(code)
+    if "!" not in code:
+        return code
+    import re
+
+    in_strings = multiline_string_lines(code)
+    lines = code.splitlines(True)
+    for number, line in enumerate(lines, 1):
+        if number in in_strings:
+            continue
+        match = re.match(r"^(\s*)(?:([\w.]+(?:\s*,\s*[\w.]+)*)\s*=\s*)?!(!?)(.*?)(\r?\n?)$", line)
+        if match is None:
+            continue
+        indent, target, capture, command, end = match.groups()
+        call = "__abx_shell__(%r, %s)" % (command, bool(target or capture))
+        lines[number - 1] = indent + ("%s = %s" % (target, call) if target else call) + end
+    return "".join(lines)
+
+
+def multiline_string_lines(code):
+    """Line numbers inside (not starting) multi-line strings, where a `!`
+    at the start of a line is text, not a shell escape."""
+    import io
+    import tokenize
+
+    inside = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                inside.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return inside
+
+
+def shell_escape(namespace):
+    """The `!cmd` of a cell: {expr} and $name expand from the namespace as in
+    IPython (left as written when they do not evaluate); the command runs in
+    bash with the cell's stdout and stderr; `_exit_code` keeps its status."""
+
+    def expand(command):
+        import re
+
+        def value(match):
+            expression = match.group(1) or match.group(2)
+            return str(eval(expression, namespace))
+
+        try:
+            return re.sub(r"\{([^{}]+)\}|(?<!\$)\$([A-Za-z_]\w*)", value, command).replace("$$", "$")
+        except Exception:
+            return command
+
+    def run(command, capture):
+        import subprocess
+
+        flush_std()
+        shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+        done = subprocess.run(
+            [shell, "-c", expand(command)],
+            stdout=subprocess.PIPE if capture else None,
+            stdin=subprocess.DEVNULL,
+        )
+        namespace["_exit_code"] = done.returncode
+        if capture:
+            return done.stdout.decode("utf-8", "replace").splitlines()
+        return None
+
+    return run
+
+
+def parse_cell(code, filename):
+    """The cell's syntax tree and the code it was parsed from: as written
+    when that compiles, else after IPython's transforms."""
+    try:
+        return compile(code, filename, "exec", _ast.PyCF_ONLY_AST), code
+    except SyntaxError:
+        transformed = ipython_transforms(code)
+        if transformed == code:
+            raise
+    linecache.cache[filename] = (len(transformed), None, transformed.splitlines(True), filename)
+    return compile(transformed, filename, "exec", _ast.PyCF_ONLY_AST), transformed
+
+
 def evaluate(code, namespace, filename):
     """Runs a cell; returns (has_value, value) of its trailing expression."""
     flags = getattr(_ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
-    tree = compile(code, filename, "exec", _ast.PyCF_ONLY_AST)
+    tree, code = parse_cell(code, filename)
     last = None
     if tree.body and isinstance(tree.body[-1], _ast.Expr) and not code.rstrip().endswith(";"):
         last = _ast.Expression(tree.body.pop().value)
@@ -294,6 +387,7 @@ def main():
     signal.signal(signal.SIGINT, Interruptible.handler)
     streams = start_capture()
     namespace = {"__name__": "__main__", "__builtins__": __builtins__, "display": display}
+    namespace["__abx_shell__"] = shell_escape(namespace)
     count = 0
     while True:
         try:

@@ -28,9 +28,19 @@ TEST_F(InterpContexts, UnknownLanguageIsRejectedWithTheKnownOnes) {
   ASSERT_FALSE(info.ok());
   EXPECT_EQ(info.error().step, "context language");
   EXPECT_EQ(info.error().errnum, EINVAL);
-  EXPECT_EQ(info.error().detail, "unknown language 'cobol'; known: python, javascript, bash");
+  EXPECT_EQ(info.error().detail,
+            "unknown language 'cobol'; known: python, javascript (js), typescript (ts), bash");
   ExecuteRequest request{.code = "1", .language = "cobol"};
   EXPECT_EQ(run(*interpreter, request).status.error().errnum, EINVAL);
+}
+
+TEST_F(InterpContexts, LanguageNamesAreNormalizedAsE2BDoes) {
+  auto info = interpreter->create_context(" Python\n", "");
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(info->language, "python");
+  auto bash = interpreter->create_context("BASH", "");
+  ASSERT_TRUE(bash.ok()) << bash.error().message();
+  EXPECT_EQ(bash->language, "bash");
 }
 
 TEST_F(InterpContexts, JavascriptWithoutNodeSaysSo) {
@@ -91,8 +101,9 @@ TEST_F(InterpContexts, BashKeepsShellStateAndReportsExitCodes) {
   auto second = run(*interpreter, "printf '%s' \"$X $(pwd)\"", id);
   EXPECT_EQ(second.joined("stdout"), "5 /");
   auto failed = run(*interpreter, "ls /no/such/dir", id);
-  EXPECT_EQ(failed.first("error")["name"], "ExitCode");
+  EXPECT_EQ(failed.first("error")["name"], "");  // as E2B's bash kernel has it
   EXPECT_EQ(failed.first("error")["value"], "2");
+  EXPECT_EQ(failed.first("error")["traceback"], "");
   EXPECT_EQ(failed.first("number_of_executions")["execution_count"], 3);
   EXPECT_TRUE(failed.ended());
 }
@@ -134,6 +145,15 @@ TEST_F(InterpJavascript, CompletionValueStateConsoleAndErrors) {
   EXPECT_EQ(thrown.first("error")["name"], "TypeError");
   EXPECT_EQ(thrown.first("error")["value"], "bad");
   EXPECT_EQ(run(*interpreter, "a", id).main_text(), "2");
+}
+
+TEST_F(InterpJavascript, JsIsAnAliasSharingTheDefaultContext) {
+  auto info = interpreter->create_context("js", "");
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(info->language, "javascript");
+  run(*interpreter, ExecuteRequest{.code = "globalThis.shared = 5", .language = "javascript"});
+  auto r = run(*interpreter, ExecuteRequest{.code = "shared", .language = "js"});
+  EXPECT_EQ(r.main_text(), "5");
 }
 
 TEST_F(InterpJavascript, TimeoutInterruptsALoop) {

@@ -194,5 +194,25 @@ TEST_F(InterpPython, TopLevelAwait) {
   EXPECT_EQ(run(*interpreter, "import asyncio\nawait asyncio.sleep(0, result=9)").main_text(), "9");
 }
 
+// IPython's cell transforms that E2B's suites rely on: their cells are
+// indented triple-quoted strings, and `!cmd` runs a shell command.
+TEST_F(InterpPython, IndentedCellsAreDedented) {
+  auto r = run(*interpreter, "\n    a = 40\n    if a:\n        a += 2\n    a\n    ");
+  EXPECT_EQ(r.main_text(), "42");
+  auto failing = run(*interpreter, "\n    b = 1\n    1 / 0\n");
+  const std::string traceback = failing.first("error")["traceback"];
+  EXPECT_NE(traceback.find("line 3"), std::string::npos) << traceback;  // lines as written
+}
+
+TEST_F(InterpPython, ShellEscapesRunInBash) {
+  EXPECT_EQ(run(*interpreter, "print('before')\n!echo shell\nprint('after')").joined("stdout"),
+            "before\nshell\nafter\n");
+  auto captured = run(*interpreter, "n = 3\nout = !seq {n}\n!exit 4\n(out, _exit_code)");
+  EXPECT_EQ(captured.main_text(), "(['1', '2', '3'], 4)");
+  auto in_string = run(*interpreter, "s = \"\"\"\n!text\n\"\"\"\n!true\ns");
+  EXPECT_EQ(in_string.main_text(), "\\n!text\\n");
+  EXPECT_EQ(run(*interpreter, "1 != 2").main_text(), "True");
+}
+
 }  // namespace
 }  // namespace abx::interp
