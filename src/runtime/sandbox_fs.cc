@@ -202,6 +202,7 @@ Status FileWriter::worker_outcome() {
 
 Status FileWriter::finish() {
   if (!io_.session.valid()) {
+    if (auto s = fs_ops::write_metadata(io_.data.get(), metadata_, path_); !s) return s;
     if (mode_ != 0 && ::fchmod(io_.data.get(), mode_ & 07777) != 0)
       return Error::from_errno("chmod", path_);
     if (::fsync(io_.data.get()) != 0 && errno != EINVAL) return Error::from_errno("sync", path_);
@@ -230,14 +231,15 @@ Result<UniqueFd> open_read_as(const Sandbox& sb, const std::string& path, uint32
 }
 
 Result<FileWriter> start_write(const Sandbox& sb, const std::string& path, uint32_t owner_uid,
-                               uint32_t mode) {
+                               uint32_t mode, std::map<std::string, std::string> metadata) {
   const std::string normalised = absolute_path(path, "/");
   FileRequest write = request(FileOp::kWrite, normalised, owner_uid);
   write.mode = mode;
+  write.metadata = metadata;
   auto io = sb.file_op(write);
   if (predates_workers(io)) io = start_write_on_host(sb, normalised, owner_uid);
   if (!io) return explain_refusal(io.error(), path, "written");
-  return FileWriter(std::move(*io), normalised, mode);
+  return FileWriter(std::move(*io), normalised, mode, std::move(metadata));
 }
 
 Result<UniqueFd> open_dir(const Sandbox& sb, const std::string& path) {

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,8 +43,9 @@ Result<UniqueFd> open_read_as(const Sandbox& sb, const std::string& path, uint32
 // remove() it.
 class FileWriter {
  public:
-  FileWriter(FileResult io, std::string path, uint32_t mode)
-      : io_(std::move(io)), path_(std::move(path)), mode_(mode) {}
+  FileWriter(FileResult io, std::string path, uint32_t mode,
+             std::map<std::string, std::string> metadata)
+      : io_(std::move(io)), path_(std::move(path)), mode_(mode), metadata_(std::move(metadata)) {}
   Status write(std::string_view data);
   // The file complete and synced, every byte sent accounted for.
   Status finish();
@@ -53,16 +55,19 @@ class FileWriter {
   Status worker_outcome();
   FileResult io_;  // data: the pipe (or, served from the host, the file); session: the worker's
   std::string path_;
-  uint32_t mode_;  // set at the end when served from the host (the worker does it itself)
+  // Set at the end when served from the host (the worker does it itself).
+  uint32_t mode_;
+  std::map<std::string, std::string> metadata_;
   uint64_t sent_ = 0;
 };
 
 // Creates or truncates a regular file for writing, creating missing parent
 // directories, all owned by `owner_uid` (a sandbox uid), as that user; sets
-// `mode` once written (0: 0644). Refused before a byte is written for a /proc or
-// /sys file, a device, FIFO or socket.
+// `mode` once written (0: 0644) and `metadata` as its whole envd metadata
+// (user.e2b.* xattrs; keys and values checked by the caller). Refused before
+// a byte is written for a /proc or /sys file, a device, FIFO or socket.
 Result<FileWriter> start_write(const Sandbox& sb, const std::string& path, uint32_t owner_uid,
-                               uint32_t mode = 0);
+                               uint32_t mode = 0, std::map<std::string, std::string> metadata = {});
 
 Result<EntryInfo> stat(const Sandbox& sb, const std::string& path);
 // An O_PATH handle of a directory, e.g. to watch it through /proc/self/fd/N.

@@ -46,8 +46,10 @@ proto::FileReply failure(const Error& error) {
 void answer(const Status& status) { send(status ? proto::FileReply{} : failure(status.error())); }
 
 size_t encoded_size(const EntryInfo& e) {
-  return 64 + e.name.size() + e.path.size() + e.owner.size() + e.group.size() +
-         e.symlink_target.size();
+  size_t size = 64 + e.name.size() + e.path.size() + e.owner.size() + e.group.size() +
+                e.symlink_target.size();
+  for (const auto& [key, value] : e.metadata) size += 8 + key.size() + value.size();
+  return size;
 }
 
 void answer_entries(Result<std::vector<EntryInfo>> entries) {
@@ -110,6 +112,9 @@ void write_file(int root, const FileRequest& request) {
   auto written = copy_in(file->get());
   if (!written)
     return send(failure(Error{written.error().step, written.error().errnum, request.path}));
+  // Always, so an overwrite clears metadata a former upload left (as envd).
+  if (auto s = fs_ops::write_metadata(file->get(), request.metadata, request.path); !s)
+    return send(failure(s.error()));
   // After the data: a write by anyone but root clears set-id bits.
   if (request.mode != 0 && ::fchmod(file->get(), request.mode & 07777) != 0)
     return send(failure(Error::from_errno("chmod", request.path)));
