@@ -252,9 +252,6 @@ TEST(SandboxFsPaths, AbsolutePathExpandsHomeAndNormalises) {
   EXPECT_EQ(absolute_path("//", "/home/user"), "/");
 }
 
-}  // namespace
-}  // namespace abx::runtime::sandbox_fs
-
 // envd's metadata: user.e2b.* xattrs, replaced as a whole by each write.
 TEST_F(SandboxFsTest, WriteKeepsMetadataAndAnOverwriteClearsIt) {
   if (::setxattr(root_.c_str(), "user.probe", "1", 1, 0) != 0 && errno == ENOTSUP)
@@ -278,3 +275,6 @@ TEST_F(SandboxFsTest, WriteKeepsMetadataAndAnOverwriteClearsIt) {
   ASSERT_TRUE(cleared.ok());
   EXPECT_TRUE(cleared->metadata.empty());
 }
+
+}  // namespace
+}  // namespace abx::runtime::sandbox_fs
