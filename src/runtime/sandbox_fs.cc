@@ -121,9 +121,12 @@ Error explain_refusal(const Error& error, const std::string& path, const char* v
   if (error.errnum == EINVAL && error.step.starts_with(proto::kNotRegularStep))
     return Error::with_message(
         "'" + path + "' is a device, FIFO or socket: only regular files " + can, EINVAL);
-  if (error.errnum == EACCES)
-    return Error::with_message("permission denied: the requested user cannot read '" + path + "'",
-                               EACCES);
+  if (error.errnum == EACCES) {
+    const char* act = std::string_view(verb) == "read" ? "read" : "write";
+    return Error::with_message(
+        "permission denied: the requested user cannot " + std::string(act) + " '" + path + "'",
+        EACCES);
+  }
   return error;
 }
 

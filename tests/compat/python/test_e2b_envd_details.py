@@ -3,7 +3,8 @@ entries, a relative cwd, X-Metadata-* file metadata and watch events."""
 from __future__ import annotations
 
 import httpx
-from e2b import FilesystemEventType, FileType
+import pytest
+from e2b import FilesystemEventType, FileType, SandboxException
 from e2b.sandbox.filesystem.filesystem import WriteEntry
 
 
@@ -87,3 +88,14 @@ def test_watch_new_file_events_and_entries(sandbox):
             assert event.entry.type == FileType.FILE
     finally:
         handle.stop()
+
+
+def test_user_cannot_write_into_a_root_owned_dir(sandbox):
+    """E2B's 'write multiple files' (e2b-js-sdk write.test.ts) writes /0/... as `user`:
+    envd, running as root, makes /0 and chowns it to the user. We keep the files API
+    to the user's own permissions (the host-boundary rule), so this is refused."""
+    with pytest.raises(SandboxException) as refused:
+        sandbox.files.write("/0/x.txt", "x")
+    assert "cannot write '/0/x.txt'" in str(refused.value)
+    assert not sandbox.files.exists("/0")
+    sandbox.files.write("/0/x.txt", "x", user="root")  # root may
