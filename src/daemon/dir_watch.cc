@@ -167,7 +167,9 @@ void DirWatch::translate(const inotify_event& event, std::vector<WatchEvent>* ou
   const std::string name = join(dir->second, event.name);
   if (const char* type = event_type(event.mask)) {
     out->push_back({name, type, std::nullopt});
-    if (include_entry_) attach_entry(out->back());
+    // No stat (a file operation in the sandbox) for an event that will be dropped.
+    const bool kept = pending_.size() + out->size() <= kMaxPendingEvents;
+    if (include_entry_ && kept) attach_entry(out->back());
   }
   const bool new_dir = (event.mask & IN_ISDIR) && (event.mask & (IN_CREATE | IN_MOVED_TO));
   if (recursive_ && new_dir && add(name)) add_tree(name);
