@@ -1,9 +1,12 @@
 #include "daemon/dir_watch.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "common/ids.h"
 #include "runtime/sandbox_fs.h"
@@ -20,6 +23,8 @@ constexpr int kWatchesPerSandbox = 8;
 constexpr int kWatchesInDaemon = 48;
 // And each watched directory is one of host root's inotify watches.
 constexpr size_t kDirsPerWatch = 4096;
+// Events kept for a client that does not ask for them; later ones are dropped.
+constexpr size_t kMaxPendingEvents = 16 * 1024;
 
 class WatchBudget {
  public:
@@ -89,7 +94,16 @@ DirWatch::DirWatch(std::shared_ptr<runtime::Sandbox> sandbox, std::string path, 
       recursive_(recursive),
       inotify_(std::move(inotify)) {}
 
-DirWatch::~DirWatch() { budget().release(sandbox_id_); }
+// The reader is at most one sandbox file operation away from seeing the
+// wake-up (a new directory's handle, an entry's stat): the join waits that long.
+DirWatch::~DirWatch() {
+  if (reader_.joinable()) {
+    const uint64_t one = 1;
+    (void)!::write(wake_.get(), &one, sizeof one);
+    reader_.join();
+  }
+  budget().release(sandbox_id_);
+}
 
 Result<std::unique_ptr<DirWatch>> DirWatch::open(std::shared_ptr<runtime::Sandbox> sandbox,
                                                  std::string path, bool recursive) {
@@ -110,6 +124,9 @@ Result<std::unique_ptr<DirWatch>> DirWatch::open(std::shared_ptr<runtime::Sandbo
                                    " directories below it (the limit); watch a smaller tree",
                                kErrQuota);
   }
+  watch->wake_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!watch->wake_.valid()) return Error::from_errno("eventfd", watch->root_);
+  watch->reader_ = std::thread([raw = watch.get()] { raw->run(); });
   return watch;
 }
 
@@ -148,9 +165,26 @@ void DirWatch::translate(const inotify_event& event, std::vector<WatchEvent>* ou
   }
   if (event.len == 0) return;  // events on the directory itself
   const std::string name = join(dir->second, event.name);
-  if (const char* type = event_type(event.mask)) out->push_back({name, type});
+  if (const char* type = event_type(event.mask)) {
+    out->push_back({name, type, std::nullopt});
+    // No stat (a file operation in the sandbox) for an event that will be dropped.
+    const bool kept = pending_.size() + out->size() <= kMaxPendingEvents;
+    if (include_entry_ && kept) attach_entry(out->back());
+  }
   const bool new_dir = (event.mask & IN_ISDIR) && (event.mask & (IN_CREATE | IN_MOVED_TO));
   if (recursive_ && new_dir && add(name)) add_tree(name);
+}
+
+void DirWatch::include_entries() {
+  std::lock_guard lock(mutex_);
+  include_entry_ = true;
+}
+
+// Best effort, as envd's: an entry gone by now goes without.
+void DirWatch::attach_entry(WatchEvent& event) {
+  if (event.type == "EVENT_TYPE_REMOVE" || event.type == "EVENT_TYPE_RENAME") return;
+  auto info = sfs::stat(*sandbox_, join(root_, event.name));
+  if (info) event.entry = std::move(*info);
 }
 
 bool DirWatch::alive() {
@@ -158,20 +192,39 @@ bool DirWatch::alive() {
   return relative_of_.count(root_wd_) > 0;
 }
 
-std::vector<WatchEvent> DirWatch::drain() {
-  std::lock_guard lock(mutex_);
-  std::vector<WatchEvent> out;
+void DirWatch::read_events() {
   alignas(inotify_event) char buffer[16 * 1024];
+  std::vector<WatchEvent> events;
   for (;;) {
     const ssize_t got = ::read(inotify_.get(), buffer, sizeof buffer);
     if (got <= 0) break;
     for (ssize_t at = 0; at < got;) {
       const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
-      translate(*event, &out);
+      translate(*event, &events);
       at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
     }
   }
-  return out;
+  for (auto& event : events) {
+    if (pending_.size() >= kMaxPendingEvents) break;
+    pending_.push_back(std::move(event));
+  }
+}
+
+void DirWatch::run() {
+  for (;;) {
+    pollfd fds[2] = {{inotify_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (fds[1].revents != 0) return;
+    if (fds[0].revents & (POLLERR | POLLNVAL)) return;
+    std::lock_guard lock(mutex_);
+    read_events();
+  }
+}
+
+std::vector<WatchEvent> DirWatch::drain() {
+  std::lock_guard lock(mutex_);
+  read_events();
+  return std::exchange(pending_, {});
 }
 
 std::string WatcherTable::add(std::shared_ptr<DirWatch> watch) {

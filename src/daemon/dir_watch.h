@@ -1,12 +1,17 @@
 // envd's WatchDir on the host: inotify on directories inside a sandbox, each
 // resolved with openat2(RESOLVE_IN_ROOT) and watched through /proc/self/fd/N,
 // so a symlink inside the sandbox never points a watch at a host directory.
+// A thread per watch reads events as they come, as envd's fsnotify goroutine
+// does: a directory made in a recursive watch is watched at once, before
+// files are written into it, not when the client next asks for events.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -20,6 +25,9 @@ namespace abx::daemon {
 struct WatchEvent {
   std::string name;  // relative to the watched directory ("sub/file" when recursive)
   std::string type;  // EVENT_TYPE_CREATE|WRITE|REMOVE|RENAME|CHMOD
+  // With include_entry, for CREATE, WRITE and CHMOD (the kinds whose path
+  // still names the entry, as envd's opCarriesEntry) while the entry exists.
+  std::optional<runtime::EntryInfo> entry;
 };
 
 class DirWatch {
@@ -32,7 +40,11 @@ class DirWatch {
   DirWatch& operator=(const DirWatch&) = delete;
   ~DirWatch();
 
-  // The events queued since the last call; never blocks.
+  // Each CREATE, WRITE and CHMOD event then carries the entry, as envd's
+  // includeEntry: set before the first drain().
+  void include_entries();
+
+  // The events queued since the last call; never blocks for long.
   std::vector<WatchEvent> drain();
   // False once the watched directory itself is gone.
   bool alive();
@@ -43,13 +55,20 @@ class DirWatch {
   Status add(const std::string& relative);
   void add_tree(const std::string& relative);
   void translate(const ::inotify_event& event, std::vector<WatchEvent>* out);
+  void read_events();  // with mutex_ held
+  void run();          // the reader thread
+  void attach_entry(WatchEvent& event);
 
   std::shared_ptr<runtime::Sandbox> sandbox_;
   std::string sandbox_id_;  // whose share of the watch budget this holds
   std::string root_;
   bool recursive_;
+  bool include_entry_ = false;
   UniqueFd inotify_;
-  std::mutex mutex_;  // drain() may be called by concurrent GetWatcherEvents
+  UniqueFd wake_;     // an eventfd: the destructor's word to the reader thread
+  std::mutex mutex_;  // the reader thread and concurrent GetWatcherEvents
+  std::vector<WatchEvent> pending_;
+  std::thread reader_;
   std::map<int, std::string> relative_of_;
   int root_wd_ = -1;  // watch descriptor → dir relative to root_
 };

@@ -1,5 +1,6 @@
 #include "daemon/envd_requests.h"
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <limits>
@@ -259,7 +260,13 @@ Result<WatchDirRequest> parse_watch_dir(const json& message) {
   if (!path) return path.error();
   auto recursive = bool_of(field(message, "recursive", "recursive"), "recursive", false);
   if (!recursive) return recursive.error();
-  return WatchDirRequest{std::move(*path), *recursive};
+  auto include_entry =
+      bool_of(field(message, "includeEntry", "include_entry"), "includeEntry", false);
+  if (!include_entry) return include_entry.error();
+  auto network_mounts = bool_of(field(message, "allowNetworkMounts", "allow_network_mounts"),
+                                "allowNetworkMounts", false);
+  if (!network_mounts) return network_mounts.error();
+  return WatchDirRequest{std::move(*path), *recursive, *include_entry};
 }
 
 Result<WatcherRequest> parse_watcher(const json& message) {
@@ -277,6 +284,41 @@ Result<FilesQuery> parse_files_query(const std::map<std::string, std::string>& q
   if (path_required && out.path.empty()) return bad("path", "required");
   if (out.path.find('\0') != std::string::npos) return bad("path", "must not contain a NUL byte");
   return out;
+}
+
+namespace {
+
+// envd's limits (filesystem.ValidateMetadata): a key and its xattr prefix fit
+// the VFS's 255-byte name, and a file's whole set one 4 KiB ext4 block.
+constexpr size_t kMetadataPrefixLen = 9;  // "user.e2b."
+constexpr size_t kMaxMetadataKey = 255 - kMetadataPrefixLen;
+constexpr size_t kMaxMetadataTotal = 4096;
+
+bool printable_ascii(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::string>> parse_metadata_headers(
+    const std::map<std::string, std::string>& headers) {
+  static const std::string kPrefix = "x-metadata-";
+  std::map<std::string, std::string> metadata;
+  size_t total = 0;
+  for (const auto& [name, value] : headers) {
+    if (!name.starts_with(kPrefix)) continue;
+    const std::string key = name.substr(kPrefix.size());
+    if (key.empty()) return bad("metadata", "a key must not be empty (X-Metadata-<key>)");
+    if (key.size() > kMaxMetadataKey)
+      return bad("metadata", "key '" + key.substr(0, 32) + "...' is longer than 246 bytes");
+    if (!printable_ascii(key) || !printable_ascii(value))
+      return bad("metadata " + key, "keys and values must be printable ASCII");
+    total += kMetadataPrefixLen + key.size() + value.size();
+    metadata[key] = value;
+  }
+  if (total > kMaxMetadataTotal)
+    return bad("metadata", "more than 4096 bytes in all (keys, values and prefixes)");
+  return metadata;
 }
 
 Result<json> parse_interpreter_body(const std::string& body) {

@@ -67,10 +67,12 @@ struct MoveRequest {
   std::string destination;
 };
 
-// WatchDir and CreateWatcher.
+// WatchDir and CreateWatcher. allowNetworkMounts (envd 0.6.4) is accepted and
+// changes nothing: a sandbox has no network filesystems to refuse.
 struct WatchDirRequest {
   std::string path;
   bool recursive = false;
+  bool include_entry = false;  // each event carries the entry's EntryInfo (envd 0.6.3)
 };
 
 // GetWatcherEvents and RemoveWatcher.
@@ -116,6 +118,12 @@ Result<WatcherRequest> parse_watcher(const nlohmann::json& message);
 // `path_required`: downloads and raw uploads need ?path=.
 Result<FilesQuery> parse_files_query(const std::map<std::string, std::string>& query,
                                      bool path_required);
+
+// The X-Metadata-<key> headers of an upload (`headers` lower-cased): envd's
+// file metadata, keys lower-cased. Refused as envd refuses them: an empty
+// key, a key over 246 bytes, a byte outside printable ASCII, over 4 KiB in all.
+Result<std::map<std::string, std::string>> parse_metadata_headers(
+    const std::map<std::string, std::string>& headers);
 
 // The interpreter's bodies: `body` is the raw request text ("" reads as {}).
 Result<nlohmann::json> parse_interpreter_body(const std::string& body);

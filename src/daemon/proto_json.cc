@@ -37,18 +37,24 @@ std::string permissions_string(FileType type, uint32_t mode) {
   return out;
 }
 
+// A symlink is reported as envd reports it: the type and permission bits of
+// what it points at, its own ("Lrwxrwxrwx") in `permissions`.
 json entry_info(const runtime::sandbox_fs::EntryInfo& entry) {
   static constexpr const char* kTypes[] = {"FILE_TYPE_FILE", "FILE_TYPE_DIRECTORY",
                                            "FILE_TYPE_SYMLINK", "FILE_TYPE_UNSPECIFIED"};
+  const bool link = entry.type == FileType::kSymlink;
+  const FileType type = link ? entry.target_type : entry.type;
+  const uint32_t mode = link ? entry.target_mode : entry.mode;
   json out = {{"name", entry.name}, {"path", entry.path}};
-  if (entry.type != FileType::kOther) out["type"] = kTypes[static_cast<int>(entry.type)];
+  if (type != FileType::kOther) out["type"] = kTypes[static_cast<int>(type)];
   if (entry.size != 0) out["size"] = std::to_string(entry.size);
-  if (entry.mode != 0) out["mode"] = entry.mode;
-  out["permissions"] = permissions_string(entry.type, entry.mode);
+  if (mode != 0) out["mode"] = mode;
+  out["permissions"] = permissions_string(entry.type, link ? 0777 : entry.mode);
   if (!entry.owner.empty()) out["owner"] = entry.owner;
   if (!entry.group.empty()) out["group"] = entry.group;
   out["modifiedTime"] = codec::rfc3339(entry.mtime_sec, entry.mtime_nsec, true);
-  if (!entry.symlink_target.empty()) out["symlinkTarget"] = entry.symlink_target;
+  if (link) out["symlinkTarget"] = entry.symlink_target;
+  if (!entry.metadata.empty()) out["metadata"] = entry.metadata;
   return out;
 }
 

@@ -40,8 +40,8 @@ class UploadTarget {
   void discard() {
     if (!done_) writer_.reset();
   }
-  bool open(uint32_t uid) {
-    auto writer = sfs::start_write(sb_, path_, uid);
+  bool open(uint32_t uid, const std::map<std::string, std::string>& metadata) {
+    auto writer = sfs::start_write(sb_, path_, uid, 0, metadata);
     if (!writer) return fail(writer.error());
     writer_.emplace(std::move(*writer));
     return true;
@@ -71,13 +71,22 @@ class UploadTarget {
   std::optional<Error> error_;
 };
 
-json written_entry(const std::string& path) {
-  return {{"path", path}, {"name", path.substr(path.rfind('/') + 1)}, {"type", "file"}};
+// What envd answers for each file written: its metadata as read back, when any.
+struct Written {
+  std::string path;
+  std::map<std::string, std::string> metadata;
+};
+
+json written_entry(const Written& file) {
+  json out = {
+      {"path", file.path}, {"name", file.path.substr(file.path.rfind('/') + 1)}, {"type", "file"}};
+  if (!file.metadata.empty()) out["metadata"] = file.metadata;
+  return out;
 }
 
-json written_entries(const std::vector<std::string>& paths) {
+json written_entries(const std::vector<Written>& files) {
   json out = json::array();
-  for (const auto& path : paths) out.push_back(written_entry(path));
+  for (const auto& file : files) out.push_back(written_entry(file));
   return out;
 }
 
@@ -113,6 +122,7 @@ Task<std::string> read_body_batch(Exchange& exchange, size_t want) {
 
 struct UploadState {
   std::vector<std::unique_ptr<UploadTarget>> targets;
+  std::map<std::string, std::string> metadata;  // X-Metadata-*, for every file
   std::string bad_input;
 
   const std::optional<Error>& first_error() const {
@@ -150,17 +160,28 @@ std::string multipart_problem(const MultipartParser& parser, const UploadState& 
   return {};
 }
 
-Task<void> respond_written(Exchange& exchange, const UploadState& state) {
-  std::vector<std::string> paths;
-  for (const auto& target : state.targets) paths.push_back(target->path());
-  co_await respond_json(exchange, 200, written_entries(paths));
+// Metadata is read back from each file, as envd does (a filesystem without
+// xattrs keeps none); without any asked for, every file was left without.
+Task<void> respond_written(SandboxCall& call, Exchange& exchange, const UploadState& state) {
+  std::vector<Written> files;
+  for (const auto& target : state.targets) {
+    Written file{target->path(), {}};
+    if (!state.metadata.empty()) {
+      auto info = co_await sandbox_ops::stat(call.service, *call.live->sandbox, file.path);
+      if (info) file.metadata = std::move(info->metadata);
+    }
+    files.push_back(std::move(file));
+  }
+  co_await respond_json(exchange, 200, written_entries(files));
 }
 
 // Streams a multipart body: each part named `file` becomes one file. The
 // parser runs on the pool since its handlers open and write files.
 Task<void> upload_multipart(SandboxCall& call, Exchange& exchange, const std::string& boundary,
-                            const std::string& query_path, const envd_auth::SandboxUser& user) {
+                            const std::string& query_path, const envd_auth::SandboxUser& user,
+                            std::map<std::string, std::string> metadata) {
   UploadState state;
+  state.metadata = std::move(metadata);
   MultipartParser parser(boundary);
   UploadTarget* current = nullptr;
   MultipartHandlers handlers;
@@ -182,7 +203,7 @@ Task<void> upload_multipart(SandboxCall& call, Exchange& exchange, const std::st
     state.targets.push_back(
         std::make_unique<UploadTarget>(*call.live->sandbox, sfs::absolute_path(wanted, user.home)));
     current = state.targets.back().get();
-    return current->open(user.uid);
+    return current->open(user.uid, state.metadata);
   };
   handlers.data = [&](std::string_view bytes) { return !current || current->write(bytes); };
   handlers.end = [&] {
@@ -202,7 +223,7 @@ Task<void> upload_multipart(SandboxCall& call, Exchange& exchange, const std::st
   }
   if (error) co_return co_await respond_write_error(exchange, *error);
   if (!problem.empty()) co_return co_await respond_error(exchange, 400, problem);
-  co_await respond_written(exchange, state);
+  co_await respond_written(call, exchange, state);
 }
 
 // No file written through the API can be larger than the sandbox's disk, so
@@ -232,7 +253,8 @@ Task<bool> write_raw_body(SandboxCall& call, Exchange& exchange, UploadTarget& t
 
 // Streams an application/octet-stream body (optionally gzip) into `path`.
 Task<void> upload_raw(SandboxCall& call, Exchange& exchange, const std::string& query_path,
-                      const envd_auth::SandboxUser& user) {
+                      const envd_auth::SandboxUser& user,
+                      std::map<std::string, std::string> metadata) {
   if (query_path.empty()) {
     co_return co_await respond_error(exchange, 400, "path: required");
   }
@@ -243,11 +265,13 @@ Task<void> upload_raw(SandboxCall& call, Exchange& exchange, const std::string& 
                                      "Content-Encoding: only gzip and identity are supported");
   }
   UploadState state;
+  state.metadata = std::move(metadata);
   state.targets.push_back(std::make_unique<UploadTarget>(
       *call.live->sandbox, sfs::absolute_path(query_path, user.home)));
   UploadTarget& target = *state.targets.back();
   bool opened = false;
-  co_await sandbox_ops::file_io(call.service, [&] { opened = target.open(user.uid); });
+  co_await sandbox_ops::file_io(call.service,
+                                [&] { opened = target.open(user.uid, state.metadata); });
   Gunzip gunzip(gunzip_bound(call.row));
   const bool ok =
       opened && co_await write_raw_body(call, exchange, target, gzip ? &gunzip : nullptr);
@@ -266,7 +290,7 @@ Task<void> upload_raw(SandboxCall& call, Exchange& exchange, const std::string& 
     const std::string why = gunzip.error().empty() ? "gzip: body ended early" : gunzip.error();
     co_return co_await respond_error(exchange, 400, why);
   }
-  co_await respond_written(exchange, state);
+  co_await respond_written(call, exchange, state);
 }
 
 // The user a /files request acts as: ?username=, else Authorization's (not
@@ -406,11 +430,14 @@ Task<void> files_download(SandboxCall& call, Exchange& exchange) {
 Task<void> files_upload(SandboxCall& call, Exchange& exchange) {
   auto input = co_await read_files_input(call, exchange, false);
   if (!input) co_return;
+  auto metadata = parse_metadata_headers(exchange.request().headers);
+  if (!metadata) co_return co_await respond_failure(exchange, metadata.error());
   const auto boundary = MultipartParser::boundary_of(exchange.request().header("content-type"));
   if (boundary) {
-    co_return co_await upload_multipart(call, exchange, *boundary, input->query.path, input->user);
+    co_return co_await upload_multipart(call, exchange, *boundary, input->query.path, input->user,
+                                        std::move(*metadata));
   }
-  co_await upload_raw(call, exchange, input->query.path, input->user);
+  co_await upload_raw(call, exchange, input->query.path, input->user, std::move(*metadata));
 }
 
 }  // namespace abx::daemon::routes

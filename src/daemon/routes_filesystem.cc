@@ -78,7 +78,9 @@ Task<void> fs_remove(SandboxCall& call, Exchange& exchange) {
   if (!parsed) co_return;
   const std::string path = absolute(parsed->request.path, parsed->user);
   const Status removed = co_await sandbox_ops::remove(call.service, *call.live->sandbox, path);
-  if (!removed) co_return co_await connect_failure(exchange, removed.error());
+  // envd removes with os.RemoveAll: nothing there is no error.
+  const bool gone = removed || removed.error().errnum == ENOENT;
+  if (!gone) co_return co_await connect_failure(exchange, removed.error());
   co_await respond_json(exchange, 200, json::object());
 }
 

@@ -40,7 +40,8 @@ StartProcess start_process_of(StartRequest request, const envd_auth::SandboxUser
   spec.argv.insert(spec.argv.end(), out.config.args.begin(), out.config.args.end());
   spec.uid = user.uid;
   spec.gid = user.gid;
-  spec.cwd = !out.config.cwd.empty()    ? out.config.cwd
+  // A relative cwd (and "~") resolves against the user's home, as envd's.
+  spec.cwd = !out.config.cwd.empty() ? runtime::sandbox_fs::absolute_path(out.config.cwd, user.home)
              : !row.default_cwd.empty() ? row.default_cwd
                                         : user.home;
   spec.pty = request.pty;

@@ -20,7 +20,11 @@ using nlohmann::json;
 // inotify is drained at this pace; it bounds how late an event arrives.
 constexpr auto kPollInterval = std::chrono::milliseconds(100);
 
-json event_json(const WatchEvent& event) { return {{"name", event.name}, {"type", event.type}}; }
+json event_json(const WatchEvent& event) {
+  json out = {{"name", event.name}, {"type", event.type}};
+  if (event.entry) out["entry"] = proto_json::entry_info(*event.entry);
+  return out;
+}
 
 std::string stream_message(const WatchEvent& event) {
   return json_text::dump(json{{"filesystem", event_json(event)}});
@@ -51,6 +55,7 @@ Task<std::shared_ptr<DirWatch>> open_watch(SandboxCall& call, Exchange& exchange
     co_await connect_failure(exchange, watch.error());
     co_return nullptr;
   }
+  if (parsed.request.include_entry) watch.value()->include_entries();
   co_return std::shared_ptr<DirWatch>(std::move(watch.value()));
 }
 

@@ -30,7 +30,7 @@ class Interpreter;
 
 namespace abx::daemon {
 
-inline constexpr const char* kEnvdVersion = "0.5.7";
+inline constexpr const char* kEnvdVersion = "0.6.4";
 inline constexpr const char* kClientId = "6532622b";  // infra's constant; SDKs require the field
 
 struct LiveSandbox {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,19 @@ struct EntryInfo {
   std::string group;
   int64_t mtime_sec = 0;
   int64_t mtime_nsec = 0;
-  std::string symlink_target;  // only for symlinks
+  // Symlinks only, as envd reports them: the target's absolute path with
+  // every link resolved (the link's own path when it dangles), and the type
+  // and permission bits of what it points at (kOther, 0 when it dangles).
+  std::string symlink_target;
+  FileType target_type = FileType::kOther;
+  uint32_t target_mode = 0;
+  // envd's file metadata: the `user.e2b.<key>` xattrs of the file (of a
+  // symlink's target), prefix stripped; entries that are not UTF-8 are left out.
+  std::map<std::string, std::string> metadata;
 };
+
+// Where envd keeps a file's metadata (X-Metadata-<key> on upload).
+inline constexpr const char* kMetadataXattrPrefix = "user.e2b.";
 
 enum class FileOp : uint8_t {
   kStat = 1,     // entries: the one entry at `path` (a symlink itself, not its target)
@@ -47,6 +59,9 @@ struct FileRequest {
   uint32_t gid = 0;
   uint32_t depth = 1;  // kList, at least 1
   uint32_t mode = 0;   // kWrite: permission bits to set; 0 keeps 0644
+  // kWrite: the file's metadata afterwards (what it had before is cleared,
+  // as envd does on every upload), already checked by the daemon.
+  std::map<std::string, std::string> metadata;
 };
 
 // The Error detail of a file_op that this sandbox cannot run (ENOSYS): its

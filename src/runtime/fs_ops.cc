@@ -5,6 +5,7 @@
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -95,16 +96,83 @@ FileType type_of(mode_t mode) {
   return FileType::kOther;
 }
 
-std::string read_link(int dir_fd, const char* name) {
+// Bounds what one entry's metadata adds to a reply (envd itself accepts at
+// most 4 KiB per file; more can only have been set from inside).
+constexpr size_t kMaxMetadataBytes = 16 * 1024;
+
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80           ? 1
+                     : (c >> 5) == 0x6  ? 2
+                     : (c >> 4) == 0xE  ? 3
+                     : (c >> 3) == 0x1E ? 4
+                                        : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    i += n;
+  }
+  return true;
+}
+
+// The names of the xattrs on `fd` (flistxattr, or listxattr through /proc for
+// an O_PATH handle), split at their NULs.
+std::vector<std::string> xattr_names(int fd, bool path_handle) {
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  const auto list = [&](char* buffer, size_t size) {
+    return path_handle ? ::listxattr(self.c_str(), buffer, size) : ::flistxattr(fd, buffer, size);
+  };
+  std::vector<std::string> names;
+  const ssize_t size = list(nullptr, 0);  // most files have none: no buffer then
+  if (size <= 0) return names;
+  std::string buffer(std::min<size_t>(static_cast<size_t>(size) + 256, XATTR_LIST_MAX), '\0');
+  const ssize_t n = list(buffer.data(), buffer.size());
+  for (size_t at = 0; n > 0 && at < static_cast<size_t>(n);) {
+    const size_t end = buffer.find('\0', at);
+    if (end == std::string::npos) break;
+    names.push_back(buffer.substr(at, end - at));
+    at = end + 1;
+  }
+  return names;
+}
+
+std::string fd_path(int fd) {
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
   std::string target(PATH_MAX, '\0');
-  const ssize_t n = ::readlinkat(dir_fd, name, target.data(), target.size());
+  const ssize_t n = ::readlink(self.c_str(), target.data(), target.size());
   target.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return target;
 }
 
+// Where `fd` is, as a path from `root` ("/" inside a sandbox's worker; from
+// the host, the sandbox root's own path is taken off).
+std::string path_in_root(int root, int fd) {
+  const std::string root_path = fd_path(root);
+  std::string path = fd_path(fd);
+  if (root_path == "/" || root_path.empty()) return path;
+  if (path == root_path) return "/";
+  if (path.starts_with(root_path + "/")) return path.substr(root_path.size());
+  return path;
+}
+
+// As envd (filepath.EvalSymlinks, then os.Stat): the target resolved inside
+// the root, its type and permission bits, and its metadata.
+void describe_link_target(int root, const std::string& path, EntryInfo& info) {
+  info.symlink_target = path;  // dangling or a loop: envd names the link itself
+  auto target = resolve(root, path, O_PATH, "stat");
+  if (!target) return;
+  struct stat st {};
+  if (::fstat(target->get(), &st) != 0) return;
+  info.symlink_target = path_in_root(root, target->get());
+  info.target_type = type_of(st.st_mode);
+  info.target_mode = st.st_mode & 0777;
+  if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) info.metadata = read_metadata(target->get());
+}
+
 // `name` relative to `dir_fd`, or the fd itself when `name` is "".
-EntryInfo describe(const Owners& owners, const struct stat& st, int dir_fd, const char* name,
-                   const std::string& path) {
+EntryInfo describe(int root, const Owners& owners, const struct stat& st, int dir_fd,
+                   const char* name, const std::string& path) {
   EntryInfo info;
   info.name = path == "/" ? "/" : split_last(path).second;
   info.path = path;
@@ -115,7 +183,15 @@ EntryInfo describe(const Owners& owners, const struct stat& st, int dir_fd, cons
   info.group = owner_name(st.st_gid, owners.root_gid, owners.user_gid);
   info.mtime_sec = st.st_mtim.tv_sec;
   info.mtime_nsec = st.st_mtim.tv_nsec;
-  if (S_ISLNK(st.st_mode)) info.symlink_target = read_link(dir_fd, name);
+  if (S_ISLNK(st.st_mode)) {
+    describe_link_target(root, path, info);
+  } else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {  // only these hold user xattrs
+    if (*name == '\0') {
+      info.metadata = read_metadata(dir_fd);
+    } else if (UniqueFd fd(::openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC)); fd.valid()) {
+      info.metadata = read_metadata(fd.get());
+    }
+  }
   return info;
 }
 
@@ -151,7 +227,7 @@ Result<UniqueFd> open_child_dir(int dir_fd, const std::string& name, const char*
   return UniqueFd(fd);
 }
 
-Status list_into(const Owners& owners, int dir_fd, const std::string& dir_path, int depth,
+Status list_into(int root, const Owners& owners, int dir_fd, const std::string& dir_path, int depth,
                  std::vector<EntryInfo>& out) {
   return for_each_entry(dir_fd, "list", dir_path, [&](const std::string& name) -> Status {
     const std::string path = join(dir_path, name);
@@ -160,11 +236,11 @@ Status list_into(const Owners& owners, int dir_fd, const std::string& dir_path, 
       if (errno == ENOENT) return {};  // removed while we listed
       return Error::from_errno("stat", path);
     }
-    out.push_back(describe(owners, st, dir_fd, name.c_str(), path));
+    out.push_back(describe(root, owners, st, dir_fd, name.c_str(), path));
     if (depth <= 1 || !S_ISDIR(st.st_mode)) return {};
     auto child = open_child_dir(dir_fd, name, "list", path);
     if (!child) return child.error();
-    return list_into(owners, child->get(), path, depth - 1, out);
+    return list_into(root, owners, child->get(), path, depth - 1, out);
   });
 }
 
@@ -203,7 +279,7 @@ Result<EntryInfo> stat(int root, const std::string& path, const Owners& owners) 
   struct stat st {};
   if (::fstatat(handle->get(), "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
     return Error::from_errno("stat", path);
-  return describe(owners, st, handle->get(), "", path);
+  return describe(root, owners, st, handle->get(), "", path);
 }
 
 Result<std::vector<EntryInfo>> list(int root, const std::string& path, int depth,
@@ -212,7 +288,7 @@ Result<std::vector<EntryInfo>> list(int root, const std::string& path, int depth
   auto dir = resolve(root, path, O_RDONLY | O_DIRECTORY, "list");
   if (!dir) return dir.error();
   std::vector<EntryInfo> entries;
-  if (auto st = list_into(owners, dir->get(), path, depth, entries); !st) return st.error();
+  if (auto st = list_into(root, owners, dir->get(), path, depth, entries); !st) return st.error();
   return entries;
 }
 
@@ -270,10 +346,17 @@ Result<CreatedFile> create_file(int root, const std::string& path) {
   if (!names_an_entry(name)) return Error{"open", EISDIR, path};
   auto parent = make_parents(root, parent_path);
   if (!parent) return parent.error();
-  auto fd = resolve(root, path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY, "open", 0644);
+  auto fd = resolve(root, path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY, "open", 0644);
   if (!fd) return fd.error();
   if (auto s = proto::check_readable_file(fd->get(), path); !s) return s.error();
   if (::fcntl(fd->get(), F_SETFL, 0) != 0) return Error::from_errno("open", path);
+  // envd chowns every upload to its user before writing: a watcher sees
+  // CREATE, CHMOD, WRITE (E2B's SDK tests count them). Giving the file to its
+  // own owner changes nothing else; truncating after it keeps that order.
+  struct stat st {};
+  if (::fstat(fd->get(), &st) != 0) return Error::from_errno("open", path);
+  (void)::fchown(fd->get(), st.st_uid, st.st_gid);  // not the owner (group-writable): no event
+  if (st.st_size > 0 && ::ftruncate(fd->get(), 0) != 0) return Error::from_errno("truncate", path);
   return CreatedFile{std::move(*fd), std::move(*parent), name};
 }
 
@@ -296,6 +379,42 @@ Result<UniqueFd> open_regular(int root, const std::string& path) {
 
 Result<UniqueFd> open_dir(int root, const std::string& path) {
   return resolve(root, path, O_PATH | O_DIRECTORY, "open directory");
+}
+
+std::map<std::string, std::string> read_metadata(int fd) {
+  const std::string prefix = kMetadataXattrPrefix;
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  std::map<std::string, std::string> metadata;
+  size_t bytes = 0;
+  for (const auto& name : xattr_names(fd, true)) {
+    if (!name.starts_with(prefix)) continue;
+    std::string value(kMaxMetadataBytes, '\0');
+    const ssize_t n = ::getxattr(self.c_str(), name.c_str(), value.data(), value.size());
+    if (n < 0) continue;  // removed meanwhile, or larger than we report
+    value.resize(static_cast<size_t>(n));
+    std::string key = name.substr(prefix.size());
+    bytes += name.size() + value.size();
+    if (bytes > kMaxMetadataBytes) break;
+    if (valid_utf8(key) && valid_utf8(value)) metadata.emplace(std::move(key), std::move(value));
+  }
+  return metadata;
+}
+
+Status write_metadata(int fd, const std::map<std::string, std::string>& metadata,
+                      const std::string& path) {
+  const std::string prefix = kMetadataXattrPrefix;
+  for (const auto& name : xattr_names(fd, false)) {
+    if (!name.starts_with(prefix) || metadata.count(name.substr(prefix.size())) > 0) continue;
+    if (::fremovexattr(fd, name.c_str()) != 0 && errno != ENODATA)
+      return Error::from_errno("remove metadata", path);
+  }
+  for (const auto& [key, value] : metadata) {
+    const std::string name = prefix + key;
+    if (::fsetxattr(fd, name.c_str(), value.data(), value.size(), 0) == 0) continue;
+    if (errno == ENOTSUP) return {};  // a filesystem without user xattrs: envd goes on too
+    return Error::from_errno("write metadata", path);
+  }
+  return {};
 }
 
 std::string absolute_path(const std::string& path, const std::string& home) {

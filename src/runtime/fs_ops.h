@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,15 @@ void remove_created(const CreatedFile& created);
 // A regular file (not /proc, /sys, a device, FIFO or socket) opened O_RDONLY.
 Result<UniqueFd> open_regular(int root, const std::string& path);
 Result<UniqueFd> open_dir(int root, const std::string& path);
+
+// envd's metadata of the file or directory `fd` (may be O_PATH) is open on:
+// its user.e2b.* xattrs, prefix stripped. Empty when it has none or its
+// filesystem keeps no xattrs.
+std::map<std::string, std::string> read_metadata(int fd);
+// Makes `metadata` the file's whole metadata, as envd does on every upload:
+// keys not in it are removed. A filesystem without user xattrs is no error.
+Status write_metadata(int fd, const std::map<std::string, std::string>& metadata,
+                      const std::string& path);
 
 // A user-given path made absolute and normalised: relative paths are taken
 // from `home`, "~" expands to it, "." and empty components go.

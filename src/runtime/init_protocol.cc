@@ -116,6 +116,7 @@ void write_file_request(Writer& w, const FileRequest& f) {
   w.u32(f.gid);
   w.u32(f.depth);
   w.u32(f.mode);
+  w.strs(flatten(f.metadata));
 }
 
 bool read_file_request(Reader& r, FileRequest* f) {
@@ -124,8 +125,10 @@ bool read_file_request(Reader& r, FileRequest* f) {
       op > static_cast<uint8_t>(FileOp::kOpenDir))
     return false;
   f->op = static_cast<FileOp>(op);
+  std::vector<std::string> metadata;
   return r.str(&f->path) && r.str(&f->other) && r.u32(&f->uid) && r.u32(&f->gid) &&
-         r.u32(&f->depth) && r.u32(&f->mode);
+         r.u32(&f->depth) && r.u32(&f->mode) && r.strs(&metadata) &&
+         unflatten(metadata, &f->metadata);
 }
 
 void write_entry(Writer& w, const EntryInfo& e) {
@@ -139,17 +142,24 @@ void write_entry(Writer& w, const EntryInfo& e) {
   w.u64(static_cast<uint64_t>(e.mtime_sec));
   w.u64(static_cast<uint64_t>(e.mtime_nsec));
   w.str(e.symlink_target);
+  w.u8(static_cast<uint8_t>(e.target_type));
+  w.u32(e.target_mode);
+  w.strs(flatten(e.metadata));
 }
 
 bool read_entry(Reader& r, EntryInfo* e) {
-  uint8_t type = 0;
+  uint8_t type = 0, target_type = 0;
   uint64_t sec = 0, nsec = 0;
-  if (!r.str(&e->name) || !r.str(&e->path) || !r.u8(&type) ||
-      type > static_cast<uint8_t>(FileType::kOther) || !r.u64(&e->size) || !r.u32(&e->mode) ||
-      !r.str(&e->owner) || !r.str(&e->group) || !r.u64(&sec) || !r.u64(&nsec) ||
-      !r.str(&e->symlink_target))
+  std::vector<std::string> metadata;
+  constexpr auto kLastType = static_cast<uint8_t>(FileType::kOther);
+  if (!r.str(&e->name) || !r.str(&e->path) || !r.u8(&type) || type > kLastType ||
+      !r.u64(&e->size) || !r.u32(&e->mode) || !r.str(&e->owner) || !r.str(&e->group) ||
+      !r.u64(&sec) || !r.u64(&nsec) || !r.str(&e->symlink_target) || !r.u8(&target_type) ||
+      target_type > kLastType || !r.u32(&e->target_mode) || !r.strs(&metadata) ||
+      !unflatten(metadata, &e->metadata))
     return false;
   e->type = static_cast<FileType>(type);
+  e->target_type = static_cast<FileType>(target_type);
   e->mtime_sec = static_cast<int64_t>(sec);
   e->mtime_nsec = static_cast<int64_t>(nsec);
   return true;

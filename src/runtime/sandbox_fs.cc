@@ -121,9 +121,12 @@ Error explain_refusal(const Error& error, const std::string& path, const char* v
   if (error.errnum == EINVAL && error.step.starts_with(proto::kNotRegularStep))
     return Error::with_message(
         "'" + path + "' is a device, FIFO or socket: only regular files " + can, EINVAL);
-  if (error.errnum == EACCES)
-    return Error::with_message("permission denied: the requested user cannot read '" + path + "'",
-                               EACCES);
+  if (error.errnum == EACCES) {
+    const char* act = std::string_view(verb) == "read" ? "read" : "write";
+    return Error::with_message(
+        "permission denied: the requested user cannot " + std::string(act) + " '" + path + "'",
+        EACCES);
+  }
   return error;
 }
 
@@ -210,6 +213,7 @@ Error FileWriter::stopped(const Error& error) {
 Status FileWriter::finish() {
   if (on_host_) {
     const int file = on_host_->file.get();
+    if (auto s = fs_ops::write_metadata(file, target_.metadata, target_.path); !s) return s;
     if (target_.mode != 0 && ::fchmod(file, target_.mode & 07777) != 0)
       return Error::from_errno("chmod", target_.path);
     if (::fsync(file) != 0 && errno != EINVAL) return Error::from_errno("sync", target_.path);
@@ -235,11 +239,12 @@ Result<UniqueFd> open_read_as(const Sandbox& sb, const std::string& path, uint32
 }
 
 Result<FileWriter> start_write(const Sandbox& sb, const std::string& path, uint32_t owner_uid,
-                               uint32_t mode) {
+                               uint32_t mode, std::map<std::string, std::string> metadata) {
   const std::string normalised = absolute_path(path, "/");
   FileRequest write = request(FileOp::kWrite, normalised, owner_uid);
   write.mode = mode;
-  FileWriter::Target target{&sb, normalised, owner_uid, mode};
+  write.metadata = metadata;
+  FileWriter::Target target{&sb, normalised, owner_uid, mode, std::move(metadata)};
   auto io = sb.file_op(write);
   if (predates_workers(io)) {
     auto on_host = start_write_on_host(sb, normalised, owner_uid);

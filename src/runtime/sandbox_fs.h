@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -53,6 +54,7 @@ class FileWriter {
     std::string path;
     uint32_t owner_uid;
     uint32_t mode;
+    std::map<std::string, std::string> metadata;  // set when served from the host
   };
   FileWriter(Target target, FileResult io);                                 // through a worker
   FileWriter(Target target, std::unique_ptr<fs_ops::CreatedFile> on_host);  // served from the host
@@ -75,10 +77,11 @@ class FileWriter {
 
 // Creates or truncates a regular file for writing, creating missing parent
 // directories, all owned by `owner_uid` (a sandbox uid), as that user; sets
-// `mode` once written (0: 0644). Refused before a byte is written for a /proc or
-// /sys file, a device, FIFO or socket.
+// `mode` once written (0: 0644) and `metadata` as its whole envd metadata
+// (user.e2b.* xattrs; keys and values checked by the caller). Refused before
+// a byte is written for a /proc or /sys file, a device, FIFO or socket.
 Result<FileWriter> start_write(const Sandbox& sb, const std::string& path, uint32_t owner_uid,
-                               uint32_t mode = 0);
+                               uint32_t mode = 0, std::map<std::string, std::string> metadata = {});
 
 Result<EntryInfo> stat(const Sandbox& sb, const std::string& path);
 // An O_PATH handle of a directory, e.g. to watch it through /proc/self/fd/N.

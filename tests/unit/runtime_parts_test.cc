@@ -107,9 +107,10 @@ TEST(InitProtocol, RejectsTruncatedAndTrailingBytes) {
 TEST(InitProtocol, FileRequestAndRepliesRoundTrip) {
   proto::Request in;
   in.type = proto::RequestType::kFile;
-  in.file = {FileOp::kMove, "/a", "/b", 1000, 1000, 3, 0755};
+  in.file = {FileOp::kMove, "/a", "/b", 1000, 1000, 3, 0755, {{"k", "v"}}};
   proto::Request out;
   ASSERT_TRUE(proto::decode(proto::encode(in), &out));
+  EXPECT_EQ(out.file.metadata, in.file.metadata);
   EXPECT_EQ(out.file.op, FileOp::kMove);
   EXPECT_EQ(out.file.path, "/a");
   EXPECT_EQ(out.file.other, "/b");
@@ -130,6 +131,9 @@ TEST(InitProtocol, FileRequestAndRepliesRoundTrip) {
   entry.type = FileType::kSymlink;
   entry.mtime_sec = -1;  // before 1970
   entry.symlink_target = "/etc/passwd";
+  entry.target_type = FileType::kFile;
+  entry.target_mode = 0644;
+  entry.metadata = {{"author", "mish"}, {"empty", ""}};
   reply.entries = {entry, entry};
   proto::FileReply back;
   ASSERT_TRUE(proto::decode(proto::encode(reply), &back));
@@ -139,6 +143,9 @@ TEST(InitProtocol, FileRequestAndRepliesRoundTrip) {
   EXPECT_EQ(back.entries[1].type, FileType::kSymlink);
   EXPECT_EQ(back.entries[1].mtime_sec, -1);
   EXPECT_EQ(back.entries[1].symlink_target, "/etc/passwd");
+  EXPECT_EQ(back.entries[1].target_type, FileType::kFile);
+  EXPECT_EQ(back.entries[1].target_mode, 0644u);
+  EXPECT_EQ(back.entries[1].metadata, entry.metadata);
   const std::string reply_bytes = proto::encode(reply);
   for (size_t n = 0; n < reply_bytes.size(); ++n)
     EXPECT_FALSE(proto::decode(reply_bytes.substr(0, n), &back));

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,14 +160,23 @@ TEST_F(SandboxFsTest, WritesHaveTheOwnersPermissions) {
   ASSERT_TRUE(put(*sb_, "/etc/new2", 0).ok());
 }
 
+// The link itself, and its target as envd describes it: resolved inside the
+// root to an absolute path (the link's own when it dangles).
 TEST_F(SandboxFsTest, StatDescribesSymlinksWithoutFollowing) {
-  fs::create_symlink("/etc/passwd", root_ / "home/user/link");
+  fs::create_symlink("../../etc/passwd", root_ / "home/user/link");
   auto info = stat(*sb_, "/home/user/link");
   ASSERT_TRUE(info.ok()) << info.error().message();
   EXPECT_EQ(info->type, FileType::kSymlink);
   EXPECT_EQ(info->symlink_target, "/etc/passwd");
+  EXPECT_EQ(info->target_type, FileType::kFile);
   EXPECT_EQ(info->name, "link");
   EXPECT_EQ(info->path, "/home/user/link");
+
+  fs::create_symlink(outside_ / "secret", root_ / "home/user/escape");  // dangles inside
+  auto dangling = stat(*sb_, "/home/user/escape");
+  ASSERT_TRUE(dangling.ok()) << dangling.error().message();
+  EXPECT_EQ(dangling->symlink_target, "/home/user/escape");
+  EXPECT_EQ(dangling->target_type, FileType::kOther);
 
   auto missing = stat(*sb_, "/nope");
   ASSERT_FALSE(missing.ok());
@@ -240,6 +250,30 @@ TEST(SandboxFsPaths, AbsolutePathExpandsHomeAndNormalises) {
   EXPECT_EQ(absolute_path("/a/../b", "/home/user"), "/a/../b");
   EXPECT_EQ(absolute_path("/", "/home/user"), "/");
   EXPECT_EQ(absolute_path("//", "/home/user"), "/");
+}
+
+// envd's metadata: user.e2b.* xattrs, replaced as a whole by each write.
+TEST_F(SandboxFsTest, WriteKeepsMetadataAndAnOverwriteClearsIt) {
+  if (::setxattr(root_.c_str(), "user.probe", "1", 1, 0) != 0 && errno == ENOTSUP)
+    GTEST_SKIP() << "the test dir's filesystem keeps no user xattrs";
+  auto writer = start_write(*sb_, "/home/user/m.txt", 0, 0, {{"author", "mish"}});
+  ASSERT_TRUE(writer.ok()) << writer.error().message();
+  ASSERT_TRUE(writer->write("x").ok());
+  ASSERT_TRUE(writer->finish().ok());
+  auto info = stat(*sb_, "/home/user/m.txt");
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(info->metadata, (std::map<std::string, std::string>{{"author", "mish"}}));
+  auto listed = list_dir(*sb_, "/home/user", 1);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->front().metadata, info->metadata);
+
+  auto again = start_write(*sb_, "/home/user/m.txt", 0);
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  ASSERT_TRUE(again->finish().ok());
+  auto cleared = stat(*sb_, "/home/user/m.txt");
+  ASSERT_TRUE(cleared.ok());
+  EXPECT_TRUE(cleared->metadata.empty());
 }
 
 }  // namespace

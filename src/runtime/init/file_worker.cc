@@ -53,8 +53,10 @@ proto::FileReply failure(const Error& error) {
 void answer(const Status& status) { send(status ? proto::FileReply{} : failure(status.error())); }
 
 size_t encoded_size(const EntryInfo& e) {
-  return 64 + e.name.size() + e.path.size() + e.owner.size() + e.group.size() +
-         e.symlink_target.size();
+  size_t size = 64 + e.name.size() + e.path.size() + e.owner.size() + e.group.size() +
+                e.symlink_target.size();
+  for (const auto& [key, value] : e.metadata) size += 8 + key.size() + value.size();
+  return size;
 }
 
 void answer_entries(Result<std::vector<EntryInfo>> entries) {
@@ -136,6 +138,8 @@ void write_file(int root, const FileRequest& request) {
   const std::optional<uint64_t> sent = commit();
   Status status;
   if (!sent || *sent != *written) status = Error{"write", EIO, request.path + ": upload abandoned"};
+  // Always, so an overwrite clears metadata a former upload left (as envd).
+  if (status) status = fs_ops::write_metadata(file, request.metadata, request.path);
   // After the data: a write by anyone but root clears set-id bits.
   if (status && request.mode != 0 && ::fchmod(file, request.mode & 07777) != 0)
     status = Error::from_errno("chmod", request.path);
