@@ -70,6 +70,12 @@ using Clock = std::chrono::steady_clock;
 // How long SendSignal(SIGKILL) waits for the process to be reaped.
 constexpr auto kReapWait = std::chrono::seconds(2);
 
+// A Start stream ends at its deadline once the process table has killed and
+// reaped the process (its end event says so), so a caller that sees the
+// deadline finds the process gone. This much later it ends regardless (a
+// process stuck in the kernel must not hold the stream).
+constexpr auto kKillGrace = std::chrono::seconds(2);
+
 // Until the next keepalive is due, or the deadline if that comes first.
 std::chrono::milliseconds next_wait(std::chrono::seconds keepalive,
                                     std::optional<Clock::time_point> deadline) {
@@ -151,7 +157,8 @@ Task<void> process_start(SandboxCall& call, Exchange& exchange) {
   auto started = co_await sandbox_ops::start_process(call.service, *call.live->processes,
                                                      std::move(start), executor);
   if (!started) co_return co_await connect_failure(exchange, started.error());
-  co_await stream_events(call, exchange, started.value(), timeout);
+  const auto stream_deadline = timeout.count() > 0 ? timeout + kKillGrace : timeout;
+  co_await stream_events(call, exchange, started.value(), stream_deadline);
 }
 
 Task<void> process_connect(SandboxCall& call, Exchange& exchange) {
