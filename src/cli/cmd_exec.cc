@@ -22,6 +22,9 @@ namespace abx::cli {
 namespace {
 
 constexpr int kInterruptedExit = 130;
+// A command killed (SIGKILL) at its --timeout; the stream then ends with
+// deadline_exceeded instead of an exit status, as envd's does.
+constexpr int kTimedOutExit = 128 + SIGKILL;
 constexpr size_t kInputChunk = 32 * 1024;
 
 struct ExecOptions {
@@ -124,6 +127,12 @@ class ExecSession {
       if (forced_exit_) return *forced_exit_;
     }
     finish_output();
+    if (!exit_code_ && stream_error_code_ == "deadline_exceeded") {
+      write_all(STDERR_FILENO, "abx: the command was killed after its timeout of " +
+                                   std::to_string(options_.timeout) +
+                                   " s; pass a larger --timeout (0: none)\n");
+      return kTimedOutExit;
+    }
     if (!exit_code_)
       return Error{stream_error_.empty() ? "the command ended without an exit status"
                                          : stream_error_};
@@ -194,6 +203,7 @@ class ExecSession {
   void on_end_stream(const json& message) {
     if (!message.contains("error")) return;
     stream_error_ = message["error"].value("message", "the command's stream failed");
+    stream_error_code_ = message["error"].value("code", "");
   }
 
   void on_event(const json& event) {
@@ -276,6 +286,7 @@ class ExecSession {
   std::optional<int> exit_code_;
   std::optional<int> forced_exit_;
   std::string stream_error_;
+  std::string stream_error_code_;
   bool stdin_done_ = false;
   bool interrupted_ = false;
 };

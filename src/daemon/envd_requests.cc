@@ -326,6 +326,10 @@ Result<json> parse_interpreter_body(const std::string& body) {
 }
 
 Result<ExecuteRequest> parse_execute(const json& body) {
+  // E2B's server requires `code`, a string: null or absent is no code to run.
+  if (const auto code = body.find("code"); code == body.end() || !code->is_string()) {
+    return bad("code", "required, a string (the code to run)");
+  }
   ExecuteRequest out;
   interp::ExecuteRequest& run = out.run;
   for (auto [key, target] : {std::pair{"code", &run.code}, std::pair{"context_id", &run.context_id},

@@ -12,6 +12,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
 
@@ -48,8 +49,10 @@ struct ProcessTable::Managed {
   std::vector<std::shared_ptr<Subscription>> subscribers;
   UniqueFd stdin_fd;
   UniqueFd pty_fd;
+  bool reaped = false;  // its exit status (or the sandbox's end) has arrived
 
   // Touched only on `strand`.
+  bool deadline_fired = false;
   int open_outputs = 0;
   uint64_t bytes_read = 0;
   // Set while the exit path waits for the pipes to drain; cancelled on every
@@ -64,6 +67,9 @@ using Managed = ProcessTable::Managed;
 // After the exit status arrives, output still in the pipes is forwarded until
 // EOF, or until it stops flowing (a background child may keep a pipe open).
 constexpr auto kOutputGrace = std::chrono::milliseconds(100);
+
+// How often wait_reaped looks: a killed process is reaped within a few ms.
+constexpr auto kReapPoll = std::chrono::milliseconds(2);
 
 // How long SendInput waits for a process to make room in its stdin: a
 // process that never reads must not hold a blocking thread for good.
@@ -111,6 +117,21 @@ net::awaitable<void> drain_output(std::shared_ptr<Managed> process,
   if (process->drain_waiter) process->drain_waiter->cancel();
 }
 
+void mark_reaped(Managed& process) {
+  std::lock_guard lock(process.mutex);
+  process.reaped = true;
+}
+
+bool is_reaped(Managed& process) {
+  std::lock_guard lock(process.mutex);
+  return process.reaped;
+}
+
+StreamEnd end_kind(const Managed& process, const std::string& exit_error) {
+  if (!exit_error.empty()) return StreamEnd::kSandboxStopped;
+  return process.deadline_fired ? StreamEnd::kDeadline : StreamEnd::kExited;
+}
+
 net::awaitable<runtime::ExitInfo> wait_exit(Descriptor& exit_source, std::string* error) {
   int32_t status = 0;
   boost::system::error_code ec;
@@ -140,9 +161,9 @@ void Subscription::push(StreamEvent event) {
   wake_.cancel();
 }
 
-http::Task<StreamEvent> Subscription::next(std::chrono::seconds keepalive) {
+http::Task<StreamEvent> Subscription::next(std::chrono::milliseconds wait) {
   if (queue_.empty()) {
-    wake_.expires_after(keepalive);
+    wake_.expires_after(wait);
     boost::system::error_code ec;
     co_await wake_.async_wait(net::redirect_error(net::use_awaitable, ec));
   }
@@ -196,9 +217,11 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
   auto self = shared_from_this();  // the table outlives this coroutine
   if (timeout.count() > 0) {
     process->deadline.expires_after(timeout);
-    process->deadline.async_wait([this, self, pid = process->pid](auto ec) {
+    // The handler runs on the process's strand (the timer's executor).
+    process->deadline.async_wait([this, self, process](auto ec) {
       if (ec) return;
-      pool_.post([sandbox = sandbox_, pid] { (void)sandbox->signal(pid, SIGKILL); });
+      process->deadline_fired = true;
+      pool_.post([sandbox = sandbox_, pid = process->pid] { (void)sandbox->signal(pid, SIGKILL); });
     });
   }
   for (auto& [source, name] : outputs) {
@@ -207,6 +230,7 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
   }
   std::string error;
   const runtime::ExitInfo exit = co_await wait_exit(*exit_source, &error);
+  mark_reaped(*process);
   co_await wait_outputs_quiet(*process);
   for (auto& [source, name] : outputs) {
     boost::system::error_code ignored;
@@ -217,7 +241,7 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
     std::lock_guard lock(mutex_);
     processes_.erase(process->pid);
   }
-  process->publish({proto_json::end_event(exit, error), true});
+  process->publish({proto_json::end_event(exit, error), true, end_kind(*process, error)});
 }
 
 Result<std::shared_ptr<Managed>> ProcessTable::find(const ProcessSelector& selector) {
@@ -274,6 +298,20 @@ Status ProcessTable::signal(const ProcessSelector& selector, int signo) {
   auto process = find(selector);
   if (!process) return process.error();
   return sandbox_->signal((*process)->pid, signo);
+}
+
+http::Task<void> ProcessTable::wait_reaped(const ProcessSelector& selector,
+                                           std::chrono::milliseconds limit) {
+  auto process = find(selector);
+  if (!process) co_return;  // gone already
+  std::shared_ptr<Managed> killed = std::move(*process);
+  net::steady_timer tick(co_await net::this_coro::executor);
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  while (!is_reaped(*killed) && std::chrono::steady_clock::now() < give_up) {
+    tick.expires_after(kReapPoll);
+    boost::system::error_code ec;
+    co_await tick.async_wait(net::redirect_error(net::use_awaitable, ec));
+  }
 }
 
 Status ProcessTable::close_stdin(const ProcessSelector& selector) {

@@ -42,9 +42,17 @@ struct ProcessSelector {
   std::string tag;
 };
 
+// How a process's stream ended, beyond its end event.
+enum class StreamEnd {
+  kExited,          // the process ended on its own or by a signal
+  kDeadline,        // Connect-Timeout-Ms passed and the process was killed for it
+  kSandboxStopped,  // the sandbox went away (killed, timed out) before the process ended
+};
+
 struct StreamEvent {
   std::string json;  // {"event":{...}}
   bool last = false;
+  StreamEnd end = StreamEnd::kExited;  // meaningful on the last event only
 };
 
 // One attached stream. Events are pushed on its executor (the connection's strand).
@@ -53,8 +61,8 @@ class Subscription {
   explicit Subscription(boost::asio::any_io_executor executor) : wake_(std::move(executor)) {}
   boost::asio::any_io_executor executor() { return wake_.get_executor(); }
   void push(StreamEvent event);
-  // The next event, or one with empty json after `keepalive` of silence.
-  http::Task<StreamEvent> next(std::chrono::seconds keepalive);
+  // The next event, or one with empty json after `wait` of silence.
+  http::Task<StreamEvent> next(std::chrono::milliseconds wait);
 
  private:
   boost::asio::steady_timer wake_;
@@ -86,6 +94,9 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   std::vector<ProcessSummary> list();
   Status send_input(const ProcessSelector& selector, const std::string& bytes, bool to_pty);
   Status signal(const ProcessSelector& selector, int signo);
+  // Returns once the selected process has been reaped (its exit status came),
+  // is not in the table, or `limit` passed. Waits without blocking a thread.
+  http::Task<void> wait_reaped(const ProcessSelector& selector, std::chrono::milliseconds limit);
   Status close_stdin(const ProcessSelector& selector);
   Status resize_pty(const ProcessSelector& selector, uint16_t cols, uint16_t rows);
 

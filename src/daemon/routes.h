@@ -142,6 +142,15 @@ Task<std::optional<ConnectInput>> read_connect_input(SandboxCall& call, Exchange
 // A failed call's Connect error, its code from error_map.
 Task<void> connect_failure(Exchange& exchange, const Error& error);
 
+// The sandbox was killed (or reached its end) while this request ran.
+bool sandbox_gone(const SandboxCall& call);
+// Ends a started stream whose sandbox went away as E2B's proxy does: its
+// reverse proxy aborts the response, so the SDK sees the connection end,
+// finds the sandbox gone with a health probe and reports it was killed. The
+// escaping exception makes the server close the connection without ending
+// the chunked body.
+[[noreturn]] void drop_stream(const SandboxCall& call);
+
 // A Connect call's request as `parse` reads it, and its user; on failure the
 // error reply has been sent.
 template <class Request>

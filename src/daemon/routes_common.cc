@@ -1,4 +1,6 @@
 // Helpers every route file shares: bodies in, errors out.
+#include <stdexcept>
+
 #include "daemon/routes.h"
 
 namespace abx::daemon::routes {
@@ -27,6 +29,12 @@ Task<Result<std::string>> read_json_body(Exchange& exchange, size_t limit) {
                                   kErrTooLarge);
   }
   co_return body;
+}
+
+bool sandbox_gone(const SandboxCall& call) { return call.service.find(call.row.id) != call.live; }
+
+void drop_stream(const SandboxCall& call) {
+  throw std::runtime_error("sandbox " + call.row.id + " stopped mid-stream; connection dropped");
 }
 
 }  // namespace abx::daemon::routes

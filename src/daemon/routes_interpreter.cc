@@ -112,16 +112,25 @@ Task<void> interp_execute(SandboxCall& call, Exchange& exchange) {
   start_execution(call, std::move(*job), lines, cancelled, outcome);
 
   StreamEvent first = co_await lines->next(std::chrono::hours(24));
-  if (first.last && *outcome) co_return co_await respond_failure(exchange, **outcome);
+  if (first.last && *outcome && !sandbox_gone(call)) {
+    co_return co_await respond_failure(exchange, **outcome);
+  }
   co_await exchange.start_stream(200, "application/x-ndjson");
   for (StreamEvent event = std::move(first); !event.last;
        event = co_await lines->next(kIdleKeepalive)) {
+    // E2B's server has sent its headers by now, so the SDK sees the body cut
+    // short (not the context dying) and reports the sandbox killed.
+    if (sandbox_gone(call)) {
+      *cancelled = true;
+      drop_stream(call);
+    }
     if (event.json.empty()) event.json = "{\"type\":\"keepalive\"}\n";
     if (!co_await exchange.write_chunk(event.json)) {
       *cancelled = true;  // the client went away: interrupt the code, keep the context
       co_return;
     }
   }
+  if (sandbox_gone(call)) drop_stream(call);
   co_await exchange.finish_stream();
 }
 

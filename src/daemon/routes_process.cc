@@ -1,7 +1,10 @@
 // Sandbox plane: envd's process.Process service over Connect-JSON. Requests
 // are parsed by envd_requests; blocking calls go through sandbox_ops.
 // See spec/e2b-protocol.md §8 (headers §9).
+#include <algorithm>
 #include <boost/asio/this_coro.hpp>
+#include <csignal>
+#include <optional>
 
 #include "common/connect_frame.h"
 #include "daemon/envd_requests.h"
@@ -63,14 +66,56 @@ std::chrono::milliseconds timeout_of(const http::Request& request) {
   }
 }
 
+using Clock = std::chrono::steady_clock;
+
+// How long SendSignal(SIGKILL) waits for the process to be reaped.
+constexpr auto kReapWait = std::chrono::seconds(2);
+
+// A Start stream ends at its deadline once the process table has killed and
+// reaped the process (its end event says so), so a caller that sees the
+// deadline finds the process gone. This much later it ends regardless (a
+// process stuck in the kernel must not hold the stream).
+constexpr auto kKillGrace = std::chrono::seconds(2);
+
+// Until the next keepalive is due, or the deadline if that comes first.
+std::chrono::milliseconds next_wait(std::chrono::seconds keepalive,
+                                    std::optional<Clock::time_point> deadline) {
+  std::chrono::milliseconds wait = keepalive;
+  if (deadline) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
+    wait = std::clamp(left, std::chrono::milliseconds(1), wait);
+  }
+  return wait;
+}
+
+// As connect-go ends a stream whose Connect-Timeout-Ms passed.
+Task<void> end_past_deadline(Exchange& exchange) {
+  const std::string frame = connect::encode(
+      stream_error("deadline_exceeded", "context deadline exceeded"), connect::kFlagEndStream);
+  if (co_await exchange.write_chunk(frame)) co_await exchange.finish_stream();
+}
+
 // Forwards events until the end event or until the client goes away (the
-// process keeps running then: background commands rely on it).
+// process keeps running then: background commands rely on it). A `timeout`
+// (Connect-Timeout-Ms) ends the stream with deadline_exceeded, as envd's does.
 Task<void> stream_events(SandboxCall& call, Exchange& exchange,
-                         std::shared_ptr<Subscription> subscription) {
+                         std::shared_ptr<Subscription> subscription,
+                         std::chrono::milliseconds timeout) {
   const auto keepalive = keepalive_of(exchange.request());
+  std::optional<Clock::time_point> deadline;
+  if (timeout.count() > 0) deadline = Clock::now() + timeout;
   co_await exchange.start_stream(200, "application/connect+json");
   for (;;) {
-    StreamEvent event = co_await subscription->next(keepalive);
+    StreamEvent event = co_await subscription->next(next_wait(keepalive, deadline));
+    if (event.last && (event.end == StreamEnd::kSandboxStopped || sandbox_gone(call))) {
+      drop_stream(call);
+    }
+    const bool exited = event.last && event.end == StreamEnd::kExited;
+    if (!exited && ((deadline && Clock::now() >= *deadline) || event.end == StreamEnd::kDeadline)) {
+      call.live->processes->detach(subscription);
+      co_return co_await end_past_deadline(exchange);
+    }
     if (event.json.empty()) event.json = proto_json::keepalive_event();
     if (!co_await exchange.write_chunk(connect::encode(event.json))) {
       call.live->processes->detach(subscription);
@@ -107,12 +152,14 @@ Task<void> process_start(SandboxCall& call, Exchange& exchange) {
   if (!parsed) co_return;
   auto& request = parsed->request;
   StartProcess start = start_process_of(std::move(request), parsed->user, call.row);
-  start.timeout = timeout_of(exchange.request());
+  const auto timeout = timeout_of(exchange.request());
+  start.timeout = timeout;
   auto executor = co_await boost::asio::this_coro::executor;
   auto started = co_await sandbox_ops::start_process(call.service, *call.live->processes,
                                                      std::move(start), executor);
   if (!started) co_return co_await connect_failure(exchange, started.error());
-  co_await stream_events(call, exchange, started.value());
+  const auto stream_deadline = timeout.count() > 0 ? timeout + kKillGrace : timeout;
+  co_await stream_events(call, exchange, started.value(), stream_deadline);
 }
 
 Task<void> process_connect(SandboxCall& call, Exchange& exchange) {
@@ -122,7 +169,7 @@ Task<void> process_connect(SandboxCall& call, Exchange& exchange) {
   auto executor = co_await boost::asio::this_coro::executor;
   auto attached = call.live->processes->attach(request.process, executor);
   if (!attached) co_return co_await connect_failure(exchange, attached.error());
-  co_await stream_events(call, exchange, attached.value());
+  co_await stream_events(call, exchange, attached.value(), timeout_of(exchange.request()));
 }
 
 Task<void> process_list(SandboxCall& call, Exchange& exchange) {
@@ -156,6 +203,11 @@ Task<void> process_send_signal(SandboxCall& call, Exchange& exchange) {
   auto& request = parsed->request;
   const Status status = co_await sandbox_ops::signal(call.service, *call.live->processes,
                                                      request.process, request.signal);
+  // envd reaps a killed process at once, so E2B's callers take the answer to
+  // mean "gone": a `kill -0 <pid>` right after must not find a zombie.
+  if (status && request.signal == SIGKILL) {
+    co_await call.live->processes->wait_reaped(request.process, kReapWait);
+  }
   co_await reply_status(exchange, status);
 }
 

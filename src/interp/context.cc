@@ -61,6 +61,8 @@ Status Context::start_locked() {
   spec.env = env_;
   spec.env["ABX_INTERP_TOKEN"] = token_;
   spec.cwd = info_.cwd;
+  spec.uid = 0;  // as E2B's kernels, which its Jupyter server starts as root
+  spec.gid = 0;
   auto process = sandbox_.spawn(spec);
   if (!process) {
     const Error& e = process.error();

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -22,13 +23,17 @@ namespace abx::interp {
 namespace {
 
 constexpr const char* kDefaultCwd = "/home/user";
+// E2B's code-interpreter server makes these at start-up; GET /contexts lists them.
+constexpr std::array<const char*, 2> kDefaultLanguages = {"python", "javascript"};
 constexpr int kAvailabilityTimeoutMs = 5000;
 
 std::map<std::string, std::string> context_env(std::map<std::string, std::string> sandbox_env) {
   std::map<std::string, std::string> env = {
       {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-      {"HOME", "/home/user"},
-      {"USER", "user"},
+      // E2B's Jupyter server runs as root (started with sudo), and so do its
+      // kernels; they only chdir to the context's cwd.
+      {"HOME", "/root"},
+      {"USER", "root"},
       {"LANG", "C.UTF-8"},
       {"MPLBACKEND", "Agg"},  // matplotlib renders to PNG, never to a display
   };
@@ -90,15 +95,18 @@ class SandboxInterpreter final : public Interpreter {
 
   Result<ContextInfo> create_context(const std::string& language, const std::string& cwd) override {
     std::lock_guard lock(mutex_);
+    add_defaults_locked();
     auto context = create_locked(language.empty() ? "python" : language, cwd);
     if (!context) return context.error();
     return context.value()->info();
   }
 
+  // In creation order, the default contexts first, as E2B lists them.
   std::vector<ContextInfo> list_contexts() override {
     std::lock_guard lock(mutex_);
+    add_defaults_locked();
     std::vector<ContextInfo> infos;
-    for (const auto& [id, context] : contexts_) infos.push_back(context->info());
+    for (const std::string& id : order_) infos.push_back(contexts_.at(id)->info());
     return infos;
   }
 
@@ -116,6 +124,7 @@ class SandboxInterpreter final : public Interpreter {
       if (it == contexts_.end()) return not_found(id);
       removed = std::move(it->second);
       contexts_.erase(it);
+      std::erase(order_, id);
       std::erase_if(default_ids_, [&](const auto& entry) { return entry.second == id; });
     }
     removed->kill();  // a running execution ends now; the process object goes with the last user
@@ -152,6 +161,7 @@ class SandboxInterpreter final : public Interpreter {
     if (!language) return language.error();
     const std::string& name = language.value()->name;  // "js" shares javascript's context
     std::lock_guard lock(mutex_);
+    add_defaults_locked();
     if (auto it = default_ids_.find(name); it != default_ids_.end()) {
       return contexts_.at(it->second);
     }
@@ -160,16 +170,34 @@ class SandboxInterpreter final : public Interpreter {
     return context;
   }
 
+  // A default context's process starts on its first execution (the listing
+  // must not cost a process per language); a created one starts at once, so
+  // that a bad cwd fails the create.
   Result<std::shared_ptr<Context>> create_locked(const std::string& language_name,
-                                                 const std::string& cwd) {
+                                                 const std::string& cwd, bool start = true) {
     auto language = find_language(language_name);
     if (!language) return language.error();
     if (auto s = check_available(*language.value()); !s) return s.error();
     ContextInfo info{new_context_id(), language.value()->name, cwd.empty() ? kDefaultCwd : cwd};
     auto context = std::make_shared<Context>(info, *language.value(), sandbox_, env_);
-    if (auto s = context->start(); !s) return s.error();
+    if (start) {
+      if (auto s = context->start(); !s) return s.error();
+    }
     contexts_[info.id] = context;
+    order_.push_back(info.id);
     return context;
+  }
+
+  // Once per interpreter: the default contexts E2B's server makes at start-up
+  // (a language this sandbox cannot run is left out).
+  void add_defaults_locked() {
+    if (defaults_added_) return;
+    defaults_added_ = true;
+    for (const char* language : kDefaultLanguages) {
+      if (default_ids_.contains(language)) continue;
+      auto context = create_locked(language, kDefaultCwd, false);
+      if (context) default_ids_[language] = context.value()->info().id;
+    }
   }
 
   // Only success is remembered: the user may install the language later.
@@ -186,6 +214,8 @@ class SandboxInterpreter final : public Interpreter {
   const std::map<std::string, std::string> env_;
   std::mutex mutex_;  // guards the maps below, never held during an execution
   std::map<std::string, std::shared_ptr<Context>> contexts_;
+  std::vector<std::string> order_;  // context ids in creation order
+  bool defaults_added_ = false;
   std::map<std::string, std::string> default_ids_;  // language → context id
   std::set<std::string> available_;                 // languages whose check passed
 };

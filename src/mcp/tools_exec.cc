@@ -92,6 +92,7 @@ struct CommandOutput {
   std::string stdout_text, stderr_text;
   std::optional<json> end;
   std::string stream_error;
+  std::string stream_error_code;
 };
 
 Status on_command_frame(const connect::Frame& frame, CommandOutput& out) {
@@ -101,6 +102,7 @@ Status on_command_frame(const connect::Frame& frame, CommandOutput& out) {
   if (frame.end_stream()) {
     if (message.contains("error")) {
       out.stream_error = message["error"].value("message", "the command's stream failed");
+      out.stream_error_code = message["error"].value("code", "");
     }
     return {};
   }
@@ -142,22 +144,25 @@ json start_request(const json& args) {
   return {{"process", process}, {"stdin", false}};
 }
 
-// The daemon SIGKILLs a command at its Connect-Timeout-Ms deadline.
+// The daemon SIGKILLs a command at its Connect-Timeout-Ms deadline and ends
+// its stream with deadline_exceeded (as envd does) instead of an exit status.
+constexpr int kKilledExit = 128 + 9;
+
 bool hit_deadline(int exit_code, std::chrono::steady_clock::duration elapsed, int timeout) {
-  constexpr int kKilledExit = 128 + 9;
   return exit_code == kKilledExit && elapsed >= std::chrono::seconds(timeout);
 }
 
 ToolResult command_result(const std::string& id, const CommandOutput& out, int timeout,
                           std::chrono::steady_clock::duration elapsed) {
-  if (!out.end) {
+  const bool past_deadline = !out.end && out.stream_error_code == "deadline_exceeded";
+  if (!out.end && !past_deadline) {
     return ToolResult::failure(out.stream_error.empty()
                                    ? "the command ended without an exit status"
                                    : "the command failed: " + out.stream_error);
   }
   ToolResult result;
-  const int exit_code = e2b::exit_code_from_end(*out.end);
-  const bool timed_out = hit_deadline(exit_code, elapsed, timeout);
+  const int exit_code = past_deadline ? kKilledExit : e2b::exit_code_from_end(*out.end);
+  const bool timed_out = past_deadline || hit_deadline(exit_code, elapsed, timeout);
   result.text = section("stdout", out.stdout_text) + section("stderr", out.stderr_text) +
                 "exit code: " + std::to_string(exit_code) + "\n";
   if (timed_out) {

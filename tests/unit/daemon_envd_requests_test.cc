@@ -224,6 +224,8 @@ TEST(EnvdRequests, Execute) {
   EXPECT_EQ(timed->timeout, std::chrono::milliseconds(2500));
 
   EXPECT_BAD(parse_execute(parse(R"({"code": 5})")), "code");
+  EXPECT_BAD(parse_execute(parse(R"({"code": null})")), "code");
+  EXPECT_BAD(parse_execute(parse(R"({"language": "python"})")), "code");
   EXPECT_BAD(parse_execute(parse(R"({"code": "1", "env_vars": ["A"]})")), "env_vars");
   EXPECT_BAD(parse_execute(parse(R"({"code": "1", "env_vars": {"A": 1}})")), "env_vars.A");
   EXPECT_BAD(parse_execute(parse(R"({"code": "1", "timeout": "10"})")), "timeout");

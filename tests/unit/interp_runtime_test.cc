@@ -71,12 +71,14 @@ class InterpRuntime : public ::testing::Test {
   std::unique_ptr<Interpreter> interpreter_;
 };
 
-TEST_F(InterpRuntime, PythonRunsAsUserInHomeWithState) {
-  auto first = run(*interpreter_,
-                   "import os\nprint(os.getuid(), os.getcwd(), os.environ['FROM_SANDBOX'])\n"
-                   "n = 20\nn + 1");
+// As E2B's kernels: root (its Jupyter server runs as root), in /home/user.
+TEST_F(InterpRuntime, PythonRunsAsRootInHomeUserWithState) {
+  auto first = run(
+      *interpreter_,
+      "import os\nprint(os.getuid(), os.getcwd(), os.environ['HOME'], os.environ['FROM_SANDBOX'])\n"
+      "n = 20\nn + 1");
   ASSERT_TRUE(first.status.ok()) << first.status.error().message();
-  EXPECT_EQ(first.joined("stdout"), "1000 /home/user 1\n");
+  EXPECT_EQ(first.joined("stdout"), "0 /home/user /root 1\n");
   EXPECT_EQ(first.main_text(), "21");
   EXPECT_EQ(run(*interpreter_, "n * 2").main_text(), "40");
 }
@@ -99,11 +101,11 @@ TEST_F(InterpRuntime, PythonContextDeathIsReported) {
 TEST_F(InterpRuntime, BashAndJavascriptContexts) {
   auto bash = interpreter_->create_context("bash", "/tmp");
   ASSERT_TRUE(bash) << bash.error().message();
-  EXPECT_EQ(run(*interpreter_, "pwd; id -u", bash->id).joined("stdout"), "/tmp\n1000\n");
+  EXPECT_EQ(run(*interpreter_, "pwd; id -u", bash->id).joined("stdout"), "/tmp\n0\n");
   if (::access("/usr/bin/node", X_OK) != 0) GTEST_SKIP() << "node is not installed";
   auto js = interpreter_->create_context("javascript", "");
   ASSERT_TRUE(js) << js.error().message();
-  EXPECT_EQ(run(*interpreter_, "process.getuid() + 1", js->id).main_text(), "1001");
+  EXPECT_EQ(run(*interpreter_, "process.getuid() + 1", js->id).main_text(), "1");
 }
 
 }  // namespace

@@ -62,3 +62,25 @@ def test_code_contexts_create_list_restart_remove(ci):
     assert ci.run_code("y", context=ctx).error.name == "NameError"
     ci.remove_code_context(ctx)
     assert ctx.id not in [c.id for c in ci.list_code_contexts()]
+
+
+def test_fresh_sandbox_lists_default_python_and_javascript_contexts(ci):
+    """Mirrors code-interpreter tests/sync/test_contexts.py::test_list_contexts: E2B's
+    server makes a python and a javascript context at start-up."""
+    languages = [c.language for c in ci.list_code_contexts()]
+    assert "python" in languages and "javascript" in languages
+    # The default python context is the one run_code uses: listing did not add another.
+    ci.run_code("y = 1")
+    assert [c.language for c in ci.list_code_contexts()] == languages
+
+
+def test_created_context_is_listed_last_and_runs_as_e2b_kernels(ci):
+    """Mirrors code-interpreter tests/sync/test_contexts.py::test_create_context_with_options:
+    a new context comes last in the list; kernels run as root (E2B's Jupyter server
+    runs as root) in the context's cwd, /home/user by default."""
+    ctx = ci.create_code_context(language="python", cwd="/root")
+    last = ci.list_code_contexts()[-1]
+    assert (last.id, last.language, last.cwd) == (ctx.id, "python", "/root")
+    assert ci.run_code("import os; os.getcwd()", context=ctx).text == "/root"
+    who = ci.run_code("import os; (os.getuid(), os.getcwd(), os.environ['HOME'])").text
+    assert who == "(0, '/home/user', '/root')"
