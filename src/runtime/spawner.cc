@@ -219,6 +219,12 @@ Result<pid_t> start_init(const InitFds& fds, bool host_network, uid_t owner,
   if (ready) ready = wait_ready(status_read.get(), pid);
   if (!ready) {
     kill_and_reap(pid);  // before the stack goes away
+    // A child that failed before taking the handoff (its exec, say) broke
+    // the pipe under release(): its own report, if it wrote one, says why.
+    if (handoff && ready.error().errnum == EPIPE) {
+      const Status reported = wait_ready(status_read.get(), pid);
+      if (!reported && reported.error().errnum != ECHILD) return reported.error();
+    }
     return ready.error();
   }
   return pid;
