@@ -123,6 +123,9 @@ def suite_env(d: Daemon) -> dict[str, str]:
     env.update(E2B_API_URL=d.url, E2B_SANDBOX_URL=d.url, E2B_API_KEY=d.api_key,
                E2B_DOMAIN=f"localhost:{urlparse(d.url).port}")
     env.pop("E2B_DEBUG", None)
+    # The JS suite reads CI as "E2B's CI built dist/ first" and fails its bundle check without
+    # it; that check is of E2B's bundler, not of the daemon, so the suites never see CI.
+    env.pop("CI", None)
     return env
 
 
