@@ -1,0 +1,111 @@
+#include "egress/policy.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace abx::egress {
+namespace {
+
+uint32_t mask_of(uint8_t prefix) { return prefix == 0 ? 0 : ~uint32_t{0} << (32 - prefix); }
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// "Example.COM.:443" → "example.com". IPv6 literals are not names: unchanged.
+std::string normal_host(std::string_view host) {
+  if (host.empty() || host.front() == '[') return std::string(host);
+  if (const auto colon = host.rfind(':'); colon != std::string_view::npos)
+    host = host.substr(0, colon);
+  if (!host.empty() && host.back() == '.') host.remove_suffix(1);
+  return lower(host);
+}
+
+bool any_host(const std::vector<std::string>& patterns, std::string_view host) {
+  return std::any_of(patterns.begin(), patterns.end(),
+                     [&](const std::string& p) { return host_matches(p, host); });
+}
+
+bool any_cidr(const std::vector<Cidr>& cidrs, uint32_t ip) {
+  return std::any_of(cidrs.begin(), cidrs.end(), [&](const Cidr& c) { return c.contains(ip); });
+}
+
+}  // namespace
+
+bool Cidr::contains(uint32_t ip) const { return (ip & mask_of(prefix)) == network; }
+
+std::string Cidr::text() const {
+  in_addr a{htonl(network)};
+  char buf[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &a, buf, sizeof buf);
+  return std::string(buf) + '/' + std::to_string(prefix);
+}
+
+std::optional<Cidr> parse_cidr(std::string_view text) {
+  const auto slash = text.find('/');
+  const std::string address(text.substr(0, slash));
+  in_addr a{};
+  if (::inet_pton(AF_INET, address.c_str(), &a) != 1) return std::nullopt;
+  Cidr cidr{ntohl(a.s_addr), 32};
+  if (slash != std::string_view::npos) {
+    const std::string_view digits = text.substr(slash + 1);
+    unsigned prefix = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), prefix);
+    if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty() || prefix > 32)
+      return std::nullopt;
+    cidr.prefix = static_cast<uint8_t>(prefix);
+  }
+  if ((cidr.network & ~mask_of(cidr.prefix)) != 0) return std::nullopt;
+  return cidr;
+}
+
+bool Policy::needs_proxy() const {
+  return !allow_hosts.empty() || !deny_hosts.empty() || !rules.empty() || egress_proxy.has_value();
+}
+
+bool Policy::denies_all() const {
+  return std::find(deny_cidrs.begin(), deny_cidrs.end(), kAllTraffic) != deny_cidrs.end();
+}
+
+bool host_matches(std::string_view pattern, std::string_view host) {
+  const std::string name = normal_host(host);
+  const std::string p = lower(pattern);
+  if (name.empty() || p.empty()) return false;
+  if (p.rfind("*.", 0) == 0) {
+    const std::string_view suffix = std::string_view(p).substr(1);  // ".example.com"
+    return name.size() > suffix.size() &&
+           std::string_view(name).substr(name.size() - suffix.size()) == suffix;
+  }
+  return name == p;
+}
+
+bool allows(const Policy& policy, uint32_t ip, std::string_view host) {
+  if (any_cidr(policy.allow_cidrs, ip)) return true;
+  if (!host.empty() && any_host(policy.allow_hosts, host)) return true;
+  if (any_cidr(policy.deny_cidrs, ip)) return false;
+  if (!host.empty() && any_host(policy.deny_hosts, host)) return false;
+  return true;
+}
+
+bool resolves(const Policy& policy, std::string_view name) {
+  if (any_host(policy.allow_hosts, name)) return true;
+  if (policy.denies_all()) return false;
+  return !any_host(policy.deny_hosts, name);
+}
+
+const HostRule* rule_for(const Policy& policy, std::string_view host) {
+  const std::string name = normal_host(host);
+  for (const HostRule& rule : policy.rules)
+    if (lower(rule.host) == name) return &rule;
+  for (const HostRule& rule : policy.rules)
+    if (host_matches(rule.host, name)) return &rule;
+  return nullptr;
+}
+
+}  // namespace abx::egress
