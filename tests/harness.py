@@ -46,10 +46,12 @@ class Daemon:
 
 def start_daemon(data_dir: Path, timeout: float = 15.0, shared_templates: bool = True,
                  extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None,
-                 open_files: int | None = None, binary: Path | None = None) -> Daemon:
+                 open_files: int | None = None, binary: Path | None = None,
+                 wrap: tuple[str, ...] = (), listen: str = "127.0.0.1:0") -> Daemon:
     """`env` is added to the daemon's environment; `open_files` sets its soft and hard
     RLIMIT_NOFILE (the daemon raises soft to hard, so both); `binary` runs another abx
-    (the bench's baseline)."""
+    (the bench's baseline); `wrap` is a command that execs the daemon's command line
+    given after it (so proc.pid stays the daemon's), e.g. into another network namespace."""
     data_dir.mkdir(parents=True, exist_ok=True)
     addr_file = data_dir / "daemon.addr"
     addr_file.unlink(missing_ok=True)
@@ -58,7 +60,7 @@ def start_daemon(data_dir: Path, timeout: float = 15.0, shared_templates: bool =
     # prlimit(1) execs the daemon: proc.pid stays the daemon's pid.
     limit = ["prlimit", f"--nofile={open_files}:{open_files}"] if open_files else []
     proc = subprocess.Popen(
-        [*limit, str(binary or ABX_BIN), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir),
+        [*wrap, *limit, str(binary or ABX_BIN), "serve", "--listen", listen, "--data-dir", str(data_dir),
          "--address-file", str(addr_file), "--log-level", "debug", *templates, *extra_args],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         env={**os.environ, **env} if env else None)
