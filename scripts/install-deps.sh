@@ -8,7 +8,9 @@ packages=(cmake ninja-build g++ pkg-config clang-format clang libclang-rt-14-dev
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libseccomp-dev libcap-dev libsqlite3-dev libarchive-dev libtomlplusplus-dev libgtest-dev libssl-dev
   bubblewrap hyperfine iproute2 python3-venv
-  mmdebstrap umoci busybox-static lxcfs)
+  mmdebstrap umoci busybox-static lxcfs
+  # tests/net's private internet (tests/net/world.sh) and its checks
+  dnsmasq-base microsocks socat iperf3 nftables)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
