@@ -72,21 +72,21 @@ def daemon_survives(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture
 def bait(net_world: World, net_daemon: WorldDaemon, tmp_path: Path) -> Iterator[int]:
-    """HTTP servers in the daemon namespace on every address (0.0.0.0:22) and on the daemon's
-    own API port of its world address (192.0.2.2:P), so that only the sandbox policy can
-    keep a sandbox from the daemon's machine. Yields P."""
+    """HTTP servers in the daemon namespace on every address, IPv4 and IPv6 ([::]:22), and on
+    the daemon's own API port of its world address (192.0.2.2:P), so that only the sandbox
+    policy can keep a sandbox from the daemon's machine. Yields P."""
     port = int(net_daemon.url.rsplit(":", 1)[1])
-    listen = (("0.0.0.0", 22), (DAEMON_ADDR, port))
+    listen = (("::", 22), (DAEMON_ADDR, port))  # "::": http.server serves IPv4 there too
     servers = [subprocess.Popen(
         ["ip", "netns", "exec", net_world.daemon_ns, "/usr/bin/python3", "-m", "http.server",
          "--bind", address, "--directory", str(tmp_path), str(p)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True) for address, p in listen]
     try:
-        for _, p in listen:
-            probe = ["curl", "-sf", "-o", "/dev/null", "--max-time", "1", f"http://{DAEMON_ADDR}:{p}/"]
+        for url in (f"http://{DAEMON_ADDR}:22/", "http://[::1]:22/", f"http://{DAEMON_ADDR}:{port}/"):
+            probe = ["curl", "-sf", "-o", "/dev/null", "--max-time", "1", url]
             wait_until(lambda probe=probe: net_world.run_in(net_world.daemon_ns, *probe).returncode == 0,
-                       what=f"the bait server on port {p} in the daemon namespace")
+                       what=f"the bait server {url} in the daemon namespace")
         yield port
     finally:
         for server in servers:

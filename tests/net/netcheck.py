@@ -151,3 +151,12 @@ def address(d: WorldDaemon, sandbox_id: str) -> str:
     words = r.stdout.split()
     assert r.returncode == 0 and "inet" in words, f"no address in the sandbox: {r.stdout!r}"
     return words[words.index("inet") + 1].split("/")[0]
+
+
+def link(d: WorldDaemon, sandbox_id: str) -> str:
+    """The name of the sandbox's network interface (the one that is not loopback)."""
+    r = sh(d, sandbox_id, "ip -o link show")
+    names = [line.split(":")[1].strip().split("@")[0] for line in r.stdout.splitlines()]
+    others = [n for n in names if n != "lo"]
+    assert r.returncode == 0 and others, f"no interface but loopback in the sandbox: {r.stdout!r}"
+    return others[0]

@@ -8,6 +8,7 @@ world (the control), so a sandbox without any network cannot pass."""
 from __future__ import annotations
 
 import pytest
+from helpers import wait_until
 from netcheck import (
     address,
     assert_blocked,
@@ -16,6 +17,7 @@ from netcheck import (
     create,
     fetch_all,
     gateway,
+    link,
     sh,
 )
 from world import CGNAT, DAEMON_ADDR, METADATA, PRIVATE, WWW
@@ -48,6 +50,29 @@ def test_the_daemons_machine(net_world, net_daemon, bait, body):
         f"http://{via}:22/", CONTROL)
     assert_reached(net_world, control)
     for f in (api_port, ssh, gateway_ssh):
+        assert_unanswered(f)
+
+
+def test_ipv6_is_no_way_around(net_world, net_daemon, bait):
+    """IPv6 is either filtered like IPv4 or off in the sandbox: the daemon's machine does not
+    answer on any of its link-local addresses (the sandbox's gateway has one of them)."""
+    sandbox = create(net_daemon)
+
+    def settled() -> str | None:
+        """The daemon's link-local addresses once no address on either side is tentative
+        (duplicate address detection takes a second; until then IPv6 would look closed)."""
+        shown = net_world.run_in(net_world.daemon_ns, "ip", "-6", "-o", "addr", "show", "scope", "link")
+        inside = sh(net_daemon, sandbox, "ip -6 -o addr show 2>&1")
+        return None if "tentative" in shown.stdout + inside.stdout else shown.stdout
+
+    shown = wait_until(settled, what="IPv6 duplicate address detection to finish")
+    addresses = [line.split()[3].split("/")[0] for line in shown.splitlines()]
+    assert addresses, "the daemon's namespace has no IPv6 link-local address to try"
+    zone = link(net_daemon, sandbox)
+    *denied, control = fetch_all(net_daemon, sandbox,
+                                 *[f"http://[{a}%25{zone}]:22/" for a in addresses], CONTROL)
+    assert_reached(net_world, control)
+    for f in denied:
         assert_unanswered(f)
 
 

@@ -219,10 +219,19 @@ def healthy(d: Daemon) -> bool:
     return d.proc.poll() is None and httpx.get(d.url + "/health", timeout=10).is_success
 
 
-def leftovers(d: WorldDaemon) -> list[str]:
+def leftovers(d: WorldDaemon, timeout: float = 10) -> list[str]:
     """What a stopped daemon left in its world: links other than the world's own in the
     daemon namespace, any nftables ruleset there, network namespaces, processes in the
-    daemon namespace, processes of its sandboxes."""
+    daemon namespace, processes of its sandboxes. The kernel frees a dead sandbox's network
+    namespace (and so its veth) in the background: what is left is asked again until
+    `timeout` before it counts."""
+    deadline = time.monotonic() + timeout
+    while (found := leftovers_now(d)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found
+
+
+def leftovers_now(d: WorldDaemon) -> list[str]:
     assert d.world is not None and d.proc.poll() is not None, "the daemon still runs"
     world, found = d.world, []
     links = world.run_in(world.daemon_ns, "ip", "-o", "link", "show")
