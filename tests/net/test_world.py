@@ -213,3 +213,22 @@ def test_up_replaces_a_stale_world_and_down_leaves_nothing(net_world):
         assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
     # The session's world is untouched.
     assert net_world.state.exists() and f"{net_world.daemon_ns}" in netns
+
+
+def test_the_e2b_sdk_works_through_the_bridge(net_daemon: WorldDaemon, monkeypatch):
+    """E2B's SDK, set up by the env lines a user writes, drives the daemon in the world: its
+    control plane and the sandbox's envd both pass the bridge."""
+    from e2b import Sandbox
+
+    monkeypatch.setenv("E2B_API_URL", net_daemon.url)
+    monkeypatch.setenv("E2B_SANDBOX_URL", net_daemon.url)
+    monkeypatch.setenv("E2B_API_KEY", net_daemon.api_key)
+    monkeypatch.setenv("E2B_DOMAIN", f"localhost:{net_daemon.url.rsplit(':', 1)[1]}")
+    sandbox = Sandbox.create("host", timeout=60)
+    net_daemon.sandbox_ids.append(sandbox.sandbox_id)
+    try:
+        assert sandbox.commands.run("echo hi").stdout == "hi\n"
+        sandbox.files.write("/tmp/x", "y")
+        assert sandbox.files.read("/tmp/x") == "y"
+    finally:
+        sandbox.kill()
