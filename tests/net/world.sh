@@ -25,6 +25,8 @@
 #   of the world's own CA, STATE/ca.crt.
 #
 # Every process started is in NAME-i, recorded in STATE/pids and killed by pid on down.
+# `up` also removes the worlds of owners that are gone (STATE/owner: the pid that ran `up`,
+# or $ABX_NET_WORLD_OWNER), so an interrupted test run leaves nothing for long.
 # STATE is $ABX_NET_WORLD_DIR/NAME (default /run/abx-net-world/NAME).
 set -eEuo pipefail
 
@@ -125,7 +127,21 @@ wait_for_servers() {
   die "the world's servers did not start; see $state/*.log"
 }
 
+# Worlds whose owner (the process that ran `up`, e.g. a pytest run) is gone: an interrupted
+# run's leftovers. A world whose owner pid is alive, or was reused, is left alone.
+reap_orphans() {
+  local dir owner
+  for dir in "$root"/*/; do
+    [[ -f $dir/owner ]] || continue
+    owner=$(<"$dir/owner")
+    [[ -n $owner && ! -e /proc/$owner ]] || continue
+    echo "world.sh: removing $(basename "$dir"), whose owner $owner is gone" >&2
+    (down "$(basename "$dir")")
+  done
+}
+
 up() {
+  reap_orphans
   names "${1:-abxw$$}"
   if [[ -e $state || -e /run/netns/$dns || -e /run/netns/$ins || -e /etc/netns/$dns || -e /etc/netns/$ins ]]; then
     echo "world.sh: cleaning a stale world $name" >&2
@@ -134,6 +150,7 @@ up() {
   mkdir -p "$state"
   chmod 0755 "$root" "$state"
   : >"$state/pids"
+  echo "${ABX_NET_WORLD_OWNER:-$PPID}" >"$state/owner"
   trap 'down "$name" >/dev/null 2>&1 || true' ERR
   make_namespaces
   make_certificates
