@@ -17,6 +17,7 @@ struct CreateOptions {
   int timeout = 300;
   std::vector<std::string> env;
   std::vector<std::string> metadata;
+  NetworkFlags network;
   bool json = false;
 };
 
@@ -32,7 +33,12 @@ Result<int> run_create(const CreateOptions& options) {
                   {"envVars", *env},
                   {"metadata", *metadata},
                   {"secure", true},
-                  {"waitForBuild", false}};
+                  {"waitForBuild", false},
+                  {"allow_internet_access", !options.network.no_internet}};
+  json network = json::object();
+  if (!options.network.allow_out.empty()) network["allowOut"] = options.network.allow_out;
+  if (!options.network.deny_out.empty()) network["denyOut"] = options.network.deny_out;
+  if (!network.empty()) request["network"] = network;
   auto sandbox = ControlPlane(*endpoint).create_sandbox(request);
   // First use of a template with a spec: build it here, with its progress shown.
   if (!sandbox && sandbox.error().message().find(kNotBuiltYet) != std::string::npos) {
@@ -122,6 +128,7 @@ void add_create(CLI::App& root, Commands& commands) {
       ->capture_default_str();
   app->add_option("--env", options->env, "Environment variable K=V for every command");
   app->add_option("--metadata", options->metadata, "Metadata K=V");
+  add_network_flags(*app, options->network);
   app->add_flag("--json", options->json, "Print the whole sandbox as JSON");
   commands.push_back({app, [options] { return run_create(*options); }});
 }

@@ -38,5 +38,14 @@ void add_env(CLI::App& root, Commands& commands);    // env e2b
 void add_keys(CLI::App& root, Commands& commands);   // keys create|list|revoke
 void add_quota(CLI::App& root, Commands& commands);  // quota [set]
 void add_usage(CLI::App& root, Commands& commands);  // usage
+void add_network(CLI::App& root, Commands& commands);  // network show|update
+
+// --no-internet, --allow-out, --deny-out: on create and on network update.
+struct NetworkFlags {
+  bool no_internet = false;
+  std::vector<std::string> allow_out;
+  std::vector<std::string> deny_out;
+};
+void add_network_flags(CLI::App& app, NetworkFlags& flags);
 
 }  // namespace abx::cli

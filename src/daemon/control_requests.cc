@@ -108,6 +108,9 @@ Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint3
   auto internet = bool_field(d, "allow_internet_access", true);
   if (!internet) return internet.error();
   req.allow_internet_access = *internet;
+  auto network = parse_network(d.value("network", json()), *internet);
+  if (!network) return network.error();
+  req.network = std::move(*network);
   auto cpu = bounded_field(d, "cpuCount", 1, host_cores);
   if (!cpu) return cpu.error();
   req.cpu_count = *cpu;

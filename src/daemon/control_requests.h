@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "daemon/network_request.h"
 
 namespace abx::daemon {
 
@@ -24,6 +25,7 @@ struct CreateSandboxRequest {
   // sandbox's access token (or its team's API key); false: the API key only.
   bool secure = true;
   bool allow_internet_access = true;
+  NetworkSettings network;  // E2B's `network` and allow_internet_access, validated
   // E2B's network.allowPublicTraffic: false makes proxied ports require the
   // sandbox's traffic access token (e2b-traffic-access-token header).
   bool allow_public_traffic = true;

@@ -40,13 +40,21 @@ json listed_json(const SandboxRow& row) {
           {"metadata", row.metadata}};
 }
 
+// What was asked for (never a password or CA), as E2B's SandboxNetworkConfig.
+json network_json(const SandboxRow& row) {
+  auto settings = parse_network(row.network, row.allow_internet_access);
+  json out = settings ? settings->shown() : json::object();
+  out["allowPublicTraffic"] = row.traffic_access_token.empty();
+  return out;
+}
+
 json detail_json(const SandboxRow& row) {
   json out = listed_json(row);
   if (!row.access_token.empty()) out["envdAccessToken"] = row.access_token;
   out["trafficAccessToken"] =
       row.traffic_access_token.empty() ? json() : json(row.traffic_access_token);
   out["allowInternetAccess"] = row.allow_internet_access;
-  out["network"] = {{"allowPublicTraffic", row.traffic_access_token.empty()}};
+  out["network"] = network_json(row);
   out["domain"] = nullptr;
   out["lifecycle"] = {{"autoResume", false}, {"onTimeout", "kill"}};
   return out;
@@ -211,6 +219,16 @@ Task<void> sandbox_set_timeout(ControlCall& call, Exchange& exchange) {
 
 Task<void> sandbox_connect(ControlCall& call, Exchange& exchange) {
   co_await set_timeout(call, exchange, true);
+}
+
+Task<void> sandbox_network_update(ControlCall& call, Exchange& exchange) {
+  auto live = sandbox_of(call);
+  if (!live) co_return co_await respond_error(exchange, live.error());
+  auto body = co_await read_json_body(exchange, 1 << 20);
+  if (!body) co_return co_await respond_error(exchange, body.error());
+  auto row = co_await call.service.update_network(*live, std::move(*body));
+  if (!row) co_return co_await respond_error(exchange, row.error());
+  co_await exchange.respond(204, "", "");
 }
 
 Task<void> sandbox_metrics(ControlCall& call, Exchange& exchange) {

@@ -18,6 +18,7 @@ nlohmann::json row_to_json(const SandboxRow& row) {
       {"access_token", row.access_token},
       {"traffic_access_token", row.traffic_access_token},
       {"allow_internet_access", row.allow_internet_access},
+      {"network", row.network},
       {"cpu_count", row.cpu_count},
       {"memory_mb", row.memory_mb},
       {"disk_size_mb", row.disk_size_mb},
@@ -35,7 +36,8 @@ nlohmann::json row_to_json(const SandboxRow& row) {
         {"memory_bytes", rec.limits.memory_bytes},
         {"pids", rec.limits.pids},
         {"cpu_millicores", rec.limits.cpu_millicores},
-        {"disk_bytes", rec.limits.disk_bytes}}},
+        {"disk_bytes", rec.limits.disk_bytes},
+        {"net_address", rec.net_address}}},
   };
 }
 
@@ -53,6 +55,7 @@ Result<SandboxRow> row_from_json(const nlohmann::json& json) {
     row.access_token = json.at("access_token").get<std::string>();
     row.traffic_access_token = json.value("traffic_access_token", "");
     row.allow_internet_access = json.at("allow_internet_access").get<bool>();
+    row.network = json.value("network", nlohmann::json::object());
     row.cpu_count = json.at("cpu_count").get<uint32_t>();
     row.memory_mb = json.at("memory_mb").get<uint32_t>();
     row.disk_size_mb = json.at("disk_size_mb").get<uint32_t>();
@@ -73,6 +76,7 @@ Result<SandboxRow> row_from_json(const nlohmann::json& json) {
     row.record.limits.pids = rec.at("pids").get<uint64_t>();
     row.record.limits.cpu_millicores = rec.at("cpu_millicores").get<uint32_t>();
     row.record.limits.disk_bytes = rec.at("disk_bytes").get<uint64_t>();
+    row.record.net_address = rec.value("net_address", 0u);
     return row;
   } catch (const nlohmann::json::exception& e) {
     return Error{"decode stored sandbox", EINVAL, e.what()};

@@ -24,6 +24,7 @@ struct SandboxRow {
   std::string access_token;          // non-empty for secure sandboxes
   std::string traffic_access_token;  // non-empty: proxied ports need it
   bool allow_internet_access = true;
+  nlohmann::json network = nlohmann::json::object();  // NetworkSettings::stored
   uint32_t cpu_count = 1;
   uint32_t memory_mb = 512;
   uint32_t disk_size_mb = 1024;

@@ -107,6 +107,11 @@ void Service::restore() {
       destroy_now(row, nullptr);
       continue;
     }
+    auto settings = parse_network(row.network, row.allow_internet_access);
+    if (settings) {
+      if (Status s = apply_network(**adopted, *settings); !s)
+        spdlog::warn("sandbox {}: network policy: {}", row.id, s.error().message());
+    }
     live_ids.push_back(row.id);
     const std::string id = row.id;
     auto live = make_live(std::move(row), std::move(adopted.value()));
@@ -117,7 +122,17 @@ void Service::restore() {
   spdlog::info("adopted {} live sandbox(es)", live_ids.size());
 }
 
+Status Service::apply_network(runtime::Sandbox& sandbox, const NetworkSettings& settings) {
+  const egress::Policy policy = settings.effective();
+  Status s = sandbox.set_egress(policy);
+  if (!s && s.error().errnum == ENOSYS) return {};  // loopback only: nothing to open
+  if (!s) return s;
+  egress_.set(sandbox.address(), policy);
+  return {};
+}
+
 void Service::destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live) {
+  if (row.record.net_address) egress_.erase(row.record.net_address);
   if (live) {
     std::lock_guard lock(live->mutex);
     live->interpreter.reset();  // its contexts live in the sandbox: stop them first
@@ -195,6 +210,7 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   row.metadata = std::move(request.metadata);
   row.env_vars = std::move(request.env_vars);
   row.allow_internet_access = request.allow_internet_access;
+  row.network = request.network.stored;
   if (request.secure) row.access_token = ids::random_hex(24);
   if (!request.allow_public_traffic) row.traffic_access_token = ids::random_hex(24);
 
@@ -218,7 +234,9 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
       failure = runtime_failure(created.error());
       return;
     }
-    if (Status s = apply_template_defaults(**created, defaults, row); !s) {
+    Status s = apply_template_defaults(**created, defaults, row);
+    if (s) s = apply_network(**created, request.network);
+    if (!s) {
       (void)runtime_.destroy((*created)->record());
       failure = s.error();
       return;
@@ -236,6 +254,7 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   row.started_at_ms = now_ms();
   row.end_at_ms = row.started_at_ms + int64_t{request.timeout_sec} * 1000;
   if (Status s = store_.put(row); !s) {
+    if (row.record.net_address) egress_.erase(row.record.net_address);
     co_await pool_.run([&] { (void)runtime_.destroy(row.record); });
     co_return s.error();
   }
@@ -280,6 +299,28 @@ http::Task<bool> Service::kill(const std::string& id) {
   });
   spdlog::info("sandbox {} destroyed", id);
   co_return true;
+}
+
+http::Task<Result<SandboxRow>> Service::update_network(std::shared_ptr<LiveSandbox> live,
+                                                       std::string body) {
+  const SandboxRow before = live->snapshot();
+  auto current = parse_network(before.network, before.allow_internet_access);
+  if (!current) co_return current.error();
+  auto updated = parse_network_update(body, *current);
+  if (!updated) co_return updated.error();
+  Status applied;
+  co_await pool_.run([&] { applied = apply_network(*live->sandbox, *updated); });
+  if (!applied) co_return runtime_failure(applied.error());
+  SandboxRow row;
+  {
+    std::lock_guard lock(live->mutex);
+    live->row.network = updated->stored;
+    live->row.allow_internet_access = updated->allow_internet_access;
+    row = live->row;
+  }
+  if (Status s = store_.put(row); !s) spdlog::warn("sandbox {}: {}", row.id, s.error().message());
+  spdlog::info("sandbox {}: network policy replaced", row.id);
+  co_return row;
 }
 
 Result<SandboxRow> Service::set_timeout(const std::string& id, int seconds, bool extend_only) {

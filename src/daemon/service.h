@@ -16,6 +16,7 @@
 #include "daemon/caller.h"
 #include "daemon/control_requests.h"
 #include "daemon/dir_watch.h"
+#include "daemon/egress_registry.h"
 #include "daemon/process_table.h"
 #include "daemon/quotas.h"
 #include "daemon/sandbox_row.h"
@@ -89,6 +90,10 @@ class Service : private runtime::StopListener {
   // turns into a status.
   http::Task<Result<SandboxRow>> create(CreateSandboxRequest request, const Caller& caller);
   http::Task<bool> kill(const std::string& id);  // false: unknown id
+  // PUT /sandboxes/{id}/network: replaces the egress rules (E2B's
+  // SandboxNetworkUpdateConfig); connections they forbid now are cut.
+  http::Task<Result<SandboxRow>> update_network(std::shared_ptr<LiveSandbox> live,
+                                                std::string body);
   // end = now + seconds; with `extend_only` the end time never moves earlier.
   // A timeout longer than the owner's quota allows is refused (kErrQuota).
   Result<SandboxRow> set_timeout(const std::string& id, int seconds, bool extend_only);
@@ -100,6 +105,9 @@ class Service : private runtime::StopListener {
   std::shared_ptr<LiveSandbox> find_for(const Caller& caller, const std::string& id) const;
   // A sandbox that stopped on its own lately, if `id` names one.
   std::optional<StoppedSandbox> stopped(const std::string& id) const;
+
+  // Source address → policy, for the DNS forwarder and the egress proxy.
+  EgressRegistry& egress() { return egress_; }
 
   ApiKeys& keys() { return *tenancy_.keys; }
   Quotas& quotas() { return *tenancy_.quotas; }
@@ -129,6 +137,8 @@ class Service : private runtime::StopListener {
   void on_sandbox_stopped(const std::string& id, const std::string& reason);
   http::Task<void> kill_stopped(std::string id);
   std::shared_ptr<LiveSandbox> make_live(SandboxRow row, std::unique_ptr<runtime::Sandbox> sb);
+  // Sets the sandbox's egress policy in the runtime and in egress_.
+  Status apply_network(runtime::Sandbox& sandbox, const NetworkSettings& settings);
 
   boost::asio::io_context& ioc_;
   BlockingPool& pool_;
@@ -138,6 +148,7 @@ class Service : private runtime::StopListener {
   Tenancy tenancy_;
   uint32_t host_cores_;
   ListenAddress listen_address_;
+  EgressRegistry egress_;
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<LiveSandbox>> live_;

@@ -185,6 +185,7 @@ std::string encode(const InitConfig& c) {
   w.u64(c.shm_bytes);
   w.strs(c.proc_views);
   w.u8(c.workload_cgroup);
+  w.str(c.nameserver);
   return w.take();
 }
 
@@ -195,7 +196,7 @@ bool decode(const std::string& bytes, InitConfig* c) {
   if (!r.str(&c->hostname) || !r.u64(&c->disk_bytes) || !r.strs(&c->lower_layers) ||
       !r.strs(&binds) || binds.size() % 2 != 0 || !r.u8(&full) || !r.str(&c->seccomp_bpf) ||
       !r.u8(&writable) || !r.u8(&host_net) || !r.u64(&c->shm_bytes) || !r.strs(&c->proc_views) ||
-      !r.u8(&workload) || !r.done())
+      !r.u8(&workload) || !r.str(&c->nameserver) || !r.done())
     return false;
   for (size_t i = 0; i < binds.size(); i += 2) c->binds.emplace_back(binds[i], binds[i + 1]);
   c->full_id_map = full != 0;

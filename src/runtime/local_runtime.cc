@@ -27,6 +27,7 @@
 #include "runtime/init_protocol.h"
 #include "runtime/local_sandbox.h"
 #include "runtime/lxcfs.h"
+#include "runtime/networks.h"
 #include "runtime/reaper.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp_policy.h"
@@ -128,7 +129,7 @@ uint64_t shm_bytes(const Limits& limits) { return limits.memory_bytes / 2; }
 
 proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, bool full_id_map,
                               const std::string& seccomp_bpf, const Lxcfs* lxcfs,
-                              bool workload_cgroup) {
+                              bool workload_cgroup, const std::string& nameserver) {
   proto::InitConfig config;
   config.hostname = spec.hostname.empty() ? spec.id : spec.hostname;
   config.disk_bytes = limits.disk_bytes;
@@ -142,6 +143,7 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   config.shm_bytes = shm_bytes(limits);
   if (lxcfs) config.proc_views = lxcfs->views();
   config.workload_cgroup = workload_cgroup;
+  config.nameserver = nameserver;
   return config;
 }
 
@@ -256,7 +258,7 @@ class LocalRuntime final : public Runtime {
  public:
   LocalRuntime(RuntimeConfig config, UniqueFd image, std::string seccomp_bpf, user::IdMap ids,
                cgroup::Layout cgroups, bool shield_init, std::unique_ptr<Lxcfs> lxcfs,
-               std::vector<std::string> warnings)
+               std::shared_ptr<Networks> networks, std::vector<std::string> warnings)
       : config_(std::move(config)),
         image_(std::move(image)),
         seccomp_bpf_(std::move(seccomp_bpf)),
@@ -264,6 +266,7 @@ class LocalRuntime final : public Runtime {
         cgroups_(std::move(cgroups)),
         shield_init_(shield_init),
         lxcfs_(std::move(lxcfs)),
+        networks_(std::move(networks)),
         warnings_(std::move(warnings)) {}
   ~LocalRuntime() override {
     pool_.drain();  // its sandboxes' cgroups must go before the instance's
@@ -288,7 +291,11 @@ class LocalRuntime final : public Runtime {
  private:
   fs::path state_of(const std::string& id) const { return config_.state_dir / id; }
   Result<std::unique_ptr<Sandbox>> create_now(const SandboxSpec& spec);
-  Result<LocalSandbox::Held> start(const SandboxSpec& spec, const Limits& limits);
+  Result<LocalSandbox::Held> start(const SandboxSpec& spec, const Limits& limits,
+                                   uint32_t net_slot);
+  uint32_t slot_of(const SandboxRecord& record) const {
+    return networks_ ? networks_->pool().slot_of_address(record.net_address) : 0;
+  }
   Result<std::unique_ptr<Sandbox>> connect(const SandboxRecord& record, LocalSandbox::Held held);
   Status remove_leftovers(const std::string& id);
   bool any_sandbox_left() const;
@@ -303,6 +310,7 @@ class LocalRuntime final : public Runtime {
   cgroup::Layout cgroups_;
   bool shield_init_;
   std::unique_ptr<Lxcfs> lxcfs_;
+  std::shared_ptr<Networks> networks_;  // null: sandboxes have loopback only
   std::vector<std::string> warnings_;
   std::mutex stopped_mutex_;  // held while the listener runs, so clearing it waits
   StopListener* stopped_listener_ = nullptr;
@@ -341,7 +349,8 @@ void LocalRuntime::on_init_exit(InitHandle& init, std::optional<int> wait_status
   if (stopped_listener_) stopped_listener_->sandbox_stopped(init.id(), init.stopped_reason());
 }
 
-Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits) {
+Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits,
+                                               uint32_t net_slot) {
   const fs::path state = state_of(spec.id);
   if (::mkdir(state.c_str(), 0700) != 0)
     return Error::from_errno("mkdir state dir", state.string());
@@ -351,7 +360,8 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& spec, const Li
   const Lxcfs* views = lxcfs_ && lxcfs_->answering() ? lxcfs_.get() : nullptr;
   const fs::path workload_procs = cgroup::workload_procs(cgroups_, spec.id);
   auto config = config_memfd(
-      init_config(spec, limits, ids_.full(), seccomp_bpf_, views, !workload_procs.empty()));
+      init_config(spec, limits, ids_.full(), seccomp_bpf_, views, !workload_procs.empty(),
+                  net_slot ? ipv4_text(networks_->pool().gateway(net_slot)) : std::string()));
   if (!config) return config.error();
   if (cgroups_.version != cgroup::Version::kNone)
     if (auto s = cgroup::create(cgroups_, spec.id, limits); !s) return s.error();
@@ -378,6 +388,7 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& spec, const Li
                     : Result<LocalSandbox::Held>(pidfd.error());
   Status ready = held ? Status{} : Status{held.error()};
   if (ready && shield_init_) ready = protect_from_oom_killer(*pid);
+  if (ready && net_slot) ready = networks_->attach(net_slot, held->net_ns.get());
   if (ready) ready = write_init_file(state / kInitFile, *pid, start_time);
   if (!ready) {
     ::kill(*pid, SIGKILL);
@@ -390,8 +401,10 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& spec, const Li
 }
 
 bool LocalRuntime::any_sandbox_left() const {
-  std::error_code ec;
-  return fs::directory_iterator(config_.state_dir, ec) != fs::directory_iterator();
+  std::error_code ec;  // a sandbox is a dir; files (the network pool's name) are not
+  for (const auto& entry : fs::directory_iterator(config_.state_dir, ec))
+    if (entry.is_directory(ec)) return true;
+  return false;
 }
 
 Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
@@ -413,13 +426,24 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
 Result<std::unique_ptr<Sandbox>> LocalRuntime::create_now(const SandboxSpec& spec) {
   if (auto s = validate(spec); !s) return s.error();
   const Limits limits = fill_defaults(spec.limits, config_.default_limits);
-  auto held = start(spec, limits);
+  uint32_t slot = 0;
+  if (networks_ && !spec.host_network && (slot = networks_->reserve()) == 0)
+    return Error{"create sandbox", ENOSPC,
+                 "every address of the sandbox network pool is in use: kill sandboxes, or set a "
+                 "larger network.pool"};
+  auto held = start(spec, limits, slot);
   if (!held) {
+    if (slot) networks_->release(slot);
     (void)remove_leftovers(spec.id);
     return held.error();
   }
-  SandboxRecord record{spec.id,           held->init->pid(), held->init->start_time(),
-                       state_of(spec.id), ids_.uid_zero,     limits};
+  SandboxRecord record{spec.id,
+                       held->init->pid(),
+                       held->init->start_time(),
+                       state_of(spec.id),
+                       ids_.uid_zero,
+                       limits,
+                       slot ? networks_->pool().address(slot) : 0};
   auto sandbox = connect(record, std::move(*held));
   if (!sandbox) (void)destroy(record);
   return sandbox;
@@ -429,8 +453,8 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::connect(const SandboxRecord& reco
                                                        LocalSandbox::Held held) {
   auto control = connect_control(state_of(record.id) / kSocketName);
   if (!control) return control.error();
-  return std::unique_ptr<Sandbox>(
-      std::make_unique<LocalSandbox>(record, std::move(*control), std::move(held), ids_, cgroups_));
+  return std::unique_ptr<Sandbox>(std::make_unique<LocalSandbox>(
+      record, std::move(*control), std::move(held), ids_, cgroups_, networks_));
 }
 
 // The pid in the record is trusted only through a pidfd whose process has
@@ -446,6 +470,8 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::adopt(const SandboxRecord& record
       hold_init(record.id, record.init_pid, record.init_start_time, std::move(*pidfd), false);
   if (!held) return held.error();
   auto init = held->init;
+  if (const uint32_t slot = slot_of(record))
+    if (auto s = networks_->adopt(slot); !s) return s.error();
   auto sandbox = connect(record, std::move(*held));
   if (sandbox) track(init);
   return sandbox;
@@ -471,6 +497,7 @@ Status LocalRuntime::destroy(const SandboxRecord& record) {
   } else if (auto pidfd = open_recorded_pidfd(record.init_pid, record.init_start_time)) {
     killed = kill_init(pidfd->get(), false);  // left by an earlier daemon: not our child
   }
+  if (const uint32_t slot = slot_of(record)) networks_->release(slot);
   Status cleaned = remove_leftovers(record.id);
   return killed ? cleaned : killed;
 }
@@ -498,6 +525,7 @@ void LocalRuntime::sweep_orphans(const std::vector<std::string>& live_ids) {
   // cgroup dirs; those that hold no sandbox go (see the function for why
   // this is safe while such a daemon runs).
   (void)cgroup::remove_other_empty_instances(cgroups_);
+  if (networks_) networks_->sweep();
 }
 
 }  // namespace
@@ -526,9 +554,18 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
   RuntimeConfig effective = config;
   effective.state_dir = fs::absolute(config.state_dir);
   effective.default_limits = fill_defaults(config.default_limits, kBuiltinLimits);
+  std::shared_ptr<Networks> networks;
+  if (config.network.enabled) {
+    auto opened = Networks::open(config.network, effective.state_dir, &warnings);
+    if (opened)
+      networks = std::move(*opened);
+    else
+      warnings.push_back("sandbox networks unavailable (" + opened.error().message() +
+                         "): every sandbox has loopback only and no internet");
+  }
   return std::unique_ptr<Runtime>(std::make_unique<LocalRuntime>(
       std::move(effective), std::move(*image), std::move(*seccomp_bpf), ids, std::move(cgroups),
-      shield_init, std::move(lxcfs), std::move(warnings)));
+      shield_init, std::move(lxcfs), std::move(networks), std::move(warnings)));
 }
 
 }  // namespace abx::runtime

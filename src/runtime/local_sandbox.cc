@@ -25,12 +25,18 @@ Result<Pipe> make_pipe() {
 }  // namespace
 
 LocalSandbox::LocalSandbox(SandboxRecord record, UniqueFd control, Held held, user::IdMap ids,
-                           cgroup::Layout cgroups)
+                           cgroup::Layout cgroups, std::shared_ptr<Networks> networks)
     : record_(std::move(record)),
       control_(std::move(control)),
       held_(std::move(held)),
       ids_(ids),
-      cgroups_(std::move(cgroups)) {}
+      cgroups_(std::move(cgroups)),
+      networks_(record_.net_address ? std::move(networks) : nullptr) {}
+
+Status LocalSandbox::set_egress(const egress::Policy& policy) {
+  if (!networks_) return Sandbox::set_egress(policy);
+  return networks_->set_policy(networks_->pool().slot_of_address(record_.net_address), policy);
+}
 
 Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std::vector<int>& fds,
                                         std::vector<UniqueFd>* received) const {

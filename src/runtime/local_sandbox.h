@@ -11,6 +11,7 @@
 
 #include "runtime/cgroup.h"
 #include "runtime/init_protocol.h"
+#include "runtime/networks.h"
 #include "runtime/reaper.h"
 #include "runtime/runtime.h"
 #include "runtime/user.h"
@@ -26,8 +27,9 @@ class LocalSandbox final : public Sandbox {
     UniqueFd root;
     UniqueFd net_ns;
   };
+  // `networks` is null, or holds the sandbox's slot (record.net_address).
   LocalSandbox(SandboxRecord record, UniqueFd control, Held held, user::IdMap ids,
-               cgroup::Layout cgroups);
+               cgroup::Layout cgroups, std::shared_ptr<Networks> networks);
 
   const SandboxRecord& record() const override { return record_; }
   Result<Process> spawn(const ProcessSpec& spec) override;
@@ -37,6 +39,8 @@ class LocalSandbox final : public Sandbox {
   int root_fd() const override { return held_.root.get(); }
   std::string stopped_reason() const override { return held_.init->stopped_reason(); }
   int net_ns_fd() const override { return held_.net_ns.get(); }
+  uint32_t address() const override { return networks_ ? record_.net_address : 0; }
+  Status set_egress(const egress::Policy& policy) override;
   uid_t host_uid(uint32_t sandbox_uid) const override { return ids_.host_uid(sandbox_uid); }
   gid_t host_gid(uint32_t sandbox_gid) const override { return ids_.host_gid(sandbox_gid); }
   Usage usage() const override { return cgroup::usage(cgroups_, record_.id); }
@@ -55,6 +59,7 @@ class LocalSandbox final : public Sandbox {
   Held held_;
   user::IdMap ids_;
   cgroup::Layout cgroups_;
+  std::shared_ptr<Networks> networks_;
 };
 
 // The control socket's name in a sandbox's state dir.

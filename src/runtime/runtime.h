@@ -21,6 +21,7 @@
 
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "egress/policy.h"
 #include "runtime/file_request.h"
 
 namespace abx::runtime {
@@ -73,6 +74,7 @@ struct SandboxRecord {
   fs::path state_dir;            // host dir holding the control socket
   uid_t host_uid_base = 0;       // sandbox uid 0 maps to this host uid
   Limits limits;                 // effective limits (defaults filled in)
+  uint32_t net_address = 0;      // its IPv4 address (host order); 0: loopback only
 };
 
 struct ProcessSpec {
@@ -150,12 +152,33 @@ class Sandbox {
   // reached through a pid number); -1 if it has none. For runtime/sandbox_net.
   virtual int net_ns_fd() const { return -1; }
 
+  // The sandbox's IPv4 address on its network (host byte order), by which
+  // the daemon's DNS forwarder and egress proxy know it; 0: loopback only.
+  virtual uint32_t address() const { return 0; }
+
+  // Replaces what the sandbox may reach (the always-denied set stays
+  // closed), atomically; packets of open connections the new policy forbids
+  // meet a reset. A new sandbox reaches nothing until this is called.
+  // ENOSYS: the sandbox has no network.
+  virtual Status set_egress(const egress::Policy& /*policy*/) {
+    return Error{"set egress policy", ENOSYS, "the sandbox has no network"};
+  }
+
   // Current memory/cpu use from the sandbox's cgroups.
   struct Usage {
     uint64_t memory_bytes = 0;
     uint64_t cpu_usage_ns = 0;
   };
   virtual Usage usage() const = 0;
+};
+
+// Sandbox networks: a veth per sandbox, NAT out, nftables for the policy.
+struct NetworkConfig {
+  bool enabled = true;  // false: every sandbox has loopback only
+  std::string pool;     // a /16 for sandbox addresses; empty: a free one of 10.200-10.254
+  std::vector<std::string> open_private;  // private CIDRs an admin opens (a corporate proxy)
+  uint16_t dns_port = 0;                  // the daemon's DNS forwarder (host namespace)
+  uint16_t proxy_port = 0;                // the daemon's egress proxy (host namespace)
 };
 
 struct RuntimeConfig {
@@ -168,6 +191,7 @@ struct RuntimeConfig {
   // Where to mount lxcfs for sandboxes' /proc views of their own limits;
   // empty: no lxcfs (sandboxes see the host's meminfo, uptime, ...).
   fs::path lxcfs_dir;
+  NetworkConfig network;
 };
 
 // Told, from a runtime thread, once for each sandbox whose init exited

@@ -38,13 +38,17 @@ Status replace_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-// So that `hostname` resolves, as in any container.
+// So that `hostname` resolves, as in any container, and names resolve
+// through the sandbox's gateway (the daemon's DNS forwarder).
 // A build's writable layer becomes part of a template: it keeps the
 // template's own files.
 Status write_host_files(const proto::InitConfig& config) {
   if (config.host_writable_dir) return {};
   const std::string& name = config.hostname;
   if (auto s = replace_file("/etc/hostname", name + "\n"); !s) return s;
+  if (!config.nameserver.empty())
+    if (auto s = replace_file("/etc/resolv.conf", "nameserver " + config.nameserver + "\n"); !s)
+      return s;
   return replace_file("/etc/hosts", "127.0.0.1\tlocalhost " + name + "\n::1\tlocalhost " + name +
                                         " ip6-localhost ip6-loopback\n");
 }

@@ -1,0 +1,64 @@
+// network show|update: a sandbox's egress policy (E2B's network settings).
+#include <iostream>
+#include <memory>
+
+#include "cli/api.h"
+#include "cli/commands.h"
+
+namespace abx::cli {
+namespace {
+
+struct UpdateOptions {
+  std::string id;
+  NetworkFlags network;
+};
+
+Result<int> run_show(const std::string& id) {
+  auto sandbox = call_api("GET", "/sandboxes/" + id);
+  if (!sandbox) return sandbox.error();
+  const json out = {{"allowInternetAccess", sandbox->value("allowInternetAccess", true)},
+                    {"network", sandbox->value("network", json::object())}};
+  std::cout << out.dump(2) << "\n";
+  return 0;
+}
+
+// E2B's update replaces every egress field: what is not given here is cleared.
+Result<int> run_update(const UpdateOptions& options) {
+  const NetworkFlags& flags = options.network;
+  json body = {{"allow_internet_access", !flags.no_internet}};
+  if (!flags.allow_out.empty()) body["allowOut"] = flags.allow_out;
+  if (!flags.deny_out.empty()) body["denyOut"] = flags.deny_out;
+  if (auto done = call_api("PUT", "/sandboxes/" + options.id + "/network", body.dump()); !done)
+    return done.error();
+  return run_show(options.id);
+}
+
+}  // namespace
+
+void add_network_flags(CLI::App& app, NetworkFlags& flags) {
+  app.add_flag("--no-internet", flags.no_internet,
+               "No egress at all (allow_internet_access=false)");
+  app.add_option(
+      "--allow-out", flags.allow_out,
+      "Allow egress to an IP, CIDR, host or *.domain (repeatable; wins over --deny-out)");
+  app.add_option("--deny-out", flags.deny_out,
+                 "Deny egress to an IP, CIDR, host or *.domain (repeatable; 0.0.0.0/0: all)");
+}
+
+void add_network(CLI::App& root, Commands& commands) {
+  auto* app = root.add_subcommand("network", "Show or replace a sandbox's egress policy");
+  app->require_subcommand(1);
+  auto show_id = std::make_shared<std::string>();
+  auto* show = app->add_subcommand("show", "Print a sandbox's network settings as JSON");
+  show->add_option("id", *show_id, "Sandbox id")->required();
+  commands.push_back({show, [show_id] { return run_show(*show_id); }});
+
+  auto options = std::make_shared<UpdateOptions>();
+  auto* update = app->add_subcommand(
+      "update", "Replace a sandbox's egress policy; live connections it forbids are cut");
+  update->add_option("id", options->id, "Sandbox id")->required();
+  add_network_flags(*update, options->network);
+  commands.push_back({update, [options] { return run_update(*options); }});
+}
+
+}  // namespace abx::cli

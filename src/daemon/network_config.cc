@@ -1,0 +1,43 @@
+#include "daemon/network_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/fd_io.h"
+#include "egress/policy.h"
+
+namespace abx::daemon {
+
+using nlohmann::json;
+
+Result<runtime::NetworkConfig> load_network_config(const std::filesystem::path& file) {
+  runtime::NetworkConfig config;
+  auto text = read_file(file);
+  if (!text)
+    return text.error().errnum == ENOENT ? Result<runtime::NetworkConfig>(config) : text.error();
+  const json doc = json::parse(*text, nullptr, false);
+  auto bad = [&](const std::string& why) {
+    return Error::with_message("config " + file.string() + ": network." + why, kErrBadInput);
+  };
+  if (!doc.is_object() || !doc.contains("network")) return config;
+  const json& net = doc["network"];
+  if (!net.is_object()) return bad("{}: must be an object");
+  if (net.contains("enabled")) {
+    if (!net["enabled"].is_boolean()) return bad("enabled must be true or false");
+    config.enabled = net["enabled"].get<bool>();
+  }
+  if (net.contains("pool")) {
+    if (!net["pool"].is_string()) return bad("pool must be a /16 such as \"10.200.0.0/16\"");
+    config.pool = net["pool"].get<std::string>();
+  }
+  if (net.contains("openPrivate")) {
+    if (!net["openPrivate"].is_array()) return bad("openPrivate must be a list of CIDRs");
+    for (const json& cidr : net["openPrivate"]) {
+      if (!cidr.is_string() || !egress::parse_cidr(cidr.get<std::string>()))
+        return bad("openPrivate: " + cidr.dump() + " is not an IPv4 CIDR such as \"10.1.2.0/24\"");
+      config.open_private.push_back(cidr.get<std::string>());
+    }
+  }
+  return config;
+}
+
+}  // namespace abx::daemon

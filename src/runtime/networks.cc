@@ -1,0 +1,126 @@
+#include "runtime/networks.h"
+
+#include <fcntl.h>
+
+#include "common/fd_io.h"
+#include "common/unique_fd.h"
+#include "runtime/net_links.h"
+
+namespace abx::runtime {
+namespace {
+
+constexpr const char* kPoolFile = "network-pool";  // in the state dir: the pool to reclaim
+constexpr const char* kLockDir = "/run/abx/net";
+
+Status enable_forwarding(std::vector<std::string>* warnings) {
+  const char* path = "/proc/sys/net/ipv4/ip_forward";
+  auto now = read_file(path);
+  if (now && now->rfind('1', 0) == 0) return {};
+  UniqueFd fd(::open(path, O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno("open", path);
+  if (auto s = write_all(fd.get(), "1", "enable IPv4 forwarding", path); !s) return s;
+  warnings->push_back(
+      "turned on IPv4 forwarding (net.ipv4.ip_forward=1) for sandbox NAT; abx's nftables table "
+      "forwards only its sandboxes' traffic, other interfaces follow the host's own rules");
+  return {};
+}
+
+}  // namespace
+
+Networks::Networks(NetPool pool) : pool_(std::move(pool)) {}
+
+Result<std::unique_ptr<Networks>> Networks::open(const NetworkConfig& config,
+                                                 const fs::path& state_dir,
+                                                 std::vector<std::string>* warnings) {
+  const fs::path pool_file = state_dir / kPoolFile;
+  auto previous = read_file(pool_file);
+  std::string before = previous ? *previous : std::string();
+  while (!before.empty() && before.back() == '\n') before.pop_back();
+  auto pool = NetPool::claim(config.pool, before, kLockDir);
+  if (!pool) return pool.error();
+  std::vector<egress::Cidr> opened;
+  for (const std::string& text : config.open_private) {
+    auto cidr = egress::parse_cidr(text);
+    if (!cidr)
+      return Error{"network config", EINVAL,
+                   "'" + text + "' in network.open_private is not an IPv4 address or CIDR"};
+    opened.push_back(*cidr);
+  }
+  if (auto s = enable_forwarding(warnings); !s) return s.error();
+  std::unique_ptr<Networks> networks(new Networks(std::move(*pool)));
+  // The rules keep a reference to the pool: made once it is in its place.
+  auto rules =
+      NftRules::open(networks->pool_, {config.dns_port, config.proxy_port}, std::move(opened));
+  if (!rules) return rules.error();
+  networks->rules_ = std::move(*rules);
+  if (auto s = networks->rules_->install(); !s) return s.error();
+  networks->remove_stale_tables();
+  UniqueFd fd(::open(pool_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (fd.valid()) (void)write_all(fd.get(), networks->pool_.cidr().text() + "\n", "write", "pool");
+  return networks;
+}
+
+Networks::~Networks() {
+  if (!rules_) return;
+  auto links = net_links::links_with_prefix(pool_.link_prefix());
+  if (links && links->empty()) (void)rules_->remove();
+}
+
+Status Networks::attach(uint32_t slot, int net_ns_fd) {
+  const std::string link = pool_.link_name(slot);
+  Status s = net_links::create_veth(link, net_ns_fd);
+  if (s) s = net_links::configure_host_end(link, pool_.gateway(slot));
+  if (s) s = net_links::configure_inside(net_ns_fd, pool_.address(slot), pool_.gateway(slot));
+  if (s) s = rules_->add_sandbox(slot);
+  if (!s) {
+    (void)rules_->remove_sandbox(slot);
+    (void)net_links::delete_link(link);
+  }
+  return s;
+}
+
+Status Networks::adopt(uint32_t slot) {
+  if (!pool_.hold(slot))
+    return Error{"adopt sandbox network", EEXIST, "slot " + std::to_string(slot) + " is taken"};
+  return rules_->add_sandbox(slot);
+}
+
+Status Networks::set_policy(uint32_t slot, const egress::Policy& policy) {
+  return rules_->set_policy(slot, policy);
+}
+
+void Networks::release(uint32_t slot) {
+  if (slot == 0 || slot >= NetPool::kSlots) return;
+  (void)rules_->remove_sandbox(slot);
+  (void)net_links::delete_link(pool_.link_name(slot));
+  pool_.give_back(slot);
+}
+
+// A daemon killed once its sandboxes were gone left its table: nothing holds
+// that pool's lock nor has a link of it. Holding the lock while removing
+// keeps a daemon that starts now from claiming the pool in between.
+void Networks::remove_stale_tables() {
+  auto pools = rules_->pools_with_tables();
+  if (!pools) return;
+  for (const egress::Cidr& cidr : *pools) {
+    if (cidr == pool_.cidr()) continue;
+    auto other = NetPool::claim_exact(cidr, kLockDir);
+    if (!other) continue;
+    auto links = net_links::links_with_prefix(other->link_prefix());
+    if (links && links->empty()) (void)rules_->remove_pool_table(cidr);
+  }
+}
+
+void Networks::sweep() {
+  auto links = net_links::links_with_prefix(pool_.link_prefix());
+  if (!links) return;
+  for (const std::string& name : *links) {
+    const uint32_t slot = pool_.slot_of_link(name);
+    if (slot != 0 && pool_.hold(slot)) {  // nobody holds it: a dead sandbox's
+      (void)net_links::delete_link(name);
+      pool_.give_back(slot);
+    }
+  }
+}
+
+}  // namespace abx::runtime

@@ -1,0 +1,50 @@
+// Sandbox networks as a whole: the address pool, the veth of each sandbox
+// and the nftables table that judges what they send. A sandbox holds a slot
+// (its /30) from before its init starts (its resolv.conf names the gateway)
+// until destroy; the table outlives a daemon that leaves sandboxes running
+// and is replaced, then refilled by adopt, by the next one.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "egress/policy.h"
+#include "runtime/net_pool.h"
+#include "runtime/nft_rules.h"
+#include "runtime/runtime.h"
+
+namespace abx::runtime {
+
+class Networks {
+ public:
+  // Claims a pool, turns on IPv4 forwarding and installs the table.
+  static Result<std::unique_ptr<Networks>> open(const NetworkConfig& config,
+                                                const fs::path& state_dir,
+                                                std::vector<std::string>* warnings);
+  ~Networks();  // removes the table when no sandbox of this pool is left
+
+  // A slot for a sandbox about to start; 0 when the pool is exhausted.
+  uint32_t reserve() { return pool_.take(); }
+  // Its veth, addresses and a refuse-all chain; on failure nothing is left.
+  Status attach(uint32_t slot, int net_ns_fd);
+  // An adopted sandbox's slot and chain (its veth lives on in its namespace).
+  Status adopt(uint32_t slot);
+  Status set_policy(uint32_t slot, const egress::Policy& policy);
+  // Chain, veth and slot go; idempotent.
+  void release(uint32_t slot);
+  // Deletes veths of this pool whose slot no sandbox holds.
+  void sweep();
+
+  const NetPool& pool() const { return pool_; }
+
+ private:
+  explicit Networks(NetPool pool);
+  void remove_stale_tables();
+
+  NetPool pool_;
+  std::unique_ptr<NftRules> rules_;
+};
+
+}  // namespace abx::runtime

@@ -1,0 +1,215 @@
+#include "runtime/nft_rules.h"
+
+#include <nftables/libnftables.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace abx::runtime {
+namespace {
+
+std::string join(const std::vector<egress::Cidr>& cidrs) {
+  std::string out;
+  for (const egress::Cidr& c : cidrs) out += (out.empty() ? "" : ", ") + c.text();
+  return out;
+}
+
+std::string set_decl(const std::string& name, const std::vector<egress::Cidr>& elements) {
+  std::string out = "  set " + name + " { type ipv4_addr; flags interval; auto-merge;";
+  if (!elements.empty()) out += " elements = { " + join(elements) + " };";
+  return out + " }\n";
+}
+
+std::string quoted(const std::string& text) { return "\"" + text + "\""; }
+
+}  // namespace
+
+const std::vector<egress::Cidr>& always_denied() {
+  static const std::vector<egress::Cidr> ranges = [] {
+    std::vector<egress::Cidr> out;
+    for (const char* text : {"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",
+                             "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/3"})
+      out.push_back(*egress::parse_cidr(text));
+    return out;
+  }();
+  return ranges;
+}
+
+NftRules::NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened,
+                   nft_ctx* ctx)
+    : pool_(pool), ports_(ports), opened_(std::move(opened)), ctx_(ctx) {
+  table_ = table_of(pool.cidr());
+}
+
+std::string NftRules::table_of(const egress::Cidr& pool) {
+  char name[32];
+  std::snprintf(name, sizeof name, "inet abx_%04x", pool.network >> 16);
+  return name;
+}
+
+Result<std::vector<egress::Cidr>> NftRules::pools_with_tables() {
+  std::string listing;
+  {
+    std::lock_guard lock(mutex_);
+    if (nft_run_cmd_from_buffer(ctx_, "list tables inet") != 0)
+      return Error{"list nftables tables", EIO, nft_ctx_get_error_buffer(ctx_)};
+    listing = nft_ctx_get_output_buffer(ctx_);
+  }
+  std::vector<egress::Cidr> pools;
+  size_t at = 0;
+  while ((at = listing.find("table inet abx_", at)) != std::string::npos) {
+    at += std::strlen("table inet abx_");
+    unsigned prefix = 0;
+    int used = 0;
+    if (std::sscanf(listing.c_str() + at, "%4x%n", &prefix, &used) == 1 && used == 4)
+      pools.push_back({uint32_t{prefix} << 16, 16});
+  }
+  return pools;
+}
+
+Status NftRules::remove_pool_table(const egress::Cidr& pool) {
+  const std::string table = table_of(pool);
+  return run("add table " + table + "\ndelete table " + table + "\n",
+             "remove a stale nftables table");
+}
+
+NftRules::~NftRules() { nft_ctx_free(ctx_); }
+
+Result<std::unique_ptr<NftRules>> NftRules::open(const NetPool& pool, NftPorts ports,
+                                                 std::vector<egress::Cidr> opened) {
+  nft_ctx* ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+  if (!ctx) return Error{"nftables", ENOMEM, "nft_ctx_new"};
+  nft_ctx_buffer_output(ctx);
+  nft_ctx_buffer_error(ctx);
+  return std::unique_ptr<NftRules>(new NftRules(pool, ports, std::move(opened), ctx));
+}
+
+Status NftRules::run(const std::string& commands, const std::string& step) {
+  std::lock_guard lock(mutex_);
+  if (nft_run_cmd_from_buffer(ctx_, commands.c_str()) == 0) return {};
+  std::string why = nft_ctx_get_error_buffer(ctx_);
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
+  return Error{step, EIO, why};
+}
+
+std::string NftRules::base_ruleset() const {
+  const std::string links = quoted(pool_.link_prefix() + "*");
+  std::string t = "table " + table_ + " {\n";
+  t += set_decl("denied", always_denied());
+  t += set_decl("opened", opened_);
+  t += "  map sandboxes { type ifname : verdict; }\n";
+  t += "  map redirects { type ifname : verdict; }\n";
+  t += "  chain refuse {\n    meta l4proto tcp reject with tcp reset\n"
+       "    reject with icmpx type admin-prohibited\n  }\n";
+  t += "  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n"
+       "    iifname vmap @redirects\n  }\n";
+  t += "  chain postrouting {\n    type nat hook postrouting priority srcnat; policy accept;\n"
+       "    ip saddr " +
+       pool_.cidr().text() + " oifname != " + links + " masquerade\n  }\n";
+  std::string host_ports;
+  for (uint16_t port : {ports_.dns, ports_.proxy})
+    if (port) host_ports += (host_ports.empty() ? "" : ", ") + std::to_string(port);
+  t += "  chain input {\n    type filter hook input priority filter; policy accept;\n";
+  if (!host_ports.empty())
+    t += "    iifname " + links + " meta l4proto { tcp, udp } th dport { " + host_ports +
+         " } ct status dnat accept\n";
+  t += "    iifname " + links + " goto refuse\n  }\n";
+  t += "  chain forward {\n    type filter hook forward priority filter; policy accept;\n"
+       "    iifname " +
+       links +
+       " goto egress\n"
+       "    oifname " +
+       links +
+       " ct state established,related accept\n"
+       "    oifname " +
+       links + " drop\n  }\n";
+  t += "  chain egress {\n    meta nfproto ipv6 drop\n"
+       "    oifname " +
+       links +
+       " goto refuse\n"
+       "    ip daddr " +
+       pool_.cidr().text() +
+       " goto refuse\n"
+       "    ip daddr @opened iifname vmap @sandboxes\n"
+       "    ip daddr @denied goto refuse\n"
+       "    iifname vmap @sandboxes\n"
+       "    goto refuse\n  }\n";
+  return t + "}\n";
+}
+
+Status NftRules::install() {
+  return run("add table " + table_ + "\ndelete table " + table_ + "\n" + base_ruleset(),
+             "install nftables rules");
+}
+
+Status NftRules::remove() {
+  return run("add table " + table_ + "\ndelete table " + table_ + "\n", "remove nftables rules");
+}
+
+Status NftRules::add_sandbox(uint32_t slot) {
+  const std::string n = std::to_string(slot);
+  const std::string link = quoted(pool_.link_name(slot));
+  const std::string t = table_;
+  std::string c;
+  c += "add set " + t + " allow_" + n + " { type ipv4_addr; flags interval; auto-merge; }\n";
+  c += "add set " + t + " deny_" + n +
+       " { type ipv4_addr; flags interval; auto-merge; elements = { 0.0.0.0/0 }; }\n";
+  c += "add chain " + t + " sb_" + n + "\n";
+  c += "add rule " + t + " sb_" + n + " ip saddr != " + ipv4_text(pool_.address(slot)) +
+       " goto refuse\n";
+  c += "add rule " + t + " sb_" + n + " ip daddr @allow_" + n + " accept\n";
+  c += "add rule " + t + " sb_" + n + " ip daddr @deny_" + n + " goto refuse\n";
+  c += "add rule " + t + " sb_" + n + " accept\n";
+  c += "add chain " + t + " nat_" + n + "\n";
+  c += "add element " + t + " sandboxes { " + link + " : goto sb_" + n + " }\n";
+  c += "add element " + t + " redirects { " + link + " : goto nat_" + n + " }\n";
+  if (auto s = run(c, "add sandbox nftables rules"); !s) return s;
+  return set_policy(slot, egress::Policy{{}, {egress::kAllTraffic}, {}, {}, {}, {}, {}});
+}
+
+Status NftRules::set_policy(uint32_t slot, const egress::Policy& policy) {
+  const std::string n = std::to_string(slot);
+  const std::string t = table_;
+  std::vector<egress::Cidr> allow = policy.allow_cidrs;
+  // E2B opens the DNS servers (8.8.8.8 by default) once names are allowed.
+  if (!policy.allow_hosts.empty()) {
+    const std::vector<uint32_t> dns =
+        policy.dns_servers.value_or(std::vector<uint32_t>{0x08080808});
+    for (uint32_t ip : dns) allow.push_back({ip, 32});
+  }
+  std::string c;
+  c += "flush set " + t + " allow_" + n + "\n";
+  if (!allow.empty()) c += "add element " + t + " allow_" + n + " { " + join(allow) + " }\n";
+  c += "flush set " + t + " deny_" + n + "\n";
+  if (!policy.deny_cidrs.empty())
+    c += "add element " + t + " deny_" + n + " { " + join(policy.deny_cidrs) + " }\n";
+  c += "flush chain " + t + " nat_" + n + "\n";
+  const std::string gateway = ipv4_text(pool_.gateway(slot));
+  if (ports_.dns)
+    c += "add rule " + t + " nat_" + n + " ip daddr " + gateway +
+         " meta l4proto { tcp, udp } th dport 53 redirect to :" + std::to_string(ports_.dns) + "\n";
+  if (ports_.proxy && policy.needs_proxy()) {
+    // A SOCKS proxy carries all TCP; names and headers are only in HTTP(S).
+    const std::string which = policy.egress_proxy ? "meta l4proto tcp" : "tcp dport { 80, 443 }";
+    c += "add rule " + t + " nat_" + n + " ip daddr != @denied " + which +
+         " redirect to :" + std::to_string(ports_.proxy) + "\n";
+  }
+  return run(c, "set sandbox egress policy");
+}
+
+Status NftRules::remove_sandbox(uint32_t slot) {
+  const std::string n = std::to_string(slot);
+  const std::string link = quoted(pool_.link_name(slot));
+  const std::string t = table_;
+  std::string c;
+  c += "delete element " + t + " sandboxes { " + link + " }\n";
+  c += "delete element " + t + " redirects { " + link + " }\n";
+  c += "delete chain " + t + " sb_" + n + "\n";
+  c += "delete chain " + t + " nat_" + n + "\n";
+  c += "delete set " + t + " allow_" + n + "\n";
+  c += "delete set " + t + " deny_" + n + "\n";
+  return run(c, "remove sandbox nftables rules");
+}
+
+}  // namespace abx::runtime

@@ -1,0 +1,74 @@
+// The nftables rules of sandbox networks, one table per daemon (named after
+// its address pool), run through libnftables: each call is one transaction.
+//
+// Every packet a sandbox sends is judged, not only a connection's first:
+// that is what lets a policy update cut connections it now forbids (their
+// next packet meets a TCP reset). Judged in order: IPv6 never passes; other
+// sandboxes, the pool, and the always-denied ranges are refused (an admin
+// may open named private ranges, which the policy then judges); the
+// sandbox's own chain checks its source address (a sandbox root may set any
+// address on eth0) and applies allowOut before denyOut. Packets to the host
+// itself (any of its addresses) meet the input chain: only DNS and the
+// egress proxy, reached through the redirects, pass.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "egress/policy.h"
+#include "runtime/net_pool.h"
+
+struct nft_ctx;
+
+namespace abx::runtime {
+
+struct NftPorts {
+  uint16_t dns = 0;    // the daemon's DNS forwarder (UDP and TCP), 0: none
+  uint16_t proxy = 0;  // the daemon's egress proxy, 0: none
+};
+
+class NftRules {
+ public:
+  static Result<std::unique_ptr<NftRules>> open(const NetPool& pool, NftPorts ports,
+                                                std::vector<egress::Cidr> opened);
+  ~NftRules();
+
+  // Replaces this pool's table (a dead daemon's rules) with an empty base.
+  Status install();
+  // Removes the table.
+  Status remove();
+
+  // A sandbox's chains, refusing all egress until set_policy.
+  Status add_sandbox(uint32_t slot);
+  Status set_policy(uint32_t slot, const egress::Policy& policy);
+  Status remove_sandbox(uint32_t slot);
+
+  const std::string& table() const { return table_; }
+
+  // The pools (as /16s) of every abx table in this namespace, ours included.
+  Result<std::vector<egress::Cidr>> pools_with_tables();
+  // Removes another pool's table (its daemon is gone: the caller holds its lock).
+  Status remove_pool_table(const egress::Cidr& pool);
+
+ private:
+  NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened, nft_ctx* ctx);
+  Status run(const std::string& commands, const std::string& step);
+  std::string base_ruleset() const;
+
+  const NetPool& pool_;
+  NftPorts ports_;
+  std::vector<egress::Cidr> opened_;
+  std::string table_;  // "inet abx_0ac8", see table_of
+  static std::string table_of(const egress::Cidr& pool);
+  std::mutex mutex_;
+  nft_ctx* ctx_;
+};
+
+// The ranges no policy opens: "this" network, private (RFC 1918), CGNAT,
+// loopback, link-local (cloud metadata), multicast and reserved.
+const std::vector<egress::Cidr>& always_denied();
+
+}  // namespace abx::runtime
