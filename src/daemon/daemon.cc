@@ -19,6 +19,7 @@
 #include "common/ids.h"
 #include "common/unique_fd.h"
 #include "daemon/data_dir_lock.h"
+#include "daemon/network_config.h"
 #include "daemon/router.h"
 #include "daemon/service.h"
 
@@ -137,7 +138,12 @@ int serve(const ServeOptions& options) {
   auto api_key = load_or_create_api_key(key_path);
   if (!api_key) return fail(api_key.error());
 
+  const fs::path config_file =
+      options.config_file.empty() ? options.data_dir / "config.json" : options.config_file;
+  auto network = load_network_config(config_file);
+  if (!network) return fail(network.error());
   runtime::RuntimeConfig config;
+  config.network = *network;
   config.state_dir = options.data_dir / "sandboxes";
   config.init_binary = options.init_binary.empty() ? default_init_binary() : options.init_binary;
   config.warm_pool_size = options.warm_pool;
@@ -153,8 +159,6 @@ int serve(const ServeOptions& options) {
 
   auto keys = ApiKeys::open(**store, *api_key, options.data_dir / "api_keys");
   if (!keys) return fail(keys.error());
-  const fs::path config_file =
-      options.config_file.empty() ? options.data_dir / "config.json" : options.config_file;
   auto quota_config = load_quota_config(config_file);
   if (!quota_config) return fail(quota_config.error());
   const HostSize host = measure_host(options.data_dir);

@@ -126,13 +126,11 @@ Status Service::apply_network(runtime::Sandbox& sandbox, const NetworkSettings& 
   const egress::Policy policy = settings.effective();
   Status s = sandbox.set_egress(policy);
   if (!s && s.error().errnum == ENOSYS) return {};  // loopback only: nothing to open
-  if (!s) return s;
-  egress_.set(sandbox.address(), policy);
-  return {};
+  if (s && egress_changed_) egress_changed_(sandbox.address());
+  return s;
 }
 
 void Service::destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live) {
-  if (row.record.net_address) egress_.erase(row.record.net_address);
   if (live) {
     std::lock_guard lock(live->mutex);
     live->interpreter.reset();  // its contexts live in the sandbox: stop them first
@@ -140,6 +138,7 @@ void Service::destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandb
   if (Status s = runtime_.destroy(row.record); !s) {
     spdlog::warn("sandbox {}: destroy: {}", row.id, s.error().message());
   }
+  if (row.record.net_address && egress_changed_) egress_changed_(row.record.net_address);
   if (Status s = store_.remove(row.id); !s) {
     spdlog::warn("sandbox {}: {}", row.id, s.error().message());
   }
@@ -254,7 +253,6 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   row.started_at_ms = now_ms();
   row.end_at_ms = row.started_at_ms + int64_t{request.timeout_sec} * 1000;
   if (Status s = store_.put(row); !s) {
-    if (row.record.net_address) egress_.erase(row.record.net_address);
     co_await pool_.run([&] { (void)runtime_.destroy(row.record); });
     co_return s.error();
   }

@@ -16,7 +16,6 @@
 #include "daemon/caller.h"
 #include "daemon/control_requests.h"
 #include "daemon/dir_watch.h"
-#include "daemon/egress_registry.h"
 #include "daemon/process_table.h"
 #include "daemon/quotas.h"
 #include "daemon/sandbox_row.h"
@@ -106,8 +105,11 @@ class Service : private runtime::StopListener {
   // A sandbox that stopped on its own lately, if `id` names one.
   std::optional<StoppedSandbox> stopped(const std::string& id) const;
 
-  // Source address → policy, for the DNS forwarder and the egress proxy.
-  EgressRegistry& egress() { return egress_; }
+  // Told of the address of each sandbox whose egress policy was replaced or
+  // that went away (the egress proxy cuts what is forbidden now). Set before serving.
+  void on_egress_change(std::function<void(uint32_t address)> listener) {
+    egress_changed_ = std::move(listener);
+  }
 
   ApiKeys& keys() { return *tenancy_.keys; }
   Quotas& quotas() { return *tenancy_.quotas; }
@@ -148,7 +150,7 @@ class Service : private runtime::StopListener {
   Tenancy tenancy_;
   uint32_t host_cores_;
   ListenAddress listen_address_;
-  EgressRegistry egress_;
+  std::function<void(uint32_t)> egress_changed_;
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<LiveSandbox>> live_;

@@ -39,13 +39,12 @@ struct InitConfig {
   bool full_id_map = true;         // false: only uid/gid 0 exists inside (rootless without subuids)
   std::string seccomp_bpf;         // compiled once by the runtime (seccomp_policy::compile)
   bool host_writable_dir = false;  // the writable layer is a host dir (RootfsSpec::writable_dir)
-  bool host_network = false;       // the net namespace is the host's: leave it alone
-  std::string nameserver;          // for /etc/resolv.conf (the sandbox's gateway); empty: keep
   uint64_t shm_bytes = 0;          // size of /dev/shm's tmpfs (0: the kernel's default)
   std::vector<std::string> proc_views;  // lxcfs files to bind over /proc/<name>
   // The handoff ends with the cgroup.procs of the workload memory cgroup,
   // which every process init starts joins (see cgroup::workload_procs).
   bool workload_cgroup = false;
+  std::string nameserver;  // for /etc/resolv.conf (the sandbox's gateway); empty: keep
   // Not encoded: O_PATH fds of each lower layer, then of each bind source,
   // then of the writable dir if any, then of lxcfs's proc dir if there are
   // proc_views, received by init in the handoff message (see spawner.h).

@@ -139,12 +139,27 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   config.full_id_map = full_id_map;
   config.seccomp_bpf = seccomp_bpf;
   config.host_writable_dir = !spec.rootfs.writable_dir.empty();
-  config.host_network = spec.host_network;
   config.shm_bytes = shm_bytes(limits);
   if (lxcfs) config.proc_views = lxcfs->views();
   config.workload_cgroup = workload_cgroup;
   config.nameserver = nameserver;
   return config;
+}
+
+// A build's writable layer becomes the template's: init leaves its
+// /etc/resolv.conf alone, and the build's resolver (the gateway) is a file
+// of the state dir bound over it instead, which the layer never sees.
+Result<SandboxSpec> resolver_for_build(const SandboxSpec& spec, const fs::path& state,
+                                       const std::string& nameserver) {
+  SandboxSpec out = spec;
+  if (nameserver.empty() || spec.rootfs.writable_dir.empty()) return out;
+  const fs::path file = state / "resolv.conf";
+  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Error::from_errno("create", file.string());
+  if (auto s = write_all(fd.get(), "nameserver " + nameserver + "\n", "write", file.string()); !s)
+    return s.error();
+  out.rootfs.read_only_binds.push_back({file, "/etc/resolv.conf"});
+  return out;
 }
 
 // Template layers and bind sources, opened by the daemon (which may search
@@ -287,6 +302,9 @@ class LocalRuntime final : public Runtime {
   uid_t host_uid(uint32_t id) const override { return ids_.host_uid(id); }
   gid_t host_gid(uint32_t id) const override { return ids_.host_gid(id); }
   std::vector<std::string> warnings() const override { return warnings_; }
+  std::shared_ptr<const egress::Policy> egress_policy(uint32_t address) const override {
+    return networks_ ? networks_->policy_at(address) : nullptr;
+  }
 
  private:
   fs::path state_of(const std::string& id) const { return config_.state_dir / id; }
@@ -349,19 +367,24 @@ void LocalRuntime::on_init_exit(InitHandle& init, std::optional<int> wait_status
   if (stopped_listener_) stopped_listener_->sandbox_stopped(init.id(), init.stopped_reason());
 }
 
-Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& spec, const Limits& limits,
+Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const Limits& limits,
                                                uint32_t net_slot) {
-  const fs::path state = state_of(spec.id);
+  const fs::path state = state_of(asked.id);
   if (::mkdir(state.c_str(), 0700) != 0)
     return Error::from_errno("mkdir state dir", state.string());
   auto listen = listen_control(state / kSocketName);
   if (!listen) return listen.error();
+  const std::string nameserver =
+      net_slot ? ipv4_text(networks_->pool().gateway(net_slot)) : std::string();
+  auto with_resolver = resolver_for_build(asked, state, nameserver);
+  if (!with_resolver) return with_resolver.error();
+  const SandboxSpec& spec = *with_resolver;
   // One answer for both uses: init expects the proc dir's fd iff it has views.
   const Lxcfs* views = lxcfs_ && lxcfs_->answering() ? lxcfs_.get() : nullptr;
   const fs::path workload_procs = cgroup::workload_procs(cgroups_, spec.id);
   auto config = config_memfd(
       init_config(spec, limits, ids_.full(), seccomp_bpf_, views, !workload_procs.empty(),
-                  net_slot ? ipv4_text(networks_->pool().gateway(net_slot)) : std::string()));
+                  nameserver));
   if (!config) return config.error();
   if (cgroups_.version != cgroup::Version::kNone)
     if (auto s = cgroup::create(cgroups_, spec.id, limits); !s) return s.error();
@@ -377,8 +400,8 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& spec, const Li
     handoff->push_back(std::move(procs));
     return handoff;
   };
-  auto pid = spawner::start_init({image_.get(), config->get(), listen->get()}, spec.host_network,
-                                 ids_.uid_zero, prepare);
+  auto pid = spawner::start_init({image_.get(), config->get(), listen->get()}, ids_.uid_zero,
+                                 prepare);
   if (!pid) return pid.error();
   // Until track() hands it to the reaper, init is our unreaped child: its
   // number cannot be reused, so /proc/<pid> is init's.
@@ -411,7 +434,7 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
   if (!spec.id.empty()) return create_now(spec);
   SandboxSpec chosen = spec;
   // A build sandbox owns its writable dir: never pooled, never shared.
-  const bool poolable = spec.rootfs.writable_dir.empty() && !spec.host_network;
+  const bool poolable = spec.rootfs.writable_dir.empty() && spec.network;
   chosen.limits = fill_defaults(spec.limits, config_.default_limits);
   if (poolable) {
     if (auto pooled = pool_.take(chosen)) {
@@ -427,7 +450,7 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::create_now(const SandboxSpec& spe
   if (auto s = validate(spec); !s) return s.error();
   const Limits limits = fill_defaults(spec.limits, config_.default_limits);
   uint32_t slot = 0;
-  if (networks_ && !spec.host_network && (slot = networks_->reserve()) == 0)
+  if (networks_ && spec.network && (slot = networks_->reserve()) == 0)
     return Error{"create sandbox", ENOSPC,
                  "every address of the sandbox network pool is in use: kill sandboxes, or set a "
                  "larger network.pool"};

@@ -86,11 +86,25 @@ Status Networks::adopt(uint32_t slot) {
 }
 
 Status Networks::set_policy(uint32_t slot, const egress::Policy& policy) {
-  return rules_->set_policy(slot, policy);
+  if (auto s = rules_->set_policy(slot, policy); !s) return s;
+  std::unique_lock lock(policies_mutex_);
+  policies_[slot] = std::make_shared<const egress::Policy>(policy);
+  return {};
+}
+
+std::shared_ptr<const egress::Policy> Networks::policy_at(uint32_t address) const {
+  const uint32_t slot = pool_.slot_of_address(address);
+  std::shared_lock lock(policies_mutex_);
+  const auto it = policies_.find(slot);
+  return it == policies_.end() ? nullptr : it->second;
 }
 
 void Networks::release(uint32_t slot) {
   if (slot == 0 || slot >= NetPool::kSlots) return;
+  {
+    std::unique_lock lock(policies_mutex_);
+    policies_.erase(slot);
+  }
   (void)rules_->remove_sandbox(slot);
   (void)net_links::delete_link(pool_.link_name(slot));
   pool_.give_back(slot);

@@ -5,7 +5,9 @@
 // and is replaced, then refilled by adopt, by the next one.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,8 @@ class Networks {
   void sweep();
 
   const NetPool& pool() const { return pool_; }
+  // The policy set for the sandbox at `address`; null: none (or not ours).
+  std::shared_ptr<const egress::Policy> policy_at(uint32_t address) const;
 
  private:
   explicit Networks(NetPool pool);
@@ -45,6 +49,8 @@ class Networks {
 
   NetPool pool_;
   std::unique_ptr<NftRules> rules_;
+  mutable std::shared_mutex policies_mutex_;
+  std::map<uint32_t, std::shared_ptr<const egress::Policy>> policies_;  // by slot
 };
 
 }  // namespace abx::runtime

@@ -60,9 +60,11 @@ struct SandboxSpec {
   RootfsSpec rootfs;
   Limits limits;
   std::string hostname;  // default: id
-  // Share the host's network namespace instead of a loopback-only one. For
-  // template builds (apt-get, pip) only; never for user sandboxes.
-  bool host_network = false;
+  // false: loopback only. Else a network of its own (runtime/networks.h)
+  // that reaches nothing until Sandbox::set_egress; a sandbox with a
+  // writable dir (a build) gets the gateway as resolver by a bind over
+  // /etc/resolv.conf, which stays out of the layer.
+  bool network = true;
 };
 
 // Everything needed to find a live sandbox again after the daemon restarts.
@@ -237,6 +239,13 @@ class Runtime {
   // chowned to these.
   virtual uid_t host_uid(uint32_t sandbox_uid) const = 0;
   virtual gid_t host_gid(uint32_t sandbox_gid) const = 0;
+
+  // The egress policy of the sandbox at `address` (Sandbox::address), or
+  // null when no sandbox of this runtime has it: the DNS forwarder and the
+  // egress proxy ask this of every query and connection.
+  virtual std::shared_ptr<const egress::Policy> egress_policy(uint32_t /*address*/) const {
+    return nullptr;
+  }
 
   // `listener` hears of each sandbox whose init exits without destroy()
   // being asked for; nullptr (set before the listener goes away) waits for

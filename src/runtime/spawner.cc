@@ -24,7 +24,8 @@ namespace abx::runtime::spawner {
 namespace {
 
 constexpr int kCloneFlags =
-    CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
+    CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET |
+    SIGCHLD;
 constexpr size_t kStackSize = 256 * 1024;
 constexpr int kReadyTimeoutMs = 30000;
 constexpr unsigned kSeals = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
@@ -130,7 +131,7 @@ CloneFn libc_clone() {
 // the clone alone this thread takes `owner` as its euid (the raw syscall
 // changes this thread only, not the daemon's others) and then returns to root,
 // which gives back its capabilities.
-pid_t clone_blocked(ChildArgs* args, void* stack, bool host_network, uid_t owner) {
+pid_t clone_blocked(ChildArgs* args, void* stack, uid_t owner) {
   sigset_t all, old;
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -138,7 +139,7 @@ pid_t clone_blocked(ChildArgs* args, void* stack, bool host_network, uid_t owner
   pid_t pid = -1;
   if (!switch_euid || ::syscall(SYS_setresuid, -1, owner, -1) == 0) {
     pid = libc_clone()(child_main, static_cast<char*>(stack) + kStackSize,
-                       kCloneFlags | (host_network ? 0 : CLONE_NEWNET), args);
+                       kCloneFlags, args);
   }
   const int saved = errno;
   if (switch_euid && ::syscall(SYS_setresuid, -1, 0, -1) != 0) std::abort();  // never root-less
@@ -182,7 +183,7 @@ Status release(int sync, const Handoff& handoff) {
   return proto::send_message(sync, "fds", fds);
 }
 
-Result<pid_t> start_init(const InitFds& fds, bool host_network, uid_t owner,
+Result<pid_t> start_init(const InitFds& fds, uid_t owner,
                          const std::function<Result<Handoff>(pid_t)>& prepare) {
   int sync[2], status[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) != 0)
@@ -209,7 +210,7 @@ Result<pid_t> start_init(const InitFds& fds, bool host_network, uid_t owner,
   if (mapped == MAP_FAILED) return Error::from_errno("mmap init stack");
   std::unique_ptr<void, StackDeleter> stack(mapped);
 
-  const pid_t pid = clone_blocked(args.get(), stack.get(), host_network, owner);
+  const pid_t pid = clone_blocked(args.get(), stack.get(), owner);
   if (pid < 0) return Error::from_errno("clone sandbox namespaces");
   sync_read.reset();
   status_write.reset();  // so a dead child reads as EOF

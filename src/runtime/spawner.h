@@ -33,13 +33,12 @@ using Handoff = std::vector<UniqueFd>;
 // Clones init, calls `prepare(pid)` while it waits (maps, cgroups, fds to
 // hand over), releases it, hands the fds over and waits for its
 // StatusReport. On any failure the child is killed and reaped. Returns
-// init's host pid once it reports ready. With `host_network` init stays in
-// the daemon's network namespace. A root daemon makes `owner` (the host uid
+// init's host pid once it reports ready, in network namespace of its own. A root daemon makes `owner` (the host uid
 // that sandbox root maps to) the owner of the new user namespace, so the
 // per-user kernel counts of everything made inside (inotify instances, user
 // namespaces, message queues) are charged to that uid, never to host root;
 // 0 keeps the daemon's own uid.
-Result<pid_t> start_init(const InitFds& fds, bool host_network, uid_t owner,
+Result<pid_t> start_init(const InitFds& fds, uid_t owner,
                          const std::function<Result<Handoff>(pid_t)>& prepare);
 
 }  // namespace abx::runtime::spawner

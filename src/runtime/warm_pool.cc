@@ -7,7 +7,7 @@ namespace {
 
 // Everything a create request may differ in, except the id.
 std::string spec_key(const SandboxSpec& spec) {
-  // Build sandboxes (writable_dir, host_network) never come to the pool.
+  // Build sandboxes (writable_dir) and loopback-only ones never come to the pool.
   std::string key = spec.hostname + '\n';
   for (const auto& layer : spec.rootfs.lower_layers) key += "L" + layer.string() + '\n';
   for (const auto& bind : spec.rootfs.read_only_binds)

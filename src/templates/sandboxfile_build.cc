@@ -72,9 +72,7 @@ runtime::SandboxSpec build_sandbox_spec(const BuildState& state, const StepDeps&
   for (const auto& layer : state.meta.layers)
     spec.rootfs.lower_layers.push_back(deps.layers.path(layer));
   spec.rootfs.writable_dir = writable;
-  spec.host_network = network;
-  // The host's resolver, so that apt and pip find their mirrors.
-  if (network) spec.rootfs.read_only_binds.push_back({"/etc/resolv.conf", "/etc/resolv.conf"});
+  spec.network = network;
   spec.limits = build_limits();
   return spec;
 }
@@ -105,6 +103,14 @@ Status in_build_sandbox(const BuildState& state, const StepDeps& deps, const std
     (void)tree::remove_tree(*staging);
     return sandbox.error();
   }
+  // A recipe is the user's own: everything but the always-denied set (the
+  // host, sandboxes, private ranges). No sandbox network: loopback only.
+  if (network)
+    if (Status s = (*sandbox)->set_egress(egress::Policy{}); !s && s.error().errnum != ENOSYS) {
+      (void)deps.runtime.destroy((*sandbox)->record());
+      (void)tree::remove_tree(*staging);
+      return s;
+    }
   const Status done = work(**sandbox);
   const Status destroyed = deps.runtime.destroy((*sandbox)->record());
   if (!done || !destroyed) {

@@ -25,7 +25,7 @@ struct StepDeps {
   const LayerStore& layers;
   std::filesystem::path context_dir;
   std::filesystem::path scratch_dir;  // private, for unpacking ADDed archives
-  bool network = true;                // RUN steps share the host's network
+  bool network = true;                // RUN steps get a network (NAT out, no host)
   bool no_cache = false;              // run every step even if its layer exists
   LineFn log;                         // every line, step output included (the build log)
   LineFn progress;                    // what the client sees

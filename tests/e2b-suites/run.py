@@ -104,7 +104,10 @@ def start_private_daemon() -> tuple[Daemon, Path]:
     state = private_state_dir("abx-e2b-suites-")
     # Two workers per suite make a few dozen sandboxes at once: let limits overcommit, as
     # tests/conftest.py does for the session daemon (limits are caps, not use).
-    (state / "config.json").write_text('{"hostCaps": {"memoryPercent": 1000}}')
+    # No sandbox networks: the suites' network tests curl public addresses (1.1.1.1, 8.8.8.8),
+    # and no test may send a packet off this machine; tests/net runs them in its own world.
+    (state / "config.json").write_text(
+        '{"hostCaps": {"memoryPercent": 1000}, "network": {"enabled": false}}')
     return start_daemon(state / "state", extra_args=("--config", str(state / "config.json"))), state
 
 

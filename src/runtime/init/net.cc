@@ -53,8 +53,7 @@ Status write_host_files(const proto::InitConfig& config) {
                                         " ip6-localhost ip6-loopback\n");
 }
 
-Status loopback_up(const proto::InitConfig& config) {
-  if (config.host_network) return {};  // not ours to change
+Status loopback_up(const proto::InitConfig& /*config*/) {
   UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return Error::from_errno("socket for loopback");
   ifreq req{};
