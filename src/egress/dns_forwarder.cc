@@ -300,16 +300,15 @@ Status DnsForwarder::Impl::bind_once(uint16_t port) {
 
 Status DnsForwarder::Impl::bind(uint16_t port) {
   // With port 0 the number the kernel picks for UDP may be taken for TCP: retry.
-  for (int attempt = 0;; ++attempt) {
-    Status bound = bind_once(port);
-    if (bound || port != 0 || attempt == 8 || bound.error().errnum != EADDRINUSE) {
-      if (!bound) return bound;
-      break;
-    }
+  Status bound = bind_once(port);
+  for (int attempt = 0; !bound && port == 0 && bound.error().errnum == EADDRINUSE && attempt < 8;
+       ++attempt) {
     boost::system::error_code ec;
     clients_.close(ec);
     acceptor_.close(ec);
+    bound = bind_once(port);
   }
+  if (!bound) return bound;
   boost::system::error_code ec;
   clients_.non_blocking(true, ec);  // replies are sent at once or dropped, as UDP may be
   upstream_udp_.open(udp::v4(), ec);
@@ -341,8 +340,9 @@ net::awaitable<void> DnsForwarder::Impl::receive_queries() {
 void DnsForwarder::Impl::handle_udp_query(std::span<const uint8_t> query,
                                           const udp::endpoint& client) {
   const uint32_t source = client.address().to_v4().to_uint();
+  if (query.size() > kMaxQuery) return;
   const std::shared_ptr<const Policy> policy = config_.policy_for(source);
-  if (!policy || query.size() > kMaxQuery) return;  // not a sandbox: no word, no log of names
+  if (!policy) return;  // not a sandbox: no word, no log of names
   const auto question = dns::parse_query(query);
   if (!question) return;
   if (!resolves(*policy, question->name)) {
@@ -350,10 +350,14 @@ void DnsForwarder::Impl::handle_udp_query(std::span<const uint8_t> query,
     send_to_client(dns::error_reply(query, dns::kNxDomain), client);
     return;
   }
-  const auto id = free_id();
-  if (pending_.size() >= config_.max_pending || !id ||
+  if (pending_.size() >= config_.max_pending ||
       !take(pending_per_source_, source, config_.max_pending_per_source)) {
     spdlog::debug("dns: pending table full, dropped a query from {}", client.address().to_string());
+    return;
+  }
+  const auto id = free_id();
+  if (!id) {
+    give_back(pending_per_source_, source);
     return;
   }
   auto pending = std::make_shared<PendingQuery>(io_);

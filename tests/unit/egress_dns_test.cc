@@ -203,11 +203,16 @@ class FakeUpstream {
     const std::optional<Bytes> q = read_frame(connection.get());
     if (!q || q->size() < 12) return;
     ++queries_;
-    if (mode_ != Mode::kSilent) send_frame(connection.get(), a_reply(*q, id_of(*q), kRealAnswer));
+    if (mode_ == Mode::kSilent) {
+      held_.push_back(std::move(connection));  // open and mute: the forwarder must time out
+      return;
+    }
+    send_frame(connection.get(), a_reply(*q, id_of(*q), kRealAnswer));
   }
 
   Mode mode_;
   UniqueFd udp_, spoofer_, tcp_, stop_read_, stop_write_;
+  std::vector<UniqueFd> held_;
   std::atomic<int> queries_{0};
   std::atomic<uint16_t> last_id_{0};
   std::thread thread_;
@@ -368,6 +373,21 @@ TEST(DnsForwarderStart, NeedsAnUpstream) {
   const auto started = DnsForwarder::start(std::move(config), 0);
   ASSERT_FALSE(started.ok());
   EXPECT_NE(started.error().message().find("no IPv4 nameserver"), std::string::npos);
+}
+
+TEST(DnsForwarderStart, SaysWhichPortIsTaken) {
+  FakeUpstream upstream(FakeUpstream::Mode::kAnswer);
+  const UniqueFd taken(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  const sockaddr_in any = loopback(INADDR_ANY, 0);
+  ASSERT_EQ(::bind(taken.get(), reinterpret_cast<const sockaddr*>(&any), sizeof any), 0);
+  DnsConfig config;
+  config.policy_for = [](uint32_t) { return std::make_shared<const Policy>(); };
+  config.upstreams = {upstream.address()};
+  const uint16_t port = port_of(taken.get());
+  const auto started = DnsForwarder::start(std::move(config), port);
+  ASSERT_FALSE(started.ok());
+  EXPECT_NE(started.error().message().find("bind udp port " + std::to_string(port)),
+            std::string::npos);
 }
 
 // ---- the forwarder over UDP ----------------------------------------------------
