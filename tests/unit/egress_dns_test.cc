@@ -141,12 +141,19 @@ class FakeUpstream {
  public:
   enum class Mode { kAnswer, kSilent, kSpoofFirst, kSpoofOnly };
   explicit FakeUpstream(Mode mode) : mode_(mode) {
-    udp_ = bound_socket(SOCK_DGRAM, kSandboxIp);
-    spoofer_ = bound_socket(SOCK_DGRAM, kSandboxIp);
-    tcp_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    const sockaddr_in a = loopback(kSandboxIp, port_of(udp_.get()));
-    EXPECT_EQ(::bind(tcp_.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a), 0);
+    // The port the kernel picks for UDP may be taken for TCP (by an earlier test): retry.
+    for (int attempt = 0; attempt < 16 && !tcp_.valid(); ++attempt) {
+      udp_ = bound_socket(SOCK_DGRAM, kSandboxIp);
+      UniqueFd tcp(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      const int on = 1;
+      ::setsockopt(tcp.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+      const sockaddr_in a = loopback(kSandboxIp, port_of(udp_.get()));
+      if (::bind(tcp.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0)
+        tcp_ = std::move(tcp);
+    }
+    EXPECT_TRUE(tcp_.valid());
     EXPECT_EQ(::listen(tcp_.get(), 16), 0);
+    spoofer_ = bound_socket(SOCK_DGRAM, kSandboxIp);
     int pipe_fds[2];
     EXPECT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
     stop_read_ = UniqueFd(pipe_fds[0]);
@@ -533,7 +540,7 @@ TEST(DnsForwarder, OnlySpoofedRepliesMeanServfail) {
 TEST(DnsForwarder, PendingQueriesAreBoundedPerSource) {
   FakeUpstream upstream(FakeUpstream::Mode::kSilent);
   DnsConfig config;
-  config.upstream_timeout = 200ms;
+  config.upstream_timeout = 500ms;  // ample time for the five to arrive first
   config.max_pending_per_source = 2;
   Forwarder f(deny_hosts({"evil.test"}), {upstream.address()}, config);
   const UniqueFd client = bound_socket(SOCK_DGRAM, kSandboxIp);
