@@ -19,6 +19,7 @@
 #include "common/ids.h"
 #include "common/unique_fd.h"
 #include "daemon/data_dir_lock.h"
+#include "daemon/egress_services.h"
 #include "daemon/network_config.h"
 #include "daemon/router.h"
 #include "daemon/service.h"
@@ -142,8 +143,16 @@ int serve(const ServeOptions& options) {
       options.config_file.empty() ? options.data_dir / "config.json" : options.config_file;
   auto network = load_network_config(config_file);
   if (!network) return fail(network.error());
+  std::vector<std::string> egress_warnings;
+  std::unique_ptr<EgressServices> egress =
+      network->enabled ? EgressServices::start(options.data_dir, &egress_warnings) : nullptr;
+  for (const std::string& warning : egress_warnings) spdlog::warn("network: {}", warning);
   runtime::RuntimeConfig config;
   config.network = *network;
+  if (egress) {
+    config.network.dns_port = egress->dns_port();
+    config.network.proxy_port = egress->proxy_port();
+  }
   config.state_dir = options.data_dir / "sandboxes";
   config.init_binary = options.init_binary.empty() ? default_init_binary() : options.init_binary;
   config.warm_pool_size = options.warm_pool;
@@ -151,6 +160,14 @@ int serve(const ServeOptions& options) {
   auto runtime = runtime::open_runtime(config);
   if (!runtime) return fail(runtime.error());
   for (const std::string& warning : (*runtime)->warnings()) spdlog::warn("runtime: {}", warning);
+  // Stops the lookups before the runtime goes, on every way out of here.
+  struct Unplug {
+    EgressServices* services;
+    ~Unplug() {
+      if (services) services->use(nullptr);
+    }
+  } unplug{egress.get()};
+  if (egress) egress->use(runtime->get());
   const fs::path templates_dir =
       options.templates_dir.empty() ? options.data_dir / "templates" : options.templates_dir;
   templates::TemplateStore templates(templates_dir, **runtime);
@@ -169,6 +186,8 @@ int serve(const ServeOptions& options) {
   boost::asio::io_context ioc(kIoThreads);
   BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store, tenancy);
+  if (egress)
+    service.on_egress_change([&egress](uint32_t address) { egress->policy_changed(address); });
   service.restore();
   auto port = http::listen(ioc, options.listen, make_router(service, *keys, key_path.string()),
                            options.max_connections);

@@ -194,8 +194,8 @@ bool decode(const std::string& bytes, InitConfig* c) {
   uint8_t full = 0, writable = 0, workload = 0;
   if (!r.str(&c->hostname) || !r.u64(&c->disk_bytes) || !r.strs(&c->lower_layers) ||
       !r.strs(&binds) || binds.size() % 2 != 0 || !r.u8(&full) || !r.str(&c->seccomp_bpf) ||
-      !r.u8(&writable) || !r.u64(&c->shm_bytes) || !r.strs(&c->proc_views) ||
-      !r.u8(&workload) || !r.str(&c->nameserver) || !r.done())
+      !r.u8(&writable) || !r.u64(&c->shm_bytes) || !r.strs(&c->proc_views) || !r.u8(&workload) ||
+      !r.str(&c->nameserver) || !r.done())
     return false;
   for (size_t i = 0; i < binds.size(); i += 2) c->binds.emplace_back(binds[i], binds[i + 1]);
   c->full_id_map = full != 0;

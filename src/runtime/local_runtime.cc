@@ -382,9 +382,8 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const L
   // One answer for both uses: init expects the proc dir's fd iff it has views.
   const Lxcfs* views = lxcfs_ && lxcfs_->answering() ? lxcfs_.get() : nullptr;
   const fs::path workload_procs = cgroup::workload_procs(cgroups_, spec.id);
-  auto config = config_memfd(
-      init_config(spec, limits, ids_.full(), seccomp_bpf_, views, !workload_procs.empty(),
-                  nameserver));
+  auto config = config_memfd(init_config(spec, limits, ids_.full(), seccomp_bpf_, views,
+                                         !workload_procs.empty(), nameserver));
   if (!config) return config.error();
   if (cgroups_.version != cgroup::Version::kNone)
     if (auto s = cgroup::create(cgroups_, spec.id, limits); !s) return s.error();
@@ -400,8 +399,8 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const L
     handoff->push_back(std::move(procs));
     return handoff;
   };
-  auto pid = spawner::start_init({image_.get(), config->get(), listen->get()}, ids_.uid_zero,
-                                 prepare);
+  auto pid =
+      spawner::start_init({image_.get(), config->get(), listen->get()}, ids_.uid_zero, prepare);
   if (!pid) return pid.error();
   // Until track() hands it to the reaper, init is our unreaped child: its
   // number cannot be reused, so /proc/<pid> is init's.

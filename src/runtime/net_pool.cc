@@ -108,12 +108,12 @@ Result<NetPool> NetPool::claim(const std::string& wanted, const std::string& pre
     if (!lock) return lock.error();
     return NetPool(*cidr, std::move(*lock));
   }
-  std::vector<egress::Cidr> candidates;
+  // The pool this state dir had: its sandboxes still running hold routes
+  // in it, which are no clash; they are adopted only in the same pool.
   if (auto before = egress::parse_cidr(previous); before && before->prefix == 16)
-    candidates.push_back(*before);
-  for (uint32_t second = 200; second <= 254; ++second)
-    candidates.push_back({(10u << 24) | (second << 16), 16});
-  for (const egress::Cidr& cidr : candidates) {
+    if (auto lock = lock_pool(*before, lock_dir)) return NetPool(*before, std::move(*lock));
+  for (uint32_t second = 200; second <= 254; ++second) {
+    const egress::Cidr cidr{(10u << 24) | (second << 16), 16};
     if (clashes(cidr)) continue;
     if (auto lock = lock_pool(cidr, lock_dir)) return NetPool(cidr, std::move(*lock));
   }

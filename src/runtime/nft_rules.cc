@@ -8,6 +8,21 @@
 namespace abx::runtime {
 namespace {
 
+struct CtxFree {
+  void operator()(nft_ctx* ctx) const { nft_ctx_free(ctx); }
+};
+using Ctx = std::unique_ptr<nft_ctx, CtxFree>;
+
+// A context per transaction: nothing cached outlives it (a table may be
+// replaced under us by a daemon starting on the same pool).
+Result<Ctx> new_ctx() {
+  Ctx ctx(nft_ctx_new(NFT_CTX_DEFAULT));
+  if (!ctx) return Error{"nftables", ENOMEM, "nft_ctx_new"};
+  nft_ctx_buffer_output(ctx.get());
+  nft_ctx_buffer_error(ctx.get());
+  return ctx;
+}
+
 std::string join(const std::vector<egress::Cidr>& cidrs) {
   std::string out;
   for (const egress::Cidr& c : cidrs) out += (out.empty() ? "" : ", ") + c.text();
@@ -35,9 +50,8 @@ const std::vector<egress::Cidr>& always_denied() {
   return ranges;
 }
 
-NftRules::NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened,
-                   nft_ctx* ctx)
-    : pool_(pool), ports_(ports), opened_(std::move(opened)), ctx_(ctx) {
+NftRules::NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened)
+    : pool_(pool), ports_(ports), opened_(std::move(opened)) {
   table_ = table_of(pool.cidr());
 }
 
@@ -48,13 +62,11 @@ std::string NftRules::table_of(const egress::Cidr& pool) {
 }
 
 Result<std::vector<egress::Cidr>> NftRules::pools_with_tables() {
-  std::string listing;
-  {
-    std::lock_guard lock(mutex_);
-    if (nft_run_cmd_from_buffer(ctx_, "list tables inet") != 0)
-      return Error{"list nftables tables", EIO, nft_ctx_get_error_buffer(ctx_)};
-    listing = nft_ctx_get_output_buffer(ctx_);
-  }
+  auto ctx = new_ctx();
+  if (!ctx) return ctx.error();
+  if (nft_run_cmd_from_buffer(ctx->get(), "list tables inet") != 0)
+    return Error{"list nftables tables", EIO, nft_ctx_get_error_buffer(ctx->get())};
+  const std::string listing = nft_ctx_get_output_buffer(ctx->get());
   std::vector<egress::Cidr> pools;
   size_t at = 0;
   while ((at = listing.find("table inet abx_", at)) != std::string::npos) {
@@ -73,21 +85,17 @@ Status NftRules::remove_pool_table(const egress::Cidr& pool) {
              "remove a stale nftables table");
 }
 
-NftRules::~NftRules() { nft_ctx_free(ctx_); }
-
 Result<std::unique_ptr<NftRules>> NftRules::open(const NetPool& pool, NftPorts ports,
                                                  std::vector<egress::Cidr> opened) {
-  nft_ctx* ctx = nft_ctx_new(NFT_CTX_DEFAULT);
-  if (!ctx) return Error{"nftables", ENOMEM, "nft_ctx_new"};
-  nft_ctx_buffer_output(ctx);
-  nft_ctx_buffer_error(ctx);
-  return std::unique_ptr<NftRules>(new NftRules(pool, ports, std::move(opened), ctx));
+  return std::unique_ptr<NftRules>(new NftRules(pool, ports, std::move(opened)));
 }
 
 Status NftRules::run(const std::string& commands, const std::string& step) {
   std::lock_guard lock(mutex_);
-  if (nft_run_cmd_from_buffer(ctx_, commands.c_str()) == 0) return {};
-  std::string why = nft_ctx_get_error_buffer(ctx_);
+  auto ctx = new_ctx();
+  if (!ctx) return ctx.error();
+  if (nft_run_cmd_from_buffer(ctx->get(), commands.c_str()) == 0) return {};
+  std::string why = nft_ctx_get_error_buffer(ctx->get());
   while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
   if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
   return Error{step, EIO, why};
@@ -111,9 +119,12 @@ std::string NftRules::base_ruleset() const {
   for (uint16_t port : {ports_.dns, ports_.proxy})
     if (port) host_ports += (host_ports.empty() ? "" : ", ") + std::to_string(port);
   t += "  chain input {\n    type filter hook input priority filter; policy accept;\n";
-  if (!host_ports.empty())
-    t += "    iifname " + links + " meta l4proto { tcp, udp } th dport { " + host_ports +
-         " } ct status dnat accept\n";
+  if (!host_ports.empty()) {
+    const std::string to_ours = " meta l4proto { tcp, udp } th dport { " + host_ports + " }";
+    t += "    iifname " + links + to_ours + " ct status dnat accept\n";
+    // The resolver and proxy serve this pool's sandboxes, no one else.
+    t += "    iifname != " + links + to_ours + " drop\n";
+  }
   t += "    iifname " + links + " goto refuse\n  }\n";
   t += "  chain forward {\n    type filter hook forward priority filter; policy accept;\n"
        "    iifname " +

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -20,8 +21,6 @@
 #include "common/error.h"
 #include "egress/policy.h"
 #include "runtime/net_pool.h"
-
-struct nft_ctx;
 
 namespace abx::runtime {
 
@@ -34,7 +33,6 @@ class NftRules {
  public:
   static Result<std::unique_ptr<NftRules>> open(const NetPool& pool, NftPorts ports,
                                                 std::vector<egress::Cidr> opened);
-  ~NftRules();
 
   // Replaces this pool's table (a dead daemon's rules) with an empty base.
   Status install();
@@ -54,7 +52,7 @@ class NftRules {
   Status remove_pool_table(const egress::Cidr& pool);
 
  private:
-  NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened, nft_ctx* ctx);
+  NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened);
   Status run(const std::string& commands, const std::string& step);
   std::string base_ruleset() const;
 
@@ -63,8 +61,7 @@ class NftRules {
   std::vector<egress::Cidr> opened_;
   std::string table_;  // "inet abx_0ac8", see table_of
   static std::string table_of(const egress::Cidr& pool);
-  std::mutex mutex_;
-  nft_ctx* ctx_;
+  std::mutex mutex_;  // one transaction at a time
 };
 
 // The ranges no policy opens: "this" network, private (RFC 1918), CGNAT,

@@ -23,9 +23,8 @@
 namespace abx::runtime::spawner {
 namespace {
 
-constexpr int kCloneFlags =
-    CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET |
-    SIGCHLD;
+constexpr int kCloneFlags = CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
+                            CLONE_NEWUTS | CLONE_NEWNET | SIGCHLD;
 constexpr size_t kStackSize = 256 * 1024;
 constexpr int kReadyTimeoutMs = 30000;
 constexpr unsigned kSeals = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
@@ -138,8 +137,7 @@ pid_t clone_blocked(ChildArgs* args, void* stack, uid_t owner) {
   const bool switch_euid = owner != 0 && ::geteuid() == 0;
   pid_t pid = -1;
   if (!switch_euid || ::syscall(SYS_setresuid, -1, owner, -1) == 0) {
-    pid = libc_clone()(child_main, static_cast<char*>(stack) + kStackSize,
-                       kCloneFlags, args);
+    pid = libc_clone()(child_main, static_cast<char*>(stack) + kStackSize, kCloneFlags, args);
   }
   const int saved = errno;
   if (switch_euid && ::syscall(SYS_setresuid, -1, 0, -1) != 0) std::abort();  // never root-less

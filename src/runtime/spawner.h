@@ -33,8 +33,8 @@ using Handoff = std::vector<UniqueFd>;
 // Clones init, calls `prepare(pid)` while it waits (maps, cgroups, fds to
 // hand over), releases it, hands the fds over and waits for its
 // StatusReport. On any failure the child is killed and reaped. Returns
-// init's host pid once it reports ready, in network namespace of its own. A root daemon makes `owner` (the host uid
-// that sandbox root maps to) the owner of the new user namespace, so the
+// init's host pid once it reports ready, in network namespace of its own. A root daemon makes
+// `owner` (the host uid that sandbox root maps to) the owner of the new user namespace, so the
 // per-user kernel counts of everything made inside (inotify instances, user
 // namespaces, message queues) are charged to that uid, never to host root;
 // 0 keeps the daemon's own uid.

@@ -231,6 +231,15 @@ def leftovers(d: WorldDaemon, timeout: float = 10) -> list[str]:
     return found
 
 
+def is_zombie(pid: str) -> bool:
+    """Dead, waiting for this machine's init to reap it (a container's init may be slow)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2:].startswith("Z")
+
+
 def leftovers_now(d: WorldDaemon) -> list[str]:
     assert d.world is not None and d.proc.poll() is not None, "the daemon still runs"
     world, found = d.world, []
@@ -243,8 +252,9 @@ def leftovers_now(d: WorldDaemon) -> list[str]:
         found.append(f"nftables rules in the daemon namespace:\n{rules.stdout}")
     if netns := frozenset(os.listdir("/run/netns")) - d.netns_before:
         found.append(f"network namespaces: {sorted(netns)}")
-    pids = subprocess.run(["ip", "netns", "pids", world.daemon_ns], capture_output=True,
-                          text=True).stdout.split()
+    pids = [pid for pid in subprocess.run(["ip", "netns", "pids", world.daemon_ns],
+                                          capture_output=True, text=True).stdout.split()
+            if not is_zombie(pid)]
     if pids:
         found.append(f"processes in the daemon namespace: {pids}")
     for sandbox_id in d.sandbox_ids:

@@ -74,8 +74,8 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_FALSE(back.ok());
   EXPECT_EQ(proto::error_from(back).errnum, ENOENT);
 
-  proto::InitConfig config{"box", 1 << 20, {"/a", "/b"}, {{"/usr", "/usr"}}, false,
-                           "bpf", true,    64 << 20,     {"meminfo", "uptime"}, true,
+  proto::InitConfig config{"box",       1 << 20, {"/a", "/b"}, {{"/usr", "/usr"}},    false,
+                           "bpf",       true,    64 << 20,     {"meminfo", "uptime"}, true,
                            "10.200.0.5"};
   proto::InitConfig config_back;
   ASSERT_TRUE(proto::decode(proto::encode(config), &config_back));

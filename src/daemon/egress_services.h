@@ -1,0 +1,45 @@
+// The daemon's half of sandbox networking: the DNS forwarder every
+// sandbox's resolv.conf names and the egress proxy the runtime's nftables
+// rules redirect to. Both listen before the runtime opens (its rules need
+// their ports) and learn each source address's policy from the runtime.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "egress/dns_forwarder.h"
+#include "runtime/runtime.h"
+
+namespace abx::daemon {
+
+class EgressServices {
+ public:
+  // What cannot start is a warning: sandboxes then resolve no names (DNS)
+  // or get no names, header rules and SOCKS (proxy); never silently.
+  static std::unique_ptr<EgressServices> start(const std::filesystem::path& data_dir,
+                                               std::vector<std::string>* warnings);
+  ~EgressServices();
+
+  uint16_t dns_port() const;
+  uint16_t proxy_port() const;
+
+  // Policies come from `runtime` from now on; nullptr (before the runtime
+  // goes) makes every source unknown.
+  void use(runtime::Runtime* runtime);
+  // The sandbox at `address` has a new policy, or is gone.
+  void policy_changed(uint32_t address);
+
+ private:
+  EgressServices() = default;
+  std::shared_ptr<const egress::Policy> policy_for(uint32_t address) const;
+
+  mutable std::shared_mutex mutex_;
+  runtime::Runtime* runtime_ = nullptr;
+  std::unique_ptr<egress::DnsForwarder> dns_;
+};
+
+}  // namespace abx::daemon
