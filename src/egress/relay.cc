@@ -1,15 +1,19 @@
 #include "egress/relay.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <climits>
 #include <string>
 #include <vector>
 
+#include "common/unique_fd.h"
+
 namespace abx::egress {
 namespace {
 
-constexpr size_t kBuffer = 256 * 1024;
+constexpr size_t kBuffer = 64 * 1024;  // per direction; a connection holds at most a few of these
 
 // One direction: bytes read from `from`, possibly rewritten, waiting to be written to `to`.
 struct Direction {
@@ -74,10 +78,88 @@ void add_events(std::vector<pollfd>& fds, int fd, short events) {
   fds.push_back(pollfd{fd, events, 0});
 }
 
+// One direction of a socket-to-socket relay through a pipe: the kernel moves
+// the bytes (splice(2)), none pass through user space.
+struct Spliced {
+  int from, to;
+  UniqueFd read_end, write_end;
+  size_t held = 0;  // bytes in the pipe
+  bool eof = false, shut = false, failed = false;
+  static constexpr size_t kPipe = 256 * 1024;
+
+  bool open() {
+    int fds[2];
+    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return false;
+    read_end.reset(fds[0]);
+    write_end.reset(fds[1]);
+    ::fcntl(fds[1], F_SETPIPE_SZ, static_cast<int>(kPipe));  // best effort: 64 KiB otherwise
+    return true;
+  }
+
+  bool step() {
+    bool moved = false;
+    constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+    if (!eof && !failed && held < kPipe) {
+      const ssize_t n = ::splice(from, nullptr, write_end.get(), nullptr, kPipe - held, kFlags);
+      if (n > 0) held += static_cast<size_t>(n);
+      if (n == 0) eof = true;
+      if (n < 0 && errno != EAGAIN && errno != EINTR) failed = true;
+      moved = n >= 0;
+    }
+    while (held > 0 && !failed) {
+      const ssize_t n = ::splice(read_end.get(), nullptr, to, nullptr, held, kFlags);
+      if (n <= 0) {
+        if (n < 0 && errno != EAGAIN && errno != EINTR) failed = true;
+        break;
+      }
+      held -= static_cast<size_t>(n);
+      moved = true;
+    }
+    if (eof && held == 0 && !shut && !failed) {
+      ::shutdown(to, SHUT_WR);
+      shut = true;
+      moved = true;
+    }
+    return moved;
+  }
+};
+
+// The relay for two plain sockets; false when no pipes could be had (then copy instead).
+bool splice_relay(int client, int upstream, std::chrono::milliseconds idle) {
+  Spliced out{client, upstream, {}, {}}, in{upstream, client, {}, {}};
+  if (!out.open() || !in.open()) return false;
+  auto last_progress = Clock::now();
+  while (!(out.shut && in.shut)) {
+    bool moved = out.step();
+    moved = in.step() || moved;
+    if (out.failed || in.failed) break;
+    if (moved) {
+      last_progress = Clock::now();
+      continue;
+    }
+    std::vector<pollfd> fds;
+    for (Spliced* d : {&out, &in}) {
+      if (!d->eof && d->held < Spliced::kPipe) add_events(fds, d->from, POLLIN);
+      if (d->held > 0) add_events(fds, d->to, POLLOUT);
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(last_progress + idle - Clock::now());
+    if (left.count() <= 0 || fds.empty()) break;
+    if (::poll(fds.data(), fds.size(),
+               static_cast<int>(std::min<long long>(left.count(), INT_MAX))) < 0 &&
+        errno != EINTR)
+      break;
+  }
+  return true;
+}
+
 }  // namespace
 
 void relay(Stream& client, Stream& upstream, RequestRewriter* rewriter,
            std::chrono::milliseconds idle) {
+  if (rewriter == nullptr && dynamic_cast<PlainStream*>(&client) &&
+      dynamic_cast<PlainStream*>(&upstream) && splice_relay(client.fd(), upstream.fd(), idle))
+    return;
   Direction out{client, upstream, rewriter, {}, 0, false, false, false, {}};
   Direction in{upstream, client, nullptr, {}, 0, false, false, false, {}};
   std::vector<char> buffer(kBuffer);

@@ -268,6 +268,50 @@ TEST_F(EgressProxyTest, TunnelsThroughSocks5WithAndWithoutAuthentication) {
   EXPECT_EQ(echo.connections(), 2);
 }
 
+TEST_F(EgressProxyTest, TunnelsThroughSocks5OverVerifiedTlsEvenIntercepted) {
+  HttpServer https(world_tls("api.rules.test"));
+  SocksServer socks("user", "pass", world_tls("socks.test"));
+  start({https.port()});
+  Policy p;
+  p.egress_proxy =
+      SocksProxy{"127.0.0.1", socks.port(), "user", "pass", true, "socks.test", world_ca_->pem()};
+  p.rules = {HostRule{"api.rules.test", {{"X-Api-Key", "abx-secret:KEY"}}}};
+  set_policy(p);
+  secrets_["KEY"] = "sk-live-123";
+  // TLS to the sandbox, TLS to the real host inside TLS to the SOCKS proxy.
+  const UniqueFd client = connect_via(*proxy_, https.port());
+  EXPECT_EQ(tls_exchange(client.get(), "api.rules.test", proxy_->ca_pem(), get("api.rules.test")),
+            kOk);
+  ASSERT_EQ(https.heads().size(), 1u);
+  EXPECT_TRUE(contains(https.heads()[0], "\r\nX-Api-Key: sk-live-123\r\n"));
+  // A SOCKS proxy whose certificate is not for the name it was given: fail closed.
+  p.egress_proxy->tls_server_name = "other.test";
+  set_policy(p);
+  const UniqueFd refused = connect_via(*proxy_, https.port());
+  EXPECT_EQ(tls_exchange(refused.get(), "api.rules.test", proxy_->ca_pem(), get("api.rules.test")),
+            "handshake failed");
+  EXPECT_EQ(https.heads().size(), 1u);
+}
+
+TEST_F(EgressProxyTest, StoppingCutsLiveConnectionsAndRefusesUnredirectedOnes) {
+  EchoServer echo;
+  start({});
+  // Dialled straight at the listener: no SO_ORIGINAL_DST (no NAT), refused.
+  UniqueFd direct(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const sockaddr_in listener = testing::address_of(kLoopback, proxy_->port());
+  ASSERT_EQ(::connect(direct.get(), reinterpret_cast<const sockaddr*>(&listener), sizeof listener),
+            0);
+  testing::make_nonblocking(direct.get());
+  EXPECT_EQ(exchange(direct.get(), "hi"), "");
+  const UniqueFd client = connect_via(*proxy_, echo.port());
+  PlainStream stream(client.get());
+  char buffer[2];
+  ASSERT_TRUE(write_all(stream, "hi", Clock::now() + testing::kWait));
+  ASSERT_TRUE(read_exact(stream, buffer, 2, Clock::now() + testing::kWait));
+  proxy_.reset();  // joins every thread: returns only once the connection is cut
+  EXPECT_EQ(testing::read_all(stream, Clock::now() + testing::kWait), "");
+}
+
 TEST_F(EgressProxyTest, FailsClosedWhenTheSocksProxyIsDownRefusesOrIsDenied) {
   EchoServer echo;
   start({});

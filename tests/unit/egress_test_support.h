@@ -190,8 +190,10 @@ class EchoServer : public Server {
 // SOCKS5 (RFC 1928; RFC 1929 when given a username) with CONNECT to IPv4 only.
 class SocksServer : public Server {
  public:
-  SocksServer(std::string username = {}, std::string password = {})
-      : username_(std::move(username)), password_(std::move(password)) {}
+  // TLS towards its clients when given a context.
+  SocksServer(std::string username = {}, std::string password = {},
+              std::shared_ptr<SSL_CTX> tls = nullptr)
+      : username_(std::move(username)), password_(std::move(password)), tls_(std::move(tls)) {}
   ~SocksServer() override { stop(); }
   std::vector<uint16_t> targets() {
     std::lock_guard lock(mutex_);
@@ -200,8 +202,16 @@ class SocksServer : public Server {
 
  protected:
   void handle(int fd) override {
-    PlainStream s(fd);
+    PlainStream plain(fd);
+    std::unique_ptr<TlsStream> tls;
     const auto deadline = Clock::now() + kWait;
+    if (tls_) {
+      SSL* ssl = SSL_new(tls_.get());
+      SSL_set_accept_state(ssl);
+      tls = std::make_unique<TlsStream>(ssl, plain);
+      if (!tls->handshake(deadline)) return;
+    }
+    Stream& s = tls ? static_cast<Stream&>(*tls) : plain;
     unsigned char greeting[2];
     if (!read_exact(s, reinterpret_cast<char*>(greeting), 2, deadline)) return;
     std::string methods(greeting[1], '\0');
@@ -250,6 +260,7 @@ class SocksServer : public Server {
 
  private:
   std::string username_, password_;
+  std::shared_ptr<SSL_CTX> tls_;
   std::mutex mutex_;
   std::vector<uint16_t> targets_;
 };
