@@ -150,7 +150,13 @@ void EgressProxy::Impl::accept_loop() {
     }
     sockaddr_in original{};
     socklen_t size = sizeof original;
-    if (::getsockopt(client.get(), SOL_IP, SO_ORIGINAL_DST, &original, &size) != 0) {
+    sockaddr_in local{};
+    socklen_t local_size = sizeof local;
+    if (::getsockopt(client.get(), SOL_IP, SO_ORIGINAL_DST, &original, &size) != 0 ||
+        ::getsockname(client.get(), reinterpret_cast<sockaddr*>(&local), &local_size) != 0 ||
+        (original.sin_addr.s_addr == local.sin_addr.s_addr &&
+         original.sin_port == local.sin_port)) {
+      // Not redirected here by NAT (dialled directly): there is nowhere to relay it to.
       spdlog::debug("egress: refused a connection without an original destination");
       continue;
     }

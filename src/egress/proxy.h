@@ -70,9 +70,8 @@ class EgressProxy {
   // the listener reads with SO_ORIGINAL_DST): the test seam.
   void serve(UniqueFd client, sockaddr_in original_dst);
 
-  struct Impl;
-
  private:
+  struct Impl;
   explicit EgressProxy(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -26,12 +26,13 @@ struct Direction {
   std::string refusal;  // the rewriter's answer to the client, when it refused
 
   size_t backlog() const { return pending.size() - written; }
+  bool can_read() const { return !eof && !failed && backlog() < kBuffer; }
   bool done() const { return shut || failed; }
 
   // Reads once and writes once; true when bytes moved.
   bool step(std::vector<char>& buffer) {
     bool moved = false;
-    if (!eof && !failed && backlog() < kBuffer) {
+    if (can_read()) {
       const IoResult r = from.read(buffer.data(), buffer.size());
       if (r.status == Io::kOk) {
         moved = true;
@@ -172,10 +173,11 @@ void relay(Stream& client, Stream& upstream, RequestRewriter* rewriter,
       last_progress = Clock::now();
       continue;
     }
-    if (client.buffered() || upstream.buffered()) continue;
+    // Decrypted bytes waiting above a socket: read them now, poll would not say so.
+    if ((out.can_read() && client.buffered()) || (in.can_read() && upstream.buffered())) continue;
     std::vector<pollfd> fds;
     for (Direction* d : {&out, &in}) {
-      if (!d->eof && d->backlog() < kBuffer) add_events(fds, d->from.fd(), d->from.read_wants());
+      if (d->can_read()) add_events(fds, d->from.fd(), d->from.read_wants());
       if (d->backlog() > 0) add_events(fds, d->to.fd(), d->to.write_wants());
     }
     const auto left =
