@@ -358,6 +358,38 @@ TEST_F(EgressProxyTest, APolicyChangeCutsConnectionsItForbids) {
   EXPECT_FALSE(write_all(stream, std::string(8 << 20, 'x'), deadline));
 }
 
+TEST_F(EgressProxyTest, APolicyChangeCutsNamedConnectionsWhoseNameOrRulesChanged) {
+  HttpServer https(world_tls("api.allowed.test"));
+  start({https.port()});
+  Policy p = deny_all_but({"*.allowed.test"});
+  set_policy(p);
+  const UniqueFd client = connect_via(*proxy_, https.port());
+  auto context = client_context_trusting(world_ca_->pem());
+  ASSERT_TRUE(context.ok());
+  SSL* ssl = SSL_new(context->get());
+  SSL_set_tlsext_host_name(ssl, "api.allowed.test");
+  SSL_set_connect_state(ssl);
+  PlainStream plain(client.get());
+  TlsStream tls(ssl, plain);
+  const auto deadline = Clock::now() + testing::kWait;
+  ASSERT_TRUE(tls.handshake(deadline).ok());
+  const auto request = [&] {
+    char answer[std::char_traits<char>::length(kOk)];
+    return write_all(tls, get("api.allowed.test"), deadline) &&
+           read_exact(tls, answer, sizeof answer, deadline);
+  };
+  ASSERT_TRUE(request());
+  p.deny_hosts = {"other.test"};  // changes nothing for this connection
+  set_policy(p);
+  proxy_->policy_changed(kLoopback);
+  ASSERT_TRUE(request());
+  p.rules = {HostRule{"api.allowed.test", {{"X-A", "b"}}}};  // now it would be intercepted
+  set_policy(p);
+  proxy_->policy_changed(kLoopback);
+  EXPECT_EQ(testing::read_all(tls, deadline), "");
+  EXPECT_EQ(https.heads().size(), 2u);
+}
+
 TEST_F(EgressProxyTest, HostileInputIsBoundedAndNeverStopsTheProxy) {
   HttpServer http;
   start({http.port()});
