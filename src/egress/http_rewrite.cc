@@ -194,11 +194,12 @@ bool RequestRewriter::on_head(std::string_view text, std::string& out) {
 
   std::string rewritten(head->request_line);
   rewritten += "\r\n";
-  for (const auto& [name, value] : head->fields) {
-    const bool replaced = std::any_of(rule_.headers.begin(), rule_.headers.end(),
-                                      [&](const Header& h) { return iequals(h.name, name); });
+  for (const auto& field : head->fields) {  // (clang 14 cannot capture a structured binding)
+    const bool replaced =
+        std::any_of(rule_.headers.begin(), rule_.headers.end(),
+                    [&](const Header& h) { return iequals(h.name, field.first); });
     if (replaced) continue;
-    rewritten.append(name).append(": ").append(value).append("\r\n");
+    rewritten.append(field.first).append(": ").append(field.second).append("\r\n");
   }
   for (const Header& header : rule_.headers) {
     std::string value = header.value;
