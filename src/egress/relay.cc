@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <climits>
@@ -125,10 +126,34 @@ struct Spliced {
   }
 };
 
+// splice(2) into a socket the peer closed raises SIGPIPE (it has no
+// MSG_NOSIGNAL): blocked in this thread while relaying, and a pending one is
+// discarded, so a vanished peer is an EPIPE and never ends the daemon.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigemptyset(&sigpipe_);
+    sigaddset(&sigpipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &sigpipe_, &previous_);
+  }
+  ~SigpipeBlocked() {
+    const timespec no_wait{};
+    while (sigtimedwait(&sigpipe_, nullptr, &no_wait) > 0) {
+    }
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  sigset_t sigpipe_{}, previous_{};
+};
+
 // The relay for two plain sockets; false when no pipes could be had (then copy instead).
 bool splice_relay(int client, int upstream, std::chrono::milliseconds idle) {
   Spliced out{client, upstream, {}, {}}, in{upstream, client, {}, {}};
   if (!out.open() || !in.open()) return false;
+  const SigpipeBlocked blocked;
   auto last_progress = Clock::now();
   while (!(out.shut && in.shut)) {
     bool moved = out.step();

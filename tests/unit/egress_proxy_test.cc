@@ -102,6 +102,19 @@ TEST_F(EgressProxyTest, RelaysBytesBothWaysWhenThePolicyAllows) {
   EXPECT_EQ(exchange(client.get(), big), big);
 }
 
+TEST(EgressRelay, AWriteToAPeerThatIsGoneIsAnErrorNotASignal) {
+  int sandbox[2], world[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sandbox), 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, world), 0);
+  const UniqueFd sandbox_end(sandbox[0]), client_side(sandbox[1]), upstream_side(world[0]);
+  ::close(world[1]);  // the server is gone
+  ASSERT_EQ(::write(sandbox_end.get(), "hello", 5), 5);
+  PlainStream client(client_side.get()), upstream(upstream_side.get());
+  // splice(2) into the dead socket fails with EPIPE, which raises SIGPIPE unless blocked.
+  relay(client, upstream, nullptr, std::chrono::seconds(2));
+  SUCCEED() << "still running";
+}
+
 TEST_F(EgressProxyTest, RefusesUnknownSourcesAlwaysDeniedAddressesAndDeniedCidrs) {
   EchoServer echo;
   start({});
