@@ -1,0 +1,79 @@
+// The transparent egress proxy the daemon runs in the host network namespace.
+// The runtime redirects a sandbox's TCP (ports 80 and 443, or every port when
+// its policy names a SOCKS5 proxy) here whenever Policy::needs_proxy(). For
+// each connection the proxy learns the destination the sandbox dialled
+// (SO_ORIGINAL_DST), peeks at the first bytes for a TLS SNI or an HTTP Host,
+// decides with the sandbox's policy, and relays to that address (or through
+// the SOCKS5 proxy). Hosts with header rules get their requests rewritten; for
+// TLS that means terminating it with a leaf signed by the per-daemon CA and
+// re-encrypting to the real host with full verification. Nothing here knows
+// the daemon or the runtime: the daemon passes lookups in ProxyConfig.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/unique_fd.h"
+#include "egress/policy.h"
+
+namespace abx::egress {
+
+struct ProxyConfig {
+  // The policy of the sandbox a connection comes from, by its source address
+  // (host byte order); nullptr: unknown, the connection is dropped. Called from
+  // connection threads and from policy_changed().
+  std::function<std::shared_ptr<const Policy>(uint32_t source_ip)> policy_for;
+  // Addresses no connection may reach whatever the policy (the host, sandboxes,
+  // private ranges): checked on the original destination and on every address
+  // the proxy dials itself (a SOCKS proxy's). Null: none.
+  std::function<bool(uint32_t ip)> always_denied;
+  // The value of a daemon secret a rule header names ("abx-secret:NAME");
+  // nullopt: unknown, and the request is answered 502 (the placeholder never leaves).
+  std::function<std::optional<std::string>(uint32_t source_ip, const std::string& name)> secret;
+  // The per-daemon CA (ca.pem, and ca.key mode 0600): created on first start, reused after.
+  std::filesystem::path ca_dir;
+  // An extra CA file trusted for TLS to real hosts, besides the system store (tests).
+  std::string upstream_ca_file;
+  size_t max_connections = 1024, max_per_sandbox = 128;
+  // Destination ports whose first bytes are read for an HTTP Host or a TLS SNI;
+  // other ports are matched by address only (server-first protocols never wait).
+  std::vector<uint16_t> peek_ports{80, 443};
+  std::chrono::milliseconds peek_timeout{5000};        // for the first bytes (SNI, Host)
+  std::chrono::milliseconds handshake_timeout{10000};  // connect + SOCKS + TLS, each side
+  std::chrono::milliseconds idle_timeout{600000};      // no byte either way: closed
+};
+
+class EgressProxy {
+ public:
+  // Listens on 0.0.0.0:port (0: any free port) and serves in threads of its own.
+  static Result<std::unique_ptr<EgressProxy>> start(ProxyConfig config, uint16_t port);
+  ~EgressProxy();  // stops accepting, cuts every connection, joins every thread
+  EgressProxy(const EgressProxy&) = delete;
+  EgressProxy& operator=(const EgressProxy&) = delete;
+
+  uint16_t port() const;
+  // The CA certificate (PEM) sandboxes must trust.
+  std::string ca_pem() const;
+  // The policy of `source_ip` changed: its open connections that the new policy
+  // forbids (or routes differently: another SOCKS proxy, other header rules) are cut.
+  void policy_changed(uint32_t source_ip);
+  // Serves one accepted connection whose original destination is given (what
+  // the listener reads with SO_ORIGINAL_DST): the test seam.
+  void serve(UniqueFd client, sockaddr_in original_dst);
+
+ private:
+  struct Impl;
+  explicit EgressProxy(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace abx::egress

@@ -1,0 +1,129 @@
+// What the egress proxy reads from hostile bytes: the ClientHello's SNI, the
+// HTTP Host, and the request stream it rewrites for hosts with rules.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "egress/http_rewrite.h"
+#include "egress/peek.h"
+
+namespace abx::egress {
+namespace {
+
+std::string u16(size_t n) { return {static_cast<char>(n >> 8), static_cast<char>(n)}; }
+std::string u24(size_t n) { return static_cast<char>(n >> 16) + u16(n); }
+
+// A minimal ClientHello record carrying `name` in server_name.
+std::string client_hello(const std::string& name) {
+  const std::string server_name = u16(name.size() + 3) + '\0' + u16(name.size()) + name;
+  const std::string extensions = u16(0) + u16(server_name.size()) + server_name;
+  std::string hello = "\x03\x03" + std::string(32, 'r') + '\0' + u16(2) + "\x13\x01" +
+                      std::string("\x01\x00", 2) + u16(extensions.size()) + extensions;
+  const std::string handshake = '\x01' + u24(hello.size()) + hello;
+  return "\x16\x03\x01" + u16(handshake.size()) + handshake;
+}
+
+TEST(EgressPeek, ReadsTheSniOfAClientHello) {
+  const std::string record = client_hello("API.Example.com");
+  EXPECT_EQ(sni_of_client_hello(record), "api.example.com");
+  const FirstBytes first = classify(record);
+  EXPECT_EQ(first.protocol, Protocol::kTls);
+  EXPECT_EQ(first.name, "api.example.com");
+  EXPECT_EQ(classify(record.substr(0, 20)).protocol, Protocol::kNeedMore);
+  EXPECT_EQ(classify(client_hello("bad name\n")).name, "");
+}
+
+TEST(EgressPeek, SurvivesEveryTruncationAndRandomCorruption) {
+  const std::string record = client_hello("a.example.com");
+  for (size_t n = 0; n < record.size(); ++n) {
+    EXPECT_EQ(sni_of_client_hello(record.substr(0, n)), "");
+    (void)classify(record.substr(0, n));
+  }
+  std::mt19937 random(42);
+  for (int i = 0; i < 20000; ++i) {
+    std::string bytes = record;
+    for (int flips = 0; flips < 3; ++flips)
+      bytes[random() % bytes.size()] = static_cast<char>(random());
+    const std::string name = sni_of_client_hello(bytes);
+    EXPECT_TRUE(name.empty() || is_host_name(name));
+  }
+}
+
+TEST(EgressPeek, ReadsTheHostOfAnHttpRequest) {
+  FirstBytes first =
+      classify("GET / HTTP/1.1\r\nUser-Agent: x\r\nhost:  Example.com:8080 \r\n\r\n");
+  EXPECT_EQ(first.protocol, Protocol::kHttp);
+  EXPECT_EQ(first.name, "example.com");
+  EXPECT_EQ(classify("GET / HTTP/1.1\r\nHost: a").protocol, Protocol::kNeedMore);
+  EXPECT_TRUE(classify("GET / HTTP/1.1\r\nHost: a.com\r\nHost: b.com\r\n\r\n").ambiguous);
+  EXPECT_EQ(classify("GET / HTTP/1.1\r\nHost: a b\r\n\r\n").name, "");
+  EXPECT_EQ(classify("SSH-2.0-OpenSSH\r\n").protocol, Protocol::kOther);
+  EXPECT_EQ(classify(std::string("\x00\x01", 2)).protocol, Protocol::kOther);
+}
+
+std::string rewrite(RequestRewriter& r, const std::string& in, size_t piece) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += piece)
+    if (!r.feed(std::string_view(in).substr(i, piece), out)) return "ERROR " + r.error_response();
+  return out;
+}
+
+HostRule rule() { return HostRule{"api.com", {{"X-Key", "abx-secret:K"}, {"X-Team", "blue"}}}; }
+
+std::optional<std::string> secret(const std::string& name) {
+  if (name == "K") return std::string("v");
+  return std::nullopt;
+}
+
+TEST(EgressRewrite, SetsHeadersOnEveryRequestAndPassesBodiesInAnyPieces) {
+  const std::string in =
+      "POST /a HTTP/1.1\r\nHost: api.com\r\nX-Key: placeholder\r\nContent-Length: 4\r\n\r\nbody"
+      "POST /b HTTP/1.1\r\nHost: api.com\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "3;ext=1\r\nabc\r\n0\r\nTrailer: t\r\n\r\n"
+      "GET /c HTTP/1.1\r\nHost: API.com:443\r\n\r\n";
+  const std::string expected =
+      "POST /a HTTP/1.1\r\nHost: api.com\r\nContent-Length: 4\r\nX-Key: v\r\nX-Team: blue\r\n\r\n"
+      "body"
+      "POST /b HTTP/1.1\r\nHost: api.com\r\nTransfer-Encoding: chunked\r\nX-Key: v\r\n"
+      "X-Team: blue\r\n\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: t\r\n\r\n"
+      "GET /c HTTP/1.1\r\nHost: API.com:443\r\nX-Key: v\r\nX-Team: blue\r\n\r\n";
+  for (const size_t piece : {size_t{1}, size_t{2}, size_t{7}, in.size()}) {
+    RequestRewriter r(rule(), "api.com", secret, true);
+    EXPECT_EQ(rewrite(r, in, piece), expected) << piece;
+  }
+}
+
+TEST(EgressRewrite, RefusesWhatCouldSmuggleOrLeak) {
+  const auto refused = [](const std::string& in, const char* status, bool secrets = true,
+                          HostRule r = rule()) {
+    RequestRewriter rewriter(std::move(r), "api.com", secret, secrets);
+    const std::string out = rewrite(rewriter, in, in.size());
+    EXPECT_EQ(out.rfind("ERROR HTTP/1.1 ", 0), 0u) << in;
+    EXPECT_NE(out.find(status), std::string::npos) << out;
+    EXPECT_EQ(out.find("v\r\n"), std::string::npos);
+  };
+  refused("POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", " 400 ");
+  refused("POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", " 400 ");
+  refused("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", " 400 ");
+  refused("GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n", " 400 ");
+  refused("GET / HTTP/1.1\r\nX: a\nInjected: b\r\n\r\n", " 400 ");
+  refused("GET / HTTP/1.1\r\nHost: other.com\r\n\r\n", " 421 ");
+  refused("GET / HTTP/1.1\r\nX: " + std::string(kMaxHead, 'a'), " 431 ");
+  refused("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", " 400 ");
+  refused("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nabc", " 400 ");
+  refused("GET / HTTP/1.1\r\n\r\n", " 502 ", /*secrets=*/false);
+  refused("GET / HTTP/1.1\r\n\r\n", " 502 ", true, HostRule{"api.com", {{"X", "abx-secret:NONE"}}});
+  refused("GET / HTTP/1.1\r\n\r\n", " 502 ", true, HostRule{"api.com", {{"X", "a\r\nY: b"}}});
+}
+
+TEST(EgressRewrite, PassesUpgradedStreamsThroughUntouched) {
+  RequestRewriter r(rule(), "api.com", secret, true);
+  const std::string out = rewrite(
+      r, "GET /ws HTTP/1.1\r\nHost: api.com\r\nUpgrade: websocket\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+      5);
+  EXPECT_NE(out.find("X-Team: blue\r\n\r\nGET / HTTP/1.1\r\n\r\n"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace abx::egress
