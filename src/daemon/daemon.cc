@@ -145,7 +145,7 @@ int serve(const ServeOptions& options) {
   if (!network) return fail(network.error());
   std::vector<std::string> egress_warnings;
   std::unique_ptr<EgressServices> egress =
-      network->enabled ? EgressServices::start(options.data_dir, &egress_warnings) : nullptr;
+      network->enabled ? EgressServices::start(options.data_dir, *network, &egress_warnings) : nullptr;
   for (const std::string& warning : egress_warnings) spdlog::warn("network: {}", warning);
   runtime::RuntimeConfig config;
   config.network = *network;
@@ -186,8 +186,10 @@ int serve(const ServeOptions& options) {
   boost::asio::io_context ioc(kIoThreads);
   BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store, tenancy);
-  if (egress)
+  if (egress) {
     service.on_egress_change([&egress](uint32_t address) { egress->policy_changed(address); });
+    service.set_egress_ca(egress->ca_pem());
+  }
   service.restore();
   auto port = http::listen(ioc, options.listen, make_router(service, *keys, key_path.string()),
                            options.max_connections);

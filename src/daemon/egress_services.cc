@@ -1,38 +1,93 @@
 #include "daemon/egress_services.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 namespace abx::daemon {
+namespace {
 
-std::unique_ptr<EgressServices> EgressServices::start(const std::filesystem::path& /*data_dir*/,
+// The host's own addresses, asked each time: they change (DHCP, links).
+bool is_host_address(uint32_t ip) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return true;  // cannot tell: deny
+  bool found = false;
+  for (ifaddrs* a = list; a && !found; a = a->ifa_next)
+    found = a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+            ntohl(reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr) == ip;
+  ::freeifaddrs(list);
+  return found;
+}
+
+// What the proxy may never dial for a sandbox: the always-denied ranges
+// (less those an admin opened) and the host itself.
+std::function<bool(uint32_t)> always_denied(const runtime::NetworkConfig& network) {
+  std::vector<egress::Cidr> opened;
+  for (const std::string& text : network.open_private)
+    if (auto cidr = egress::parse_cidr(text)) opened.push_back(*cidr);
+  return [opened](uint32_t ip) {
+    auto in = [ip](const egress::Cidr& c) { return c.contains(ip); };
+    const auto& ranges = egress::always_denied_ranges();
+    if (std::any_of(ranges.begin(), ranges.end(), in) &&
+        !std::any_of(opened.begin(), opened.end(), in))
+      return true;
+    return is_host_address(ip);
+  };
+}
+
+}  // namespace
+
+std::unique_ptr<EgressServices> EgressServices::start(const std::filesystem::path& data_dir,
+                                                      const runtime::NetworkConfig& network,
                                                       std::vector<std::string>* warnings) {
   std::unique_ptr<EgressServices> services(new EgressServices());
   EgressServices* self = services.get();
+  auto policy_for = [self](uint32_t address) { return self->policy_for(address); };
   egress::DnsConfig dns;
-  dns.policy_for = [self](uint32_t address) { return self->policy_for(address); };
+  dns.policy_for = policy_for;
   if (auto started = egress::DnsForwarder::start(std::move(dns), 0))
     services->dns_ = std::move(*started);
   else
     warnings->push_back("no DNS for sandboxes (" + started.error().message() +
                         "): names do not resolve inside them");
+  egress::ProxyConfig proxy;
+  proxy.policy_for = policy_for;
+  proxy.always_denied = always_denied(network);
+  proxy.secret = [](uint32_t, const std::string&) { return std::optional<std::string>(); };
+  proxy.ca_dir = data_dir / "egress-ca";
+  if (const char* extra = std::getenv("ABX_UPSTREAM_CA_FILE")) proxy.upstream_ca_file = extra;
+  if (auto started = egress::EgressProxy::start(std::move(proxy), 0))
+    services->proxy_ = std::move(*started);
+  else
+    warnings->push_back("no egress proxy (" + started.error().message() +
+                        "): host names in allowOut/denyOut, header rules and egressProxy do not "
+                        "work; sandboxes with them reach only the addresses their lists allow");
   return services;
 }
 
 EgressServices::~EgressServices() {
   use(nullptr);
-  dns_.reset();  // joins its thread before the members it reads go
+  proxy_.reset();  // both join their threads before the members they read go
+  dns_.reset();
 }
 
 uint16_t EgressServices::dns_port() const { return dns_ ? dns_->port() : 0; }
 
-uint16_t EgressServices::proxy_port() const { return 0; }
+uint16_t EgressServices::proxy_port() const { return proxy_ ? proxy_->port() : 0; }
+
+std::string EgressServices::ca_pem() const { return proxy_ ? proxy_->ca_pem() : std::string(); }
 
 void EgressServices::use(runtime::Runtime* runtime) {
   std::unique_lock lock(mutex_);
   runtime_ = runtime;
 }
 
-void EgressServices::policy_changed(uint32_t /*address*/) {}
+void EgressServices::policy_changed(uint32_t address) {
+  if (proxy_) proxy_->policy_changed(address);
+}
 
 std::shared_ptr<const egress::Policy> EgressServices::policy_for(uint32_t address) const {
   std::shared_lock lock(mutex_);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "egress/dns_forwarder.h"
+#include "egress/proxy.h"
 #include "runtime/runtime.h"
 
 namespace abx::daemon {
@@ -21,6 +22,7 @@ class EgressServices {
   // What cannot start is a warning: sandboxes then resolve no names (DNS)
   // or get no names, header rules and SOCKS (proxy); never silently.
   static std::unique_ptr<EgressServices> start(const std::filesystem::path& data_dir,
+                                               const runtime::NetworkConfig& network,
                                                std::vector<std::string>* warnings);
   ~EgressServices();
 
@@ -32,6 +34,8 @@ class EgressServices {
   void use(runtime::Runtime* runtime);
   // The sandbox at `address` has a new policy, or is gone.
   void policy_changed(uint32_t address);
+  // The CA sandboxes trust for the hosts whose HTTPS the proxy intercepts; empty: none.
+  std::string ca_pem() const;
 
  private:
   EgressServices() = default;
@@ -40,6 +44,7 @@ class EgressServices {
   mutable std::shared_mutex mutex_;
   runtime::Runtime* runtime_ = nullptr;
   std::unique_ptr<egress::DnsForwarder> dns_;
+  std::unique_ptr<egress::EgressProxy> proxy_;
 };
 
 }  // namespace abx::daemon

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/ids.h"
+#include "daemon/sandbox_trust.h"
 #include "interp/interp.h"
 #include "runtime/sandbox_users.h"
 
@@ -109,7 +110,7 @@ void Service::restore() {
     }
     auto settings = parse_network(row.network, row.allow_internet_access);
     if (settings) {
-      if (Status s = apply_network(**adopted, *settings); !s)
+      if (Status s = apply_network(**adopted, *settings, &row); !s)
         spdlog::warn("sandbox {}: network policy: {}", row.id, s.error().message());
     }
     live_ids.push_back(row.id);
@@ -122,8 +123,16 @@ void Service::restore() {
   spdlog::info("adopted {} live sandbox(es)", live_ids.size());
 }
 
-Status Service::apply_network(runtime::Sandbox& sandbox, const NetworkSettings& settings) {
+Status Service::apply_network(runtime::Sandbox& sandbox, const NetworkSettings& settings,
+                              SandboxRow* row) {
   const egress::Policy policy = settings.effective();
+  if (!policy.rules.empty() && !egress_ca_.empty() && sandbox.address() != 0) {
+    // Without it the sandbox's TLS to those hosts fails, closed; the rest works.
+    if (Status s = install_egress_ca(sandbox, egress_ca_); !s)
+      spdlog::warn("sandbox {}: cannot add the egress CA to its trust store: {}",
+                   sandbox.record().id, s.error().message());
+    for (auto& [name, value] : egress_ca_env()) row->env_vars.emplace(name, value);
+  }
   Status s = sandbox.set_egress(policy);
   if (!s && s.error().errnum == ENOSYS) return {};  // loopback only: nothing to open
   if (s && egress_changed_) egress_changed_(sandbox.address());
@@ -234,7 +243,7 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
       return;
     }
     Status s = apply_template_defaults(**created, defaults, row);
-    if (s) s = apply_network(**created, request.network);
+    if (s) s = apply_network(**created, request.network, &row);
     if (!s) {
       (void)runtime_.destroy((*created)->record());
       failure = s.error();
@@ -307,13 +316,15 @@ http::Task<Result<SandboxRow>> Service::update_network(std::shared_ptr<LiveSandb
   auto updated = parse_network_update(body, *current);
   if (!updated) co_return updated.error();
   Status applied;
-  co_await pool_.run([&] { applied = apply_network(*live->sandbox, *updated); });
+  SandboxRow changed = before;
+  co_await pool_.run([&] { applied = apply_network(*live->sandbox, *updated, &changed); });
   if (!applied) co_return runtime_failure(applied.error());
   SandboxRow row;
   {
     std::lock_guard lock(live->mutex);
     live->row.network = updated->stored;
     live->row.allow_internet_access = updated->allow_internet_access;
+    live->row.env_vars = changed.env_vars;
     row = live->row;
   }
   if (Status s = store_.put(row); !s) spdlog::warn("sandbox {}: {}", row.id, s.error().message());

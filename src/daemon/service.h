@@ -110,6 +110,8 @@ class Service : private runtime::StopListener {
   void on_egress_change(std::function<void(uint32_t address)> listener) {
     egress_changed_ = std::move(listener);
   }
+  // The CA of the egress proxy, which sandboxes with header rules trust. Set before serving.
+  void set_egress_ca(std::string pem) { egress_ca_ = std::move(pem); }
 
   ApiKeys& keys() { return *tenancy_.keys; }
   Quotas& quotas() { return *tenancy_.quotas; }
@@ -139,8 +141,10 @@ class Service : private runtime::StopListener {
   void on_sandbox_stopped(const std::string& id, const std::string& reason);
   http::Task<void> kill_stopped(std::string id);
   std::shared_ptr<LiveSandbox> make_live(SandboxRow row, std::unique_ptr<runtime::Sandbox> sb);
-  // Sets the sandbox's egress policy in the runtime and in egress_.
-  Status apply_network(runtime::Sandbox& sandbox, const NetworkSettings& settings);
+  // Sets the sandbox's egress policy; with header rules, the sandbox trusts
+  // the proxy's CA (and `row` gets the variables naming it).
+  Status apply_network(runtime::Sandbox& sandbox, const NetworkSettings& settings,
+                       SandboxRow* row);
 
   boost::asio::io_context& ioc_;
   BlockingPool& pool_;
@@ -151,6 +155,7 @@ class Service : private runtime::StopListener {
   uint32_t host_cores_;
   ListenAddress listen_address_;
   std::function<void(uint32_t)> egress_changed_;
+  std::string egress_ca_;
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<LiveSandbox>> live_;

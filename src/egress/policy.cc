@@ -38,6 +38,17 @@ bool any_cidr(const std::vector<Cidr>& cidrs, uint32_t ip) {
 
 }  // namespace
 
+const std::vector<Cidr>& always_denied_ranges() {
+  static const std::vector<Cidr> ranges = [] {
+    std::vector<Cidr> out;
+    for (const char* text : {"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",
+                             "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/3"})
+      out.push_back(*parse_cidr(text));
+    return out;
+  }();
+  return ranges;
+}
+
 bool Cidr::contains(uint32_t ip) const { return (ip & mask_of(prefix)) == network; }
 
 std::string Cidr::text() const {

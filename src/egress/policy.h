@@ -74,6 +74,12 @@ struct Policy {
   bool operator==(const Policy&) const = default;
 };
 
+// The ranges no policy opens: "this" network, private (RFC 1918), CGNAT,
+// loopback, link-local (cloud metadata), multicast and reserved. The host's
+// own addresses and the sandboxes' pool are denied besides (where they are
+// known: the runtime's input chain, the proxy's host check).
+const std::vector<Cidr>& always_denied_ranges();
+
 // "*.example.com" matches "a.example.com" and "a.b.example.com", not
 // "example.com"; other patterns match exactly. Case-insensitive; a trailing
 // dot and a ":port" on `host` are ignored.

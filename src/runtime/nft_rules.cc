@@ -39,17 +39,6 @@ std::string quoted(const std::string& text) { return "\"" + text + "\""; }
 
 }  // namespace
 
-const std::vector<egress::Cidr>& always_denied() {
-  static const std::vector<egress::Cidr> ranges = [] {
-    std::vector<egress::Cidr> out;
-    for (const char* text : {"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",
-                             "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/3"})
-      out.push_back(*egress::parse_cidr(text));
-    return out;
-  }();
-  return ranges;
-}
-
 NftRules::NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened)
     : pool_(pool), ports_(ports), opened_(std::move(opened)) {
   table_ = table_of(pool.cidr());
@@ -104,7 +93,7 @@ Status NftRules::run(const std::string& commands, const std::string& step) {
 std::string NftRules::base_ruleset() const {
   const std::string links = quoted(pool_.link_prefix() + "*");
   std::string t = "table " + table_ + " {\n";
-  t += set_decl("denied", always_denied());
+  t += set_decl("denied", egress::always_denied_ranges());
   t += set_decl("opened", opened_);
   t += "  map sandboxes { type ifname : verdict; }\n";
   t += "  map redirects { type ifname : verdict; }\n";

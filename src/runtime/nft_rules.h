@@ -64,8 +64,4 @@ class NftRules {
   std::mutex mutex_;  // one transaction at a time
 };
 
-// The ranges no policy opens: "this" network, private (RFC 1918), CGNAT,
-// loopback, link-local (cloud metadata), multicast and reserved.
-const std::vector<egress::Cidr>& always_denied();
-
 }  // namespace abx::runtime
