@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   add_create(app, commands);
   add_list(app, commands);
   add_network(app, commands);
+  add_secrets(app, commands);
   add_exec(app, commands);
   add_transfers(app, commands);
   add_kill(app, commands);

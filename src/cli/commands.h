@@ -39,6 +39,7 @@ void add_keys(CLI::App& root, Commands& commands);   // keys create|list|revoke
 void add_quota(CLI::App& root, Commands& commands);  // quota [set]
 void add_usage(CLI::App& root, Commands& commands);  // usage
 void add_network(CLI::App& root, Commands& commands);  // network show|update
+void add_secrets(CLI::App& root, Commands& commands);  // secrets set|list|rm
 
 // --no-internet, --allow-out, --deny-out: on create and on network update.
 struct NetworkFlags {

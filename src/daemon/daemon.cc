@@ -145,7 +145,8 @@ int serve(const ServeOptions& options) {
   if (!network) return fail(network.error());
   std::vector<std::string> egress_warnings;
   std::unique_ptr<EgressServices> egress =
-      network->enabled ? EgressServices::start(options.data_dir, *network, &egress_warnings) : nullptr;
+      network->enabled ? EgressServices::start(options.data_dir, *network, &egress_warnings)
+                       : nullptr;
   for (const std::string& warning : egress_warnings) spdlog::warn("network: {}", warning);
   runtime::RuntimeConfig config;
   config.network = *network;
@@ -181,15 +182,28 @@ int serve(const ServeOptions& options) {
   const HostSize host = measure_host(options.data_dir);
   spdlog::info("host caps: {} MB memory and {} MB disk, {}% and {}% committable", host.memory_mb,
                host.disk_mb, quota_config->memory_percent, quota_config->disk_percent);
+  auto secrets = SecretStore::open(**store);
+  if (!secrets) return fail(secrets.error());
   Tenancy tenancy{*keys, std::make_shared<Quotas>(*quota_config, host, **store),
-                  std::make_shared<Usage>(**store)};
+                  std::make_shared<Usage>(**store), std::move(*secrets)};
   boost::asio::io_context ioc(kIoThreads);
   BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store, tenancy);
   if (egress) {
     service.on_egress_change([&egress](uint32_t address) { egress->policy_changed(address); });
     service.set_egress_ca(egress->ca_pem());
+    egress->find_secrets([&service](uint32_t address, const std::string& name) {
+      const std::string team = service.owner_at(address);
+      return team.empty() ? std::nullopt : service.secrets().get(team, name);
+    });
   }
+  // The proxy asks the service for secrets: it stops asking before the service goes.
+  struct ForgetSecrets {
+    EgressServices* services;
+    ~ForgetSecrets() {
+      if (services) services->find_secrets(nullptr);
+    }
+  } forget_secrets{egress.get()};
   service.restore();
   auto port = http::listen(ioc, options.listen, make_router(service, *keys, key_path.string()),
                            options.max_connections);

@@ -56,7 +56,10 @@ std::unique_ptr<EgressServices> EgressServices::start(const std::filesystem::pat
   egress::ProxyConfig proxy;
   proxy.policy_for = policy_for;
   proxy.always_denied = always_denied(network);
-  proxy.secret = [](uint32_t, const std::string&) { return std::optional<std::string>(); };
+  proxy.secret = [self](uint32_t address, const std::string& name) {
+    std::shared_lock lock(self->mutex_);
+    return self->secrets_ ? self->secrets_(address, name) : std::nullopt;
+  };
   proxy.ca_dir = data_dir / "egress-ca";
   if (const char* extra = std::getenv("ABX_UPSTREAM_CA_FILE")) proxy.upstream_ca_file = extra;
   if (auto started = egress::EgressProxy::start(std::move(proxy), 0))
@@ -83,6 +86,12 @@ std::string EgressServices::ca_pem() const { return proxy_ ? proxy_->ca_pem() : 
 void EgressServices::use(runtime::Runtime* runtime) {
   std::unique_lock lock(mutex_);
   runtime_ = runtime;
+  if (!runtime) secrets_ = nullptr;  // it asks the service, which goes with the runtime
+}
+
+void EgressServices::find_secrets(SecretLookup lookup) {
+  std::unique_lock lock(mutex_);
+  secrets_ = std::move(lookup);
 }
 
 void EgressServices::policy_changed(uint32_t address) {

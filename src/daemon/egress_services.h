@@ -34,6 +34,10 @@ class EgressServices {
   void use(runtime::Runtime* runtime);
   // The sandbox at `address` has a new policy, or is gone.
   void policy_changed(uint32_t address);
+  // How the proxy finds a secret a header names, for the sandbox at an address.
+  using SecretLookup =
+      std::function<std::optional<std::string>(uint32_t address, const std::string& name)>;
+  void find_secrets(SecretLookup lookup);
   // The CA sandboxes trust for the hosts whose HTTPS the proxy intercepts; empty: none.
   std::string ca_pem() const;
 
@@ -43,6 +47,7 @@ class EgressServices {
 
   mutable std::shared_mutex mutex_;
   runtime::Runtime* runtime_ = nullptr;
+  SecretLookup secrets_;
   std::unique_ptr<egress::DnsForwarder> dns_;
   std::unique_ptr<egress::EgressProxy> proxy_;
 };

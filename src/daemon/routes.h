@@ -63,6 +63,9 @@ Task<void> key_revoke(ControlCall& call, Exchange& exchange);
 Task<void> team_quota_get(ControlCall& call, Exchange& exchange);
 Task<void> team_quota_set(ControlCall& call, Exchange& exchange);  // admin
 Task<void> usage_get(ControlCall& call, Exchange& exchange);
+Task<void> secrets_list(ControlCall& call, Exchange& exchange);
+Task<void> secret_set(ControlCall& call, Exchange& exchange);
+Task<void> secret_remove(ControlCall& call, Exchange& exchange);
 // routes_templates.cc: /abx/v1/templates (our API, not E2B's).
 Task<void> templates_list(ControlCall& call, Exchange& exchange);
 Task<void> template_get(ControlCall& call, Exchange& exchange);

@@ -7,7 +7,7 @@ namespace abx::daemon {
 namespace {
 
 constexpr const char* kBundle = "/etc/ssl/certs/ca-certificates.crt";  // Debian's
-constexpr const char* kOwnFile = "/etc/ssl/certs/abx-egress-ca.pem";  // /usr may be read-only
+constexpr const char* kOwnFile = "/etc/ssl/certs/abx-egress-ca.pem";   // /usr may be read-only
 constexpr size_t kMaxBundleBytes = 8 << 20;
 
 // The sandbox's bundle, read as its root; empty if it has none.

@@ -347,6 +347,13 @@ Result<SandboxRow> Service::set_timeout(const std::string& id, int seconds, bool
   return row;
 }
 
+std::string Service::owner_at(uint32_t address) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, live] : live_)
+    if (live->sandbox->address() == address) return live->snapshot().owner;
+  return {};
+}
+
 std::vector<SandboxRow> Service::list() const {
   std::vector<std::shared_ptr<LiveSandbox>> all;
   {

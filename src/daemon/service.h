@@ -19,6 +19,7 @@
 #include "daemon/process_table.h"
 #include "daemon/quotas.h"
 #include "daemon/sandbox_row.h"
+#include "daemon/secret_store.h"
 #include "daemon/store.h"
 #include "daemon/usage.h"
 #include "runtime/runtime.h"
@@ -70,6 +71,7 @@ struct Tenancy {
   std::shared_ptr<ApiKeys> keys;
   std::shared_ptr<Quotas> quotas;
   std::shared_ptr<Usage> usage;
+  std::shared_ptr<SecretStore> secrets;
 };
 
 class Service : private runtime::StopListener {
@@ -116,6 +118,9 @@ class Service : private runtime::StopListener {
   ApiKeys& keys() { return *tenancy_.keys; }
   Quotas& quotas() { return *tenancy_.quotas; }
   Usage& usage() { return *tenancy_.usage; }
+  SecretStore& secrets() { return *tenancy_.secrets; }
+  // The team whose live sandbox has `address` on its network; empty: none.
+  std::string owner_at(uint32_t address) const;
 
   // Runs work whose length its caller controls (builds, MCP sessions that
   // end their sandboxes) where it cannot hold up creates and kills.
@@ -143,8 +148,7 @@ class Service : private runtime::StopListener {
   std::shared_ptr<LiveSandbox> make_live(SandboxRow row, std::unique_ptr<runtime::Sandbox> sb);
   // Sets the sandbox's egress policy; with header rules, the sandbox trusts
   // the proxy's CA (and `row` gets the variables naming it).
-  Status apply_network(runtime::Sandbox& sandbox, const NetworkSettings& settings,
-                       SandboxRow* row);
+  Status apply_network(runtime::Sandbox& sandbox, const NetworkSettings& settings, SandboxRow* row);
 
   boost::asio::io_context& ioc_;
   BlockingPool& pool_;
