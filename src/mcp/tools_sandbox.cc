@@ -49,6 +49,8 @@ ToolResult sandbox_create(Call& call) {
                   {"timeout", int_arg(call.args, "timeout", kDefaultTimeoutSeconds)}};
   if (call.args.contains("envs")) request["envVars"] = call.args["envs"];
   if (call.args.contains("metadata")) request["metadata"] = call.args["metadata"];
+  if (call.args.contains("allow_internet_access"))
+    request["allow_internet_access"] = call.args["allow_internet_access"];
   auto created = call.box.control().create_sandbox(request);
   if (!created) return ToolResult::failure(created.error().message());
   ToolResult result;

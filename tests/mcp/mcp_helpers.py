@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from harness import ABX_BIN, Daemon
 
 EXPECTED_TOOLS = {
-    "sandbox_create": ({"template", "timeout", "envs", "metadata"}, set()),
+    "sandbox_create": ({"template", "timeout", "envs", "metadata", "allow_internet_access"}, set()),
     "sandbox_list": (set(), set()),
     "sandbox_info": ({"sandbox_id"}, {"sandbox_id"}),
     "sandbox_set_timeout": ({"sandbox_id", "timeout"}, {"sandbox_id", "timeout"}),
