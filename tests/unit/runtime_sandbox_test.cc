@@ -69,6 +69,9 @@ class SandboxTest : public ::testing::Test {
     dir_ = tmpl;
     ::chmod(dir_.c_str(), 0755);  // the sandbox's root must traverse to the rootfs
     config_ = {dir_ / "state", beside_self("abx-init"), {}};
+    // Sandbox networks (veths, nftables) are the business of tests/net, which gives them
+    // a world of their own; these tests keep to loopback.
+    config_.network.enabled = false;
     auto rt = open_runtime(config_);
     ASSERT_TRUE(rt) << rt.error().message();
     runtime_ = std::move(*rt);
