@@ -32,6 +32,7 @@ struct BuildOptions {
   std::vector<std::string> build_args;  // NAME=VALUE
   bool no_cache = false;
   bool no_network = false;
+  uint32_t step_timeout = 0;  // 0: the daemon's default
 };
 
 struct ImportOptions {
@@ -228,6 +229,7 @@ Result<int> run_context_build(const BuildOptions& options) {
                        "&buildArgs=" + http::url_encode(args->dump());
   if (options.no_cache) target += "&noCache=true";
   if (options.no_network) target += "&network=false";
+  if (options.step_timeout) target += "&stepTimeout=" + std::to_string(options.step_timeout);
   std::cerr << "building " << options.name << " from " << context.string() << "\n";
   return upload_and_follow(target, tar.path);
 }
@@ -268,6 +270,9 @@ void add_build(CLI::App& parent, Commands& commands) {
   app->add_option("--build-arg", options->build_args, "NAME=VALUE for an ARG (repeatable)");
   app->add_flag("--no-cache", options->no_cache, "Rebuild every step, ignoring the cache");
   app->add_flag("--no-network", options->no_network, "Refuse network access to build steps");
+  app->add_option("--step-timeout", options->step_timeout,
+                  "Seconds one RUN step may take (default 1800)")
+      ->check(CLI::Range(1, 86400));
   commands.push_back({app, [options] { return run_build(*options); }});
 }
 

@@ -13,6 +13,9 @@ using nlohmann::json;
 constexpr size_t kMaxEntries = 512;       // per list, and rules
 constexpr size_t kMaxDnsServers = 10;     // E2B's limit
 constexpr size_t kMaxHeaderBytes = 8192;  // one header value
+// Each request on a host with rules carries them: bounded, so that many tiny
+// pipelined requests cannot multiply them into the daemon's memory.
+constexpr size_t kMaxRuleHeaders = 32, kMaxRuleBytes = 16384;  // per host
 constexpr const char* kEgressFields[] = {"allowOut", "denyOut", "rules", "egressProxy",
                                          "dnsServers"};
 
@@ -132,11 +135,17 @@ Status parse_rules(const json& doc, egress::Policy* policy, json* stored) {
                  "the key must be a host name (e.g. \"api.example.com\", \"*.example.com\")");
     if (!rules.is_array()) return bad(where, "must be a list of rules");
     egress::HostRule rule{host, {}};
+    size_t bytes = 0;
     for (size_t i = 0; i < rules.size(); ++i) {
       auto headers = parse_transform(rules[i], where + "[" + std::to_string(i) + "]");
       if (!headers) return headers.error();
-      for (auto& h : *headers) rule.headers.push_back(std::move(h));
+      for (auto& h : *headers) {
+        bytes += h.name.size() + h.value.size();
+        rule.headers.push_back(std::move(h));
+      }
     }
+    if (rule.headers.size() > kMaxRuleHeaders || bytes > kMaxRuleBytes)
+      return bad(where, "at most 32 headers and 16384 bytes of them per host");
     policy->rules.push_back(std::move(rule));
     out[host] = rules;
   }

@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <charconv>
 #include <chrono>
 #include <deque>
 #include <mutex>
@@ -92,6 +93,19 @@ bool query_flag(const http::Request& request, const std::string& name, bool fall
   const auto it = request.query.find(name);
   if (it == request.query.end()) return fallback;
   return it->second == "true" || it->second == "1";
+}
+
+// ?stepTimeout=SECONDS: how long one RUN may take (default 30 min).
+Result<uint32_t> step_timeout_of(const http::Request& request) {
+  const auto it = request.query.find("stepTimeout");
+  if (it == request.query.end()) return templates::kDefaultStepTimeoutS;
+  const std::string& text = it->second;
+  uint32_t seconds = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc{} || end != text.data() + text.size() || seconds == 0 ||
+      seconds > templates::kMaxStepTimeoutS)
+    return Error::with_message("stepTimeout: seconds from 1 to 86400, e.g. 3600", kErrBadInput);
+  return seconds;
 }
 
 bool visible(const ControlCall& call, const std::string& name) {
@@ -208,6 +222,9 @@ Task<void> build_sandboxfile(ControlCall& call, Exchange& exchange) {
   request.owner = call.caller.team;
   request.no_cache = query_flag(req, "noCache", false);
   request.network = query_flag(req, "network", true);
+  auto step_timeout = step_timeout_of(req);
+  if (!step_timeout) co_return co_await respond_error(exchange, step_timeout.error());
+  request.step_timeout_s = *step_timeout;
   request.build_args = build_args_of(req);
   const auto file_it = req.query.find("file");
   const std::string file = file_it == req.query.end() ? "Sandboxfile" : file_it->second;

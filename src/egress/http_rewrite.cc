@@ -171,6 +171,8 @@ bool RequestRewriter::feed(std::string_view in, std::string& out) {
 bool RequestRewriter::on_head(std::string_view text, std::string& out) {
   const auto head = parse_head(text);
   if (!head) return fail(400, "Bad Request");
+  // TRACE echoes the request, added headers (secrets) included, back to the sandbox.
+  if (head->request_line.rfind("TRACE ", 0) == 0) return fail(405, "Method Not Allowed");
   std::optional<uint64_t> length;
   bool chunked = false, upgrade = false;
   for (const auto& [name, value] : head->fields) {
@@ -203,11 +205,12 @@ bool RequestRewriter::on_head(std::string_view text, std::string& out) {
   }
   for (const Header& header : rule_.headers) {
     std::string value = header.value;
-    if (std::string_view(value).rfind(kSecretPrefix, 0) == 0) {
-      const std::string name = value.substr(kSecretPrefix.size());
+    // "abx-secret:NAME" ends the value: "Bearer abx-secret:NAME" works too.
+    if (const auto at = value.find(kSecretPrefix); at != std::string::npos) {
+      const std::string name = value.substr(at + kSecretPrefix.size());
       const auto resolved = secrets_allowed_ && secret_ ? secret_(name) : std::nullopt;
       if (!resolved) return fail(502, "Bad Gateway: a header secret cannot be sent");
-      value = *resolved;
+      value = value.substr(0, at) + *resolved;
     }
     if (!is_header_name(header.name) || !is_header_value(value))
       return fail(502, "Bad Gateway: a rule header is not valid HTTP");
@@ -227,6 +230,19 @@ bool RequestRewriter::on_head(std::string_view text, std::string& out) {
     state_ = State::kHead;
   }
   return true;
+}
+
+size_t RequestRewriter::read_limit() const {
+  constexpr size_t kHeadRead = 512, kPassRead = 64 * 1024;
+  switch (state_) {
+    case State::kBody:
+    case State::kChunkData:
+      return static_cast<size_t>(std::min<uint64_t>(remaining_, kPassRead));
+    case State::kTunnel:
+      return kPassRead;
+    default:
+      return kHeadRead;
+  }
 }
 
 }  // namespace abx::egress

@@ -32,6 +32,10 @@ class RequestRewriter {
   // False: the stream must end; `error_response()` is what the client gets.
   bool feed(std::string_view in, std::string& out);
   const std::string& error_response() const { return error_; }
+  // How many bytes the next feed may take: a body's rest, or a little while
+  // heads are read, so that one read of many tiny pipelined requests cannot
+  // multiply into megabytes of added headers.
+  size_t read_limit() const;
 
  private:
   enum class State { kHead, kBody, kChunkSize, kChunkData, kChunkEnd, kTrailer, kTunnel };

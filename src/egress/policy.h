@@ -31,8 +31,8 @@ std::optional<Cidr> parse_cidr(std::string_view text);
 inline constexpr Cidr kAllTraffic{0, 0};
 
 // A header the egress proxy adds or replaces on requests to a host. A value
-// of the form "abx-secret:NAME" is a reference to a daemon secret, resolved
-// by the proxy at send time; the sandbox never sees the value.
+// that ends in "abx-secret:NAME" ("Bearer abx-secret:NAME") refers to a
+// daemon secret, put in by the proxy at send time; the sandbox never sees it.
 struct Header {
   std::string name;
   std::string value;

@@ -36,7 +36,7 @@ std::string address_text(uint32_t ip) {
 
 bool needs_secret(const HostRule& rule) {
   return std::any_of(rule.headers.begin(), rule.headers.end(), [](const Header& h) {
-    return std::string_view(h.value).rfind(kSecretPrefix, 0) == 0;
+    return h.value.find(kSecretPrefix) != std::string::npos;
   });
 }
 
@@ -104,6 +104,9 @@ struct EgressProxy::Impl {
   void run(uint64_t id, UniqueFd client, UniqueFd upstream, uint32_t source, sockaddr_in dst);
   std::string handle(uint64_t id, int client, int upstream, uint32_t source, uint32_t ip,
                      uint16_t port);
+  bool name_has(const std::string& name, uint32_t ip) const {
+    return config.resolves_to ? config.resolves_to(name, ip) : resolves_to(name, ip);
+  }
   std::shared_ptr<const Policy> decide(uint64_t id, uint32_t source, uint32_t ip,
                                        const std::string& name);
   bool is_cut(uint64_t id);
@@ -251,6 +254,10 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
   if (first.ambiguous) return "an ambiguous request (two Host headers)";
   const std::shared_ptr<const Policy> policy = decide(id, source, ip, first.name);
   if (!policy) return "the policy denies it" + (first.name.empty() ? "" : " (" + first.name + ")");
+  // Allowed by its name alone: the name is the sandbox's word, so the address
+  // dialled must be one the name has, or any address would pass as it.
+  if (!first.name.empty() && !allows(*policy, ip, "") && !name_has(first.name, ip))
+    return "the name " + first.name + " does not resolve to the address dialled";
   const HostRule* rule = first.name.empty() ? nullptr : rule_for(*policy, first.name);
 
   const DialOptions options{config.always_denied, upstream,
@@ -286,7 +293,7 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
     RequestRewriter rewriter(*rule, first.name, secret, true);
     relay(terminated, real, &rewriter, config.idle_timeout);
   } else if (rule != nullptr && first.protocol == Protocol::kHttp) {
-    const bool secrets_allowed = !needs_secret(*rule) || resolves_to(first.name, ip);
+    const bool secrets_allowed = !needs_secret(*rule) || name_has(first.name, ip);
     RequestRewriter rewriter(*rule, first.name, secret, secrets_allowed);
     relay(sandbox, tunnel->stream(), &rewriter, config.idle_timeout);
   } else {

@@ -39,6 +39,9 @@ struct ProxyConfig {
   // The value of a daemon secret a rule header names ("abx-secret:NAME");
   // nullopt: unknown, and the request is answered 502 (the placeholder never leaves).
   std::function<std::optional<std::string>(uint32_t source_ip, const std::string& name)> secret;
+  // Whether `name` has the address `ip` now; null: the host's resolver
+  // (getaddrinfo). A name the sandbox sent only counts for an address it has.
+  std::function<bool(const std::string& name, uint32_t ip)> resolves_to;
   // The per-daemon CA (ca.pem, and ca.key mode 0600): created on first start, reused after.
   std::filesystem::path ca_dir;
   // An extra CA file trusted for TLS to real hosts, besides the system store (tests).

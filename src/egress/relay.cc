@@ -34,7 +34,9 @@ struct Direction {
   bool step(std::vector<char>& buffer) {
     bool moved = false;
     if (can_read()) {
-      const IoResult r = from.read(buffer.data(), buffer.size());
+      const size_t want =
+          rewriter ? std::min(buffer.size(), rewriter->read_limit()) : buffer.size();
+      const IoResult r = from.read(buffer.data(), want);
       if (r.status == Io::kOk) {
         moved = true;
         if (written == pending.size()) pending.clear(), written = 0;

@@ -153,6 +153,12 @@ Status create_veth(const std::string& host_name, int net_ns_fd) {
 
 Status configure_host_end(const std::string& name, uint32_t gateway) {
   if (auto s = ipv6_off(name); !s) return s;
+  // Strict reverse-path filtering: a packet whose source is not the
+  // sandbox's own address (a spoof by raw socket) is dropped on arrival.
+  const std::string rp = "/proc/sys/net/ipv4/conf/" + name + "/rp_filter";
+  UniqueFd fd(::open(rp.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno("open", rp);
+  if (auto s = write_all(fd.get(), "1", "turn on reverse-path filtering", rp); !s) return s;
   auto sock = route_socket();
   if (!sock) return sock.error();
   auto index = index_of(sock->get(), name);

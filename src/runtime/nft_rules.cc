@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 namespace abx::runtime {
 namespace {
@@ -153,49 +154,62 @@ Status NftRules::add_sandbox(uint32_t slot) {
   const std::string t = table_;
   std::string c;
   c += "add set " + t + " allow_" + n + " { type ipv4_addr; flags interval; auto-merge; }\n";
-  c += "add set " + t + " deny_" + n +
-       " { type ipv4_addr; flags interval; auto-merge; elements = { 0.0.0.0/0 }; }\n";
+  c += "add set " + t + " deny_" + n + " { type ipv4_addr; flags interval; auto-merge; }\n";
+  c += "add set " + t + " dns_" + n + " { type ipv4_addr; flags interval; auto-merge; }\n";
   c += "add chain " + t + " sb_" + n + "\n";
-  c += "add rule " + t + " sb_" + n + " ip saddr != " + ipv4_text(pool_.address(slot)) +
-       " goto refuse\n";
-  c += "add rule " + t + " sb_" + n + " ip daddr @allow_" + n + " accept\n";
-  c += "add rule " + t + " sb_" + n + " ip daddr @deny_" + n + " goto refuse\n";
-  c += "add rule " + t + " sb_" + n + " accept\n";
   c += "add chain " + t + " nat_" + n + "\n";
   c += "add element " + t + " sandboxes { " + link + " : goto sb_" + n + " }\n";
   c += "add element " + t + " redirects { " + link + " : goto nat_" + n + " }\n";
-  if (auto s = run(c, "add sandbox nftables rules"); !s) return s;
-  return set_policy(slot, egress::Policy{{}, {egress::kAllTraffic}, {}, {}, {}, {}, {}});
+  // One transaction: its chains are never seen empty (an empty chain would let packets by).
+  const egress::Policy refuse_all{{}, {egress::kAllTraffic}, {}, {}, {}, {}, {}};
+  return run(c + policy_commands(slot, refuse_all), "add sandbox nftables rules");
 }
 
 Status NftRules::set_policy(uint32_t slot, const egress::Policy& policy) {
+  return run(policy_commands(slot, policy), "set sandbox egress policy");
+}
+
+std::string NftRules::policy_commands(uint32_t slot, const egress::Policy& policy) const {
   const std::string n = std::to_string(slot);
   const std::string t = table_;
-  std::vector<egress::Cidr> allow = policy.allow_cidrs;
-  // E2B opens the DNS servers (8.8.8.8 by default) once names are allowed.
-  if (!policy.allow_hosts.empty()) {
-    const std::vector<uint32_t> dns =
-        policy.dns_servers.value_or(std::vector<uint32_t>{0x08080808});
-    for (uint32_t ip : dns) allow.push_back({ip, 32});
-  }
+  // E2B opens the DNS servers (8.8.8.8 by default) once names are allowed:
+  // for DNS only, or they would be a way around the names.
+  std::vector<egress::Cidr> dns_servers;
+  if (!policy.allow_hosts.empty())
+    for (uint32_t ip : policy.dns_servers.value_or(std::vector<uint32_t>{0x08080808}))
+      dns_servers.push_back({ip, 32});
   std::string c;
-  c += "flush set " + t + " allow_" + n + "\n";
-  if (!allow.empty()) c += "add element " + t + " allow_" + n + " { " + join(allow) + " }\n";
-  c += "flush set " + t + " deny_" + n + "\n";
-  if (!policy.deny_cidrs.empty())
-    c += "add element " + t + " deny_" + n + " { " + join(policy.deny_cidrs) + " }\n";
-  c += "flush chain " + t + " nat_" + n + "\n";
-  const std::string gateway = ipv4_text(pool_.gateway(slot));
-  if (ports_.dns)
-    c += "add rule " + t + " nat_" + n + " ip daddr " + gateway +
-         " meta l4proto { tcp, udp } th dport 53 redirect to :" + std::to_string(ports_.dns) + "\n";
-  if (ports_.proxy && policy.needs_proxy()) {
-    // A SOCKS proxy carries all TCP; names and headers are only in HTTP(S).
-    const std::string which = policy.egress_proxy ? "meta l4proto tcp" : "tcp dport { 80, 443 }";
-    c += "add rule " + t + " nat_" + n + " ip daddr != @denied " + which +
-         " redirect to :" + std::to_string(ports_.proxy) + "\n";
+  for (const auto& [set, cidrs] :
+       {std::pair{"allow_", &policy.allow_cidrs}, std::pair{"deny_", &policy.deny_cidrs},
+        std::pair{"dns_", &std::as_const(dns_servers)}}) {
+    c += "flush set " + t + " " + set + n + "\n";
+    if (!cidrs->empty()) c += "add element " + t + " " + set + n + " { " + join(*cidrs) + " }\n";
   }
-  return run(c, "set sandbox egress policy");
+  const std::string address = ipv4_text(pool_.address(slot));
+  // TCP the proxy must see (names, headers, SOCKS) never passes around it,
+  // not even on a connection opened before the policy wanted the proxy.
+  const std::string proxied = !ports_.proxy || !policy.needs_proxy() ? ""
+                              : policy.egress_proxy                  ? "meta l4proto tcp"
+                                                                     : "tcp dport { 80, 443 }";
+  const std::string sb = "add rule " + t + " sb_" + n + " ";
+  c += "flush chain " + t + " sb_" + n + "\n";
+  c += sb + "ip saddr != " + address + " goto refuse\n";
+  c += sb + "ip daddr @dns_" + n + " meta l4proto { tcp, udp } th dport 53 accept\n";
+  if (!proxied.empty()) c += sb + proxied + " goto refuse\n";
+  c += sb + "ip daddr @allow_" + n + " accept\n";
+  c += sb + "ip daddr @deny_" + n + " goto refuse\n";
+  c += sb + "accept\n";
+  const std::string nat = "add rule " + t + " nat_" + n + " ";
+  c += "flush chain " + t + " nat_" + n + "\n";
+  c += nat + "ip saddr != " + address + " return\n";  // a spoof is redirected nowhere
+  if (ports_.dns)
+    c += nat + "ip daddr " + ipv4_text(pool_.gateway(slot)) +
+         " meta l4proto { tcp, udp } th dport 53 redirect to :" + std::to_string(ports_.dns) + "\n";
+  // A SOCKS proxy carries all TCP; names and headers are only in HTTP(S).
+  if (!proxied.empty())
+    c += nat + "ip daddr != @denied " + proxied + " redirect to :" + std::to_string(ports_.proxy) +
+         "\n";
+  return c;
 }
 
 Status NftRules::remove_sandbox(uint32_t slot) {
@@ -209,6 +223,7 @@ Status NftRules::remove_sandbox(uint32_t slot) {
   c += "delete chain " + t + " nat_" + n + "\n";
   c += "delete set " + t + " allow_" + n + "\n";
   c += "delete set " + t + " deny_" + n + "\n";
+  c += "delete set " + t + " dns_" + n + "\n";
   return run(c, "remove sandbox nftables rules");
 }
 

@@ -55,6 +55,8 @@ class NftRules {
   NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened);
   Status run(const std::string& commands, const std::string& step);
   std::string base_ruleset() const;
+  // Fills a sandbox's sets and chains (they exist) for `policy`.
+  std::string policy_commands(uint32_t slot, const egress::Policy& policy) const;
 
   const NetPool& pool_;
   NftPorts ports_;

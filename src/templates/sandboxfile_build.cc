@@ -159,13 +159,19 @@ class OutputLines {
 };
 
 // Copies the process's stdout and stderr to `lines` until both close, then
-// reads its wait status.
-Result<int> collect(runtime::Process& process, OutputLines& lines) {
+// reads its wait status. ETIMEDOUT past `deadline` (the caller's destroy of
+// the build sandbox ends the step).
+Result<int> collect(runtime::Process& process, OutputLines& lines,
+                    std::chrono::steady_clock::time_point deadline) {
   pollfd fds[2] = {{process.stdout_fd.get(), POLLIN, 0}, {process.stderr_fd.get(), POLLIN, 0}};
   int open = 2;
   char buffer[1 << 14];
   while (open > 0) {
-    if (::poll(fds, 2, -1) < 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return Error{"build step", ETIMEDOUT, {}};
+    const int wait_ms = static_cast<int>(std::min<int64_t>(left.count(), 60'000));
+    if (::poll(fds, 2, wait_ms) < 0) {
       if (errno == EINTR) continue;
       return Error::from_errno("poll build output");
     }
@@ -214,7 +220,13 @@ Status run_command(runtime::Sandbox& sb, const BuildState& state, const Step& st
   auto process = sb.spawn(spec);
   if (!process) return process.error();
   OutputLines lines(deps);
-  auto status = collect(*process, lines);
+  auto status = collect(*process, lines, std::chrono::steady_clock::now() + deps.step_timeout);
+  if (!status && status.error().errnum == ETIMEDOUT)
+    return Error{"Sandboxfile line " + std::to_string(step.line), ETIMEDOUT,
+                 step.text + " ran longer than " + std::to_string(deps.step_timeout.count()) +
+                     " s and was stopped; raise the limit with --step-timeout SECONDS; last "
+                     "lines:" +
+                     lines.tail()};
   if (!status) return status.error();
   const runtime::ExitInfo exit = runtime::decode_wait_status(*status);
   if (exit.exit_code == 0) return {};

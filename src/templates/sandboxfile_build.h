@@ -24,11 +24,12 @@ struct StepDeps {
   runtime::Runtime& runtime;
   const LayerStore& layers;
   std::filesystem::path context_dir;
-  std::filesystem::path scratch_dir;  // private, for unpacking ADDed archives
-  bool network = true;                // RUN steps get a network (NAT out, no host)
-  bool no_cache = false;              // run every step even if its layer exists
-  LineFn log;                         // every line, step output included (the build log)
-  LineFn progress;                    // what the client sees
+  std::filesystem::path scratch_dir;           // private, for unpacking ADDed archives
+  bool network = true;                         // RUN steps get a network (NAT out, no host)
+  bool no_cache = false;                       // run every step even if its layer exists
+  LineFn log;                                  // every line, step output included (the build log)
+  LineFn progress;                             // what the client sees
+  std::chrono::seconds step_timeout{30 * 60};  // a RUN running longer fails (and is killed)
 };
 
 // `from` is what FROM names (its layers and defaults). Returns the template's

@@ -184,8 +184,9 @@ Result<TemplateInfo> TemplateStore::build_sandboxfile(const SandboxfileRequest& 
   const fs::path scratch = dir_ / (kBuildingPrefix + request.name + ".scratch");
   if (auto st = tree::remove_tree(scratch); !st) return log.failed(st.error());
   if (auto st = tree::make_dir(scratch, 0700); !st) return log.failed(st.error());
-  StepDeps deps{runtime_,        layers_,          request.context_dir, scratch,
-                request.network, request.no_cache, log.details(),       log.steps()};
+  StepDeps deps{runtime_,      layers_,         request.context_dir,
+                scratch,       request.network, request.no_cache,
+                log.details(), log.steps(),     std::chrono::seconds(request.step_timeout_s)};
   auto made = run_steps(*file, *base, deps);
   (void)tree::remove_tree(scratch);
   if (!made) return log.failed(made.error());

@@ -52,6 +52,9 @@ struct BuildOptions {
   std::string owner;      // the team asking (recorded in meta.json)
 };
 
+inline constexpr uint32_t kDefaultStepTimeoutS = 30 * 60;
+inline constexpr uint32_t kMaxStepTimeoutS = 24 * 60 * 60;
+
 // A template built from a Sandboxfile (a Dockerfile subset; see sandboxfile.h).
 struct SandboxfileRequest {
   std::string name;
@@ -59,8 +62,9 @@ struct SandboxfileRequest {
   std::string sandboxfile;  // the file's text
   std::map<std::string, std::string> build_args;
   bool no_cache = false;  // run every step, even those whose layer exists
-  bool network = true;    // RUN steps reach the host's network (builds only)
+  bool network = true;    // RUN steps get a network (NAT out, never the host); false: loopback
   std::string owner;      // the team asking (recorded in meta.json)
+  uint32_t step_timeout_s = kDefaultStepTimeoutS;  // a RUN running longer fails the build
 };
 
 // A private dir for one upload (a build context, an image); removed with

@@ -55,6 +55,22 @@ def test_allow_a_domain_over_deny_everything(net_world, net_daemon):
     assert tcp_echo(net_daemon, sandbox, API) != "ping"
 
 
+def test_an_allowed_name_does_not_open_another_address(net_world, net_daemon):
+    """The Host header and SNI are the sandbox's word: an allowed name sent to an address
+    that name does not have is refused, or every address would pass as that name."""
+    sandbox = create(net_daemon, network={"denyOut": [EVERYTHING], "allowOut": ["api.example.test"]})
+    ca = upload_world_ca(net_daemon, net_world, sandbox)
+    elsewhere = f"api.example.test:80:{WWW}"
+    elsewhere_tls = f"api.example.test:443:{WWW}"
+    plain, tls, control = fetch_all(
+        net_daemon, sandbox, ("http://api.example.test/fronted", "--resolve", elsewhere),
+        ("https://api.example.test/fronted", "--cacert", ca, "--resolve", elsewhere_tls),
+        "http://api.example.test/real")
+    assert_blocked(net_world, plain)
+    assert_blocked(net_world, tls)
+    assert_reached(net_world, control)
+
+
 def test_allow_a_wildcard_domain_over_deny_everything(net_world, net_daemon):
     sandbox = create(net_daemon, network={"denyOut": [EVERYTHING], "allowOut": ["*.example.test"]})
     ca = upload_world_ca(net_daemon, net_world, sandbox)

@@ -62,6 +62,8 @@ class EgressProxyTest : public ::testing::Test {
       return source == kLoopback ? policy_ : nullptr;
     };
     config.always_denied = [](uint32_t ip) { return ip == kForbidden; };
+    // Every name here is served on 127.0.0.1 ("localhost" too, and only there).
+    config.resolves_to = [](const std::string&, uint32_t ip) { return ip == kLoopback; };
     config.secret = [this](uint32_t, const std::string& name) -> std::optional<std::string> {
       std::lock_guard lock(mutex_);
       const auto it = secrets_.find(name);
