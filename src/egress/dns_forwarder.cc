@@ -1,6 +1,7 @@
 #include "egress/dns_forwarder.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
@@ -283,13 +284,20 @@ class DnsForwarder::Impl {
   std::thread thread_;
 };
 
+// Asio opens sockets without SOCK_CLOEXEC: children the daemon starts
+// (mmdebstrap, lxcfs) must not inherit them (apt's `cat >&10` breaks when
+// leaked fds push its pipe past 9, and a child would hold our ports).
+static void close_on_exec(int fd) { ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC); }
+
 Status DnsForwarder::Impl::bind_once(uint16_t port) {
   boost::system::error_code ec;
   clients_.open(udp::v4(), ec);
+  if (!ec) close_on_exec(clients_.native_handle());
   if (!ec) clients_.bind({udp::v4(), port}, ec);
   if (ec) return Error{"dns forwarder: bind udp port " + std::to_string(port), ec.value()};
   const uint16_t bound = clients_.local_endpoint(ec).port();
   acceptor_.open(tcp::v4(), ec);
+  if (!ec) close_on_exec(acceptor_.native_handle());
   if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor_.bind({tcp::v4(), bound}, ec);
   if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
@@ -312,6 +320,7 @@ Status DnsForwarder::Impl::bind(uint16_t port) {
   boost::system::error_code ec;
   clients_.non_blocking(true, ec);  // replies are sent at once or dropped, as UDP may be
   upstream_udp_.open(udp::v4(), ec);
+  if (!ec) close_on_exec(upstream_udp_.native_handle());
   if (!ec) upstream_udp_.non_blocking(true, ec);
   if (ec) return Error{"dns forwarder: open the upstream socket", ec.value()};
   return {};
@@ -451,6 +460,7 @@ net::awaitable<void> DnsForwarder::Impl::accept_tcp() {
       co_await backoff.async_wait(net::redirect_error(net::use_awaitable, ec));
       continue;
     }
+    close_on_exec(socket.native_handle());
     const tcp::endpoint peer = socket.remote_endpoint(ec);
     if (ec) continue;
     const uint32_t source = peer.address().to_v4().to_uint();
@@ -520,6 +530,7 @@ net::awaitable<std::optional<Bytes>> DnsForwarder::Impl::ask_over_tcp(const udp:
   boost::system::error_code ec;
   connection->socket.open(tcp::v4(), ec);
   if (ec) co_return std::nullopt;
+  close_on_exec(connection->socket.native_handle());
   connection->deadline.expires_after(config_.upstream_timeout);
   net::co_spawn(io_, close_when_late(connection), log_failure);
   const tcp::endpoint address(upstream.address(), upstream.port());

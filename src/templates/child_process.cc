@@ -60,6 +60,9 @@ Result<ChildResult> run_child(const std::vector<std::string>& argv, const LineFn
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), 2);
+  // Whatever a library left open without close-on-exec stays here: apt inside
+  // mmdebstrap breaks when inherited fds push its hook pipe past fd 9.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   std::vector<char*> args;
   for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
