@@ -161,8 +161,11 @@ def test_end_time_is_enforced_and_cleans_up(daemon):
         assert sandbox_host_pids(sandbox_id)
         wait_until(lambda: api.get(f"/sandboxes/{sandbox_id}").status_code == 404, timeout=15,
                    what="the daemon to remove the sandbox at its end time")
-    assert sandbox_host_pids(sandbox_id) == []
-    assert not (daemon.data_dir / "sandboxes" / sandbox_id).exists()
+    # The API forgets the sandbox first; its processes, network and state go right after.
+    wait_until(lambda: sandbox_host_pids(sandbox_id) == [], timeout=15,
+               what="the sandbox's processes to end")
+    wait_until(lambda: not (daemon.data_dir / "sandboxes" / sandbox_id).exists(), timeout=15,
+               what="the sandbox's state dir to go")
 
 
 def settled_leftovers(data_dir: Path) -> dict[str, object]:
