@@ -14,29 +14,24 @@ namespace {
 
 constexpr size_t kPiece = 1 << 16;
 
-// Blocks SIGPIPE for this thread while it lives, and discards one that a failed write raised,
-// so a closed reader shows up as EPIPE.
-class SigpipeBlocked {
- public:
-  SigpipeBlocked() {
-    sigemptyset(&sigpipe_);
-    sigaddset(&sigpipe_, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &sigpipe_, &previous_);
-  }
-  ~SigpipeBlocked() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
-  SigpipeBlocked(const SigpipeBlocked&) = delete;
-  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
-
-  void discard_pending() {
-    const timespec no_wait{};
-    sigtimedwait(&sigpipe_, nullptr, &no_wait);
-  }
-
- private:
-  sigset_t sigpipe_{}, previous_{};
-};
-
 }  // namespace
+
+SigpipeBlocked::SigpipeBlocked() {
+  sigemptyset(&sigpipe_);
+  sigaddset(&sigpipe_, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &sigpipe_, &previous_);
+}
+
+SigpipeBlocked::~SigpipeBlocked() {
+  discard_pending();
+  pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+}
+
+void SigpipeBlocked::discard_pending() {
+  const timespec no_wait{};
+  while (sigtimedwait(&sigpipe_, nullptr, &no_wait) > 0) {
+  }
+}
 
 Status write_all(int fd, std::string_view data, std::string step, std::string detail) {
   SigpipeBlocked blocked;

@@ -2,6 +2,8 @@
 // short writes retried, reads until EOF, files opened close-on-exec.
 #pragma once
 
+#include <signal.h>
+
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -11,6 +13,20 @@
 #include "common/error.h"
 
 namespace abx {
+
+// Blocks SIGPIPE for this thread while it lives and discards those raised
+// meanwhile, so a closed reader shows up as EPIPE (write, send, splice(2)).
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked();
+  ~SigpipeBlocked();
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+  void discard_pending();
+
+ private:
+  sigset_t sigpipe_{}, previous_{};
+};
 
 // Writes all of `data`. A reader that closed its pipe or socket gives EPIPE, never a SIGPIPE
 // that would kill the process. A failure is Error{step, errno, detail}.

@@ -5,23 +5,12 @@
 #include <charconv>
 #include <vector>
 
+#include "egress/http_text.h"
+
 namespace abx::egress {
 namespace {
 
 constexpr size_t kMaxLine = 4096;  // a chunk-size or trailer line
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
 
 bool ends_with_chunked(std::string_view value) {
   const auto comma = value.rfind(',');

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "egress/http_text.h"
+
 namespace abx::egress {
 namespace {
 
@@ -79,19 +81,6 @@ std::string host_name_of(std::string_view extension) {
 bool is_token_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) ||
          std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
 }
 
 // "host", "host:port", "[v6]:port" → the host part when it is a name or IPv4.

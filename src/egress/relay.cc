@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
 
 namespace abx::egress {
@@ -129,27 +130,7 @@ struct Spliced {
 };
 
 // splice(2) into a socket the peer closed raises SIGPIPE (it has no
-// MSG_NOSIGNAL): blocked in this thread while relaying, and a pending one is
-// discarded, so a vanished peer is an EPIPE and never ends the daemon.
-class SigpipeBlocked {
- public:
-  SigpipeBlocked() {
-    sigemptyset(&sigpipe_);
-    sigaddset(&sigpipe_, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &sigpipe_, &previous_);
-  }
-  ~SigpipeBlocked() {
-    const timespec no_wait{};
-    while (sigtimedwait(&sigpipe_, nullptr, &no_wait) > 0) {
-    }
-    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-  }
-  SigpipeBlocked(const SigpipeBlocked&) = delete;
-  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
-
- private:
-  sigset_t sigpipe_{}, previous_{};
-};
+// MSG_NOSIGNAL): relays run under SigpipeBlocked (common/fd_io.h).
 
 // The relay for two plain sockets; false when no pipes could be had (then copy instead).
 bool splice_relay(int client, int upstream, std::chrono::milliseconds idle) {
