@@ -2,6 +2,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
@@ -57,7 +58,8 @@ bool is_credential_header(const std::string& lower_name) {
          lower_name.starts_with("e2b-");
 }
 
-bhttp::request<bhttp::string_body> upstream_request(const Request& request, std::string body) {
+bhttp::request<bhttp::string_body> upstream_request(const Request& request, std::string body,
+                                                    const std::string& host) {
   bhttp::request<bhttp::string_body> out;
   out.method_string(request.method);
   out.target(request.target);
@@ -66,6 +68,7 @@ bhttp::request<bhttp::string_body> upstream_request(const Request& request, std:
     const std::string lower_name = lower(name);
     if (!is_hop_header(lower_name) && !is_credential_header(lower_name)) out.set(name, value);
   }
+  if (!host.empty()) out.set(bhttp::field::host, host);
   out.set(bhttp::field::connection, "close");
   out.body() = std::move(body);
   out.prepare_payload();
@@ -99,7 +102,8 @@ std::string header_failure(const beast::error_code& ec, int status) {
 }
 
 // Relays the body piece by piece until the upstream ends it or the client leaves.
-Task<void> relay_body(Exchange& exchange, tcp::socket& socket, beast::flat_buffer& buffer,
+template <class Upstream>
+Task<void> relay_body(Exchange& exchange, Upstream& socket, beast::flat_buffer& buffer,
                       bhttp::response_parser<bhttp::buffer_body>& parser) {
   std::string chunk(kReadChunk, '\0');
   while (!parser.is_done()) {
@@ -107,6 +111,9 @@ Task<void> relay_body(Exchange& exchange, tcp::socket& socket, beast::flat_buffe
     parser.get().body().size = chunk.size();
     beast::error_code ec;
     co_await bhttp::async_read(socket, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    // TLS ended without close_notify (Python's ssl server, for one): for a
+    // body that lasts until the connection ends, that is its end.
+    if (ec == net::ssl::error::stream_truncated) parser.put_eof(ec);
     const size_t got = chunk.size() - parser.get().body().size;
     if (got > 0 && !co_await exchange.write_chunk(chunk.substr(0, got))) co_return;
     // Thrown, not a normal end: the client must see a cut-off response, not
@@ -120,18 +127,10 @@ std::string bad_gateway_json(const std::string& message) {
   return json_text::dump(nlohmann::json{{"code", 502}, {"message", message}});
 }
 
-}  // namespace
-
-Task<void> forward(Exchange& exchange, UniqueFd upstream) {
-  bool fits = true;
-  std::string body = co_await read_body(exchange, kMaxProxiedRequest, &fits);
-  if (!fits) {
-    co_return co_await exchange.respond(413, "application/json",
-                                        R"({"code":413,"message":"request body too large"})");
-  }
-  tcp::socket socket(co_await net::this_coro::executor);
-  socket.assign(tcp::v4(), upstream.release());
-  auto request = upstream_request(exchange.request(), std::move(body));
+// One request out on `socket` (plain TCP or TLS over it), its response back.
+template <class Upstream>
+Task<void> relay(Exchange& exchange, Upstream& socket,
+                 const bhttp::request<bhttp::string_body>& request) {
   beast::error_code ec;
   co_await bhttp::async_write(socket, request, net::redirect_error(net::use_awaitable, ec));
   beast::flat_buffer buffer(kMaxBuffered);
@@ -166,6 +165,53 @@ Task<void> forward(Exchange& exchange, UniqueFd upstream) {
   }
   co_await exchange.start_stream(status, content_type, response_headers(head));
   co_await relay_body(exchange, socket, buffer, parser);
+}
+
+// The server in the sandbox holds its own certificate, self-signed as often
+// as not, and is no more trusted for a valid one: TLS here only speaks the
+// protocol it asks for, it proves nothing.
+net::ssl::context& sandbox_tls_context() {
+  static net::ssl::context context = [] {
+    net::ssl::context made(net::ssl::context::tls_client);
+    made.set_verify_mode(net::ssl::verify_none);
+    return made;
+  }();
+  return context;
+}
+
+// The name the TLS handshake asks for: the masked host without its port.
+std::string server_name(const std::string& host) {
+  std::string name = host.substr(0, host.rfind(':'));
+  const bool is_name = !name.empty() && name.find_first_not_of("0123456789.") != std::string::npos;
+  return is_name ? name : std::string();
+}
+
+}  // namespace
+
+Task<void> forward(Exchange& exchange, Upstream upstream) {
+  bool fits = true;
+  std::string body = co_await read_body(exchange, kMaxProxiedRequest, &fits);
+  if (!fits) {
+    co_return co_await exchange.respond(413, "application/json",
+                                        R"({"code":413,"message":"request body too large"})");
+  }
+  tcp::socket socket(co_await net::this_coro::executor);
+  socket.assign(tcp::v4(), upstream.socket.release());
+  const auto request = upstream_request(exchange.request(), std::move(body), upstream.host);
+  if (!upstream.tls) co_return co_await relay(exchange, socket, request);
+  net::ssl::stream<tcp::socket&> tls(socket, sandbox_tls_context());
+  const std::string name = server_name(upstream.host);
+  if (!name.empty()) SSL_set_tlsext_host_name(tls.native_handle(), name.c_str());
+  beast::error_code ec;
+  co_await tls.async_handshake(net::ssl::stream_base::client,
+                               net::redirect_error(net::use_awaitable, ec));
+  if (ec) {
+    const std::string message =
+        "the server in the sandbox did not complete a TLS handshake (the port is in "
+        "network.httpsPorts): " + ec.message();
+    co_return co_await exchange.respond(502, "application/json", bad_gateway_json(message));
+  }
+  co_await relay(exchange, tls, request);
 }
 
 }  // namespace abx::daemon::http

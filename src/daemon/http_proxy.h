@@ -2,13 +2,21 @@
 // envd's and the interpreter's) and streaming its response back.
 #pragma once
 
+#include <string>
+
 #include "common/unique_fd.h"
 #include "daemon/http_exchange.h"
 
 namespace abx::daemon::http {
 
-// `upstream` is a connected TCP socket; the request goes out with
-// "Connection: close" and the response body is relayed as it arrives.
-Task<void> forward(Exchange& exchange, UniqueFd upstream);
+struct Upstream {
+  UniqueFd socket;   // connected TCP
+  std::string host;  // replaces the client's Host header (maskRequestHost); empty: kept
+  bool tls = false;  // the server speaks HTTPS (network.httpsPorts)
+};
+
+// The request goes out with "Connection: close" and the response body is
+// relayed as it arrives.
+Task<void> forward(Exchange& exchange, Upstream upstream);
 
 }  // namespace abx::daemon::http

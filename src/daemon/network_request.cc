@@ -230,14 +230,19 @@ Status parse_egress(const json& doc, NetworkSettings* out) {
   return parse_dns_servers(doc, &out->policy, &out->stored);
 }
 
+// A Host header value: visible ASCII, no spaces, a name's length.
+bool is_host_header(const std::string& text) {
+  return !text.empty() && text.size() <= 253 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c > ' ' && c < 0x7f; });
+}
+
 Status parse_ingress(const json& doc, json* stored) {
   if (const auto v = doc.find("allowPublicTraffic"); v != doc.end() && !v->is_null()) {
     if (!v->is_boolean()) return bad("network.allowPublicTraffic", "must be true or false");
     (*stored)["allowPublicTraffic"] = *v;
   }
   if (const auto v = doc.find("maskRequestHost"); v != doc.end() && !v->is_null()) {
-    if (!v->is_string() || v->get<std::string>().size() > 253 ||
-        v->get<std::string>().find_first_of("\r\n") != std::string::npos)
+    if (!v->is_string() || !is_host_header(v->get<std::string>()))
       return bad("network.maskRequestHost", "must be a host such as \"${PORT}-app.example.com\"");
     (*stored)["maskRequestHost"] = *v;
   }

@@ -16,6 +16,21 @@ nlohmann::json port_closed(const std::string& id, int port) {
           {"port", port}};
 }
 
+// What the sandbox's network settings say about requests to `port`.
+http::Upstream upstream_for(const nlohmann::json& network, int port, UniqueFd socket) {
+  http::Upstream out{std::move(socket), {}, false};
+  if (const auto mask = network.find("maskRequestHost"); mask != network.end()) {
+    out.host = mask->get<std::string>();
+    const std::string placeholder = "${PORT}";
+    for (size_t at = out.host.find(placeholder); at != std::string::npos;
+         at = out.host.find(placeholder, at))
+      out.host.replace(at, placeholder.size(), std::to_string(port));
+  }
+  if (const auto tls = network.find("httpsPorts"); tls != network.end())
+    for (const auto& p : *tls) out.tls = out.tls || p.get<int>() == port;
+  return out;
+}
+
 }  // namespace
 
 Task<void> proxy_port(SandboxCall& call, Exchange& exchange) {
@@ -27,7 +42,8 @@ Task<void> proxy_port(SandboxCall& call, Exchange& exchange) {
   if (!connected || !*connected) {
     co_return co_await respond_json(exchange, 502, port_closed(call.row.id, port));
   }
-  co_await http::forward(exchange, std::move(connected->value()));
+  co_await http::forward(exchange,
+                         upstream_for(call.row.network, port, std::move(connected->value())));
 }
 
 }  // namespace abx::daemon::routes

@@ -1,6 +1,7 @@
 """sandbox.get_host(port): servers inside the sandbox reached through the daemon."""
 from __future__ import annotations
 
+import subprocess
 from urllib.parse import urlparse
 
 import httpx
@@ -53,3 +54,73 @@ def test_malformed_connect_request_is_invalid_argument(sandbox, daemon):
     reply = httpx.post(f"{daemon.url}/process.Process/Start", content=b"\x00\x00\x00", headers=headers)
     assert b"invalid_argument" in reply.content
     assert sandbox.commands.run("echo alive").stdout == "alive\n"
+
+
+ECHO_HOST = """
+import http.server, ssl, sys
+class Echo(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("host=" + self.headers.get("Host", "")).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+server = http.server.HTTPServer(("", int(sys.argv[1])), Echo)
+if len(sys.argv) > 2:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[2], sys.argv[3])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+server.serve_forever()
+"""
+
+
+def test_mask_request_host_is_the_host_the_server_sees(daemon):
+    """network.maskRequestHost: the server in the sandbox sees that Host, ${PORT} filled in."""
+    from e2b import Sandbox, SandboxNetworkOpts
+
+    sb = Sandbox.create(timeout=120,
+                        network=SandboxNetworkOpts(mask_request_host="app.example.com:${PORT}"))
+    try:
+        sb.files.write("/home/user/echo.py", ECHO_HOST)
+        sb.commands.run("python3 /home/user/echo.py 8081", background=True)
+        reply = wait_for_server(daemon.url, {"Host": sb.get_host(8081)})
+        assert (reply.status_code, reply.text) == (200, "host=app.example.com:8081")
+    finally:
+        sb.kill()
+
+
+def test_https_ports_are_spoken_to_in_tls(daemon, tmp_path):
+    """network.httpsPorts: the daemon speaks TLS to a server that only speaks TLS; other ports stay plain."""
+    from e2b import Sandbox
+
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=sandbox", "-keyout", str(tmp_path / "key.pem"),
+                    "-out", str(tmp_path / "cert.pem")], check=True, capture_output=True)
+    created = httpx.post(f"{daemon.url}/sandboxes", headers={"X-API-Key": daemon.api_key},
+                         json={"templateID": "base", "timeout": 120,
+                               "network": {"httpsPorts": [8443]}})
+    assert created.status_code == 201, created.text
+    sb = Sandbox.connect(created.json()["sandboxID"])
+    try:
+        for name in ("key.pem", "cert.pem"):
+            sb.files.write(f"/home/user/{name}", (tmp_path / name).read_text())
+        sb.files.write("/home/user/echo.py", ECHO_HOST)
+        sb.commands.run("python3 /home/user/echo.py 8443 /home/user/cert.pem /home/user/key.pem",
+                        background=True)
+        sb.commands.run("python3 /home/user/echo.py 8444 /home/user/cert.pem /home/user/key.pem",
+                        background=True)
+        reply = wait_for_server(daemon.url, {"Host": sb.get_host(8443)})
+        assert (reply.status_code, reply.text) == (200, f"host={sb.get_host(8443)}")
+        # 8444 speaks TLS too but is not listed: the daemon's plain HTTP gets no answer
+        reply = httpx.get(daemon.url, headers={"Host": sb.get_host(8444)})
+        assert reply.status_code == 502
+    finally:
+        sb.kill()
+
+
+def test_mask_request_host_refuses_what_is_not_a_host(daemon):
+    """maskRequestHost with a space or control character: a 400 that names the field."""
+    reply = httpx.post(f"{daemon.url}/sandboxes", headers={"X-API-Key": daemon.api_key},
+                       json={"templateID": "base", "network": {"maskRequestHost": "a b\x00"}})
+    assert reply.status_code == 400 and "network.maskRequestHost" in reply.json()["message"]
