@@ -208,7 +208,8 @@ Task<void> forward(Exchange& exchange, Upstream upstream) {
   if (ec) {
     const std::string message =
         "the server in the sandbox did not complete a TLS handshake (the port is in "
-        "network.httpsPorts): " + ec.message();
+        "network.httpsPorts): " +
+        ec.message();
     co_return co_await exchange.respond(502, "application/json", bad_gateway_json(message));
   }
   co_await relay(exchange, tls, request);
