@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   Commands commands;
   add_create(app, commands);
   add_list(app, commands);
+  add_info(app, commands);
   add_network(app, commands);
   add_secrets(app, commands);
   add_exec(app, commands);

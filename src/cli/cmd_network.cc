@@ -1,4 +1,5 @@
 // network show|update: a sandbox's egress policy (E2B's network settings).
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -34,6 +35,28 @@ Result<int> run_update(const UpdateOptions& options) {
 }
 
 }  // namespace
+
+std::string network_summary(const json& sandbox) {
+  const json network = sandbox.value("network", json::object());
+  const size_t allowed = network.value("allowOut", json::array()).size();
+  const json denied = network.value("denyOut", json::array());
+  const bool deny_all = !sandbox.value("allowInternetAccess", true) ||
+                        std::find(denied.begin(), denied.end(), "0.0.0.0/0") != denied.end();
+  std::string out;
+  if (deny_all && allowed == 0) {
+    out = "none";
+  } else if (allowed == 0 && denied.empty()) {
+    out = "internet";
+  } else {
+    if (allowed > 0) out = "allow " + std::to_string(allowed);
+    if (deny_all || !denied.empty())
+      out += (out.empty() ? "" : ", ") +
+             (deny_all ? std::string("deny all") : "deny " + std::to_string(denied.size()));
+  }
+  if (network.contains("rules")) out += ", rules";
+  if (network.contains("egressProxy")) out += ", via proxy";
+  return out;
+}
 
 void add_network_flags(CLI::App& app, NetworkFlags& flags) {
   app.add_flag("--no-internet", flags.no_internet,

@@ -1,4 +1,4 @@
-// create, list and kill: the sandbox lifecycle on the control plane.
+// create, list, info and kill: the sandbox lifecycle on the control plane.
 #include <unistd.h>
 
 #include <iostream>
@@ -56,9 +56,12 @@ Result<int> run_create(const CreateOptions& options) {
 
 std::vector<std::string> list_row(const json& sandbox) {
   const std::string alias = sandbox.value("alias", "");
-  return {sandbox.value("sandboxID", ""), alias.empty() ? sandbox.value("templateID", "") : alias,
+  return {sandbox.value("sandboxID", ""),
+          alias.empty() ? sandbox.value("templateID", "") : alias,
           rfc3339_to_local(sandbox.value("startedAt", "")),
-          rfc3339_to_local(sandbox.value("endAt", "")), sandbox.value("state", "")};
+          rfc3339_to_local(sandbox.value("endAt", "")),
+          sandbox.value("state", ""),
+          network_summary(sandbox)};
 }
 
 Result<int> run_list(bool as_json) {
@@ -70,9 +73,62 @@ Result<int> run_list(bool as_json) {
     std::cout << sandboxes->dump(2) << "\n";
     return 0;
   }
-  std::vector<std::vector<std::string>> rows = {{"ID", "TEMPLATE", "STARTED", "ENDS", "STATE"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "TEMPLATE", "STARTED", "ENDS", "STATE", "NETWORK"}};
   for (const auto& sandbox : *sandboxes) rows.push_back(list_row(sandbox));
   std::cout << format_table(rows);
+  return 0;
+}
+
+std::string joined(const json& list) {
+  std::string out;
+  for (const auto& item : list) out += (out.empty() ? "" : ", ") + item.get<std::string>();
+  return out;
+}
+
+std::string metadata_text(const json& metadata) {
+  std::string out;
+  for (const auto& [key, value] : metadata.items())
+    out += (out.empty() ? "" : ", ") + key + "=" + value.get<std::string>();
+  return out;
+}
+
+// One "NAME  value" line per field a person looks for; --json has the rest.
+std::vector<std::vector<std::string>> info_rows(const json& sandbox) {
+  const json network = sandbox.value("network", json::object());
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", sandbox.value("sandboxID", "")},
+      {"TEMPLATE", sandbox.value("alias", "").empty() ? sandbox.value("templateID", "")
+                                                      : sandbox.value("alias", "")},
+      {"STATE", sandbox.value("state", "")},
+      {"STARTED", rfc3339_to_local(sandbox.value("startedAt", ""))},
+      {"ENDS", rfc3339_to_local(sandbox.value("endAt", ""))},
+      {"RESOURCES", std::to_string(sandbox.value("cpuCount", 0)) + " CPU, " +
+                        std::to_string(sandbox.value("memoryMB", 0)) + " MiB memory, " +
+                        std::to_string(sandbox.value("diskSizeMB", 0)) + " MiB disk"},
+      {"METADATA", metadata_text(sandbox.value("metadata", json::object()))},
+      {"NETWORK", network_summary(sandbox)}};
+  for (const char* field : {"allowOut", "denyOut"})
+    if (network.contains(field))
+      rows.push_back({std::string("  ") + field, joined(network[field])});
+  if (network.contains("rules")) {
+    std::vector<std::string> hosts;
+    for (const auto& [host, _] : network["rules"].items()) hosts.push_back(host);
+    rows.push_back({"  rules", joined(hosts)});
+  }
+  if (network.contains("egressProxy"))
+    rows.push_back({"  egressProxy", network["egressProxy"].value("address", "")});
+  return rows;
+}
+
+Result<int> run_info(const std::string& id, bool as_json) {
+  auto sandbox = call_api("GET", "/sandboxes/" + id);
+  if (!sandbox) return sandbox.error();
+  if (as_json) {
+    std::cout << sandbox->dump(2) << "\n";
+    return 0;
+  }
+  std::cout << format_table(info_rows(*sandbox));
   return 0;
 }
 
@@ -138,6 +194,15 @@ void add_list(CLI::App& root, Commands& commands) {
   auto* app = root.add_subcommand("list", "List sandboxes");
   app->add_flag("--json", *as_json, "Print the raw JSON array");
   commands.push_back({app, [as_json] { return run_list(*as_json); }});
+}
+
+void add_info(CLI::App& root, Commands& commands) {
+  auto id = std::make_shared<std::string>();
+  auto as_json = std::make_shared<bool>(false);
+  auto* app = root.add_subcommand("info", "Show a sandbox: template, times, resources, network");
+  app->add_option("id", *id, "Sandbox id")->required();
+  app->add_flag("--json", *as_json, "Print the whole sandbox as JSON");
+  commands.push_back({app, [id, as_json] { return run_info(*id, *as_json); }});
 }
 
 void add_kill(CLI::App& root, Commands& commands) {

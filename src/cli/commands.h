@@ -19,6 +19,7 @@ using Commands = std::vector<Command>;
 
 void add_create(CLI::App& root, Commands& commands);
 void add_list(CLI::App& root, Commands& commands);
+void add_info(CLI::App& root, Commands& commands);  // info ID
 void add_kill(CLI::App& root, Commands& commands);
 void add_exec(CLI::App& root, Commands& commands);
 void add_transfers(CLI::App& root, Commands& commands);  // upload, download
@@ -48,5 +49,7 @@ struct NetworkFlags {
   std::vector<std::string> deny_out;
 };
 void add_network_flags(CLI::App& app, NetworkFlags& flags);
+// A sandbox's egress policy in a few words ("internet", "none", "allow 2, deny all").
+std::string network_summary(const nlohmann::json& sandbox);
 
 }  // namespace abx::cli

@@ -48,13 +48,18 @@ json network_json(const SandboxRow& row) {
   return out;
 }
 
-json detail_json(const SandboxRow& row) {
+json listed_with_network(const SandboxRow& row) {
   json out = listed_json(row);
+  out["allowInternetAccess"] = row.allow_internet_access;
+  out["network"] = network_json(row);
+  return out;
+}
+
+json detail_json(const SandboxRow& row) {
+  json out = listed_with_network(row);
   if (!row.access_token.empty()) out["envdAccessToken"] = row.access_token;
   out["trafficAccessToken"] =
       row.traffic_access_token.empty() ? json() : json(row.traffic_access_token);
-  out["allowInternetAccess"] = row.allow_internet_access;
-  out["network"] = network_json(row);
   out["domain"] = nullptr;
   out["lifecycle"] = {{"autoResume", false}, {"onTimeout", "kill"}};
   return out;
@@ -98,7 +103,7 @@ Task<void> list(ControlCall& call, Exchange& exchange, bool paginated) {
       headers.emplace_back("X-Next-Token", it->id);
       break;
     }
-    out.push_back(listed_json(*it));
+    out.push_back(listed_with_network(*it));
   }
   co_await respond_json(exchange, 200, out, std::move(headers));
 }

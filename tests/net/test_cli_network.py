@@ -33,6 +33,10 @@ def test_create_without_internet_then_open_it_then_deny_one_address(
     sandbox = r.stdout.strip()
     try:
         assert show(net_daemon, sandbox)["allowInternetAccess"] is False
+        info = abx(net_daemon, "info", sandbox, "--json")
+        assert json.loads(info.stdout)["allowInternetAccess"] is False
+        assert ["NETWORK", "none"] in [line.split(None, 1) for line in abx(
+            net_daemon, "info", sandbox).stdout.splitlines()]
         assert_blocked(net_world, fetch(net_daemon, sandbox, f"http://{WWW}/cli-closed"))
 
         r = abx(net_daemon, "network", "update", sandbox)
@@ -57,6 +61,14 @@ def test_create_with_an_allow_list(net_world: World, net_daemon: WorldDaemon):
     try:
         network = show(net_daemon, sandbox)["network"]
         assert network["allowOut"] == ["api.example.test"]
+        listed = abx(net_daemon, "list")
+        row = next(line for line in listed.stdout.splitlines() if line.startswith(sandbox))
+        assert row.rstrip().endswith("allow 1, deny all"), listed.stdout
+        info = abx(net_daemon, "info", sandbox)
+        assert info.returncode == 0, info.stderr
+        lines = [line.split(None, 1) for line in info.stdout.splitlines()]
+        assert ["NETWORK", "allow 1, deny all"] in lines
+        assert ["allowOut", "api.example.test"] in lines and ["denyOut", "0.0.0.0/0"] in lines
         assert_reached(net_world, fetch(net_daemon, sandbox, "http://api.example.test/cli-allowed"))
         assert_blocked(net_world, fetch(net_daemon, sandbox, f"http://{WWW}/cli-not-allowed"))
     finally:
