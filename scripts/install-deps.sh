@@ -8,7 +8,7 @@ packages=(cmake ninja-build g++ pkg-config clang-format clang libclang-rt-14-dev
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libseccomp-dev libcap-dev libnl-route-3-dev libnftables-dev libsqlite3-dev libarchive-dev libtomlplusplus-dev libgtest-dev libssl-dev
   bubblewrap hyperfine iproute2 python3-venv
-  mmdebstrap umoci busybox-static lxcfs
+  mmdebstrap umoci busybox-static lxcfs slirp4netns
   # tests/net's private internet (tests/net/world.sh) and its checks
   dnsmasq-base microsocks socat iperf3 nftables)
 missing=()

@@ -38,6 +38,8 @@ constexpr std::array kRows = {
     Row{kErrQuota, 429, "resource_exhausted"},
     Row{ETIMEDOUT, 504, "deadline_exceeded"},
     Row{ENOSYS, 501, "unimplemented"},
+    // What this daemon cannot do where it runs (a policy a rootless daemon cannot enforce).
+    Row{EOPNOTSUPP, 400, "failed_precondition"},
 };
 
 const Row* find(int errnum) {

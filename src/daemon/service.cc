@@ -155,10 +155,11 @@ void Service::destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandb
 
 namespace {
 
-// A runtime step that failed is the daemon's problem (500), unless the disk is full.
+// A runtime step that failed is the daemon's problem (500), unless the disk is full or
+// the runtime cannot do what was asked where it runs (EOPNOTSUPP: the caller can change it).
 Error runtime_failure(const Error& error) {
-  const bool disk_full = error.errnum == ENOSPC || error.errnum == EDQUOT;
-  return Error::with_message(error.message(), disk_full ? error.errnum : EIO);
+  const bool kept = error.errnum == ENOSPC || error.errnum == EDQUOT || error.errnum == EOPNOTSUPP;
+  return Error::with_message(error.message(), kept ? error.errnum : EIO);
 }
 
 // Hands a quota ticket back however create() ends.

@@ -33,6 +33,7 @@
 #include "runtime/seccomp_policy.h"
 #include "runtime/spawner.h"
 #include "runtime/user.h"
+#include "runtime/user_net.h"
 #include "runtime/warm_pool.h"
 
 namespace abx::runtime {
@@ -269,11 +270,35 @@ Result<LocalSandbox::Held> hold_init(const std::string& id, pid_t pid, uint64_t 
   return held;
 }
 
+// Without root there is no veth nor nftables table: slirp4netns gives the
+// internet, and the admin hears what that leaves unenforced.
+bool choose_user_net(std::vector<std::string>* warnings) {
+  if (!UserNet::binary()) {
+    warnings->push_back(
+        "running without root and slirp4netns is not installed (apt-get install slirp4netns): "
+        "every sandbox has loopback only and no internet");
+    return false;
+  }
+  if (::euidaccess("/dev/net/tun", R_OK | W_OK) != 0) {
+    warnings->push_back(
+        "running without root and /dev/net/tun is not open to this user (Debian makes it mode "
+        "0666): every sandbox has loopback only and no internet");
+    return false;
+  }
+  warnings->push_back(
+      "running without root: sandboxes reach the internet through slirp4netns with the host's "
+      "loopback closed, but the host's other addresses, private ranges (RFC 1918, CGNAT), "
+      "link-local and cloud metadata (169.254.0.0/16) stay reachable, and sandboxes asking for "
+      "allowOut/denyOut lists, rules or an egressProxy are refused; run the daemon as root to "
+      "enforce them");
+  return true;
+}
+
 class LocalRuntime final : public Runtime {
  public:
   LocalRuntime(RuntimeConfig config, UniqueFd image, std::string seccomp_bpf, user::IdMap ids,
                cgroup::Layout cgroups, bool shield_init, std::unique_ptr<Lxcfs> lxcfs,
-               std::shared_ptr<Networks> networks, std::vector<std::string> warnings)
+               std::shared_ptr<Networks> networks, bool user_net, std::vector<std::string> warnings)
       : config_(std::move(config)),
         image_(std::move(image)),
         seccomp_bpf_(std::move(seccomp_bpf)),
@@ -282,6 +307,7 @@ class LocalRuntime final : public Runtime {
         shield_init_(shield_init),
         lxcfs_(std::move(lxcfs)),
         networks_(std::move(networks)),
+        user_net_(user_net),
         warnings_(std::move(warnings)) {}
   ~LocalRuntime() override {
     pool_.drain();  // its sandboxes' cgroups must go before the instance's
@@ -329,6 +355,7 @@ class LocalRuntime final : public Runtime {
   bool shield_init_;
   std::unique_ptr<Lxcfs> lxcfs_;
   std::shared_ptr<Networks> networks_;  // null: sandboxes have loopback only
+  const bool user_net_;                 // rootless: slirp4netns (runtime/user_net.h)
   std::vector<std::string> warnings_;
   std::mutex stopped_mutex_;  // held while the listener runs, so clearing it waits
   StopListener* stopped_listener_ = nullptr;
@@ -374,8 +401,9 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const L
     return Error::from_errno("mkdir state dir", state.string());
   auto listen = listen_control(state / kSocketName);
   if (!listen) return listen.error();
-  const std::string nameserver =
-      net_slot ? ipv4_text(networks_->pool().gateway(net_slot)) : std::string();
+  const std::string nameserver = net_slot ? ipv4_text(networks_->pool().gateway(net_slot))
+                                 : user_net_ && asked.network ? UserNet::kNameserver
+                                                              : std::string();
   auto with_resolver = resolver_for_build(asked, state, nameserver);
   if (!with_resolver) return with_resolver.error();
   const SandboxSpec& spec = *with_resolver;
@@ -476,7 +504,7 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::connect(const SandboxRecord& reco
   auto control = connect_control(state_of(record.id) / kSocketName);
   if (!control) return control.error();
   return std::unique_ptr<Sandbox>(std::make_unique<LocalSandbox>(
-      record, std::move(*control), std::move(held), ids_, cgroups_, networks_));
+      record, std::move(*control), std::move(held), ids_, cgroups_, networks_, user_net_));
 }
 
 // The pid in the record is trusted only through a pidfd whose process has
@@ -577,7 +605,8 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
   effective.state_dir = fs::absolute(config.state_dir);
   effective.default_limits = fill_defaults(config.default_limits, kBuiltinLimits);
   std::shared_ptr<Networks> networks;
-  if (config.network.enabled) {
+  const bool user_net = config.network.enabled && ::geteuid() != 0 && choose_user_net(&warnings);
+  if (config.network.enabled && ::geteuid() == 0) {
     auto opened = Networks::open(config.network, effective.state_dir, &warnings);
     if (opened)
       networks = std::move(*opened);
@@ -587,7 +616,7 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
   }
   return std::unique_ptr<Runtime>(std::make_unique<LocalRuntime>(
       std::move(effective), std::move(*image), std::move(*seccomp_bpf), ids, std::move(cgroups),
-      shield_init, std::move(lxcfs), std::move(networks), std::move(warnings)));
+      shield_init, std::move(lxcfs), std::move(networks), user_net, std::move(warnings)));
 }
 
 }  // namespace abx::runtime

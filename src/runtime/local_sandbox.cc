@@ -25,17 +25,42 @@ Result<Pipe> make_pipe() {
 }  // namespace
 
 LocalSandbox::LocalSandbox(SandboxRecord record, UniqueFd control, Held held, user::IdMap ids,
-                           cgroup::Layout cgroups, std::shared_ptr<Networks> networks)
+                           cgroup::Layout cgroups, std::shared_ptr<Networks> networks,
+                           bool user_net)
     : record_(std::move(record)),
       control_(std::move(control)),
       held_(std::move(held)),
       ids_(ids),
       cgroups_(std::move(cgroups)),
-      networks_(record_.net_address ? std::move(networks) : nullptr) {}
+      networks_(record_.net_address ? std::move(networks) : nullptr),
+      user_net_(user_net) {}
 
 Status LocalSandbox::set_egress(const egress::Policy& policy) {
+  if (user_net_) return set_user_net(policy);
   if (!networks_) return Sandbox::set_egress(policy);
   return networks_->set_policy(networks_->pool().slot_of_address(record_.net_address), policy);
+}
+
+// All or nothing: slirp4netns runs while the policy opens the internet, and
+// ending it cuts every connection when the policy closes it.
+Status LocalSandbox::set_user_net(const egress::Policy& policy) {
+  auto wanted = UserNet::wants_network(policy);
+  if (!wanted) return wanted.error();
+  std::lock_guard lock(user_net_mutex_);
+  if (!*wanted) {
+    slirp_.reset();
+    return {};
+  }
+  if (slirp_) return {};
+  // slirp4netns finds the namespaces by pid: alive before and after, the
+  // pid was init's the whole time (a live process's pid is never reused).
+  const Error gone{"start slirp4netns", ESRCH, "the sandbox's init exited"};
+  if (held_.init->exited()) return gone;
+  auto attached = UserNet::attach(held_.init->pid(), record_.state_dir / "slirp4netns.log");
+  if (!attached) return attached.error();
+  if (held_.init->exited()) return gone;  // `attached` ends slirp4netns
+  slirp_ = std::move(*attached);
+  return {};
 }
 
 Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std::vector<int>& fds,

@@ -15,6 +15,7 @@
 #include "runtime/reaper.h"
 #include "runtime/runtime.h"
 #include "runtime/user.h"
+#include "runtime/user_net.h"
 
 namespace abx::runtime {
 
@@ -28,8 +29,9 @@ class LocalSandbox final : public Sandbox {
     UniqueFd net_ns;
   };
   // `networks` is null, or holds the sandbox's slot (record.net_address).
+  // `user_net`: a rootless daemon's sandbox, whose way out is slirp4netns.
   LocalSandbox(SandboxRecord record, UniqueFd control, Held held, user::IdMap ids,
-               cgroup::Layout cgroups, std::shared_ptr<Networks> networks);
+               cgroup::Layout cgroups, std::shared_ptr<Networks> networks, bool user_net);
 
   const SandboxRecord& record() const override { return record_; }
   Result<Process> spawn(const ProcessSpec& spec) override;
@@ -48,6 +50,7 @@ class LocalSandbox final : public Sandbox {
  private:
   Result<proto::Reply> call(const proto::Request& request, const std::vector<int>& fds,
                             std::vector<UniqueFd>* received) const;
+  Status set_user_net(const egress::Policy& policy);
 
   SandboxRecord record_;
   mutable std::mutex mutex_;  // one request in flight on the control connection
@@ -60,6 +63,9 @@ class LocalSandbox final : public Sandbox {
   user::IdMap ids_;
   cgroup::Layout cgroups_;
   std::shared_ptr<Networks> networks_;
+  const bool user_net_;
+  std::mutex user_net_mutex_;       // one policy change at a time
+  std::unique_ptr<UserNet> slirp_;  // null: no way out (yet, or denied)
 };
 
 // The control socket's name in a sandbox's state dir.

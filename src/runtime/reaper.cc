@@ -10,6 +10,11 @@
 
 namespace abx::runtime {
 
+bool InitHandle::exited() const {
+  pollfd p{pidfd_.get(), POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
+}
+
 std::string InitHandle::stopped_reason() const {
   std::lock_guard lock(mutex_);
   return stopped_reason_;

@@ -35,6 +35,7 @@ class InitHandle {
   uint64_t start_time() const { return start_time_; }  // from /proc/<pid>/stat
   int pidfd() const { return pidfd_.get(); }
   bool child() const { return child_; }
+  bool exited() const;  // the pidfd says so (a zombie not yet reaped has)
 
   // Why init stopped on its own ("its init was killed (out of memory)");
   // empty while it runs or when destroy() stopped it.

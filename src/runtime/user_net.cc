@@ -1,0 +1,162 @@
+#include "runtime/user_net.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/fd_io.h"
+
+extern char** environ;
+
+namespace abx::runtime {
+namespace {
+
+constexpr int kReadyWaitMs = 5000;
+constexpr auto kExitWait = std::chrono::seconds(2);
+constexpr auto kPoll = std::chrono::milliseconds(5);
+// The descriptors slirp4netns finds them on (posix_spawn dup2s them there).
+constexpr int kReadyFd = 3, kExitFd = 4;
+
+struct Pipe {
+  UniqueFd read, write;
+};
+
+Result<Pipe> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno("pipe for slirp4netns");
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+// True once `pid` (our child) is reaped, within `limit`.
+bool reaped_within(pid_t pid, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  do {
+    const pid_t got = ::waitpid(pid, nullptr, WNOHANG);
+    if (got == pid || (got < 0 && errno == ECHILD)) return true;
+    std::this_thread::sleep_for(kPoll);
+  } while (std::chrono::steady_clock::now() < deadline);
+  return false;
+}
+
+void end(pid_t pid) {
+  if (reaped_within(pid, kExitWait)) return;
+  ::kill(pid, SIGKILL);
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+// --disable-host-loopback: 10.0.2.2 (the gateway) does not lead to the
+// host's 127.0.0.1. --enable-sandbox/--enable-seccomp: slirp4netns parses
+// the sandbox's packets, so it drops to a mount namespace of its own and a
+// syscall filter once set up.
+std::vector<std::string> arguments(pid_t init) {
+  return {"slirp4netns",
+          "--configure",
+          "--mtu=65520",
+          "--disable-host-loopback",
+          "--enable-sandbox",
+          "--enable-seccomp",
+          "--ready-fd=" + std::to_string(kReadyFd),
+          "--exit-fd=" + std::to_string(kExitFd),
+          std::to_string(init),
+          "eth0"};
+}
+
+Result<pid_t> spawn(const char* binary, pid_t init, const std::filesystem::path& log, int ready,
+                    int exit) {
+  std::vector<std::string> args = arguments(init);
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_adddup2(&actions, ready, kReadyFd);
+  posix_spawn_file_actions_adddup2(&actions, exit, kExitFd);
+  posix_spawn_file_actions_addclosefrom_np(&actions, kExitFd + 1);  // no other fd of ours
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);  // not in the daemon's terminal's group
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, binary, &actions, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return Error{"start slirp4netns", rc, binary};
+  return pid;
+}
+
+// slirp4netns writes "1" on the ready fd once the tap device is configured.
+bool became_ready(int ready) {
+  pollfd p{ready, POLLIN, 0};
+  if (::poll(&p, 1, kReadyWaitMs) != 1) return false;
+  char byte = 0;
+  return ::read(ready, &byte, 1) == 1 && byte == '1';
+}
+
+std::string last_line(const std::filesystem::path& log) {
+  auto text = read_file(log);
+  if (!text) return "no output";
+  std::string out = *text;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  const size_t start = out.rfind('\n');
+  return start == std::string::npos ? out : out.substr(start + 1);
+}
+
+}  // namespace
+
+const char* UserNet::binary() {
+  for (const char* path :
+       {"/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns", "/bin/slirp4netns"})
+    if (::access(path, X_OK) == 0) return path;
+  return nullptr;
+}
+
+Result<bool> UserNet::wants_network(const egress::Policy& policy) {
+  const bool lists = !policy.allow_cidrs.empty() || !policy.allow_hosts.empty() ||
+                     !policy.deny_hosts.empty() ||
+                     (!policy.deny_cidrs.empty() && !policy.denies_all());
+  if (lists || !policy.rules.empty() || policy.egress_proxy)
+    return Error{"set egress policy", EOPNOTSUPP,
+                 "this daemon runs without root: its sandboxes reach the internet through "
+                 "slirp4netns, which cannot enforce allowOut/denyOut lists, rules or an "
+                 "egressProxy; ask for all of the internet or none, or run the daemon as root"};
+  return !policy.denies_all();
+}
+
+Result<std::unique_ptr<UserNet>> UserNet::attach(pid_t init, const std::filesystem::path& log) {
+  const char* path = binary();
+  if (!path)
+    return Error{"start slirp4netns", ENOENT,
+                 "slirp4netns is not installed (apt-get install slirp4netns)"};
+  auto ready = make_pipe();
+  if (!ready) return ready.error();
+  auto exit = make_pipe();
+  if (!exit) return exit.error();
+  auto pid = spawn(path, init, log, ready->write.get(), exit->read.get());
+  if (!pid) return pid.error();
+  ready->write.reset();  // its copy alone: EOF if it dies before it is ready
+  std::unique_ptr<UserNet> made(new UserNet(*pid, std::move(exit->write)));
+  if (!became_ready(ready->read.get())) {
+    made.reset();  // ends and reaps it, so that the log is complete
+    return Error{"start slirp4netns", EIO,
+                 "the sandbox's network did not come up: " + last_line(log)};
+  }
+  return made;
+}
+
+UserNet::~UserNet() {
+  exit_write_.reset();
+  end(pid_);
+}
+
+}  // namespace abx::runtime

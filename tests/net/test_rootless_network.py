@@ -1,0 +1,94 @@
+"""Issue 13, rootless: a daemon without root gives its sandboxes the internet through
+slirp4netns with the host's loopback closed, says at start what it cannot enforce, and
+refuses the policies it could not keep rather than ignore them."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from harness import private_state_dir
+from netcheck import assert_blocked, assert_reached, assert_unanswered, fetch, update_network
+from world import WWW, World, WorldDaemon, leftovers, start_daemon_in_world, stop_daemon_in_world
+
+pytestmark = pytest.mark.net
+
+NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+# Debian's /dev/net/tun is mode 0666; where this machine's is not, the daemon's private
+# mount namespace (world.sh exec) gets a node of its own that is, the host's stays as it is.
+OPEN_TUN = ("sh", "-ec", 'mount -t tmpfs -o size=4k,mode=755 tun /dev/net; '
+            'mknod -m 666 /dev/net/tun c 10 200; exec "$@"', "sh")
+SLIRP_HOST_LOOPBACK = "10.0.2.2"  # slirp4netns's gateway, the host's 127.0.0.1 unless disabled
+
+
+@pytest.fixture(scope="module")
+def rootless_daemon(net_world: World) -> Iterator[WorldDaemon]:
+    if shutil.which("slirp4netns") is None:
+        pytest.skip("slirp4netns is not installed (apt-get install slirp4netns)")
+    probe = subprocess.run([*NOBODY, "unshare", "--user", "--map-root-user", "true"],
+                           capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("unprivileged user namespaces are disabled on this kernel")
+    home = private_state_dir("abx-rootless-net-")
+    os.chmod(home, 0o755)
+    state = home / "state"
+    state.mkdir()
+    os.chown(state, 65534, 65534)
+    d = start_daemon_in_world(net_world, state, env={"HOME": str(state)},
+                              wrap_after=(*OPEN_TUN, *NOBODY))
+    try:
+        yield d
+    finally:
+        stop_daemon_in_world(d)
+        left = leftovers(d)
+        if not left:
+            shutil.rmtree(home, ignore_errors=True)
+        assert not left, f"the stopped rootless daemon left (see {home}):\n" + "\n".join(left)
+
+
+def create(d: WorldDaemon, **body) -> str:
+    with d.api() as api:
+        r = api.post("/sandboxes", json={"templateID": "host", **body})
+    assert r.status_code == 201, r.text
+    d.sandbox_ids.append(r.json()["sandboxID"])
+    return r.json()["sandboxID"]
+
+
+def test_start_says_what_is_not_enforced(rootless_daemon: WorldDaemon):
+    log = (rootless_daemon.data_dir / "daemon.log").read_text()
+    assert "running without root: sandboxes reach the internet through slirp4netns" in log
+    assert "169.254.0.0/16) stay reachable" in log
+
+
+def test_internet_by_name_and_address_but_not_the_hosts_loopback(
+        net_world: World, rootless_daemon: WorldDaemon):
+    sandbox = create(rootless_daemon)
+    assert_reached(net_world, fetch(rootless_daemon, sandbox, f"http://{WWW}/rootless"))
+    assert_reached(net_world, fetch(rootless_daemon, sandbox, "http://www.example.test/by-name"))
+    port = rootless_daemon.url.rsplit(":", 1)[1]  # the daemon's API on the host's 127.0.0.1
+    assert_unanswered(fetch(rootless_daemon, sandbox, f"http://{SLIRP_HOST_LOOPBACK}:{port}/health"))
+
+
+def test_no_internet_and_live_updates_all_or_nothing(net_world: World,
+                                                     rootless_daemon: WorldDaemon):
+    sandbox = create(rootless_daemon, allow_internet_access=False)
+    assert_blocked(net_world, fetch(rootless_daemon, sandbox, f"http://{WWW}/closed"))
+    update_network(rootless_daemon, sandbox, {"allow_internet_access": True})
+    assert_reached(net_world, fetch(rootless_daemon, sandbox, f"http://{WWW}/opened"))
+    update_network(rootless_daemon, sandbox, {"denyOut": ["0.0.0.0/0"]})
+    assert_blocked(net_world, fetch(rootless_daemon, sandbox, f"http://{WWW}/closed-again"))
+
+
+def test_policies_it_cannot_enforce_are_refused(rootless_daemon: WorldDaemon):
+    with rootless_daemon.api() as api:
+        for network in ({"allowOut": [WWW], "denyOut": ["0.0.0.0/0"]}, {"denyOut": [WWW]},
+                        {"rules": {"www.example.test": [{"transform": {"headers": {"A": "b"}}}]}}):
+            r = api.post("/sandboxes", json={"templateID": "host", "network": network})
+            assert r.status_code == 400, r.text
+            assert "run the daemon as root" in r.json()["message"]
+        sandbox = create(rootless_daemon)
+        r = api.put(f"/sandboxes/{sandbox}/network", json={"denyOut": [WWW]})
+        assert r.status_code == 400 and "slirp4netns" in r.json()["message"]
+    assert_reached(rootless_daemon.world, fetch(rootless_daemon, sandbox, f"http://{WWW}/kept"))
