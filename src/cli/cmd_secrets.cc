@@ -6,30 +6,51 @@
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/text.h"
 
 namespace abx::cli {
 namespace {
 
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
 // The value comes on stdin (never argv, which other users can read in ps);
 // one trailing newline, as `echo` adds, is not part of it.
-Result<int> run_set(const std::string& name) {
+struct SetOptions {
+  std::string name;
+  std::vector<std::string> hosts;
+};
+
+Result<int> run_set(const SetOptions& options) {
+  const std::string& name = options.name;
   std::string value{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
   if (!value.empty() && value.back() == '\n') value.pop_back();
   if (!value.empty() && value.back() == '\r') value.pop_back();
   if (value.empty()) return Error{"no value on stdin: e.g. `abx secrets set " + name + " < file`"};
-  const json body = {{"value", value}};
+  const json body = {{"value", value}, {"hosts", options.hosts}};
   if (auto done = call_api("PUT", "/abx/v1/secrets/" + name, body.dump()); !done)
     return done.error();
-  std::cout << "stored " << name << "; use it as a header value \"abx-secret:" << name
-            << "\" in network.rules\n";
+  std::cout << "stored " << name << " for " << joined(options.hosts)
+            << "; use it as a header value \"abx-secret:" << name << "\" in network.rules\n";
   return 0;
 }
 
 Result<int> run_list() {
   auto listed = call_api("GET", "/abx/v1/secrets");
   if (!listed) return listed.error();
-  for (const auto& name : listed->value("secrets", json::array()))
-    std::cout << name.get<std::string>() << "\n";
+  std::vector<std::vector<std::string>> rows = {{"NAME", "SENT ONLY TO"}};
+  const json hosts = listed->value("hosts", json::object());
+  for (const auto& name : listed->value("secrets", json::array())) {
+    std::vector<std::string> to;
+    for (const auto& host : hosts.value(name.get<std::string>(), json::array()))
+      to.push_back(host.get<std::string>());
+    rows.push_back(
+        {name.get<std::string>(), to.empty() ? "(nowhere: set it again with --host)" : joined(to)});
+  }
+  std::cout << format_table(rows);
   return 0;
 }
 
@@ -45,10 +66,14 @@ void add_secrets(CLI::App& root, Commands& commands) {
   auto* app = root.add_subcommand(
       "secrets", "Secrets the egress proxy sends in headers; sandboxes never see them");
   app->require_subcommand(1);
-  auto set_name = std::make_shared<std::string>();
+  auto set_options = std::make_shared<SetOptions>();
   auto* set = app->add_subcommand("set", "Store a secret read from stdin");
-  set->add_option("name", *set_name, "Secret name, e.g. OPENAI_KEY")->required();
-  commands.push_back({set, [set_name] { return run_set(*set_name); }});
+  set->add_option("name", set_options->name, "Secret name, e.g. OPENAI_KEY")->required();
+  set->add_option("--host", set_options->hosts,
+                  "A host (or *.domain) the secret may be sent to; repeatable; it is sent "
+                  "nowhere else")
+      ->required();
+  commands.push_back({set, [set_options] { return run_set(*set_options); }});
   auto* list = app->add_subcommand("list", "List the names of your team's secrets");
   commands.push_back({list, [] { return run_list(); }});
   auto rm_name = std::make_shared<std::string>();

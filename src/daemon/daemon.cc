@@ -192,10 +192,11 @@ int serve(const ServeOptions& options) {
   if (egress) {
     service.on_egress_change([&egress](uint32_t address) { egress->policy_changed(address); });
     service.set_egress_ca(egress->ca_pem());
-    egress->find_secrets([&service](uint32_t address, const std::string& name) {
-      const std::string team = service.owner_at(address);
-      return team.empty() ? std::nullopt : service.secrets().get(team, name);
-    });
+    egress->find_secrets(
+        [&service](uint32_t address, const std::string& name, const std::string& to) {
+          const std::string team = service.owner_at(address);
+          return team.empty() ? std::nullopt : service.secrets().get(team, name, to);
+        });
   }
   // The proxy asks the service for secrets: it stops asking before the service goes.
   struct ForgetSecrets {

@@ -34,9 +34,10 @@ class EgressServices {
   void use(runtime::Runtime* runtime);
   // The sandbox at `address` has a new policy, or is gone.
   void policy_changed(uint32_t address);
-  // How the proxy finds a secret a header names, for the sandbox at an address.
-  using SecretLookup =
-      std::function<std::optional<std::string>(uint32_t address, const std::string& name)>;
+  // How the proxy finds a secret a header names, for the sandbox at an
+  // address sending to `host`.
+  using SecretLookup = std::function<std::optional<std::string>(
+      uint32_t address, const std::string& name, const std::string& host)>;
   void find_secrets(SecretLookup lookup);
   // The CA sandboxes trust for the hosts whose HTTPS the proxy intercepts; empty: none.
   std::string ca_pem() const;

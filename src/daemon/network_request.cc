@@ -29,24 +29,6 @@ std::string lower(std::string text) {
   return text;
 }
 
-// A DNS name, or "*." and one: labels of letters, digits, '-' and '_'.
-bool valid_host_pattern(const std::string& host) {
-  std::string_view name = host;
-  if (name.rfind("*.", 0) == 0) name.remove_prefix(2);
-  if (name.empty() || name.size() > 253 || name.front() == '.' || name.back() == '.') return false;
-  size_t label = 0;
-  for (char c : name) {
-    if (c == '.') {
-      if (label == 0) return false;
-      label = 0;
-      continue;
-    }
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
-    if (++label > 63) return false;
-  }
-  return true;
-}
-
 Result<std::vector<std::string>> string_list(const json& doc, const std::string& field,
                                              size_t max) {
   std::vector<std::string> out;
@@ -79,7 +61,7 @@ Status add_destinations(const std::vector<std::string>& entries, const std::stri
                entry.find_first_not_of("0123456789.") == std::string::npos) {
       return bad(where,
                  "'" + entry + "' is not a valid IPv4 address or CIDR (e.g. \"10.0.0.0/8\")");
-    } else if (const std::string host = lower(entry); valid_host_pattern(host)) {
+    } else if (const std::string host = lower(entry); egress::valid_host_pattern(host)) {
       hosts->push_back(host);
     } else {
       return bad(where, "'" + entry +
@@ -130,7 +112,7 @@ Status parse_rules(const json& doc, egress::Policy* policy, json* stored) {
   for (const auto& [raw_host, rules] : it->items()) {
     const std::string host = lower(raw_host);
     const std::string where = "network.rules." + raw_host;
-    if (!valid_host_pattern(host) && !egress::parse_cidr(host))
+    if (!egress::valid_host_pattern(host) && !egress::parse_cidr(host))
       return bad(where,
                  "the key must be a host name (e.g. \"api.example.com\", \"*.example.com\")");
     if (!rules.is_array()) return bad(where, "must be a list of rules");
@@ -169,7 +151,7 @@ Status parse_egress_proxy(const json& doc, egress::Policy* policy, json* stored)
   const long port = digits ? std::stol(port_text) : 0;
   proxy.host = colon == std::string::npos ? "" : lower(address.substr(0, colon));
   if (port < 1 || port > 65535 ||
-      (!valid_host_pattern(proxy.host) && !egress::parse_cidr(proxy.host)) ||
+      (!egress::valid_host_pattern(proxy.host) && !egress::parse_cidr(proxy.host)) ||
       proxy.host.rfind("*.", 0) == 0)
     return bad(where + ".address", "must be host:port, e.g. \"proxy.example.com:1080\"");
   proxy.port = static_cast<uint16_t>(port);

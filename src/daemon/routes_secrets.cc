@@ -12,26 +12,46 @@ using nlohmann::json;
 namespace {
 
 // Outside the coroutines: g++ 12 mishandles string literals in their braced initializers.
-json names_body(const std::vector<std::string>& names) { return {{"secrets", names}}; }
+// "secrets" keeps the names alone, as before secrets had hosts.
+json list_body(const std::map<std::string, std::vector<std::string>>& listed) {
+  json names = json::array();
+  for (const auto& [name, hosts] : listed) names.push_back(name);
+  return {{"secrets", names}, {"hosts", listed}};
+}
 
-Error value_required() { return Error::with_message("value: required string", kErrBadInput); }
+// {"value": "...", "hosts": ["api.example.com"]}
+Result<Secret> parse_secret(const std::string& body) {
+  auto doc = json_text::parse_object(body);
+  if (!doc) return doc.error();
+  if (!doc->contains("value") || !(*doc)["value"].is_string())
+    return Error::with_message("value: required string", kErrBadInput);
+  Secret secret{(*doc)["value"].get<std::string>(), {}};
+  const auto hosts = doc->find("hosts");
+  if (hosts == doc->end() || !hosts->is_array())
+    return Error::with_message(
+        "hosts: required list of the hosts the secret may be sent to, e.g. [\"api.openai.com\"]",
+        kErrBadInput);
+  for (const auto& host : *hosts) {
+    if (!host.is_string()) return Error::with_message("hosts: strings only", kErrBadInput);
+    secret.hosts.push_back(host.get<std::string>());
+  }
+  return secret;
+}
 
 }  // namespace
 
 Task<void> secrets_list(ControlCall& call, Exchange& exchange) {
-  const json body = names_body(call.service.secrets().names(call.caller.team));
+  const json body = list_body(call.service.secrets().list(call.caller.team));
   co_await respond_json(exchange, 200, body);
 }
 
 Task<void> secret_set(ControlCall& call, Exchange& exchange) {
   auto body = co_await read_json_body(exchange, 1 << 16);
   if (!body) co_return co_await respond_error(exchange, body.error());
-  auto doc = json_text::parse_object(*body);
-  if (!doc) co_return co_await respond_error(exchange, doc.error());
-  if (!doc->contains("value") || !(*doc)["value"].is_string())
-    co_return co_await respond_error(exchange, value_required());
-  const Status saved = call.service.secrets().set(call.caller.team, call.params.at("name"),
-                                                  (*doc)["value"].get<std::string>());
+  auto secret = parse_secret(*body);
+  if (!secret) co_return co_await respond_error(exchange, secret.error());
+  const Status saved =
+      call.service.secrets().set(call.caller.team, call.params.at("name"), std::move(*secret));
   if (!saved) co_return co_await respond_error(exchange, saved.error());
   co_await exchange.respond(204, "", "");
 }

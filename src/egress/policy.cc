@@ -119,4 +119,21 @@ const HostRule* rule_for(const Policy& policy, std::string_view host) {
   return nullptr;
 }
 
+bool valid_host_pattern(std::string_view host) {
+  std::string_view name = host;
+  if (name.rfind("*.", 0) == 0) name.remove_prefix(2);
+  if (name.empty() || name.size() > 253 || name.front() == '.' || name.back() == '.') return false;
+  size_t label = 0;
+  for (char c : name) {
+    if (c == '.') {
+      if (label == 0) return false;
+      label = 0;
+      continue;
+    }
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+    if (++label > 63) return false;
+  }
+  return true;
+}
+
 }  // namespace abx::egress

@@ -85,6 +85,10 @@ const std::vector<Cidr>& always_denied_ranges();
 // dot and a ":port" on `host` are ignored.
 bool host_matches(std::string_view pattern, std::string_view host);
 
+// A DNS name, or "*." and one: labels of letters, digits, '-' and '_' (the
+// case is the caller's: patterns are kept lower case).
+bool valid_host_pattern(std::string_view host);
+
 // The verdict for a connection to `ip`, with `host` the name it asked for
 // (HTTP Host, TLS SNI) or empty when unknown (then only CIDRs match).
 bool allows(const Policy& policy, uint32_t ip, std::string_view host);

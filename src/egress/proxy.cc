@@ -270,8 +270,8 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
   ::setsockopt(upstream, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 
   PlainStream sandbox(client);
-  const auto secret = [this, source](const std::string& name) {
-    return config.secret ? config.secret(source, name) : std::nullopt;
+  const auto secret = [this, source, host = first.name](const std::string& name) {
+    return config.secret ? config.secret(source, name, host) : std::nullopt;
   };
   if (rule != nullptr && first.protocol == Protocol::kTls) {
     SSL* ssl = SSL_new(upstream_tls.get());

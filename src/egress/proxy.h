@@ -36,9 +36,13 @@ struct ProxyConfig {
   // private ranges): checked on the original destination and on every address
   // the proxy dials itself (a SOCKS proxy's). Null: none.
   std::function<bool(uint32_t ip)> always_denied;
-  // The value of a daemon secret a rule header names ("abx-secret:NAME");
-  // nullopt: unknown, and the request is answered 502 (the placeholder never leaves).
-  std::function<std::optional<std::string>(uint32_t source_ip, const std::string& name)> secret;
+  // The value of a daemon secret a rule header names ("abx-secret:NAME") for
+  // a request to `host` (the name the TLS certificate or the dialled address
+  // proved); nullopt: unknown or not for that host, and the request is
+  // answered 502 (the placeholder never leaves).
+  std::function<std::optional<std::string>(uint32_t source_ip, const std::string& name,
+                                           const std::string& host)>
+      secret;
   // Whether `name` has the address `ip` now; null: the host's resolver
   // (getaddrinfo). A name the sandbox sent only counts for an address it has.
   std::function<bool(const std::string& name, uint32_t ip)> resolves_to;

@@ -54,7 +54,7 @@ def test_only_hosts_with_rules_are_intercepted(net_world, net_daemon):
 def test_a_secret_header_reaches_the_server_and_never_the_sandbox(net_world, net_daemon):
     value = f"s3cret-{secrets.token_hex(12)}"
     name = f"world_token_{secrets.token_hex(3)}"
-    stored = abx(net_daemon, "secrets", "set", name, input=value)
+    stored = abx(net_daemon, "secrets", "set", name, "--host", "www.example.test", input=value)
     assert stored.returncode == 0, stored.stderr
     reference = f"abx-secret:{name}"
     sandbox = create(net_daemon, network={"rules": {"www.example.test": [
@@ -75,3 +75,21 @@ def test_a_secret_header_reaches_the_server_and_never_the_sandbox(net_world, net
     assert value not in (net_daemon.data_dir / "daemon.log").read_text(errors="replace")
     listed = abx(net_daemon, "secrets", "list")
     assert value not in listed.stdout + listed.stderr
+    assert [name, "www.example.test"] in [line.split() for line in listed.stdout.splitlines()]
+
+
+def test_a_secret_goes_only_to_the_hosts_it_was_stored_for(net_world, net_daemon):
+    """Anyone with a team key can write a rule naming any host: the secret still goes only
+    where its owner said (here: www), never to the rule's api.example.test."""
+    value = f"s3cret-{secrets.token_hex(12)}"
+    name = f"bound_{secrets.token_hex(3)}"
+    assert abx(net_daemon, "secrets", "set", name, "--host", "www.example.test",
+               input=value).returncode == 0
+    sandbox = create(net_daemon, network={"rules": {"api.example.test": [
+        {"transform": {"headers": {"Authorization": f"abx-secret:{name}"}}}]}})
+    for url in ("http://api.example.test/headers", "https://api.example.test/headers"):
+        f = fetch(net_daemon, sandbox, url)
+        assert f.status == 502 or f.exit_code != 0, str(f)
+        assert not world_saw(net_world, f), f"{url} reached the world with the rule's request"
+    unbound = abx(net_daemon, "secrets", "set", name, input=value)
+    assert unbound.returncode != 0 and "--host" in unbound.stderr

@@ -64,8 +64,10 @@ class EgressProxyTest : public ::testing::Test {
     config.always_denied = [](uint32_t ip) { return ip == kForbidden; };
     // Every name here is served on 127.0.0.1 ("localhost" too, and only there).
     config.resolves_to = [](const std::string&, uint32_t ip) { return ip == kLoopback; };
-    config.secret = [this](uint32_t, const std::string& name) -> std::optional<std::string> {
+    config.secret = [this](uint32_t, const std::string& name,
+                           const std::string& host) -> std::optional<std::string> {
       std::lock_guard lock(mutex_);
+      secret_hosts_.push_back(host);
       const auto it = secrets_.find(name);
       if (it == secrets_.end()) return std::nullopt;
       return it->second;
@@ -92,6 +94,7 @@ class EgressProxyTest : public ::testing::Test {
   std::mutex mutex_;
   std::shared_ptr<const Policy> policy_ = std::make_shared<const Policy>();
   std::map<std::string, std::string> secrets_;
+  std::vector<std::string> secret_hosts_;  // the host each secret was asked for
   std::unique_ptr<EgressProxy> proxy_;
 };
 
@@ -197,6 +200,10 @@ TEST_F(EgressProxyTest, SetsRuleHeadersOnPlainHttpRequests) {
     EXPECT_FALSE(contains(head, "placeholder")) << head;
     EXPECT_FALSE(contains(head, "red")) << head;
   }
+  // Asked for the host the request goes to, so the store can refuse other hosts.
+  std::lock_guard lock(mutex_);
+  EXPECT_FALSE(secret_hosts_.empty());
+  for (const std::string& host : secret_hosts_) EXPECT_EQ(host, "localhost");
 }
 
 TEST_F(EgressProxyTest, AnUnknownSecretFailsTheRequestAndNothingIsForwarded) {
