@@ -45,6 +45,9 @@ struct InitConfig {
   // which every process init starts joins (see cgroup::workload_procs).
   bool workload_cgroup = false;
   std::string nameserver;  // for /etc/resolv.conf (the sandbox's gateway); empty: keep
+  // false: no process gets CAP_NET_RAW. slirp4netns forwards whatever packet
+  // reaches it, 127.0.0.1 too, so hand-made frames must be impossible there.
+  bool raw_sockets = true;
   // Not encoded: O_PATH fds of each lower layer, then of each bind source,
   // then of the writable dir if any, then of lxcfs's proc dir if there are
   // proc_views, received by init in the handoff message (see spawner.h).

@@ -130,7 +130,8 @@ uint64_t shm_bytes(const Limits& limits) { return limits.memory_bytes / 2; }
 
 proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, bool full_id_map,
                               const std::string& seccomp_bpf, const Lxcfs* lxcfs,
-                              bool workload_cgroup, const std::string& nameserver) {
+                              bool workload_cgroup, const std::string& nameserver,
+                              bool raw_sockets) {
   proto::InitConfig config;
   config.hostname = spec.hostname.empty() ? spec.id : spec.hostname;
   config.disk_bytes = limits.disk_bytes;
@@ -144,6 +145,7 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   if (lxcfs) config.proc_views = lxcfs->views();
   config.workload_cgroup = workload_cgroup;
   config.nameserver = nameserver;
+  config.raw_sockets = raw_sockets;
   return config;
 }
 
@@ -291,6 +293,10 @@ bool choose_user_net(std::vector<std::string>* warnings) {
       "link-local and cloud metadata (169.254.0.0/16) stay reachable, and sandboxes asking for "
       "allowOut/denyOut lists, rules or an egressProxy are refused; run the daemon as root to "
       "enforce them");
+  if (UserNet::host_nameserver().empty())
+    warnings->push_back(
+        "running without root and /etc/resolv.conf names no resolver off loopback: sandboxes "
+        "resolve no names (their way to the host's 127.x is closed); name one there");
   return true;
 }
 
@@ -356,6 +362,7 @@ class LocalRuntime final : public Runtime {
   std::unique_ptr<Lxcfs> lxcfs_;
   std::shared_ptr<Networks> networks_;  // null: sandboxes have loopback only
   const bool user_net_;                 // rootless: slirp4netns (runtime/user_net.h)
+  const std::string user_net_nameserver_ = UserNet::host_nameserver();
   std::vector<std::string> warnings_;
   std::mutex stopped_mutex_;  // held while the listener runs, so clearing it waits
   StopListener* stopped_listener_ = nullptr;
@@ -402,7 +409,7 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const L
   auto listen = listen_control(state / kSocketName);
   if (!listen) return listen.error();
   const std::string nameserver = net_slot ? ipv4_text(networks_->pool().gateway(net_slot))
-                                 : user_net_ && asked.network ? UserNet::kNameserver
+                                 : user_net_ && asked.network ? user_net_nameserver_
                                                               : std::string();
   auto with_resolver = resolver_for_build(asked, state, nameserver);
   if (!with_resolver) return with_resolver.error();
@@ -410,8 +417,9 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const L
   // One answer for both uses: init expects the proc dir's fd iff it has views.
   const Lxcfs* views = lxcfs_ && lxcfs_->answering() ? lxcfs_.get() : nullptr;
   const fs::path workload_procs = cgroup::workload_procs(cgroups_, spec.id);
-  auto config = config_memfd(init_config(spec, limits, ids_.full(), seccomp_bpf_, views,
-                                         !workload_procs.empty(), nameserver));
+  auto config =
+      config_memfd(init_config(spec, limits, ids_.full(), seccomp_bpf_, views,
+                               !workload_procs.empty(), nameserver, !(user_net_ && asked.network)));
   if (!config) return config.error();
   if (cgroups_.version != cgroup::Version::kNone)
     if (auto s = cgroup::create(cgroups_, spec.id, limits); !s) return s.error();

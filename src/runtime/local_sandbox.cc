@@ -51,7 +51,8 @@ Status LocalSandbox::set_user_net(const egress::Policy& policy) {
     slirp_.reset();
     return {};
   }
-  if (slirp_) return {};
+  if (slirp_ && slirp_->running()) return {};
+  slirp_.reset();  // died (killed from outside?): a new one
   // slirp4netns finds the namespaces by pid: alive before and after, the
   // pid was init's the whole time (a live process's pid is never reused).
   const Error gone{"start slirp4netns", ESRCH, "the sandbox's init exited"};

@@ -1,5 +1,6 @@
 #include "runtime/user_net.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -7,9 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/fd_io.h"
@@ -20,8 +20,6 @@ namespace abx::runtime {
 namespace {
 
 constexpr int kReadyWaitMs = 5000;
-constexpr auto kExitWait = std::chrono::seconds(2);
-constexpr auto kPoll = std::chrono::milliseconds(5);
 // The descriptors slirp4netns finds them on (posix_spawn dup2s them there).
 constexpr int kReadyFd = 3, kExitFd = 4;
 
@@ -35,19 +33,10 @@ Result<Pipe> make_pipe() {
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-// True once `pid` (our child) is reaped, within `limit`.
-bool reaped_within(pid_t pid, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  do {
-    const pid_t got = ::waitpid(pid, nullptr, WNOHANG);
-    if (got == pid || (got < 0 && errno == ECHILD)) return true;
-    std::this_thread::sleep_for(kPoll);
-  } while (std::chrono::steady_clock::now() < deadline);
-  return false;
-}
-
+// slirp4netns keeps no state worth a clean exit: killed and reaped at once,
+// so that whoever drops a sandbox (an I/O thread, maybe) waits no longer
+// than the kernel takes.
 void end(pid_t pid) {
-  if (reaped_within(pid, kExitWait)) return;
   ::kill(pid, SIGKILL);
   while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
@@ -62,6 +51,7 @@ std::vector<std::string> arguments(pid_t init) {
           "--configure",
           "--mtu=65520",
           "--disable-host-loopback",
+          "--disable-dns",
           "--enable-sandbox",
           "--enable-seccomp",
           "--ready-fd=" + std::to_string(kReadyFd),
@@ -121,6 +111,22 @@ const char* UserNet::binary() {
   return nullptr;
 }
 
+std::string UserNet::host_nameserver() {
+  auto text = read_file("/etc/resolv.conf");
+  if (!text) return {};
+  std::istringstream lines(*text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string keyword, address;
+    in_addr parsed{};
+    if (!(words >> keyword >> address) || keyword != "nameserver") continue;
+    if (::inet_pton(AF_INET, address.c_str(), &parsed) == 1 && (ntohl(parsed.s_addr) >> 24) != 127)
+      return address;
+  }
+  return {};
+}
+
 Result<bool> UserNet::wants_network(const egress::Policy& policy) {
   const bool lists = !policy.allow_cidrs.empty() || !policy.allow_hosts.empty() ||
                      !policy.deny_hosts.empty() ||
@@ -154,9 +160,14 @@ Result<std::unique_ptr<UserNet>> UserNet::attach(pid_t init, const std::filesyst
   return made;
 }
 
+bool UserNet::running() {
+  if (pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == pid_) pid_ = 0;  // reaped: not ours now
+  return pid_ > 0;
+}
+
 UserNet::~UserNet() {
   exit_write_.reset();
-  end(pid_);
+  if (pid_ > 0) end(pid_);
 }
 
 }  // namespace abx::runtime

@@ -22,8 +22,10 @@ class UserNet {
  public:
   // The slirp4netns binary, or null when it is not installed.
   static const char* binary();
-  // What the sandbox sees: its resolver (slirp4netns answers DNS there).
-  static constexpr const char* kNameserver = "10.0.2.3";
+  // The sandbox's resolver: the host's first one that is not on loopback
+  // (slirp4netns's own DNS address is off: it leads to the host's resolver
+  // on any port, 127.0.0.53 included); empty: none.
+  static std::string host_nameserver();
 
   // Whether `policy` asks for the network at all (false: deny-all, nothing
   // allowed), or an error naming what user-mode networking cannot enforce.
@@ -35,6 +37,8 @@ class UserNet {
   // from before the call until after it, so the number was init's all along.
   // Its output goes to `log`.
   static Result<std::unique_ptr<UserNet>> attach(pid_t init, const std::filesystem::path& log);
+  // False once slirp4netns has exited (and is reaped): the sandbox has no way out.
+  bool running();
   // Ends slirp4netns (the sandbox loses its way out) and reaps it.
   ~UserNet();
 

@@ -3,6 +3,7 @@ slirp4netns with the host's loopback closed, says at start what it cannot enforc
 refuses the policies it could not keep rather than ignore them."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -10,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 from harness import private_state_dir
-from netcheck import assert_blocked, assert_reached, assert_unanswered, fetch, update_network
+from helpers import wait_until
+from netcheck import assert_blocked, assert_reached, assert_unanswered, fetch, sh, update_network
 from world import WWW, World, WorldDaemon, leftovers, start_daemon_in_world, stop_daemon_in_world
 
 pytestmark = pytest.mark.net
@@ -42,10 +44,22 @@ def rootless_daemon(net_world: World) -> Iterator[WorldDaemon]:
         yield d
     finally:
         stop_daemon_in_world(d)
-        left = leftovers(d)
+        left = leftovers(d) + nobodys_inits()
         if not left:
             shutil.rmtree(home, ignore_errors=True)
         assert not left, f"the stopped rootless daemon left (see {home}):\n" + "\n".join(left)
+
+
+def nobodys_inits() -> list[str]:
+    """Sandbox inits of uid 65534 still running (leftovers() finds sandboxes by cgroup,
+    which a daemon without root may not have)."""
+    def found() -> list[str]:
+        ps = subprocess.run(["ps", "-eo", "pid=,uid=,comm="], capture_output=True, text=True)
+        return [f"abx-init {line.split()[0]} of uid 65534" for line in ps.stdout.splitlines()
+                if line.split()[1:] == ["65534", "abx-init"]]
+    with contextlib.suppress(AssertionError):
+        wait_until(lambda: not found(), timeout=10, what="the rootless sandboxes' inits to end")
+    return found()
 
 
 def create(d: WorldDaemon, **body) -> str:
@@ -92,3 +106,26 @@ def test_policies_it_cannot_enforce_are_refused(rootless_daemon: WorldDaemon):
         r = api.put(f"/sandboxes/{sandbox}/network", json={"denyOut": [WWW]})
         assert r.status_code == 400 and "slirp4netns" in r.json()["message"]
     assert_reached(rootless_daemon.world, fetch(rootless_daemon, sandbox, f"http://{WWW}/kept"))
+
+
+RAW_SOCKETS = """python3 - <<'EOF'
+import socket
+for family, kind, proto in ((socket.AF_PACKET, socket.SOCK_RAW, 0),
+                            (socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP)):
+    try:
+        socket.socket(family, kind, proto).close()
+        print("opened", int(family))
+    except PermissionError:
+        print("refused", int(family))
+EOF"""
+
+
+def test_root_in_the_sandbox_cannot_hand_make_packets(rootless_daemon: WorldDaemon):
+    """slirp4netns forwards any packet that reaches it, to 127.0.0.1 too: with raw sockets,
+    root in the sandbox could reach the host's loopback by frames addressed there."""
+    sandbox = create(rootless_daemon)
+    r = sh(rootless_daemon, sandbox, RAW_SOCKETS)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["refused", "17", "refused", "2"], r.stdout  # AF_PACKET, AF_INET
+    status = sh(rootless_daemon, sandbox, "grep CapBnd /proc/self/status").stdout.split()[1]
+    assert not int(status, 16) & (1 << 13), "CAP_NET_RAW is in the bounding set"

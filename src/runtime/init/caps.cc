@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <vector>
 
 namespace abx::runtime::init::caps {
 namespace {
@@ -17,11 +18,15 @@ constexpr cap_value_t kKept[] = {
     CAP_KILL,    CAP_AUDIT_WRITE,
 };
 
+cap_value_t withheld = -1;  // init is single-threaded: set once at start
+
 bool kept(cap_value_t cap) {
-  return std::find(std::begin(kKept), std::end(kKept), cap) != std::end(kKept);
+  return cap != withheld && std::find(std::begin(kKept), std::end(kKept), cap) != std::end(kKept);
 }
 
 }  // namespace
+
+void withhold(cap_value_t cap) { withheld = cap; }
 
 Status restrict_for_user_process() {
   for (cap_value_t cap = 0; ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; ++cap)
@@ -42,10 +47,13 @@ Status restrict_for_user_process() {
 
 Status keep_only_default_set() {
   if (auto s = restrict_for_user_process(); !s) return s;
+  std::vector<cap_value_t> keep;
+  std::copy_if(std::begin(kKept), std::end(kKept), std::back_inserter(keep), kept);
+  const int count = static_cast<int>(keep.size());
   cap_t caps = ::cap_init();  // all clear
   if (caps == nullptr) return Error::from_errno("read capabilities");
-  const bool set = ::cap_set_flag(caps, CAP_PERMITTED, std::size(kKept), kKept, CAP_SET) == 0 &&
-                   ::cap_set_flag(caps, CAP_EFFECTIVE, std::size(kKept), kKept, CAP_SET) == 0 &&
+  const bool set = ::cap_set_flag(caps, CAP_PERMITTED, count, keep.data(), CAP_SET) == 0 &&
+                   ::cap_set_flag(caps, CAP_EFFECTIVE, count, keep.data(), CAP_SET) == 0 &&
                    ::cap_set_proc(caps) == 0;
   const int saved = errno;
   ::cap_free(caps);

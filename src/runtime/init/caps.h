@@ -2,9 +2,14 @@
 // clears them); root keeps only Docker's default set.
 #pragma once
 
+#include <sys/capability.h>
+
 #include "common/error.h"
 
 namespace abx::runtime::init::caps {
+
+// Takes `cap` out of Docker's set for every process from now on.
+void withhold(cap_value_t cap);
 
 // Call in the forked child, before dropping to the process's uid.
 Status restrict_for_user_process();

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/init/caps.h"
 #include "runtime/init/contain.h"
 #include "runtime/init/server.h"
 #include "runtime/init_protocol.h"
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
     init::report(fds.status, abx::Error{"read init config", EPROTO, {}});
     return 1;
   }
+  if (!config.raw_sockets) init::caps::withhold(CAP_NET_RAW);
   const int signal_fd = init::setup_signals();
   abx::Status contained =
       signal_fd >= 0 ? init::contain(config) : abx::Error::from_errno("signalfd");
