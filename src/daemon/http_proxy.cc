@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <chrono>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -35,6 +36,10 @@ constexpr uint32_t kMaxResponseHeader = 32 * 1024;
 // io_context::run: the cap keeps the trailer well below that.
 constexpr size_t kMaxBuffered = 48 * 1024;
 constexpr int kMaxInterimResponses = 16;  // 1xx answers skipped before the real one
+// A server that never answers holds two of the daemon's fds: not for ever.
+// Generous, for a long poll; the body then streams as long as it flows.
+constexpr auto kAnswerTimeout = std::chrono::minutes(5);
+constexpr auto kHandshakeTimeout = std::chrono::seconds(30);
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) and the framing we redo ourselves.
 bool is_hop_header(const std::string& lower_name) {
@@ -127,10 +132,11 @@ std::string bad_gateway_json(const std::string& message) {
   return json_text::dump(nlohmann::json{{"code", 502}, {"message", message}});
 }
 
-// One request out on `socket` (plain TCP or TLS over it), its response back.
+// One request out on `socket` (`timed`, or TLS over it), its response back.
 template <class Upstream>
-Task<void> relay(Exchange& exchange, Upstream& socket,
+Task<void> relay(Exchange& exchange, Upstream& socket, beast::tcp_stream& timed,
                  const bhttp::request<bhttp::string_body>& request) {
+  timed.expires_after(kAnswerTimeout);
   beast::error_code ec;
   co_await bhttp::async_write(socket, request, net::redirect_error(net::use_awaitable, ec));
   beast::flat_buffer buffer(kMaxBuffered);
@@ -157,6 +163,7 @@ Task<void> relay(Exchange& exchange, Upstream& socket,
         "the server in the sandbox gave no HTTP response the proxy can pass on: " + why;
     co_return co_await exchange.respond(502, "application/json", bad_gateway_json(message));
   }
+  timed.expires_never();
   auto& parser = *reading;
   const auto& head = parser.get();
   const std::string content_type(head[bhttp::field::content_type]);
@@ -174,6 +181,13 @@ net::ssl::context& sandbox_tls_context() {
   static net::ssl::context context = [] {
     net::ssl::context made(net::ssl::context::tls_client);
     made.set_verify_mode(net::ssl::verify_none);
+    // Nothing a hostile server can make expensive for us: no finite-field
+    // DH (a huge made-up modulus costs a second of CPU), no renegotiation.
+    SSL_CTX* native = made.native_handle();
+    SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+    SSL_CTX_set_cipher_list(native, "ECDHE+AESGCM:ECDHE+CHACHA20");
+    SSL_CTX_set1_groups_list(native, "X25519:P-256");
+    SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION);
     return made;
   }();
   return context;
@@ -197,12 +211,14 @@ Task<void> forward(Exchange& exchange, Upstream upstream) {
   }
   tcp::socket socket(co_await net::this_coro::executor);
   socket.assign(tcp::v4(), upstream.socket.release());
+  beast::tcp_stream stream(std::move(socket));
   const auto request = upstream_request(exchange.request(), std::move(body), upstream.host);
-  if (!upstream.tls) co_return co_await relay(exchange, socket, request);
-  net::ssl::stream<tcp::socket&> tls(socket, sandbox_tls_context());
+  if (!upstream.tls) co_return co_await relay(exchange, stream, stream, request);
+  net::ssl::stream<beast::tcp_stream&> tls(stream, sandbox_tls_context());
   const std::string name = server_name(upstream.host);
   if (!name.empty()) SSL_set_tlsext_host_name(tls.native_handle(), name.c_str());
   beast::error_code ec;
+  stream.expires_after(kHandshakeTimeout);
   co_await tls.async_handshake(net::ssl::stream_base::client,
                                net::redirect_error(net::use_awaitable, ec));
   if (ec) {
@@ -212,7 +228,7 @@ Task<void> forward(Exchange& exchange, Upstream upstream) {
         ec.message();
     co_return co_await exchange.respond(502, "application/json", bad_gateway_json(message));
   }
-  co_await relay(exchange, tls, request);
+  co_await relay(exchange, tls, stream, request);
 }
 
 }  // namespace abx::daemon::http
