@@ -37,7 +37,8 @@ CATEGORIES = {
     "out-of-scope": "a feature declared out of scope (pause/resume and snapshots, volumes, "
                     "SDK template builds, R and Java kernels)",
     "suite-assumption": "an assumption of the suite a self-hosted daemon cannot meet "
-                        "(mocks of https://api.$E2B_DOMAIN, the public internet, E2B's cloud)",
+                        "(mocks of https://api.$E2B_DOMAIN, wildcard DNS and TLS for sandbox "
+                        "hosts, E2B's cloud)",
     "gap": "a gap of ours still to fix (the issue item is named)",
 }
 
