@@ -79,7 +79,9 @@ e2e:
 # tests/e2b-suites/expected.toml fails or a listed one passes. Skipped (exit 0) where
 # ../shared/e2b-suites is absent. All four suites (~1970 tests) take about 5 min on
 # this 2-core machine once `base` and `code-interpreter-v1` are built (e2e builds
-# them first); nothing is left out. `tests/e2b-suites/run.sh --help` for more.
+# them first); nothing is left out. Their network tests then run against a second daemon
+# inside tests/net's private world (about a minute more; needs root and the world's tools).
+# `tests/e2b-suites/run.sh --help` for more.
 e2b-suites: build
 	ABX_BIN=$(CURDIR)/$(BUILD)/abx tests/e2b-suites/run.sh
 

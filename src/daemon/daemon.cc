@@ -12,6 +12,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <string_view>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "daemon/egress_services.h"
 #include "daemon/network_config.h"
 #include "daemon/router.h"
+#include "daemon/sandbox_trust.h"
 #include "daemon/service.h"
 
 namespace abx::daemon {
@@ -143,6 +145,13 @@ int serve(const ServeOptions& options) {
       options.config_file.empty() ? options.data_dir / "config.json" : options.config_file;
   auto network = load_network_config(config_file);
   if (!network) return fail(network.error());
+  // Read before anything starts, so that a bad file stops the daemon with nothing to undo.
+  std::string extra_ca;
+  if (const char* file = std::getenv("ABX_SANDBOX_EXTRA_CA_FILE"); file && *file) {
+    auto loaded = load_extra_ca(file);
+    if (!loaded) return fail(loaded.error());
+    extra_ca = std::move(*loaded);
+  }
   std::vector<std::string> egress_warnings;
   std::unique_ptr<EgressServices> egress =
       network->enabled ? EgressServices::start(options.data_dir, *network, &egress_warnings)
@@ -192,6 +201,7 @@ int serve(const ServeOptions& options) {
   if (egress) {
     service.on_egress_change([&egress](uint32_t address) { egress->policy_changed(address); });
     service.set_egress_ca(egress->ca_pem());
+    service.set_extra_ca(extra_ca);
     egress->find_secrets(
         [&service](uint32_t address, const std::string& name, const std::string& to) {
           const std::string team = service.owner_at(address);

@@ -126,11 +126,14 @@ void Service::restore() {
 Status Service::apply_network(runtime::Sandbox& sandbox, const NetworkSettings& settings,
                               SandboxRow* row) {
   const egress::Policy policy = settings.effective();
-  if (!policy.rules.empty() && !egress_ca_.empty() && sandbox.address() != 0) {
-    // Without it the sandbox's TLS to those hosts fails, closed; the rest works.
-    if (Status s = install_egress_ca(sandbox, egress_ca_); !s)
-      spdlog::warn("sandbox {}: cannot add the egress CA to its trust store: {}",
-                   sandbox.record().id, s.error().message());
+  std::vector<std::string> trusted;
+  if (!policy.rules.empty() && !egress_ca_.empty()) trusted.push_back(egress_ca_);
+  if (!extra_ca_.empty()) trusted.push_back(extra_ca_);
+  if (!trusted.empty() && sandbox.address() != 0) {
+    // Without them the sandbox's TLS to those hosts fails, closed; the rest works.
+    if (Status s = install_trusted_cas(sandbox, trusted); !s)
+      spdlog::warn("sandbox {}: cannot add CAs to its trust store: {}", sandbox.record().id,
+                   s.error().message());
     for (auto& [name, value] : egress_ca_env()) row->env_vars.emplace(name, value);
   }
   Status s = sandbox.set_egress(policy);

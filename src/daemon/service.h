@@ -114,6 +114,9 @@ class Service : private runtime::StopListener {
   }
   // The CA of the egress proxy, which sandboxes with header rules trust. Set before serving.
   void set_egress_ca(std::string pem) { egress_ca_ = std::move(pem); }
+  // An admin's extra CA bundle (PEM), which every sandbox with a network trusts. Set before
+  // serving.
+  void set_extra_ca(std::string pem) { extra_ca_ = std::move(pem); }
 
   ApiKeys& keys() { return *tenancy_.keys; }
   Quotas& quotas() { return *tenancy_.quotas; }
@@ -160,6 +163,7 @@ class Service : private runtime::StopListener {
   ListenAddress listen_address_;
   std::function<void(uint32_t)> egress_changed_;
   std::string egress_ca_;
+  std::string extra_ca_;
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<LiveSandbox>> live_;

@@ -23,6 +23,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
+sys.path.insert(0, str(REPO / "tests" / "net"))
+
+import world  # tests/net's private internet
 from harness import Daemon, private_state_dir, start_daemon, stop_daemon
 from helpers import abx
 
@@ -34,7 +37,8 @@ CATEGORIES = {
     "out-of-scope": "a feature declared out of scope (pause/resume and snapshots, volumes, "
                     "SDK template builds, R and Java kernels)",
     "suite-assumption": "an assumption of the suite a self-hosted daemon cannot meet "
-                        "(mocks of https://api.$E2B_DOMAIN, the public internet, E2B's cloud)",
+                        "(mocks of https://api.$E2B_DOMAIN, wildcard DNS and TLS for sandbox "
+                        "hosts, E2B's cloud)",
     "gap": "a gap of ours still to fix (the issue item is named)",
 }
 
@@ -59,6 +63,16 @@ SUITES = (
     Suite("e2b-js-sdk", "vitest", ("--config", "vitest.e2bsuite.config.mts")),
     Suite("code-interpreter-js", "vitest"),
 )
+# The suites' network tests: they curl 1.1.1.1, 8.8.8.8 and connectivitycheck.gstatic.com
+# from inside sandboxes, so they run apart, against a daemon inside tests/net's private world
+# (world.sh), which serves those addresses and names itself and has no route anywhere else.
+NETWORK_TESTS = {
+    "e2b-python-sdk": ("tests/sync/sandbox_sync/test_network.py",
+                       "tests/async/sandbox_async/test_network.py",
+                       "tests/sync/sandbox_sync/test_internet_access.py",
+                       "tests/async/sandbox_async/test_internet_access.py"),
+    "e2b-js-sdk": ("tests/sandbox/network.test.ts", "tests/sandbox/internetAccess.test.ts"),
+}
 
 
 def parse_args() -> argparse.Namespace:
@@ -79,6 +93,10 @@ def parse_args() -> argparse.Namespace:
                    help="print the README's table (passed / expected-fail by category)")
     p.add_argument("--keep", action="store_true",
                    help="keep the scratch dir (each suite's run.log and report) afterwards")
+    p.add_argument("--network", choices=("world", "skip", "only"), default="world",
+                   help="the suites' network tests: run them in tests/net's private world "
+                        "after the rest (default; a failure where the world cannot be made: "
+                        "it needs root and the world's tools), skip them, or run only them")
     return p.parse_args()
 
 
@@ -104,8 +122,8 @@ def start_private_daemon() -> tuple[Daemon, Path]:
     state = private_state_dir("abx-e2b-suites-")
     # Two workers per suite make a few dozen sandboxes at once: let limits overcommit, as
     # tests/conftest.py does for the session daemon (limits are caps, not use).
-    # No sandbox networks: the suites' network tests curl public addresses (1.1.1.1, 8.8.8.8),
-    # and no test may send a packet off this machine; tests/net runs them in its own world.
+    # No sandbox networks: no test may send a packet off this machine; the network tests
+    # run in the private world (run_network_tests).
     (state / "config.json").write_text(
         '{"hostCaps": {"memoryPercent": 1000}, "network": {"enabled": false}}')
     return start_daemon(state / "state", extra_args=("--config", str(state / "config.json"))), state
@@ -132,46 +150,91 @@ def suite_env(d: Daemon) -> dict[str, str]:
     return env
 
 
-def run_pytest(suite: Suite, folder: Path, env: dict[str, str], args: argparse.Namespace) -> dict:
-    report = folder / "junit.xml"
+class Selection(NamedTuple):
+    """Which of a suite's test files run: `files` only (when given), less `excluded`."""
+    files: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    tag: str = "main"  # names the run's log and report
+
+
+ALL_TESTS = Selection()
+
+
+def run_pytest(suite: Suite, folder: Path, env: dict[str, str], args: argparse.Namespace,
+               selection: Selection = ALL_TESTS) -> dict:
+    report = folder / f"junit-{selection.tag}.xml"
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", str(args.workers),
            f"--timeout={args.timeout}", "--junitxml", str(report), "-o", "junit_family=xunit1",
-           *suite.args, "tests"]
-    run_logged(suite, cmd, folder, env)
-    return parse_junit(suite.name, report) or no_report(suite, folder)
+           *suite.args, *(f"--ignore={f}" for f in selection.excluded),
+           *(selection.files or ("tests",))]
+    log = run_logged(suite, cmd, folder, env, selection.tag)
+    return parse_junit(suite.name, report) or no_report(suite, log)
 
 
-def run_vitest(suite: Suite, folder: Path, env: dict[str, str], args: argparse.Namespace) -> dict:
-    report = folder / "vitest.json"
-    cmd = ["npx", "vitest", "run", *suite.args, f"--testTimeout={args.timeout * 1000}",
+def run_vitest(suite: Suite, folder: Path, env: dict[str, str], args: argparse.Namespace,
+               selection: Selection = ALL_TESTS) -> dict:
+    report = folder / f"vitest-{selection.tag}.json"
+    suite_args = list(suite.args)
+    if selection.excluded:
+        suite_args = excluding_config(suite, folder, selection.excluded)
+        env = {**env, "ABX_VITEST_EXCLUDE": json.dumps(selection.excluded)}
+    cmd = ["npx", "vitest", "run", *suite_args, f"--testTimeout={args.timeout * 1000}",
            f"--hookTimeout={args.timeout * 1000}", f"--maxWorkers={args.workers}",
-           "--reporter=json", f"--outputFile={report}"]
-    run_logged(suite, cmd, folder, env)
-    return parse_vitest(suite.name, folder, report) or no_report(suite, folder)
+           "--reporter=json", f"--outputFile={report}", *selection.files]
+    log = run_logged(suite, cmd, folder, env, selection.tag)
+    return parse_vitest(suite.name, folder, report) or no_report(suite, log)
 
 
-def no_report(suite: Suite, folder: Path) -> dict[str, dict]:
+EXCLUDING_CONFIG = """// Written by tests/e2b-suites/run.py: {config} less the files ABX_VITEST_EXCLUDE (a JSON
+// list) names, which run apart (vitest's --exclude does not reach inline projects).
+import {{ configDefaults }} from 'vitest/config'
+import base from './{config}'
+
+const excluded: string[] = JSON.parse(process.env.ABX_VITEST_EXCLUDE ?? '[]')
+for (const project of base.test?.projects ?? []) {{
+  const test = (project as {{ test: {{ exclude?: string[] }} }}).test
+  test.exclude = [...(test.exclude ?? configDefaults.exclude), ...excluded]
+}}
+export default base
+"""
+
+
+def excluding_config(suite: Suite, folder: Path, excluded: tuple[str, ...]) -> list[str]:
+    """The suite's arguments with its --config replaced by one that also excludes
+    `excluded` from each of its projects."""
+    args = list(suite.args)
+    if "--config" not in args:
+        raise SystemExit(f"e2b-suites: {suite.name} has no --config to exclude files from")
+    at = args.index("--config") + 1
+    wrapper = folder / "vitest.abx-excluding.config.mts"
+    wrapper.write_text(EXCLUDING_CONFIG.format(config=args[at]))
+    args[at] = wrapper.name
+    return args
+
+
+def no_report(suite: Suite, log: Path) -> dict[str, dict]:
     """A suite that reported no test at all (it crashed, or its tools failed to install)
     fails the check: silence must not read as success."""
-    log = folder / "run.log"
     tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
     print(f"e2b-suites: {suite.name} reported no tests; the end of its log:\n{tail}")
-    return {f"{suite.name}::(suite)::reported no tests": {
+    where = "" if log.name == "run.log" else f" ({log.stem})"
+    return {f"{suite.name}::(suite)::reported no tests{where}": {
         "outcome": "failed", "message": f"no test report; see {log}"}}
 
 
-def run_logged(suite: Suite, cmd: list[str], folder: Path, env: dict[str, str]) -> None:
+def run_logged(suite: Suite, cmd: list[str], folder: Path, env: dict[str, str], tag: str) -> Path:
     """The suite's own output goes to a log beside it; a nonzero exit is the normal case
     (some tests are expected to fail): the outcomes come from the report."""
     started = time.monotonic()
-    with open(folder / "run.log", "wb") as log:
+    path = folder / ("run.log" if tag == "main" else f"run-{tag}.log")
+    with open(path, "wb") as log:
         try:
             subprocess.run(cmd, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, check=False,
                            timeout=3600, start_new_session=True)
         except subprocess.TimeoutExpired:
             print(f"e2b-suites: {suite.name} did not finish within an hour", file=sys.stderr)
-    print(f"e2b-suites: {suite.name} ran in {time.monotonic() - started:.0f} s "
-          f"(log: {folder / 'run.log'})")
+    print(f"e2b-suites: {suite.name} ({tag}) ran in {time.monotonic() - started:.0f} s (log: {path})")
+    return path
 
 
 # --- outcomes -----------------------------------------------------------------------------
@@ -226,13 +289,26 @@ def load_expected() -> dict[str, Expect]:
     return expected
 
 
-def compare(outcomes: dict[str, dict], expected: dict[str, Expect], suites: list[str]) -> int:
+def is_network_test(test_id: str) -> bool:
+    suite, path = test_id.split("::", 2)[:2]
+    return path in NETWORK_TESTS.get(suite, ())
+
+
+def selected(test_id: str, args: argparse.Namespace) -> bool:
+    """Whether this run meant to run the test (its suite, and --network)."""
+    if test_id.split("::", 1)[0] not in args.only:
+        return False
+    if args.network == "world":
+        return True
+    return is_network_test(test_id) == (args.network == "only")
+
+
+def compare(outcomes: dict[str, dict], expected: dict[str, Expect], args: argparse.Namespace) -> int:
     ran = {t: o for t, o in outcomes.items() if o["outcome"] != "skipped"}
     newly_failing = sorted(t for t, o in ran.items() if o["outcome"] == "failed" and t not in expected)
     newly_passing = sorted(t for t, o in ran.items()
                            if o["outcome"] == "passed" and t in expected and not expected[t].flaky)
-    in_suites = [t for t in expected if t.split("::", 1)[0] in suites]
-    missing = sorted(t for t in in_suites if t not in outcomes)
+    missing = sorted(t for t in expected if selected(t, args) and t not in outcomes)
     unsorted = sorted(t for t, e in expected.items() if e.category not in CATEGORIES)
     for title, tests in (
             ("tests expected to pass that FAILED", newly_failing),
@@ -287,13 +363,13 @@ def row(name: str, c: Counter) -> str:
 
 
 def update_expected(outcomes: dict[str, dict], expected: dict[str, Expect],
-                    suites: list[str]) -> None:
+                    args: argparse.Namespace) -> None:
     """Keeps the reasons of tests that still fail (and of flaky ones), drops those that
     pass, and puts new failures under 'unsorted' (which fails the check until each has a
     reason)."""
     groups: dict[Expect, list[str]] = {}
     for test_id, expect in expected.items():
-        ran_here = test_id.split("::", 1)[0] in suites
+        ran_here = selected(test_id, args)
         if expect.flaky or not ran_here or outcomes.get(test_id, {}).get("outcome") != "passed":
             groups.setdefault(expect, []).append(test_id)
     for test_id, o in outcomes.items():
@@ -320,6 +396,89 @@ def update_expected(outcomes: dict[str, dict], expected: dict[str, Expect],
 
 # --- main ---------------------------------------------------------------------------------
 
+def run_main_tests(args: argparse.Namespace, scratch: Path) -> dict[str, dict]:
+    """Every test but the network ones (when those run apart), with a daemon on this machine
+    whose sandboxes have no network; it builds the templates the suites ask for."""
+    by_name = {s.name: s for s in SUITES}
+    d, state = start_private_daemon()
+    outcomes: dict[str, dict] = {}
+    try:
+        build_templates(d)
+        env = suite_env(d)
+        for name in args.only if args.network != "only" else ():
+            suite = by_name[name]
+            runner = run_pytest if suite.kind == "pytest" else run_vitest
+            excluded = NETWORK_TESTS.get(name, ()) if args.network == "world" else ()
+            outcomes.update(runner(suite, scratch / name, env, args, Selection(excluded=excluded)))
+        check_alive(d, state, "daemon::alive", outcomes)
+    finally:
+        stop_daemon(d)
+        if "daemon::alive" not in outcomes:
+            shutil.rmtree(state, ignore_errors=True)
+    return outcomes
+
+
+def check_alive(d: Daemon, state: Path, test_id: str, outcomes: dict[str, dict]) -> None:
+    if d.proc.poll() is not None:
+        print(f"e2b-suites: the daemon died (exit {d.proc.returncode}); see {state}/state/daemon.log")
+        outcomes[test_id] = {"outcome": "failed", "message": "the daemon died"}
+
+
+def run_network_tests(args: argparse.Namespace, scratch: Path) -> dict[str, dict]:
+    """The network tests, against a daemon inside tests/net's world with sandbox networks on.
+    The sandboxes trust the world's CA (ABX_SANDBOX_EXTRA_CA_FILE), as a corporate CA would
+    be trusted, so that their curl to https://1.1.1.1 verifies as it does on the internet."""
+    suites = [s for s in SUITES if s.name in args.only and s.name in NETWORK_TESTS]
+    if not suites:
+        return {}
+    if reason := world.missing():
+        # A failure, not a skip: silence must not read as "networking works".
+        print(f"e2b-suites: cannot run the network tests: {reason} (or pass --network skip)")
+        return {"network::(world)::made": {"outcome": "failed", "message": reason}}
+    the_world = world.world_up(f"abxe{os.getpid() % 100000}")
+    outcomes: dict[str, dict] = {}
+    try:
+        check_sealed(the_world)
+        state = private_state_dir("abx-e2b-network-")
+        (state / "config.json").write_text('{"hostCaps": {"memoryPercent": 1000}}')
+        d = world.start_daemon_in_world(
+            the_world, state / "state", extra_args=("--config", str(state / "config.json")),
+            env={"ABX_SANDBOX_EXTRA_CA_FILE": str(the_world.ca_file)}, shared_templates=True)
+        try:
+            env = suite_env(d)
+            for suite in suites:
+                runner = run_pytest if suite.kind == "pytest" else run_vitest
+                selection = Selection(files=NETWORK_TESTS[suite.name], tag="network")
+                outcomes.update(runner(suite, scratch / suite.name, env, args, selection))
+            check_alive(d, state, "daemon::alive (network)", outcomes)
+        finally:
+            world.stop_daemon_in_world(d)
+            if left := world.leftovers(d):
+                print("e2b-suites: the world's daemon left:\n" + "\n".join(left))
+                outcomes["network::(world)::nothing left"] = {"outcome": "failed",
+                                                              "message": "; ".join(left)[:600]}
+            elif "daemon::alive (network)" not in outcomes:
+                shutil.rmtree(state, ignore_errors=True)
+    finally:
+        world.world_down(the_world)
+    return outcomes
+
+
+def check_sealed(the_world: world.World) -> None:
+    """The world's two namespaces have no way out but into each other (test_world.py checks
+    the same): each has only loopback and its end of the veth between them, and routes only
+    over those, so no sandbox packet can leave them."""
+    for ns, link in ((the_world.daemon_ns, "wan0"), (the_world.internet_ns, "isp0")):
+        links = the_world.run_in(ns, "ip", "-o", "link", "show").stdout.splitlines()
+        names = {line.split(":")[1].strip().split("@")[0] for line in links}
+        if names != {"lo", link}:
+            raise SystemExit(f"e2b-suites: the test world's {ns} has links {sorted(names)}")
+        routes = the_world.run_in(ns, "ip", "-4", "route", "show", "table", "all").stdout
+        for route in routes.splitlines():
+            if f" dev {link} " not in f"{route} " and " dev lo " not in f"{route} ":
+                raise SystemExit(f"e2b-suites: the test world's {ns} has a route out: {route}")
+
+
 def run_suites(args: argparse.Namespace) -> dict[str, dict]:
     if not (shutil.which("node") and shutil.which("npm")):
         js = [s.name for s in SUITES if s.kind == "vitest" and s.name in args.only]
@@ -332,22 +491,9 @@ def run_suites(args: argparse.Namespace) -> dict[str, dict]:
     for name in args.only:
         if by_name[name].kind == "vitest":
             npm_install(scratch / name)
-    d, state = start_private_daemon()
-    outcomes: dict[str, dict] = {}
-    try:
-        build_templates(d)
-        env = suite_env(d)
-        for name in args.only:
-            suite = by_name[name]
-            runner = run_pytest if suite.kind == "pytest" else run_vitest
-            outcomes.update(runner(suite, scratch / name, env, args))
-        if d.proc.poll() is not None:
-            print(f"e2b-suites: the daemon died (exit {d.proc.returncode}); see {state}/state/daemon.log")
-            outcomes["daemon::alive"] = {"outcome": "failed", "message": "the daemon died"}
-    finally:
-        stop_daemon(d)
-        if "daemon::alive" not in outcomes:
-            shutil.rmtree(state, ignore_errors=True)
+    outcomes = run_main_tests(args, scratch)
+    if args.network != "skip":
+        outcomes.update(run_network_tests(args, scratch))
     if args.keep:
         print(f"e2b-suites: kept {scratch}")
     else:
@@ -372,9 +518,9 @@ def main() -> int:
         print(table(outcomes, expected) + "\n\n" + reasons_table(outcomes, expected))
         return 0
     if args.update_expected:
-        update_expected(outcomes, expected, args.only)
+        update_expected(outcomes, expected, args)
         return 0
-    return compare(outcomes, expected, args.only)
+    return compare(outcomes, expected, args)
 
 
 if __name__ == "__main__":

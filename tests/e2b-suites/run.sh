@@ -3,6 +3,7 @@
 # Usage: tests/e2b-suites/run.sh [run.py options]   (--help lists them; --table prints
 # the README's numbers). ABX_BIN picks the daemon (default build/abx); ABX_E2B_SUITES the
 # suites' folder (default ../shared/e2b-suites beside the checkout: absent means skip).
+# The network tests run last, with a daemon inside tests/net's private world (--network).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)

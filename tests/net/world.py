@@ -187,15 +187,18 @@ def stop_process(proc: subprocess.Popen) -> None:
 
 def start_daemon_in_world(world: World, data_dir: Path, extra_args: tuple[str, ...] = (),
                           env: dict[str, str] | None = None,
-                          wrap_after: tuple[str, ...] = ()) -> WorldDaemon:
+                          wrap_after: tuple[str, ...] = (),
+                          shared_templates: bool = False) -> WorldDaemon:
     """`abx serve` inside the world's daemon namespace, told to trust the world's CA for
     upstream TLS (ABX_UPSTREAM_CA_FILE); its API reached through the bridge. `wrap_after`
-    execs the daemon once in the namespace (setpriv: a daemon without root)."""
+    execs the daemon once in the namespace (setpriv: a daemon without root). With
+    `shared_templates`, the templates the tests built outside the world (the world has no
+    Debian mirror to build from)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     netns_before = frozenset(os.listdir("/run/netns"))
     port, bridge = start_bridge(world, data_dir.parent / "api.sock")
     try:
-        d = start_daemon(data_dir, shared_templates=False,
+        d = start_daemon(data_dir, shared_templates=shared_templates,
                          extra_args=("--warm-pool", "0", *extra_args),
                          env={"ABX_UPSTREAM_CA_FILE": str(world.ca_file), **(env or {})},
                          wrap=(*world.in_daemon_ns(), *wrap_after), listen=f"127.0.0.1:{port}")

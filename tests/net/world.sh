@@ -15,7 +15,9 @@
 #   and the servers' /32s on its lo (no dummy driver needed):
 #     1.1.1.1, 8.8.8.8   DNS (dnsmasq) and httpbin-like HTTP/HTTPS (/ redirects 301 / 302, as
 #                        E2B's own network tests expect of them)
-#     203.0.113.10       www.example.test, example.test: HTTP, HTTPS, TCP echo on 7, iperf3 on 5201
+#     203.0.113.10       www.example.test, example.test: HTTP, HTTPS, TCP echo on 7, iperf3 on 5201;
+#                        also connectivitycheck.gstatic.com (/generate_204 answers 204), the
+#                        name E2B's internet access tests ask for
 #     203.0.113.11       api.example.test, *.wild.example.test: HTTP, HTTPS
 #     203.0.113.20       SOCKS5: :1080 open, :1081 user abx password secret (microsocks)
 #     10.99.0.1          private.example.test (RFC 1918, served: only a policy stops it)
@@ -89,7 +91,7 @@ keyUsage=critical,digitalSignature
 extendedKeyUsage=serverAuth
 subjectKeyIdentifier=hash
 authorityKeyIdentifier=keyid,issuer
-subjectAltName=DNS:*.example.test,DNS:*.wild.example.test,DNS:example.test,DNS:www.example.test,DNS:api.example.test,IP:1.1.1.1,IP:8.8.8.8,IP:203.0.113.10,IP:203.0.113.11
+subjectAltName=DNS:*.example.test,DNS:*.wild.example.test,DNS:example.test,DNS:www.example.test,DNS:api.example.test,DNS:connectivitycheck.gstatic.com,IP:1.1.1.1,IP:8.8.8.8,IP:203.0.113.10,IP:203.0.113.11
 EOF
   openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" \
     -set_serial "0x$(openssl rand -hex 16)" -days 7 -extfile "$d/server.ext" \
@@ -105,6 +107,7 @@ start_servers() {
     --bind-interfaces --listen-address=8.8.8.8 --listen-address=1.1.1.1 --pid-file= --user=root \
     --log-queries --log-facility=- --local=/test/ \
     --host-record=www.example.test,203.0.113.10 --host-record=example.test,203.0.113.10 \
+    --host-record=connectivitycheck.gstatic.com,203.0.113.10 \
     --host-record=api.example.test,203.0.113.11 --host-record=private.example.test,10.99.0.1 \
     --host-record=metadata.example.test,169.254.169.254 --address=/wild.example.test/203.0.113.11
   # Outgoing connections from the SOCKS address, so a server can tell a proxied client.

@@ -5,6 +5,8 @@ port 80 and HTTPS on 443 of every address given, answering like httpbin, and a T
   GET /stream       a line every 0.2 s for 60 s (?seconds=N), to see a live connection cut
   GET / on Host 1.1.1.1 (8.8.8.8): 301 (302), as those hosts answer E2B's own network tests
   /status/CODE      that status, no body (to send a request whose answer shows nothing)
+  /generate_204     204, no body (connectivitycheck.gstatic.com, as E2B's internet access
+                    tests expect)
   anything else     {"method", "path", "host", "headers", "body", "client", "server", "scheme"}:
                     `client` is the peer address the server saw, `server` the address:port the
                     request reached
@@ -96,6 +98,8 @@ class Handler(BaseHTTPRequestHandler):
             self.reply_json({"headers": self.headers_seen()})
         elif url.path.startswith("/status/") and url.path[8:].isdigit():
             self.reply(int(url.path[8:]), b"", "text/plain")
+        elif url.path == "/generate_204":
+            self.reply(204, b"", "text/plain")
         elif url.path == "/stream":
             seconds = float(parse_qs(url.query).get("seconds", ["60"])[0])
             self.stream(seconds)
