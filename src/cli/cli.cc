@@ -69,7 +69,14 @@ int main(int argc, char** argv) {
   }
   const Command* command = chosen(commands);
   if (!command) return kUsageExit;
-  auto exit_code = command->run();
+  Result<int> exit_code = 0;
+  try {
+    exit_code = command->run();
+  } catch (const nlohmann::json::exception& error) {  // an answer of a shape we do not know
+    std::cerr << "abx: the daemon's answer is not what this abx expects (" << error.what()
+              << "); are abx and the daemon the same version?\n";
+    return 1;
+  }
   if (!exit_code) {
     std::cerr << "abx: " << exit_code.error().message() << "\n";
     return 1;

@@ -126,7 +126,13 @@ std::string format_progress(std::uint64_t done, std::uint64_t total, double seco
   return out;
 }
 
-std::string format_table(const std::vector<std::vector<std::string>>& rows) {
+std::string format_table(const std::vector<std::vector<std::string>>& cells) {
+  // Cells hold what others wrote (metadata, names): no escape reaches the terminal.
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : cells) {
+    rows.emplace_back();
+    for (const auto& cell : row) rows.back().push_back(sanitize_for_terminal(cell));
+  }
   std::vector<size_t> widths;
   for (const auto& row : rows) {
     widths.resize(std::max(widths.size(), row.size()));

@@ -125,3 +125,16 @@ TEST(ExitCode, FromEndEvent) {
 
 }  // namespace
 }  // namespace abx::cli
+
+namespace abx::cli {
+namespace {
+
+TEST(FormatTable, CellsReachTheTerminalWithoutEscapes) {
+  // A teammate's metadata value that would retitle the window and recolour the rest.
+  const std::string table = format_table({{"KEY", "VALUE"}, {"k", "\x1b]0;PWNED\x07\x1b[2J"}});
+  EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
+  EXPECT_EQ(table.find('\x07'), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace abx::cli
