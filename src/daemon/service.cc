@@ -314,6 +314,14 @@ http::Task<bool> Service::kill(const std::string& id) {
 
 http::Task<Result<SandboxRow>> Service::update_network(std::shared_ptr<LiveSandbox> live,
                                                        std::string body) {
+  if (live->updating_network.exchange(true))
+    co_return Error::with_message(
+        "another network update of this sandbox is running: send the next when it has answered",
+        EBUSY);
+  struct Done {
+    std::atomic<bool>& flag;
+    ~Done() { flag = false; }
+  } done{live->updating_network};
   const SandboxRow before = live->snapshot();
   auto current = parse_network(before.network, before.allow_internet_access);
   if (!current) co_return current.error();

@@ -2,6 +2,7 @@
 // their TTLs, the state store, and the runtime behind them.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <deque>
 #include <memory>
@@ -45,6 +46,9 @@ struct LiveSandbox {
   SandboxRow row;
   int64_t accounted_ms = 0;                          // sandbox-seconds are in the usage up to here
   std::shared_ptr<interp::Interpreter> interpreter;  // created on first use
+  // A network update runs (apply, then store): the next waits its turn or is
+  // refused, so the policy enforced is always the one stored.
+  std::atomic<bool> updating_network{false};
 };
 
 // A sandbox whose init died on its own (killed from the host, out of

@@ -86,3 +86,30 @@ def test_an_update_of_an_unknown_sandbox_is_404(net_daemon):
     with net_daemon.api() as api:
         r = api.put("/sandboxes/nosuchsandbox/network", json={"denyOut": [WWW]})
     assert r.status_code == 404, r.text
+
+
+def test_concurrent_updates_never_leave_another_policy_enforced_than_stored(net_world, net_daemon):
+    """Updates race from many callers: each is applied whole or refused with 409, and the
+    policy the sandbox shows afterwards is the one it enforces."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sandbox = create(net_daemon)
+    bodies = [{"denyOut": [WWW]} if i % 2 else {"denyOut": [API]} for i in range(16)]
+
+    def put(body):
+        with net_daemon.api() as api:
+            return api.put(f"/sandboxes/{sandbox}/network", json=body)
+
+    with ThreadPoolExecutor(16) as pool:
+        replies = list(pool.map(put, bodies))
+    assert {r.status_code for r in replies} <= {204, 409}, [r.text for r in replies]
+    assert any(r.status_code == 204 for r in replies)
+    assert all("another network update" in r.json()["message"]
+               for r in replies if r.status_code == 409)
+    with net_daemon.api() as api:
+        (denied,) = api.get(f"/sandboxes/{sandbox}").json()["network"]["denyOut"]
+    allowed = API if denied == WWW else WWW
+    blocked, reached = fetch_all(net_daemon, sandbox, f"http://{denied}/race-denied",
+                                 f"http://{allowed}/race-allowed")
+    assert_blocked(net_world, blocked)
+    assert_reached(net_world, reached)
