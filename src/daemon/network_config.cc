@@ -37,6 +37,12 @@ Result<runtime::NetworkConfig> load_network_config(const std::filesystem::path& 
       config.open_private.push_back(cidr.get<std::string>());
     }
   }
+  if (net.contains("maxConnections")) {
+    const json& max = net["maxConnections"];
+    if (!max.is_number_unsigned() || max.get<uint64_t>() < 1 || max.get<uint64_t>() > 1000000)
+      return bad("maxConnections must be a number of connections per sandbox, 1 to 1000000");
+    config.max_connections = max.get<uint32_t>();
+  }
   return config;
 }
 

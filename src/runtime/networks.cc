@@ -49,8 +49,8 @@ Result<std::unique_ptr<Networks>> Networks::open(const NetworkConfig& config,
   if (auto s = enable_forwarding(warnings); !s) return s.error();
   std::unique_ptr<Networks> networks(new Networks(std::move(*pool)));
   // The rules keep a reference to the pool: made once it is in its place.
-  auto rules =
-      NftRules::open(networks->pool_, {config.dns_port, config.proxy_port}, std::move(opened));
+  auto rules = NftRules::open(networks->pool_, {config.dns_port, config.proxy_port},
+                              std::move(opened), config.max_connections);
   if (!rules) return rules.error();
   networks->rules_ = std::move(*rules);
   if (auto s = networks->rules_->install(); !s) return s.error();

@@ -40,8 +40,9 @@ std::string quoted(const std::string& text) { return "\"" + text + "\""; }
 
 }  // namespace
 
-NftRules::NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened)
-    : pool_(pool), ports_(ports), opened_(std::move(opened)) {
+NftRules::NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened,
+                   uint32_t max_connections)
+    : pool_(pool), ports_(ports), opened_(std::move(opened)), max_connections_(max_connections) {
   table_ = table_of(pool.cidr());
 }
 
@@ -76,8 +77,9 @@ Status NftRules::remove_pool_table(const egress::Cidr& pool) {
 }
 
 Result<std::unique_ptr<NftRules>> NftRules::open(const NetPool& pool, NftPorts ports,
-                                                 std::vector<egress::Cidr> opened) {
-  return std::unique_ptr<NftRules>(new NftRules(pool, ports, std::move(opened)));
+                                                 std::vector<egress::Cidr> opened,
+                                                 uint32_t max_connections) {
+  return std::unique_ptr<NftRules>(new NftRules(pool, ports, std::move(opened), max_connections));
 }
 
 Status NftRules::run(const std::string& commands, const std::string& step) {
@@ -194,6 +196,8 @@ std::string NftRules::policy_commands(uint32_t slot, const egress::Policy& polic
   const std::string sb = "add rule " + t + " sb_" + n + " ";
   c += "flush chain " + t + " sb_" + n + "\n";
   c += sb + "ip saddr != " + address + " goto refuse\n";
+  // Counted from this rule's making: an update starts the count again.
+  c += sb + "ct state new ct count over " + std::to_string(max_connections_) + " goto refuse\n";
   c += sb + "ip daddr @dns_" + n + " meta l4proto { tcp, udp } th dport 53 accept\n";
   if (!proxied.empty()) c += sb + proxied + " goto refuse\n";
   c += sb + "ip daddr @allow_" + n + " accept\n";

@@ -31,8 +31,10 @@ struct NftPorts {
 
 class NftRules {
  public:
+  // `max_connections`: per sandbox; new ones beyond are refused.
   static Result<std::unique_ptr<NftRules>> open(const NetPool& pool, NftPorts ports,
-                                                std::vector<egress::Cidr> opened);
+                                                std::vector<egress::Cidr> opened,
+                                                uint32_t max_connections);
 
   // Replaces this pool's table (a dead daemon's rules) with an empty base.
   Status install();
@@ -52,7 +54,8 @@ class NftRules {
   Status remove_pool_table(const egress::Cidr& pool);
 
  private:
-  NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened);
+  NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened,
+           uint32_t max_connections);
   Status run(const std::string& commands, const std::string& step);
   std::string base_ruleset() const;
   // Fills a sandbox's sets and chains (they exist) for `policy`.
@@ -61,6 +64,7 @@ class NftRules {
   const NetPool& pool_;
   NftPorts ports_;
   std::vector<egress::Cidr> opened_;
+  uint32_t max_connections_;
   std::string table_;  // "inet abx_0ac8", see table_of
   static std::string table_of(const egress::Cidr& pool);
   std::mutex mutex_;  // one transaction at a time

@@ -1,0 +1,63 @@
+"""Issue 13, hardening: the host's connection tracking table is everyone's, so a sandbox may
+have only `network.maxConnections` connections of its own open at once (4096 by default);
+more are refused, and closing some makes room again."""
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+
+import pytest
+from harness import private_state_dir
+from netcheck import create, sh
+from world import WWW, World, WorldDaemon, leftovers, start_daemon_in_world, stop_daemon_in_world
+
+pytestmark = pytest.mark.net
+
+LIMIT = 20
+OPEN_MANY = """python3 - <<'EOF'
+import socket
+held, refused = [], 0
+for _ in range({count}):
+    s = socket.socket()
+    s.settimeout(3)
+    try:
+        s.connect(("{address}", 7))
+        held.append(s)
+    except OSError:
+        refused += 1
+        s.close()
+print(len(held), refused)
+for s in held:
+    s.close()
+EOF"""
+
+
+@pytest.fixture(scope="module")
+def limited_daemon(net_world: World) -> Iterator[WorldDaemon]:
+    state = private_state_dir("abx-net-limit-")
+    (state / "state").mkdir()
+    (state / "state" / "config.json").write_text(json.dumps({"network": {"maxConnections": LIMIT}}))
+    d = start_daemon_in_world(net_world, state / "state")
+    try:
+        yield d
+    finally:
+        stop_daemon_in_world(d)
+        left = leftovers(d)
+        if not left:
+            shutil.rmtree(state, ignore_errors=True)
+        assert not left, "\n".join(left)
+
+
+def open_many(d: WorldDaemon, sandbox: str, count: int) -> tuple[int, int]:
+    r = sh(d, sandbox, OPEN_MANY.format(count=count, address=WWW), timeout=120)
+    assert r.returncode == 0, r.stderr
+    held, refused = map(int, r.stdout.split())
+    return held, refused
+
+
+def test_connections_beyond_the_limit_are_refused_and_room_comes_back(limited_daemon):
+    sandbox = create(limited_daemon)
+    assert open_many(limited_daemon, sandbox, LIMIT + 10) == (LIMIT, 10)
+    # the first round's connections are closed (the kernel forgets them after their FIN)
+    assert open_many(limited_daemon, sandbox, 5) == (5, 0)
