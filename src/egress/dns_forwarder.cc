@@ -232,6 +232,34 @@ bool take(std::unordered_map<uint32_t, size_t>& counts, uint32_t source, size_t 
   return true;
 }
 
+// A token bucket per source: `rate` tokens a second, at most `burst` saved.
+class RateLimit {
+ public:
+  RateLimit(double rate, double burst) : rate_(rate), burst_(burst) {}
+  bool allow(uint32_t source) {
+    const auto now = std::chrono::steady_clock::now();
+    auto [it, fresh] = buckets_.try_emplace(source, Bucket{burst_, now});
+    Bucket& bucket = it->second;
+    if (!fresh) {
+      const std::chrono::duration<double> waited = now - bucket.last;
+      bucket.tokens = std::min(burst_, bucket.tokens + waited.count() * rate_);
+      bucket.last = now;
+    }
+    if (bucket.tokens < 1) return false;
+    bucket.tokens -= 1;
+    return true;
+  }
+
+ private:
+  struct Bucket {
+    double tokens;
+    std::chrono::steady_clock::time_point last;
+  };
+  double rate_, burst_;
+  // Keyed by sandbox address only (others are dropped before): bounded by the pool.
+  std::unordered_map<uint32_t, Bucket> buckets_;
+};
+
 void give_back(std::unordered_map<uint32_t, size_t>& counts, uint32_t source) {
   const auto it = counts.find(source);
   if (it != counts.end() && --it->second == 0) counts.erase(it);
@@ -241,7 +269,8 @@ void give_back(std::unordered_map<uint32_t, size_t>& counts, uint32_t source) {
 
 class DnsForwarder::Impl {
  public:
-  explicit Impl(DnsConfig config) : config_(std::move(config)) {
+  explicit Impl(DnsConfig config)
+      : config_(std::move(config)), rate_(config_.queries_per_second, config_.query_burst) {
     for (const sockaddr_in& upstream : config_.upstreams)
       upstreams_.push_back(to_endpoint(upstream));
   }
@@ -281,6 +310,7 @@ class DnsForwarder::Impl {
   std::unordered_map<uint16_t, std::shared_ptr<PendingQuery>> pending_;  // by forwarder ID
   std::unordered_map<uint32_t, size_t> pending_per_source_, tcp_per_source_;
   size_t tcp_connections_ = 0;
+  RateLimit rate_;  // touched on the forwarder's thread only
   std::thread thread_;
 };
 
@@ -352,6 +382,7 @@ void DnsForwarder::Impl::handle_udp_query(std::span<const uint8_t> query,
   if (query.size() > kMaxQuery) return;
   const std::shared_ptr<const Policy> policy = config_.policy_for(source);
   if (!policy) return;  // not a sandbox: no word, no log of names
+  if (!rate_.allow(source)) return;
   const auto question = dns::parse_query(query);
   if (!question) return;
   if (!resolves(*policy, question->name)) {
@@ -502,7 +533,7 @@ net::awaitable<void> DnsForwarder::Impl::serve_tcp(std::shared_ptr<TimedSocket> 
 // The framed reply to one query, or nullopt to close the connection.
 net::awaitable<std::optional<Bytes>> DnsForwarder::Impl::answer_tcp(uint32_t source, Bytes query) {
   const std::shared_ptr<const Policy> policy = config_.policy_for(source);
-  if (!policy) co_return std::nullopt;
+  if (!policy || !rate_.allow(source)) co_return std::nullopt;
   const auto question = dns::parse_query(query);
   if (!question) co_return std::nullopt;
   if (!resolves(*policy, question->name)) {

@@ -44,6 +44,10 @@ struct DnsConfig {
   std::chrono::milliseconds tcp_idle_timeout{10000};
   size_t max_pending = 4096, max_pending_per_source = 256;  // UDP queries awaiting upstreams
   size_t max_tcp_connections = 256, max_tcp_per_source = 16;
+  // Queries (UDP and TCP) a sandbox may send per second, and in a burst;
+  // more are dropped, as a rate-limited resolver does. One sandbox must not
+  // flood the host's resolvers, nor the forwarder's one thread.
+  double queries_per_second = 200, query_burst = 400;
 };
 
 class DnsForwarder {

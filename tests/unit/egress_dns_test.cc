@@ -637,3 +637,22 @@ TEST(DnsForwarder, TcpConnectionsAreBoundedPerSource) {
 
 }  // namespace
 }  // namespace abx::egress
+
+namespace abx::egress {
+namespace {
+
+TEST(DnsForwarder, ASandboxFloodingQueriesIsAnsweredOnlyUpToItsRate) {
+  FakeUpstream upstream(FakeUpstream::Mode::kAnswer);
+  DnsConfig config;
+  config.queries_per_second = 0.001;  // no refill within the test
+  config.query_burst = 5;
+  Forwarder f(deny_hosts({"evil.test"}), {upstream.address()}, config);
+  const UniqueFd client = f.send_udp(query_packet(1, "evil.test"));
+  for (uint16_t id = 2; id <= 10; ++id) f.send_udp(client.get(), query_packet(id, "evil.test"));
+  int answered = 0;
+  while (receive(client.get())) ++answered;
+  EXPECT_EQ(answered, 5);
+}
+
+}  // namespace
+}  // namespace abx::egress
