@@ -5,14 +5,13 @@ SHELL := /bin/bash
 BUILD := build
 ASAN_BUILD := build-asan
 TSAN_BUILD := build-tsan
-STRICT_BUILD := build-strict
 FUZZ_BUILD := build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := $(patsubst fuzz/%_fuzzer.cc,%,$(wildcard fuzz/*_fuzzer.cc))
 VENV := $(BUILD)/venv
 PY := $(VENV)/bin/python
 
-.PHONY: all build deps demo check test unit unit-tsan strict e2e offline lint-python \
+.PHONY: all build deps demo check test unit unit-tsan e2e offline lint-python \
 	format format-check bench clean fuzz fuzz-build fuzz-smoke e2b-suites
 
 all: build
@@ -48,11 +47,6 @@ unit-tsan:
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/unit/tsan.supp" \
 	  $(TSAN_BUILD)/abx_unit_tests --gtest_brief=1
 
-# -Wshadow -Wconversion -Wsign-conversion, in a dir of their own (ABX_STRICT_WARNINGS).
-strict:
-	cmake -S . -B $(STRICT_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DABX_STRICT_WARNINGS=ON >/dev/null
-	ninja -C $(STRICT_BUILD) abx abx-init abx_unit_tests
-
 # libFuzzer targets (fuzz/*_fuzzer.cc, clang + ASan/UBSan), each run for
 # FUZZ_SECONDS from its seeds in fuzz/corpus/<target>/. Every target runs even
 # when one crashes; a crashing input stays in $(FUZZ_BUILD)/fuzz-work/<target>/crashes/.
@@ -86,8 +80,9 @@ e2b-suites: build
 	ABX_BIN=$(CURDIR)/$(BUILD)/abx tests/e2b-suites/run.sh
 
 # The pytest tests marked `offline`: they start real daemons but need no built template.
+# Those also marked `slow` (each over ~15 s) run in `make test` only.
 offline:
-	ABX_BIN=$(CURDIR)/$(BUILD)/abx $(PY) -m pytest -q -m offline
+	ABX_BIN=$(CURDIR)/$(BUILD)/abx $(PY) -m pytest -q -m "offline and not slow"
 
 # Their caches live in the build dir, not in the source tree.
 lint-python:
@@ -107,4 +102,4 @@ format-check:
 	$(CXX_SOURCES) | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(STRICT_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "common/rfc3339.h"
+
 namespace abx::cli {
 
 std::string shell_quote(const std::string& word) {
@@ -49,36 +51,6 @@ Result<std::map<std::string, std::string>> parse_key_values(const std::vector<st
   return out;
 }
 
-std::optional<std::int64_t> parse_rfc3339(std::string_view text) {
-  const std::string s(text);
-  std::tm tm{};
-  int consumed = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
-                  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6) {
-    return std::nullopt;
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  std::string_view rest = text.substr(static_cast<size_t>(consumed));
-  if (rest.starts_with('.')) {
-    rest.remove_prefix(1);
-    while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') rest.remove_prefix(1);
-  }
-  std::int64_t offset = 0;
-  if (rest == "Z" || rest == "z") {
-    offset = 0;
-  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
-    int hours = 0, minutes = 0;
-    if (std::sscanf(std::string(rest.substr(1)).c_str(), "%2d:%2d", &hours, &minutes) != 2) {
-      return std::nullopt;
-    }
-    offset = (rest[0] == '+' ? 1 : -1) * (hours * 3600 + minutes * 60);
-  } else {
-    return std::nullopt;
-  }
-  return static_cast<std::int64_t>(timegm(&tm)) - offset;
-}
-
 std::string format_local_time(std::int64_t epoch_seconds) {
   const std::time_t t = static_cast<std::time_t>(epoch_seconds);
   std::tm tm{};
@@ -89,8 +61,9 @@ std::string format_local_time(std::int64_t epoch_seconds) {
 }
 
 std::string rfc3339_to_local(std::string_view text) {
-  const auto seconds = parse_rfc3339(text);
-  return seconds ? format_local_time(*seconds) : std::string(text);
+  const auto ms = parse_rfc3339_ms(text);
+  if (!ms) return std::string(text);
+  return format_local_time(*ms / 1000 - (*ms % 1000 < 0 ? 1 : 0));  // floor: before 1970 too
 }
 
 std::string format_bytes(std::uint64_t bytes) {

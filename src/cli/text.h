@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,8 +23,6 @@ Result<std::pair<std::string, std::string>> parse_key_value(std::string_view tex
 Result<std::map<std::string, std::string>> parse_key_values(const std::vector<std::string>& items,
                                                             std::string_view what);
 
-// RFC 3339 ("2026-11-29T15:04:05.123Z", "…+08:00") → seconds since the epoch.
-std::optional<std::int64_t> parse_rfc3339(std::string_view text);
 // Seconds since the epoch → "2026-11-29 15:04:05" in the local time zone.
 std::string format_local_time(std::int64_t epoch_seconds);
 // An RFC 3339 string shown as local time; unparsable input comes back unchanged.

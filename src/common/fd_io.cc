@@ -33,6 +33,12 @@ void SigpipeBlocked::discard_pending() {
   }
 }
 
+Result<Pipe> make_pipe(std::string detail) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno("pipe", std::move(detail));
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
 Status write_all(int fd, std::string_view data, std::string step, std::string detail) {
   SigpipeBlocked blocked;
   while (!data.empty()) {

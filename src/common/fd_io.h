@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "common/unique_fd.h"
 
 namespace abx {
 
@@ -27,6 +28,13 @@ class SigpipeBlocked {
  private:
   sigset_t sigpipe_{}, previous_{};
 };
+
+// A pipe whose two ends are close-on-exec: a child gets an end only by an
+// explicit dup2 or fd passing. A failure is Error{"pipe", errno, detail}.
+struct Pipe {
+  UniqueFd read, write;
+};
+Result<Pipe> make_pipe(std::string detail = {});
 
 // Writes all of `data`. A reader that closed its pipe or socket gives EPIPE, never a SIGPIPE
 // that would kill the process. A failure is Error{step, errno, detail}.

@@ -44,9 +44,6 @@ Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint3
 // /timeout the sandbox ends now; /connect only ever extends, so 0 keeps it.
 Result<int> parse_timeout_body(const std::string& body);
 
-// RFC 3339 ("2026-12-01T10:00:00.123456+00:00", "…Z") → unix ms.
-std::optional<int64_t> parse_rfc3339_ms(const std::string& text);
-
 struct ListSandboxesQuery {
   std::map<std::string, std::string> metadata;  // every pair must match
   std::vector<std::string> states;              // empty: any

@@ -84,9 +84,15 @@ void start_job(Service& service, const std::shared_ptr<BuildChannel>& channel, B
   });
 }
 
-bool parse_no_cache(const std::string& body) {
+// {"noCache": true|false}; a body that is not a JSON object builds with the
+// cache, as before. A noCache of another type is refused (it used to throw: a 500).
+Result<bool> parse_no_cache(const std::string& body) {
   auto request = json_text::parse_object(body);
-  return request && request->value("noCache", false);
+  if (!request) return false;
+  const auto it = request->find("noCache");
+  if (it == request->end() || it->is_null()) return false;
+  if (!it->is_boolean()) return Error::with_message("noCache: must be true or false", kErrBadInput);
+  return it->get<bool>();
 }
 
 bool query_flag(const http::Request& request, const std::string& name, bool fallback) {
@@ -247,8 +253,10 @@ Task<void> build(ControlCall& call, Exchange& exchange) {
     co_return co_await build_sandboxfile(call, exchange);
   auto body = co_await read_json_body(exchange, 1 << 16);
   if (!body) co_return co_await respond_error(exchange, body.error());
+  const auto no_cache = parse_no_cache(*body);
+  if (!no_cache) co_return co_await respond_error(exchange, no_cache.error());
   templates::BuildOptions options;
-  options.no_cache = parse_no_cache(*body);
+  options.no_cache = no_cache.value();
   options.owner = call.caller.team;
   const std::string& name = call.params.at("name");
   if (auto refused = refuse_build(call, name, options.no_cache))

@@ -13,8 +13,20 @@ constexpr const char* kInstructions =
     "killed when this session ends. Use sandbox_create for a sandbox that should outlive the "
     "session. Files move with file_write/file_read (text) and upload/download (host files).";
 
+// A client's message is untrusted: a member of the wrong type reads as
+// absent (json::value would throw, and a throw here ended `abx mcp serve`).
+std::string text_member(const json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+json object_member(const json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_object() ? *it : json::object();
+}
+
 json initialize_result(const json& params) {
-  const std::string requested = params.value("protocolVersion", "");
+  const std::string requested = text_member(params, "protocolVersion");
   return {{"protocolVersion", negotiate_protocol_version(requested)},
           {"capabilities", {{"tools", {{"listChanged", false}}}}},
           {"serverInfo", {{"name", "agent-sandbox"}, {"version", ABX_VERSION}}},
@@ -50,12 +62,12 @@ Session::Session(ToolboxOptions options) : toolbox_(std::move(options)) {}
 Session::~Session() { close(); }
 
 void Session::dispatch(const json& message, const Reply& reply) {
-  if (!message.is_object() || message.value("jsonrpc", "") != "2.0") {
+  if (!message.is_object() || text_member(message, "jsonrpc") != "2.0") {
     return reply(rpc_error(nullptr, kInvalidRequest, "not a JSON-RPC 2.0 message"));
   }
   if (!message.contains("method")) return;  // a response: we send no requests
   const json& method = message["method"];
-  const json params = message.value("params", json::object());
+  const json params = object_member(message, "params");
   if (!message.contains("id")) {  // a notification
     if (method == "notifications/cancelled") cancel(params.value("requestId", json()));
     return;
@@ -77,7 +89,7 @@ json Session::answer(const std::string& method, const json& id, const json& para
 }
 
 void Session::start_tool_call(const json& id, const json& params, const Reply& reply) {
-  const std::string name = params.value("name", "");
+  const std::string name = text_member(params, "name");
   if (!Toolbox::has_tool(name)) {
     return reply(
         rpc_error(id, kInvalidParams, "unknown tool '" + name + "'; tools/list names them"));

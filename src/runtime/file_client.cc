@@ -5,6 +5,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "common/fd_io.h"
 #include "runtime/init_protocol.h"
 #include "runtime/local_sandbox.h"
 
@@ -51,16 +52,13 @@ Result<proto::FileReply> next_reply(int session, std::vector<UniqueFd>* fds) {
   return reply;
 }
 
-struct DataPipe {
-  UniqueFd read, write;
-};
-
-Result<DataPipe> data_pipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno("pipe");
-  DataPipe pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
-  (void)::fcntl(pipe.write.get(), F_SETPIPE_SZ, kPipeBytes);  // a smaller pipe works too
-  if (::fcntl(pipe.write.get(), F_SETFL, O_NONBLOCK) != 0) return Error::from_errno("pipe");
+// The pipe a write's bytes reach init through; our end, handed to the caller
+// as FileResult::data, is non-blocking.
+Result<Pipe> data_pipe() {
+  auto pipe = make_pipe();
+  if (!pipe) return pipe.error();
+  (void)::fcntl(pipe->write.get(), F_SETPIPE_SZ, kPipeBytes);  // a smaller pipe works too
+  if (::fcntl(pipe->write.get(), F_SETFL, O_NONBLOCK) != 0) return Error::from_errno("pipe");
   return pipe;
 }
 
@@ -73,7 +71,7 @@ Result<FileResult> run(const fs::path& control_socket, const FileRequest& reques
   if (!session) return session.error();
   if (auto s = set_answer_timeout(session->get()); !s) return s.error();
   const bool writes = request.op == FileOp::kWrite;
-  DataPipe pipe;
+  Pipe pipe;
   if (writes) {
     auto made = data_pipe();
     if (!made) return made.error();

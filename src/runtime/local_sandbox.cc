@@ -7,22 +7,10 @@
 
 #include <cstring>
 
+#include "common/fd_io.h"
 #include "runtime/file_client.h"
 
 namespace abx::runtime {
-namespace {
-
-struct Pipe {
-  UniqueFd read, write;
-};
-
-Result<Pipe> make_pipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno("pipe");
-  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
-
-}  // namespace
 
 LocalSandbox::LocalSandbox(SandboxRecord record, UniqueFd control, Held held, user::IdMap ids,
                            cgroup::Layout cgroups, std::shared_ptr<Networks> networks,

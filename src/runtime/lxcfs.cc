@@ -144,9 +144,13 @@ std::unique_ptr<Lxcfs> Lxcfs::start(const fs::path& mountpoint,
 
 bool Lxcfs::answering() const { return answers(mountpoint_); }
 
+// Once unmounted nothing reads it and it has nothing to save: SIGKILL at once.
+// Its SIGTERM often left it running until end()'s 2 s grace ran out, and so
+// every daemon stop took 2 to 4 s.
 void Lxcfs::stop() {
   ::umount2(mountpoint_.c_str(), MNT_DETACH);
-  end(pid_, child_);
+  ::kill(pid_, SIGKILL);
+  (void)wait_for_exit(pid_, child_, std::chrono::seconds(2));
   std::error_code ec;
   fs::remove(pid_file(mountpoint_), ec);
   fs::remove(mountpoint_, ec);

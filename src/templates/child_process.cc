@@ -51,10 +51,10 @@ int exit_code_of(int status) {
 }  // namespace
 
 Result<ChildResult> run_child(const std::vector<std::string>& argv, const LineFn& on_line) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno("pipe", argv[0]);
-  UniqueFd read_end(fds[0]);
-  UniqueFd write_end(fds[1]);
+  auto pipe = make_pipe(argv[0]);
+  if (!pipe) return pipe.error();
+  UniqueFd read_end = std::move(pipe->read);
+  UniqueFd write_end = std::move(pipe->write);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);

@@ -6,7 +6,6 @@ most of these requests."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -29,16 +28,7 @@ def prebuilt_templates() -> None:
 @pytest.fixture(scope="module")
 def http_daemon() -> Iterator[Daemon]:
     state = private_state_dir()
-    saved = {name: os.environ.get(name) for name in SHORT_TIMEOUTS}
-    os.environ.update(SHORT_TIMEOUTS)
-    try:
-        d = start_daemon(state / "state", extra_args=("--warm-pool", "0"))
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    d = start_daemon(state / "state", extra_args=("--warm-pool", "0"), env=SHORT_TIMEOUTS)
     yield d
     stop_daemon(d)
     shutil.rmtree(state, ignore_errors=True)

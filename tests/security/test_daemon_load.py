@@ -280,6 +280,7 @@ def test_a_download_the_client_stops_reading_is_cut_off(impatient_daemon):
     assert d.proc.poll() is None
 
 
+@pytest.mark.slow  # reads for 15 s on purpose
 def test_a_download_read_slowly_is_not_cut_off(impatient_daemon):
     """A client that keeps reading, however slowly, keeps its download: the send timeout
     counts from the last byte the client took, not from the start of a write."""

@@ -69,6 +69,7 @@ def test_an_upload_is_charged_to_the_sandboxs_memory(d):
     assert memory_used(d, sandbox) - before >= 48 * MiB
 
 
+@pytest.mark.slow  # sends 200 MiB
 def test_an_upload_past_the_memory_limit_fails_cleanly(d):
     sandbox = create(d, memoryMB=128, diskSizeMB=512)
     r = upload(d, sandbox, "/tmp/too-big.bin", os.urandom(MiB) * 200)

@@ -217,6 +217,7 @@ def daemon_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in USER_HZ ticks
 
 
+@pytest.mark.slow  # inflates 4 GiB on the client
 def test_a_huge_sparse_file_downloads_as_gzip_without_deflating_its_holes(sandbox):
     d, sandbox_id = sandbox
     size = 4 << 30  # 4 GiB of size on a 16 MiB disk: nearly all of it a hole

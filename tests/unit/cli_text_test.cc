@@ -49,15 +49,6 @@ TEST(KeyValue, RejectsMissingKeyOrEquals) {
   EXPECT_EQ(both->size(), 2u);
 }
 
-TEST(Time, ParsesRfc3339) {
-  EXPECT_EQ(parse_rfc3339("1970-01-01T00:00:00Z"), 0);
-  EXPECT_EQ(parse_rfc3339("2026-11-29T15:04:05.123456Z"), 1795964645);
-  EXPECT_EQ(parse_rfc3339("2026-11-29T23:04:05+08:00"), 1795964645);
-  EXPECT_EQ(parse_rfc3339("2026-11-29T10:04:05-05:00"), 1795964645);
-  EXPECT_FALSE(parse_rfc3339("yesterday").has_value());
-  EXPECT_FALSE(parse_rfc3339("2026-11-29T15:04:05").has_value());
-}
-
 TEST(Time, FormatsLocalTime) {
   const char* old = std::getenv("TZ");
   const std::string saved = old ? old : "";

@@ -16,9 +16,9 @@ std::string cell(std::string text) {
 }
 
 // The rows of spec/daemon-api.md's "Route table", as "METHOD PATH plane credential handler".
-std::set<std::string> spec_rows() {
+std::multiset<std::string> spec_rows() {
   std::ifstream in(std::string(ABX_SOURCE_DIR) + "/spec/daemon-api.md");
-  std::set<std::string> rows;
+  std::multiset<std::string> rows;
   std::string line;
   bool in_table = false;
   while (std::getline(in, line)) {
@@ -37,8 +37,8 @@ std::set<std::string> spec_rows() {
   return rows;
 }
 
-std::set<std::string> table_rows() {
-  std::set<std::string> rows;
+std::multiset<std::string> table_rows() {
+  std::multiset<std::string> rows;
   for (const Route& route : route_table()) {
     rows.insert(std::string(route.method) + " " + std::string(route.pattern) + " " +
                 std::string(plane_name(route.plane)) + " " +
@@ -54,6 +54,19 @@ TEST(RouteTable, SpecListsExactlyTheServedRoutes) {
   ASSERT_FALSE(spec.empty()) << "spec/daemon-api.md has no Route table section";
   for (const auto& row : served) EXPECT_TRUE(spec.count(row)) << "not in the spec: " << row;
   for (const auto& row : spec) EXPECT_TRUE(served.count(row)) << "not served: " << row;
+  // A row listed twice (in either) is a copy-paste slip, not a second endpoint.
+  for (const auto& row : spec) EXPECT_EQ(spec.count(row), 1u) << "twice in the spec: " << row;
+  for (const auto& row : served) EXPECT_EQ(served.count(row), 1u) << "twice in the table: " << row;
+}
+
+// Two rows for one plane, method and pattern: the second would never run.
+TEST(RouteTable, NoTwoRowsServeTheSameEndpoint) {
+  std::set<std::string> seen;
+  for (const Route& route : route_table()) {
+    const std::string key = std::string(plane_name(route.plane)) + " " + std::string(route.method) +
+                            " " + std::string(route.pattern);
+    EXPECT_TRUE(seen.insert(key).second) << "two rows for " << key;
+  }
 }
 
 TEST(RouteTable, MatchesPatternsAndCapturesParams) {

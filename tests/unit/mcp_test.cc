@@ -78,5 +78,31 @@ TEST(McpSession, AnswersProtocolRequestsWithoutADaemon) {
   EXPECT_EQ(replies[4]["error"]["code"], kInvalidRequest);
 }
 
+// Members of the wrong type read as absent: no throw (which ended `abx mcp
+// serve` and was a 500 on the daemon's /mcp; found by tests/security/test_request_fuzz.py).
+TEST(McpSession, WrongTypedMembersAreRefusedNotThrown) {
+  Session session({{{"127.0.0.1", "9", ""}, "key"}, {}, ""});
+  std::vector<json> replies;
+  const Reply collect = [&](std::optional<json> reply) { replies.push_back(*reply); };
+  session.dispatch({{"jsonrpc", 1e308}, {"id", 1}, {"method", "ping"}}, collect);
+  session.dispatch({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "initialize"}, {"params", 7}},
+                   collect);
+  session.dispatch({{"jsonrpc", "2.0"},
+                    {"id", 3},
+                    {"method", "initialize"},
+                    {"params", {{"protocolVersion", json::array()}}}},
+                   collect);
+  session.dispatch(
+      {{"jsonrpc", "2.0"}, {"id", 4}, {"method", "tools/call"}, {"params", {{"name", 5}}}},
+      collect);
+  session.dispatch({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", "x"}},
+                   collect);
+  ASSERT_EQ(replies.size(), 4u);
+  EXPECT_EQ(replies[0]["error"]["code"], kInvalidRequest);
+  EXPECT_EQ(replies[1]["result"]["protocolVersion"], supported_protocol_versions().front());
+  EXPECT_EQ(replies[2]["result"]["protocolVersion"], supported_protocol_versions().front());
+  EXPECT_EQ(replies[3]["error"]["code"], kInvalidParams);
+}
+
 }  // namespace
 }  // namespace abx::mcp
