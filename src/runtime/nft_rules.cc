@@ -9,19 +9,11 @@
 namespace abx::runtime {
 namespace {
 
-struct CtxFree {
-  void operator()(nft_ctx* ctx) const { nft_ctx_free(ctx); }
-};
-using Ctx = std::unique_ptr<nft_ctx, CtxFree>;
-
-// A context per transaction: nothing cached outlives it (a table may be
-// replaced under us by a daemon starting on the same pool).
-Result<Ctx> new_ctx() {
-  Ctx ctx(nft_ctx_new(NFT_CTX_DEFAULT));
-  if (!ctx) return Error{"nftables", ENOMEM, "nft_ctx_new"};
-  nft_ctx_buffer_output(ctx.get());
-  nft_ctx_buffer_error(ctx.get());
-  return ctx;
+// The error (or output) of the last command; reading it empties the buffer.
+std::string taken(const char* buffer) {
+  std::string text = buffer ? buffer : "";
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
 }
 
 std::string join(const std::vector<egress::Cidr>& cidrs) {
@@ -52,12 +44,17 @@ std::string NftRules::table_of(const egress::Cidr& pool) {
   return name;
 }
 
+void NftRules::CtxFree::operator()(nft_ctx* ctx) const { nft_ctx_free(ctx); }
+
 Result<std::vector<egress::Cidr>> NftRules::pools_with_tables() {
-  auto ctx = new_ctx();
-  if (!ctx) return ctx.error();
-  if (nft_run_cmd_from_buffer(ctx->get(), "list tables inet") != 0)
-    return Error{"list nftables tables", EIO, nft_ctx_get_error_buffer(ctx->get())};
-  const std::string listing = nft_ctx_get_output_buffer(ctx->get());
+  std::string listing;
+  {
+    std::lock_guard lock(mutex_);
+    const int rc = nft_run_cmd_from_buffer(ctx_.get(), "list tables inet");
+    const std::string why = taken(nft_ctx_get_error_buffer(ctx_.get()));
+    listing = taken(nft_ctx_get_output_buffer(ctx_.get()));
+    if (rc != 0) return Error{"list nftables tables", EIO, why};
+  }
   std::vector<egress::Cidr> pools;
   size_t at = 0;
   while ((at = listing.find("table inet abx_", at)) != std::string::npos) {
@@ -79,16 +76,23 @@ Status NftRules::remove_pool_table(const egress::Cidr& pool) {
 Result<std::unique_ptr<NftRules>> NftRules::open(const NetPool& pool, NftPorts ports,
                                                  std::vector<egress::Cidr> opened,
                                                  uint32_t max_connections) {
-  return std::unique_ptr<NftRules>(new NftRules(pool, ports, std::move(opened), max_connections));
+  std::unique_ptr<NftRules> rules(new NftRules(pool, ports, std::move(opened), max_connections));
+  // One context for the daemon's life, made while its fds are few: its
+  // netlink socket is waited on with select(), which aborts the process for
+  // an fd past 1023 (a daemon with a few hundred sandboxes holds more).
+  rules->ctx_.reset(nft_ctx_new(NFT_CTX_DEFAULT));
+  if (!rules->ctx_) return Error{"nftables", ENOMEM, "nft_ctx_new"};
+  nft_ctx_buffer_output(rules->ctx_.get());
+  nft_ctx_buffer_error(rules->ctx_.get());
+  return rules;
 }
 
 Status NftRules::run(const std::string& commands, const std::string& step) {
   std::lock_guard lock(mutex_);
-  auto ctx = new_ctx();
-  if (!ctx) return ctx.error();
-  if (nft_run_cmd_from_buffer(ctx->get(), commands.c_str()) == 0) return {};
-  std::string why = nft_ctx_get_error_buffer(ctx->get());
-  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  const int rc = nft_run_cmd_from_buffer(ctx_.get(), commands.c_str());
+  std::string why = taken(nft_ctx_get_error_buffer(ctx_.get()));
+  (void)nft_ctx_get_output_buffer(ctx_.get());
+  if (rc == 0) return {};
   if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
   return Error{step, EIO, why};
 }

@@ -22,6 +22,8 @@
 #include "egress/policy.h"
 #include "runtime/net_pool.h"
 
+struct nft_ctx;
+
 namespace abx::runtime {
 
 struct NftPorts {
@@ -67,7 +69,11 @@ class NftRules {
   uint32_t max_connections_;
   std::string table_;  // "inet abx_0ac8", see table_of
   static std::string table_of(const egress::Cidr& pool);
-  std::mutex mutex_;  // one transaction at a time
+  std::mutex mutex_;  // one transaction at a time, on the one context
+  struct CtxFree {
+    void operator()(nft_ctx* ctx) const;
+  };
+  std::unique_ptr<nft_ctx, CtxFree> ctx_;
 };
 
 }  // namespace abx::runtime
