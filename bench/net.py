@@ -1,0 +1,410 @@
+"""The networking figures of `make bench` (issue 13), measured in the test world of tests/net
+(world.sh): two daemons inside the world's daemon namespace, one with sandbox networking on
+and one with loopback only, alternating in the same rounds. No packet leaves the namespaces
+made here; the world, its daemons and their sandboxes are gone when this returns.
+
+  create / kill       p50 and p99 of the HTTP API, networking on vs loopback only
+  memory              MemTotal - MemAvailable per idle sandbox, N alive, each daemon in turn
+  TCP                 iperf3 to the world's server: from the daemon's namespace (the host as
+                      a sandbox's traffic leaves it) and from a sandbox, both directions
+  HTTPS               curl of a bulk download / upload from the world's HTTPS server: from the
+                      daemon's namespace, from a sandbox directly (no rule: NAT only), and from
+                      a sandbox whose host has a header rule (through the intercepting proxy:
+                      TLS is terminated and re-encrypted by the daemon)
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "net"))
+from harness import ABX_BIN, private_state_dir, start_daemon
+from world import (
+    WWW,
+    World,
+    WorldDaemon,
+    leftovers,
+    missing,
+    start_bridge,
+    stop_daemon_in_world,
+    stop_process,
+    world_down,
+    world_up,
+)
+
+NET_HEADER = "## Networking"
+TEMPLATE = "host"  # needs no build; has iperf3 and curl when the host has them
+IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
+WWW_NAME = "www.example.test"  # 203.0.113.10 in the world: HTTPS on 443, iperf3 on 5201
+RULES = {WWW_NAME: [{"transform": {"headers": {"X-Bench": "through the proxy"}}}]}
+SANDBOX_CA = "/tmp/world-ca.crt"
+SANDBOX_BULK = "/tmp/bulk.bin"
+
+
+def abx_bin() -> str:
+    """The abx under test: run.py's --abx (it sets ABX_BIN), else the harness's."""
+    return os.environ.get("ABX_BIN", str(ABX_BIN))
+
+
+@contextlib.contextmanager
+def ip_forward_kept() -> Iterator[None]:
+    """A daemon turns on IPv4 forwarding in its namespace: whatever the host's was, it is
+    again afterwards."""
+    before = IP_FORWARD.read_text()
+    try:
+        yield
+    finally:
+        if IP_FORWARD.read_text() != before:
+            IP_FORWARD.write_text(before)
+
+
+@dataclass
+class NetDaemons:
+    world: World
+    state: Path
+    on: WorldDaemon
+    off: WorldDaemon
+    notes: list[str] = field(default_factory=list)
+
+    def both(self) -> dict[str, WorldDaemon]:
+        return {"networking on": self.on, "loopback only": self.off}
+
+
+def start_world_daemon(world: World, state: Path, network: dict) -> WorldDaemon:
+    """`abx serve` in the world's daemon namespace with the bench's config (a thousand idle
+    sandboxes commit more memory than the host has) and the default warm pool, as the
+    host-side figures have; its API through a bridge of its own (world.py)."""
+    state.mkdir(parents=True)
+    config = state / "config.json"
+    config.write_text(json.dumps({"hostCaps": {"memoryPercent": 1000}, "network": network}))
+    netns_before = frozenset(os.listdir("/run/netns"))
+    port, bridge = start_bridge(world, state / "api.sock")
+    try:
+        d = start_daemon(state / "state", shared_templates=False, binary=Path(abx_bin()),
+                         extra_args=("--config", str(config)),
+                         env={"ABX_UPSTREAM_CA_FILE": str(world.ca_file)},
+                         wrap=tuple(world.in_daemon_ns()), listen=f"127.0.0.1:{port}")
+    except BaseException:
+        for proc in bridge:
+            stop_process(proc)
+        raise
+    return WorldDaemon(url=f"http://127.0.0.1:{port}", api_key=d.api_key, data_dir=d.data_dir,
+                       proc=d.proc, world=world, bridge=bridge, netns_before=netns_before)
+
+
+@contextlib.contextmanager
+def net_daemons() -> Iterator[NetDaemons]:
+    """The world and its two daemons; afterwards nothing of them is left (what a daemon
+    left is raised, after the world is taken down all the same)."""
+    state = private_state_dir("abx-bench-net-")
+    world = world_up(f"abxb{os.getpid()}")
+    started: list[WorldDaemon] = []
+    try:
+        started.append(start_world_daemon(world, state / "on", {"enabled": True}))
+        started.append(start_world_daemon(world, state / "off", {"enabled": False}))
+        yield NetDaemons(world, state, *started)
+    finally:
+        left = []
+        for d in started:
+            stop_daemon_in_world(d)
+        for d in started:
+            left += leftovers(d)
+        world_down(world)
+        shutil.rmtree(state, ignore_errors=True)
+        if left:
+            raise RuntimeError("the bench's daemons left behind:\n" + "\n".join(left))
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def create_body(**extra) -> dict:
+    return {"templateID": TEMPLATE, "secure": False, **extra}
+
+
+def creates(nd: NetDaemons, rounds: int) -> dict[str, list[float]]:
+    """Create and kill one sandbox on each daemon per round, in a random order, then a pause
+    for both warm pools to refill (as between real requests)."""
+    sides = {label: d.api() for label, d in nd.both().items()}
+    times: dict[str, list[float]] = {}
+    for label in sides:
+        times[f"create ({label})"], times[f"kill ({label})"] = [], []
+    try:
+        for round_ in range(rounds + 1):  # the first round warms up and is not counted
+            for label in random.sample(list(sides), len(sides)):
+                api = sides[label]
+                t = time.perf_counter()
+                r = api.post("/sandboxes", json=create_body())
+                made = time.perf_counter()
+                r.raise_for_status()
+                api.delete(f"/sandboxes/{r.json()['sandboxID']}").raise_for_status()
+                gone = time.perf_counter()
+                if round_:
+                    times[f"create ({label})"].append((made - t) * 1000)
+                    times[f"kill ({label})"].append((gone - made) * 1000)
+            time.sleep(0.15)
+    finally:
+        for api in sides.values():
+            api.close()
+    return times
+
+
+def meminfo_used_kib() -> int:
+    info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return int(info["MemTotal"].split()[0]) - int(info["MemAvailable"].split()[0])
+
+
+def links_gone(world: World, timeout: float = 60) -> None:
+    """Waits until the daemon namespace has only its own links again: the kernel frees a dead
+    sandbox's network namespace, and with it its veth, in the background."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        links = world.run_in(world.daemon_ns, "ip", "-o", "link", "show").stdout.splitlines()
+        if len(links) <= 2:  # lo, wan0
+            return
+        time.sleep(0.5)
+
+
+def settled_used_kib() -> int:
+    subprocess.run(["sync"], check=False)
+    time.sleep(2)
+    return meminfo_used_kib()
+
+
+def idle_memory(nd: NetDaemons, count: int) -> dict[str, float]:
+    """MiB per idle sandbox with `count` alive on one daemon at a time (the other has none),
+    as the host-side figure: what is used with them alive less what was used before. The host
+    is shared: how far what is used once they are gone (and their links) differs from before
+    is noted. A daemon that cannot make `count` is reported with how many it made and why."""
+    out = {}
+    for label, d in nd.both().items():
+        before = settled_used_kib()
+        ids: list[str] = []
+        with d.api() as api:
+            try:
+                for _ in range(count):
+                    r = api.post("/sandboxes", json=create_body(timeout=3600, memoryMB=64,
+                                                                 diskSizeMB=16))
+                    if r.status_code != 201:
+                        nd.notes.append(f"{label}: sandbox {len(ids) + 1} of {count} was refused: "
+                                        f"HTTP {r.status_code} {r.text.strip()[:300]}")
+                        break
+                    ids.append(r.json()["sandboxID"])
+                alive = settled_used_kib()
+            finally:
+                for sid in ids:
+                    api.delete(f"/sandboxes/{sid}")
+        links_gone(nd.world)
+        after = settled_used_kib()
+        if ids:
+            out[f"abx, {label} ({len(ids)} alive)"] = (alive - before) / len(ids) / 1024
+            nd.notes.append(f"{label}: memory used once the {len(ids)} sandboxes were gone differed "
+                            f"from before by {(after - before) / 1024:+.0f} MiB "
+                            f"({(after - before) / len(ids) / 1024:+.2f} MiB per sandbox): the noise "
+                            "of a shared host")
+    return out
+
+
+def mib_per_s(bits_per_second: float) -> float:
+    return bits_per_second / 8 / 2**20
+
+
+def iperf3(prefix: list[str], env: dict | None, seconds: int, reverse: bool) -> float:
+    """MiB/s of one iperf3 run to the world's server (-R: the server sends)."""
+    cmd = [*prefix, "iperf3", "-c", WWW, "-t", str(seconds), "-J", *(["-R"] if reverse else [])]
+    r = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=seconds + 60, env=env,
+                       stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stdout[-500:]} {r.stderr[-500:]}")
+    return mib_per_s(json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"])
+
+
+def curl(prefix: list[str], env: dict | None, cacert: str | None, url: str,
+         upload: str | None) -> float:
+    """MiB/s of one HTTPS transfer with curl: a download of `url`, or a PUT of `upload`."""
+    cmd = [*prefix, "curl", "-sS", "--fail", "--max-time", "300", "-o", "/dev/null",
+           "-w", "%{speed_upload} %{speed_download}", *(["--cacert", cacert] if cacert else []),
+           *(["-T", upload] if upload else []), url]
+    r = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=360, env=env,
+                       stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr[-500:]}")
+    up, down = (float(x) for x in r.stdout.split())
+    return (up if upload else down) / 2**20
+
+
+def sandbox_exec(d: WorldDaemon, sandbox_id: str, *cmd: str) -> None:
+    subprocess.run([abx_bin(), "exec", sandbox_id, "--", *cmd], check=True, env=d.env(),
+                   capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+@dataclass
+class Side:
+    """Where a transfer starts: the daemon's namespace or a sandbox."""
+    prefix: list[str]
+    env: dict | None
+    cacert: str | None
+    bulk: str  # a sparse file of the upload's size
+
+
+def transfers(nd: NetDaemons, rounds: int, seconds: int, mib: int) -> dict[str, list[float]]:
+    """iperf3 both ways from the daemon's namespace and from a sandbox; HTTPS down- and
+    uploads of `mib` MiB from the daemon's namespace, a sandbox without rules and one whose
+    host has a header rule; every case once per round, in a random order."""
+    d, world = nd.on, nd.world
+    host_bulk = nd.state / "bulk.bin"
+    with open(host_bulk, "wb") as f:
+        f.truncate(mib << 20)
+    host = Side(["ip", "netns", "exec", world.daemon_ns], None, str(world.ca_file), str(host_bulk))
+    ids = []
+    with d.api() as api:
+        try:
+            for network in ({}, {"rules": RULES}):
+                r = api.post("/sandboxes", json=create_body(timeout=3600, **(
+                    {"network": network} if network else {})))
+                r.raise_for_status()
+                ids.append(r.json()["sandboxID"])
+            direct_id, proxied_id = ids
+            for sid in ids:
+                sandbox_exec(d, sid, "truncate", "-s", f"{mib}M", SANDBOX_BULK)
+            subprocess.run([abx_bin(), "upload", direct_id, str(world.ca_file), SANDBOX_CA],
+                           check=True, env=d.env(), capture_output=True, timeout=60)
+            prefix = lambda sid: [abx_bin(), "exec", sid, "--"]
+            direct = Side(prefix(direct_id), d.env(), SANDBOX_CA, SANDBOX_BULK)
+            proxied = Side(prefix(proxied_id), d.env(), None, SANDBOX_BULK)  # trusts the daemon's CA
+            down_url = f"https://{WWW_NAME}/bytes?mib={mib}"
+            up_url = f"https://{WWW_NAME}/sink"
+            cases = {
+                "TCP up (iperf3), daemon namespace": lambda: iperf3(host.prefix, None, seconds, False),
+                "TCP up (iperf3), sandbox": lambda: iperf3(direct.prefix, d.env(), seconds, False),
+                "TCP down (iperf3 -R), daemon namespace": lambda: iperf3(host.prefix, None, seconds, True),
+                "TCP down (iperf3 -R), sandbox": lambda: iperf3(direct.prefix, d.env(), seconds, True),
+            }
+            for label, side in (("daemon namespace", host), ("sandbox, direct", direct),
+                                ("sandbox, through the proxy", proxied)):
+                cases[f"HTTPS download {mib} MiB, {label}"] = (
+                    lambda s=side: curl(s.prefix, s.env, s.cacert, down_url, None))
+                cases[f"HTTPS upload {mib} MiB, {label}"] = (
+                    lambda s=side: curl(s.prefix, s.env, s.cacert, up_url, s.bulk))
+            for fn in cases.values():
+                fn()  # each path once before timing: handshakes, page cache, the proxy's certificate
+            out: dict[str, list[float]] = {name: [] for name in cases}
+            for _ in range(rounds):
+                for name in random.sample(list(cases), len(cases)):
+                    out[name].append(cases[name]())
+            return out
+        finally:
+            for sid in ids:
+                api.delete(f"/sandboxes/{sid}")
+            host_bulk.unlink(missing_ok=True)
+
+
+def ms_table(rows: dict[str, list[float]]) -> str:
+    head = "| what | p50 ms | p99 ms | n |\n|---|---|---|---|\n"
+    return head + "".join(f"| {n} | {pct(v, 50):.1f} | {pct(v, 99):.1f} | {len(v)} |\n"
+                          for n, v in rows.items())
+
+
+def rate_table(rows: dict[str, list[float]]) -> str:
+    head = "| what | p50 MiB/s | min MiB/s | n |\n|---|---|---|---|\n"
+    return head + "".join(f"| {n} | {pct(v, 50):.0f} | {min(v):.0f} | {len(v)} |\n"
+                          for n, v in rows.items())
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def section(times: dict[str, list[float]], memory: dict[str, float],
+            rates: dict[str, list[float]], args, notes: list[str]) -> str:
+    """The RESULTS.md section, with each figure against issue 13's target."""
+    p50 = {k: pct(v, 50) for k, v in {**times, **rates}.items()}
+    create_gap = p50["create (networking on)"] - p50["create (loopback only)"]
+    mem_on = next((v for k, v in memory.items() if "networking on" in k), float("nan"))
+    mem_off = next((v for k, v in memory.items() if "loopback only" in k), float("nan"))
+    ratio = lambda a, b: p50[a] / p50[b]
+    tcp_up = ratio("TCP up (iperf3), sandbox", "TCP up (iperf3), daemon namespace")
+    tcp_down = ratio("TCP down (iperf3 -R), sandbox", "TCP down (iperf3 -R), daemon namespace")
+    mib = args.net_mib
+    https = {}
+    for way in ("download", "upload"):
+        through = f"HTTPS {way} {mib} MiB, sandbox, through the proxy"
+        https[way] = (ratio(through, f"HTTPS {way} {mib} MiB, daemon namespace"),
+                      ratio(through, f"HTTPS {way} {mib} MiB, sandbox, direct"))
+    now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    text = f"""{NET_HEADER}
+
+Measured {now} in the test world of `tests/net` (`world.sh`: the daemons run in a network
+namespace whose only route leads to a second one playing the internet; no packet leaves them),
+template `{TEMPLATE}`. Two daemons side by side there, one with sandbox networking on (veth,
+/30, NAT, nftables) and one with `network.enabled: false` (loopback only), alternating in the
+same rounds; their APIs are reached through the same kind of socat bridge, which both pay.
+
+{ms_table(times)}
+- create p50, networking on − loopback only = **{create_gap:+.2f} ms** (target ≤ +1.5 ms):
+  {verdict(create_gap <= 1.5)}.
+
+| MiB per idle sandbox, {args.idle} asked for, one daemon at a time | MiB |
+|---|---|
+""" + "".join(f"| {k} | {v:.2f} |\n" for k, v in memory.items()) + f"""
+- networking on: **{mem_on:.2f} MiB** per idle sandbox (target ≤ 0.8 MiB): {verdict(mem_on <= 0.8)};
+  its network costs {mem_on - mem_off:+.2f} MiB over loopback only.
+
+Bulk transfers to the world's server at 203.0.113.10 ({WWW_NAME}): iperf3 for {args.net_seconds} s
+(up: the client sends; down: `-R`), and curl over HTTPS of {mib} MiB (a download of zeros,
+a PUT of a sparse file) from the daemon's namespace (the host, as a sandbox's traffic leaves
+it), from a sandbox with no rules (NAT) and from a sandbox whose host has a header rule (the
+daemon's proxy terminates TLS with its CA, adds the header and re-encrypts).
+The HTTPS server is Python's (`world_server.py`), so its own speed caps every HTTPS figure.
+
+{rate_table(rates)}
+- TCP sandbox / daemon namespace: up **{tcp_up:.2f}×**, down {tcp_down:.2f}× (target ≥ 0.8×):
+  {verdict(tcp_up >= 0.8)}.
+- HTTPS through the intercepting proxy / daemon namespace: download **{https['download'][0]:.2f}×**,
+  upload **{https['upload'][0]:.2f}×** (target ≥ 0.5×): {verdict(min(https['download'][0], https['upload'][0]) >= 0.5)};
+  / a sandbox without rules: download {https['download'][1]:.2f}×, upload {https['upload'][1]:.2f}×.
+"""
+    if notes:
+        text += "\n" + "".join(f"- note: {n}\n" for n in notes)
+    return text
+
+
+def measure(args) -> str:
+    """The whole networking section, or a line saying why it could not be measured."""
+    if reason := missing():
+        return f"{NET_HEADER}\n\nNot measured: {reason}.\n"
+    absent = [tool for tool in ("iperf3", "curl") if shutil.which(tool) is None]
+    if absent:
+        return f"{NET_HEADER}\n\nNot measured: the `host` template needs {', '.join(absent)} (make deps).\n"
+    with ip_forward_kept(), net_daemons() as nd:
+        times = creates(nd, args.rounds * 3)
+        rates = transfers(nd, args.net_rounds, args.net_seconds, args.net_mib)
+        memory = idle_memory(nd, args.idle)
+        return section(times, memory, rates, args, nd.notes)
+
+
+def splice_section(text: str, new: str, before: tuple[str, ...]) -> str:
+    """`text` with its networking section replaced by `new`, or `new` put in before the
+    first of the `before` headers (or at the end)."""
+    if NET_HEADER in text:
+        start = text.index(NET_HEADER)
+        end = text.find("\n## ", start + 1)
+        return text[:start] + new.rstrip("\n") + "\n" + (text[end:] if end != -1 else "")
+    ends = [text.index(h) for h in before if h in text]
+    if not ends:
+        return text.rstrip("\n") + "\n\n" + new
+    cut = min(ends)
+    return text[:cut] + new.rstrip("\n") + "\n\n" + text[cut:]
