@@ -108,26 +108,51 @@ def start_world_daemon(world: World, state: Path, network: dict) -> WorldDaemon:
 
 
 @contextlib.contextmanager
+def private_world_dir(path: Path) -> Iterator[None]:
+    """world.sh keeps its worlds' state under $ABX_NET_WORLD_DIR: one of the bench's own, so
+    that a test run elsewhere on the machine, which removes the worlds whose owner it cannot
+    see (from another pid namespace, it sees none), never takes this one down mid-run."""
+    before = os.environ.get("ABX_NET_WORLD_DIR")
+    os.environ["ABX_NET_WORLD_DIR"] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("ABX_NET_WORLD_DIR", None)
+        else:
+            os.environ["ABX_NET_WORLD_DIR"] = before
+
+
+@contextlib.contextmanager
 def net_daemons() -> Iterator[NetDaemons]:
     """The world and its two daemons; afterwards nothing of them is left (what a daemon
-    left is raised, after the world is taken down all the same)."""
+    left is raised, after the world is taken down all the same). On a failure the daemons'
+    data dirs (their logs) are kept and named."""
     state = private_state_dir("abx-bench-net-")
-    world = world_up(f"abxb{os.getpid()}")
-    started: list[WorldDaemon] = []
-    try:
-        started.append(start_world_daemon(world, state / "on", {"enabled": True}))
-        started.append(start_world_daemon(world, state / "off", {"enabled": False}))
-        yield NetDaemons(world, state, *started)
-    finally:
-        left = []
-        for d in started:
-            stop_daemon_in_world(d)
-        for d in started:
-            left += leftovers(d)
-        world_down(world)
-        shutil.rmtree(state, ignore_errors=True)
-        if left:
-            raise RuntimeError("the bench's daemons left behind:\n" + "\n".join(left))
+    failed = True
+    with private_world_dir(state / "worlds"):
+        world = world_up(f"abxb{os.getpid()}")
+        started: list[WorldDaemon] = []
+        try:
+            started.append(start_world_daemon(world, state / "on", {"enabled": True}))
+            started.append(start_world_daemon(world, state / "off", {"enabled": False}))
+            yield NetDaemons(world, state, *started)
+            failed = False
+        finally:
+            died = [d.data_dir for d in started if d.proc.poll() is not None]
+            left = []
+            for d in started:
+                stop_daemon_in_world(d)
+            for d in started:
+                left += leftovers(d)
+            world_down(world)
+            if died or left or failed:
+                print(f"bench: the networking daemons' data dirs are kept in {state}"
+                      + (f"; these had died: {died}" if died else ""), file=sys.stderr)
+            else:
+                shutil.rmtree(state, ignore_errors=True)
+            if left:
+                raise RuntimeError("the bench's daemons left behind:\n" + "\n".join(left))
 
 
 CLONE_NEWNET = 0x40000000
