@@ -34,10 +34,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "tests" / "net"))
 from harness import ABX_BIN, private_state_dir, start_daemon
+from helpers import sandbox_host_pids
 from world import (
     WWW,
     World,
     WorldDaemon,
+    is_zombie,
     leftovers,
     missing,
     start_bridge,
@@ -107,6 +109,49 @@ def start_world_daemon(world: World, state: Path, network: dict) -> WorldDaemon:
                        proc=d.proc, world=world, bridge=bridge, netns_before=netns_before)
 
 
+def sandbox_cgroups(pid: int) -> list[Path]:
+    """The cgroup dirs (every v1 controller, or v2) of a sandbox process."""
+    dirs = []
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else ["unified"]:
+            base = Path("/sys/fs/cgroup") / controller.removeprefix("name=")
+            if (base / path.lstrip("/")).is_dir():
+                dirs.append(base / path.lstrip("/"))
+    return dirs
+
+
+def reap_dead_daemons_sandboxes(data_dir: Path) -> list[str]:
+    """A daemon that died (it aborts past ~1024 open fds, see RESULTS.md) leaves its sandboxes
+    running: their processes are killed by pid and their cgroups removed, as it would have.
+    Returns what could not be removed."""
+    ids = [p.name for p in (data_dir / "sandboxes").glob("*") if p.is_dir()]
+    pids = {pid: sid for sid in ids for pid in sandbox_host_pids(sid)}
+    cgroups: set[Path] = set()
+    for pid, sid in pids.items():
+        with contextlib.suppress(OSError):
+            cgroups.update(c for c in sandbox_cgroups(pid) if sid in str(c))
+            os.kill(pid, 9)
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() and not is_zombie(str(pid)) for pid in pids):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    left = []
+    for top in sorted(cgroups, key=lambda c: len(c.parts)):
+        sandbox_dir = next(p for p in [top, *top.parents] if p.name in pids.values())
+        for sub in sorted(sandbox_dir.rglob("*"), key=lambda c: -len(c.parts)):
+            if sub.is_dir():
+                with contextlib.suppress(OSError):
+                    sub.rmdir()
+        with contextlib.suppress(OSError):
+            sandbox_dir.rmdir()
+            sandbox_dir.parent.rmdir()  # the daemon's own, once its last sandbox's is gone
+        if sandbox_dir.exists():
+            left.append(str(sandbox_dir))
+    return sorted(set(left))
+
+
 @contextlib.contextmanager
 def private_world_dir(path: Path) -> Iterator[None]:
     """world.sh keeps its worlds' state under $ABX_NET_WORLD_DIR: one of the bench's own, so
@@ -139,16 +184,20 @@ def net_daemons() -> Iterator[NetDaemons]:
             yield NetDaemons(world, state, *started)
             failed = False
         finally:
-            died = [d.data_dir for d in started if d.proc.poll() is not None]
+            died = [d for d in started if d.proc.poll() is not None]
             left = []
             for d in started:
                 stop_daemon_in_world(d)
+            for d in died:
+                left += reap_dead_daemons_sandboxes(d.data_dir)
             for d in started:
-                left += leftovers(d)
+                if d not in died:  # a dead daemon's table and links go with the world
+                    left += leftovers(d)
             world_down(world)
             if died or left or failed:
                 print(f"bench: the networking daemons' data dirs are kept in {state}"
-                      + (f"; these had died: {died}" if died else ""), file=sys.stderr)
+                      + (f"; these had died: {[str(d.data_dir) for d in died]}" if died else ""),
+                      file=sys.stderr)
             else:
                 shutil.rmtree(state, ignore_errors=True)
             if left:
@@ -257,21 +306,15 @@ def idle_memory(nd: NetDaemons, count: int, rounds: int) -> tuple[dict[str, floa
             ids: list[str] = []
             with d.api() as api:
                 try:
-                    for _ in range(count):
-                        r = api.post("/sandboxes", json=create_body(timeout=3600, memoryMB=64,
-                                                                     diskSizeMB=16))
-                        if r.status_code != 201:
-                            nd.notes.append(f"{label}: sandbox {len(ids) + 1} of {count} was "
-                                            f"refused: HTTP {r.status_code} {r.text.strip()[:300]}")
-                            break
-                        ids.append(r.json()["sandboxID"])
-                    alive = settled_used_kib()
-                    loaded = create_rounds({f"{label}, {len(ids)} alive": api}, rounds,
-                                           close=False)
-                    times.update(loaded)
+                    alive = fill(nd, label, d, api, count, ids)
+                    if alive is None:
+                        continue  # the daemon died: net_daemons reaps its sandboxes
+                    times.update(create_rounds({f"{label}, {len(ids)} alive": api}, rounds,
+                                               close=False))
                 finally:
-                    for sid in ids:
-                        api.delete(f"/sandboxes/{sid}")
+                    if d.proc.poll() is None:
+                        for sid in ids:
+                            api.delete(f"/sandboxes/{sid}")
             links_gone(nd.world)
             after = settled_used_kib()
             if ids:
@@ -281,6 +324,29 @@ def idle_memory(nd: NetDaemons, count: int, rounds: int) -> tuple[dict[str, floa
                                 f"({(after - before) / len(ids) / 1024:+.2f} MiB per sandbox): "
                                 "the noise of a shared host")
     return memory, times
+
+
+def fill(nd: NetDaemons, label: str, d: WorldDaemon, api: httpx.Client, count: int,
+         ids: list[str]) -> int | None:
+    """Creates up to `count` idle sandboxes (their ids into `ids`); the KiB used then, or None
+    when the daemon died on the way (noted, with the last line of its log)."""
+    try:
+        for _ in range(count):
+            r = api.post("/sandboxes", json=create_body(timeout=3600, memoryMB=64, diskSizeMB=16))
+            if r.status_code != 201:
+                nd.notes.append(f"{label}: sandbox {len(ids) + 1} of {count} was refused: "
+                                f"HTTP {r.status_code} {r.text.strip()[:300]}")
+                break
+            ids.append(r.json()["sandboxID"])
+    except httpx.TransportError:
+        time.sleep(1)
+        if d.proc.poll() is None:
+            raise
+        log = (d.data_dir / "daemon.log").read_text(errors="replace").strip().splitlines()
+        nd.notes.append(f"{label}: **the daemon died** after {len(ids)} idle sandboxes; its log "
+                        f"ends `{log[-1] if log else ''}`")
+        return None
+    return settled_used_kib()
 
 
 def mib_per_s(bits_per_second: float) -> float:
@@ -398,6 +464,7 @@ def section(times: dict[str, list[float]], memory: dict[str, float],
     """The RESULTS.md section, with each figure against issue 13's target."""
     p50 = {k: pct(v, 50) for k, v in {**times, **rates}.items()}
     create_gap = p50["create (networking on)"] - p50["create (loopback only)"]
+    idle = args.net_idle or args.idle
     mem_on = next((v for k, v in memory.items() if "networking on" in k), float("nan"))
     mem_off = next((v for k, v in memory.items() if "loopback only" in k), float("nan"))
     ratio = lambda a, b: p50[a] / p50[b]
@@ -424,10 +491,10 @@ loopback, as the host-side figures' client does.
 - create p50, networking on − loopback only = **{create_gap:+.2f} ms** (target ≤ +1.5 ms):
   {verdict(create_gap <= 1.5)}.
 
-The same with {args.idle} idle sandboxes alive on the daemon (made for the memory figure below):
+The same with {idle} idle sandboxes alive on the daemon (made for the memory figure below):
 
 {ms_table(loaded)}
-| MiB per idle sandbox, {args.idle} asked for, one daemon at a time | MiB |
+| MiB per idle sandbox, {idle} asked for, one daemon at a time | MiB |
 |---|---|
 """ + "".join(f"| {k} | {v:.2f} |\n" for k, v in memory.items()) + f"""
 - networking on: **{mem_on:.2f} MiB** per idle sandbox (target ≤ 0.8 MiB): {verdict(mem_on <= 0.8)};
@@ -462,7 +529,7 @@ def measure(args) -> str:
     with ip_forward_kept(), net_daemons() as nd:
         times = creates(nd, args.rounds * 3)
         rates = transfers(nd, args.net_rounds, args.net_seconds, args.net_mib)
-        memory, loaded = idle_memory(nd, args.idle, args.rounds)
+        memory, loaded = idle_memory(nd, args.net_idle or args.idle, args.rounds)
         return section(times, memory, loaded, rates, args, nd.notes)
 
 

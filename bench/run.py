@@ -434,6 +434,8 @@ def main() -> None:
                     help="rounds of the networking transfers (iperf3, HTTPS)")
     ap.add_argument("--net-seconds", type=int, default=3, help="seconds of each iperf3 run")
     ap.add_argument("--net-mib", type=int, default=128, help="MiB of each HTTPS transfer")
+    ap.add_argument("--net-idle", type=int, default=0,
+                    help="idle sandboxes for the networking memory figure (default: --idle)")
     args = ap.parse_args()
     if not shutil.which("bwrap"):
         sys.exit("bench: bubblewrap is missing; run `make deps` first")
