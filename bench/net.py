@@ -510,7 +510,7 @@ namespace whose only route leads to a second one playing the internet; no packet
 template `{TEMPLATE}`. Two daemons side by side there, one with sandbox networking on (veth,
 /30, NAT, nftables) and one with `network.enabled: false` (loopback only), alternating in the
 same rounds; the bench's HTTP client joins their namespace (setns) and reaches them on its
-loopback, as the host-side figures' client does.
+loopback, as the host-side figures' client does. Command: `{' '.join(['bench/run.py', *sys.argv[1:]])}`.
 
 {ms_table(times)}
 - create p50, networking on − loopback only = **{create_gap:+.2f} ms** (target ≤ +1.5 ms):
@@ -563,10 +563,14 @@ CREATE_CAUSE = """create: every create runs one libnftables transaction for the 
   allow-all policy) on a new nft context, which fetches the kernel's ruleset into its cache first.
   Timed alone in a scratch namespace on this VM (libnftables through ctypes), that transaction
   takes 8–18 ms with 2 sandboxes in the table and ~110 ms with 1000; a sandbox's add + remove
-  (warm-pool refill, kill) ~8 ms with 2 and 2–3 s with 1000. Cheap fix: attach warm-pool
-  sandboxes with the default policy and run no transaction when a create asks for it; the
-  lasting one: per-sandbox policy as elements of shared `ifname . ipv4_addr` sets, written
-  through libnftnl batches without a cache, so no create or kill costs more with more sandboxes."""
+  (warm-pool refill, kill) ~8 ms with 2 and 2–3 s with 1000 (`bench/nft_cost.py`). Of the 8 ms,
+  nearly all is the flush of a chain that holds rules (the pool's refuse-all ones): adding a
+  rule takes 0.1 ms, flushing 3 sets 0.1 ms, deleting rules 8–12 ms (the kernel's commit of
+  rule deletions, likely an RCU grace period). Cheap fix: attach warm-pool sandboxes with the
+  default policy and run no transaction when a create asks for it, or switch a sandbox's policy
+  by replacing its `sandboxes` map element with a chain made beside the old one; the lasting
+  one: per-sandbox policy as elements of shared `ifname . ipv4_addr` sets, written through
+  libnftnl batches without a cache, so no create or kill costs more with more sandboxes."""
 MEMORY_CAUSE = """memory: what networking adds is kernel memory: a veth pair (two net devices
   with their queues, per-cpu stats, sysctl and sysfs entries), the /30's routes, and in
   nftables 3 sets, 2 chains, 7 rules and 2 map elements per sandbox. Fewer objects per sandbox
