@@ -155,8 +155,8 @@ def reap_dead_daemons_sandboxes(data_dir: Path) -> list[str]:
 @contextlib.contextmanager
 def private_world_dir(path: Path) -> Iterator[None]:
     """world.sh keeps its worlds' state under $ABX_NET_WORLD_DIR: one of the bench's own, so
-    that a test run elsewhere on the machine, which removes the worlds whose owner it cannot
-    see (from another pid namespace, it sees none), never takes this one down mid-run."""
+    that a `world.sh up` of another run on the machine, which removes the worlds whose owner
+    pid it cannot see (as from another pid namespace), never takes this one down mid-run."""
     before = os.environ.get("ABX_NET_WORLD_DIR")
     os.environ["ABX_NET_WORLD_DIR"] = str(path)
     try:
