@@ -29,11 +29,16 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 from harness import private_state_dir, start_daemon, stop_daemon  # noqa: E402
 
+import net  # noqa: E402  (bench/net.py: the networking figures, in tests/net's test world)
+
 BWRAP = ["bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
          "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin", "--ro-bind",
          "/etc", "/etc", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
          "--die-with-parent", "--new-session", "--clearenv"]
 PY = "/usr/bin/python3"
+# The figures outside the networking section are loopback-only ones (as before sandboxes had
+# networks), and a bench daemon never touches the host's own network.
+LOOPBACK_ONLY = {"network": {"enabled": False}}
 
 
 def pct(values: list[float], p: float) -> float:
@@ -329,7 +334,8 @@ def cold_creates(abx: str, rounds: int) -> dict[str, list[float]]:
     the template is stacked as read-only layers, never copied, so the time
     must not grow with its size."""
     state = private_state_dir("abx-bench-cold-")
-    daemon = start_daemon(state, extra_args=("--warm-pool", "0"))
+    (state / "config.json").write_text(json.dumps(LOOPBACK_ONLY))
+    daemon = start_daemon(state, extra_args=("--warm-pool", "0", "--config", str(state / "config.json")))
     out: dict[str, list[float]] = {}
     try:
         with daemon.api() as api:
@@ -420,17 +426,44 @@ def main() -> None:
                     help="MiB uploaded and downloaded for the files API throughput")
     ap.add_argument("--file-rounds", type=int, default=10,
                     help="uploads and downloads timed per daemon for the throughput")
+    ap.add_argument("--only-net", action="store_true",
+                    help="measure just the networking section (in tests/net's test world; "
+                    "needs root) and put it into --out")
+    ap.add_argument("--no-net", action="store_true", help="leave the networking section out")
+    ap.add_argument("--net-rounds", type=int, default=5,
+                    help="rounds of the networking transfers (iperf3, HTTPS)")
+    ap.add_argument("--net-seconds", type=int, default=3, help="seconds of each iperf3 run")
+    ap.add_argument("--net-mib", type=int, default=128, help="MiB of each HTTPS transfer")
+    ap.add_argument("--net-idle", type=int, default=0,
+                    help="idle sandboxes for the networking memory figure (default: --idle)")
     args = ap.parse_args()
     if not shutil.which("bwrap"):
         sys.exit("bench: bubblewrap is missing; run `make deps` first")
     os.environ["ABX_BIN"] = args.abx
+    with net.ip_forward_kept():
+        run(args)
+
+
+def record_net_only(args) -> None:
+    """--only-net: measure the networking section and put it into the existing results."""
+    section = net.measure(args)
+    out = Path(args.out)
+    text = out.read_text() if out.exists() else "# Benchmark results\n"
+    out.write_text(net.splice_section(text, section, (BASELINE_HEADER, THROUGHPUT_HEADER)))
+    print(section)
+
+
+def run(args) -> None:
+    if args.only_net:
+        return record_net_only(args)
     if args.only_baseline:
         if not args.baseline_abx:
             sys.exit("bench: --only-baseline needs --baseline-abx PATH")
         return record_baseline_only(args)
     state = private_state_dir("abx-bench-")
     # A thousand idle sandboxes commit more memory limits than the host has.
-    (state / "config.json").write_text('{"hostCaps": {"memoryPercent": 1000}}')
+    (state / "config.json").write_text(json.dumps({"hostCaps": {"memoryPercent": 1000},
+                                                   **LOOPBACK_ONLY}))
     daemon = start_daemon(state, extra_args=("--config", str(state / "config.json")),
                           binary=Path(args.abx))
     try:
@@ -445,6 +478,7 @@ def main() -> None:
         shutil.rmtree(state, ignore_errors=True)
     creates = cold_creates(args.abx, args.rounds)
     builds = base_builds(args.abx, args.cold_build)
+    networking = "" if args.no_net else net.measure(args)
     create_ratio = pct(list(creates.values())[1], 50) / pct(list(creates.values())[0], 50)
 
     ratio_bwrap = pct(oneshot["abx create+exec+kill"], 50) / pct(oneshot["bwrap"], 50)
@@ -456,6 +490,7 @@ def main() -> None:
 Produced by `make bench` (`{' '.join(['bench/run.py', '--rounds', str(args.rounds), '--idle', str(args.idle)] + (['--cold-build'] if args.cold_build else []))}`)
 on {now}, {platform.node()} ({os.cpu_count()} cores, kernel {platform.release()}). Peers run interleaved in
 the same rounds; compare ratios, not absolute numbers (this VM pays ~2 ms per exec).
+Every section but Networking is measured with loopback-only sandboxes (`network.enabled: false`).
 
 ## One-shot: create → exec `python3 -c pass` → kill, through the `abx` CLI
 
@@ -492,6 +527,8 @@ the same rounds; compare ratios, not absolute numbers (this VM pays ~2 ms per ex
 | `abx template build base` | seconds |
 |---|---|
 """ + "".join(f"| {k} | {v:.1f} |\n" for k, v in builds.items())
+    if networking:
+        text += "\n" + networking
     if versus:
         text += "\n" + versus
     Path(args.out).write_text(text)

@@ -7,6 +7,9 @@ port 80 and HTTPS on 443 of every address given, answering like httpbin, and a T
   /status/CODE      that status, no body (to send a request whose answer shows nothing)
   /generate_204     204, no body (connectivitycheck.gstatic.com, as E2B's internet access
                     tests expect)
+  GET /bytes?mib=N  N MiB of zeros (the networking bench's bulk download)
+  PUT/POST /sink    reads the body and throws it away; answers {"received": bytes} (the
+                    bench's bulk upload; the body is not logged)
   anything else     {"method", "path", "host", "headers", "body", "client", "server", "scheme"}:
                     `client` is the peer address the server saw, `server` the address:port the
                     request reached
@@ -84,8 +87,26 @@ class Handler(BaseHTTPRequestHandler):
             tick += 1
             time.sleep(STREAM_INTERVAL)
 
+    def bulk_download(self, mib: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(mib << 20))
+        self.end_headers()
+        chunk = bytes(1 << 20)
+        for _ in range(mib):
+            self.wfile.write(chunk)
+
+    def bulk_upload(self, length: int) -> None:
+        received = 0
+        while received < length and (data := self.rfile.read(min(1 << 20, length - received))):
+            received += len(data)
+        self.reply_json({"received": received})
+
     def handle_any(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
+        if urlsplit(self.path).path == "/sink":
+            sys.stderr.write(json.dumps(self.seen(b"")) + "\n")
+            return self.bulk_upload(length)
         body = self.rfile.read(length) if length > 0 else b""
         url = urlsplit(self.path)
         seen = self.seen(body)
@@ -100,6 +121,8 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(int(url.path[8:]), b"", "text/plain")
         elif url.path == "/generate_204":
             self.reply(204, b"", "text/plain")
+        elif url.path == "/bytes":
+            self.bulk_download(int(parse_qs(url.query).get("mib", ["1"])[0]))
         elif url.path == "/stream":
             seconds = float(parse_qs(url.query).get("seconds", ["60"])[0])
             self.stream(seconds)
