@@ -154,19 +154,41 @@ Status NftRules::remove() {
   return run("add table " + table_ + "\ndelete table " + table_ + "\n", "remove nftables rules");
 }
 
+// A sandbox's chains hold the same rules whatever its policy: a policy is
+// the contents of its sets, so changing it deletes no rule (the kernel's
+// commit of a rule deletion costs milliseconds, more with every sandbox).
 Status NftRules::add_sandbox(uint32_t slot) {
   const std::string n = std::to_string(slot);
   const std::string link = quoted(pool_.link_name(slot));
   const std::string t = table_;
+  const std::string address = ipv4_text(pool_.address(slot));
   std::string c;
-  c += "add set " + t + " allow_" + n + " { type ipv4_addr; flags interval; auto-merge; }\n";
-  c += "add set " + t + " deny_" + n + " { type ipv4_addr; flags interval; auto-merge; }\n";
-  c += "add set " + t + " dns_" + n + " { type ipv4_addr; flags interval; auto-merge; }\n";
+  for (const char* set : {"allow_", "deny_", "dns_"})
+    c += "add set " + t + " " + set + n + " { type ipv4_addr; flags interval; auto-merge; }\n";
+  c += "add set " + t + " proxied_" + n + " { type inet_service; flags interval; }\n";
   c += "add chain " + t + " sb_" + n + "\n";
   c += "add chain " + t + " nat_" + n + "\n";
+  const std::string sb = "add rule " + t + " sb_" + n + " ";
+  c += sb + "ip saddr != " + address + " goto refuse\n";
+  c += sb + "ct state new ct count over " + std::to_string(max_connections_) + " goto refuse\n";
+  c += sb + "ip daddr @dns_" + n + " meta l4proto { tcp, udp } th dport 53 accept\n";
+  // TCP the proxy must see (names, headers, SOCKS) never passes around it,
+  // not even on a connection opened before the policy wanted the proxy.
+  c += sb + "tcp dport @proxied_" + n + " goto refuse\n";
+  c += sb + "ip daddr @allow_" + n + " accept\n";
+  c += sb + "ip daddr @deny_" + n + " goto refuse\n";
+  c += sb + "accept\n";
+  const std::string nat = "add rule " + t + " nat_" + n + " ";
+  c += nat + "ip saddr != " + address + " return\n";  // a spoof is redirected nowhere
+  if (ports_.dns)
+    c += nat + "ip daddr " + ipv4_text(pool_.gateway(slot)) +
+         " meta l4proto { tcp, udp } th dport 53 redirect to :" + std::to_string(ports_.dns) + "\n";
+  if (ports_.proxy)
+    c += nat + "ip daddr != @denied tcp dport @proxied_" + n +
+         " redirect to :" + std::to_string(ports_.proxy) + "\n";
   c += "add element " + t + " sandboxes { " + link + " : goto sb_" + n + " }\n";
   c += "add element " + t + " redirects { " + link + " : goto nat_" + n + " }\n";
-  // One transaction: its chains are never seen empty (an empty chain would let packets by).
+  // One transaction: the chains are reached only once their sets refuse all.
   const egress::Policy refuse_all{{}, {egress::kAllTraffic}, {}, {}, {}, {}, {}};
   return run(c + policy_commands(slot, refuse_all), "add sandbox nftables rules");
 }
@@ -191,32 +213,12 @@ std::string NftRules::policy_commands(uint32_t slot, const egress::Policy& polic
     c += "flush set " + t + " " + set + n + "\n";
     if (!cidrs->empty()) c += "add element " + t + " " + set + n + " { " + join(*cidrs) + " }\n";
   }
-  const std::string address = ipv4_text(pool_.address(slot));
-  // TCP the proxy must see (names, headers, SOCKS) never passes around it,
-  // not even on a connection opened before the policy wanted the proxy.
-  const std::string proxied = !ports_.proxy || !policy.needs_proxy() ? ""
-                              : policy.egress_proxy                  ? "meta l4proto tcp"
-                                                                     : "tcp dport { 80, 443 }";
-  const std::string sb = "add rule " + t + " sb_" + n + " ";
-  c += "flush chain " + t + " sb_" + n + "\n";
-  c += sb + "ip saddr != " + address + " goto refuse\n";
-  // Counted from this rule's making: an update starts the count again.
-  c += sb + "ct state new ct count over " + std::to_string(max_connections_) + " goto refuse\n";
-  c += sb + "ip daddr @dns_" + n + " meta l4proto { tcp, udp } th dport 53 accept\n";
-  if (!proxied.empty()) c += sb + proxied + " goto refuse\n";
-  c += sb + "ip daddr @allow_" + n + " accept\n";
-  c += sb + "ip daddr @deny_" + n + " goto refuse\n";
-  c += sb + "accept\n";
-  const std::string nat = "add rule " + t + " nat_" + n + " ";
-  c += "flush chain " + t + " nat_" + n + "\n";
-  c += nat + "ip saddr != " + address + " return\n";  // a spoof is redirected nowhere
-  if (ports_.dns)
-    c += nat + "ip daddr " + ipv4_text(pool_.gateway(slot)) +
-         " meta l4proto { tcp, udp } th dport 53 redirect to :" + std::to_string(ports_.dns) + "\n";
   // A SOCKS proxy carries all TCP; names and headers are only in HTTP(S).
-  if (!proxied.empty())
-    c += nat + "ip daddr != @denied " + proxied + " redirect to :" + std::to_string(ports_.proxy) +
-         "\n";
+  const std::string proxied = !ports_.proxy || !policy.needs_proxy() ? ""
+                              : policy.egress_proxy                  ? "0-65535"
+                                                                     : "80, 443";
+  c += "flush set " + t + " proxied_" + n + "\n";
+  if (!proxied.empty()) c += "add element " + t + " proxied_" + n + " { " + proxied + " }\n";
   return c;
 }
 
@@ -232,6 +234,7 @@ Status NftRules::remove_sandbox(uint32_t slot) {
   c += "delete set " + t + " allow_" + n + "\n";
   c += "delete set " + t + " deny_" + n + "\n";
   c += "delete set " + t + " dns_" + n + "\n";
+  c += "delete set " + t + " proxied_" + n + "\n";
   return run(c, "remove sandbox nftables rules");
 }
 
