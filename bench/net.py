@@ -558,32 +558,19 @@ The HTTPS server is Python's (`world_server.py`), so its own speed caps every HT
 
 # Why a networking target is missed, as found when these figures were first taken
 # (bench/README.md has the measurements behind them).
-CREATE_CAUSE = """create: every create runs one libnftables transaction for the sandbox's policy
-  (`NftRules::set_policy`: its 3 sets and 2 chains flushed, 7 rules added, even for the default
-  allow-all policy) on a new nft context, which fetches the kernel's ruleset into its cache first.
-  Timed alone in a scratch namespace on this VM (libnftables through ctypes), that transaction
-  takes 8–18 ms with 2 sandboxes in the table and ~110 ms with 1000; a sandbox's add + remove
-  (warm-pool refill, kill) ~8 ms with 2 and 2–3 s with 1000 (`bench/nft_cost.py`). Of the 8 ms,
-  nearly all is the flush of a chain that holds rules (the pool's refuse-all ones): adding a
-  rule takes 0.1 ms, flushing 3 sets 0.1 ms, deleting rules 8–12 ms (the kernel's commit of
-  rule deletions, likely an RCU grace period). Cheap fix: attach warm-pool sandboxes with the
-  default policy and run no transaction when a create asks for it, or switch a sandbox's policy
-  by replacing its `sandboxes` map element with a chain made beside the old one; the lasting
-  one: per-sandbox policy as elements of shared `ifname . ipv4_addr` sets, written through
-  libnftnl batches without a cache, so no create or kill costs more with more sandboxes."""
+CREATE_CAUSE = """create: a create runs one libnftables transaction for the sandbox's chains and
+  sets (its policy is only the contents of four sets; changing it deletes no rule, which cost
+  8-12 ms a transaction before); libnftables still fetches the table into its cache first, so
+  the cost grows with the sandboxes in the table (`bench/nft_cost.py`). The lasting fix: the
+  policy as elements of shared `ifname . ipv4_addr` sets written through libnftnl batches
+  without a cache, so no create or kill costs more with more sandboxes."""
 MEMORY_CAUSE = """memory: what networking adds is kernel memory: a veth pair (two net devices
   with their queues, per-cpu stats, sysctl and sysfs entries), the /30's routes, and in
-  nftables 3 sets, 2 chains, 7 rules and 2 map elements per sandbox. Fewer objects per sandbox
-  (shared sets keyed by interface, as for the create time) is where to save."""
-SCALE_CAUSE = """{idle} sandboxes, not {wanted}: the daemon with networking on **aborts** at about
-  250 sandboxes (`*** bit out of range 0 - FD_SETSIZE on fd_set ***: terminated`, twice at
-  the same count): libnftables 1.0.6 waits on its netlink socket with select(), and
-  `NftRules::run` opens a new context, so a new socket on the lowest free fd, for each call;
-  once the daemon holds more than 1024 fds (about 4 per networked sandbox) glibc's FD_SET check
-  kills it, and its sandboxes keep running without it. Any caller allowed ~250 sandboxes can
-  take the daemon down. Fix: one nft context opened at startup (a low fd) and reused under the
-  mutex, and long-lived per-sandbox fds moved above 1024 (`F_DUPFD_CLOEXEC`, 1024) so that
-  libraries using select() keep the low ones."""
+  nftables 4 sets, 2 chains, 10 rules and 2 map elements per sandbox. Fewer objects per sandbox
+  (shared sets keyed by interface) is where to save."""
+SCALE_CAUSE = """{idle} sandboxes, not {wanted}: asked for with --net-idle (a daemon with
+  networking on aborted at ~250 before the fix of cd293e4: libnftables' select() on a socket
+  past fd 1023; it now keeps one context, opened while fds are few)."""
 TCP_CAUSE = """TCP: the sandbox's packets cross its veth, the forward hook's nftables chains and
   NAT, which the daemon namespace's own do not."""
 PROXY_CAUSE = """HTTPS through the proxy: the daemon's proxy decrypts and re-encrypts every byte

@@ -1,7 +1,8 @@
 """Long work never holds up short work: while ten run_code calls sleep,
 creating and killing a sandbox still completes (it used to wait until the
-executions freed the blocking threads they all sat on); input to a process
-that never reads it does not hold a thread either."""
+executions freed the blocking threads they all sat on), and a sandbox whose
+timeout passes is ended; input to a process that never reads it does not
+hold a thread either."""
 from __future__ import annotations
 
 import base64
@@ -11,9 +12,11 @@ import threading
 
 import httpx
 
+from helpers import wait_until
+
 INTERPRETER_PORT = 49999
 EXECUTIONS = 10
-SLEEP_SECONDS = 20
+SLEEP_SECONDS = 60
 
 
 def interpreter(daemon, sb: dict) -> httpx.Client:
@@ -63,10 +66,16 @@ def test_create_and_kill_complete_while_long_executions_run(daemon):
             for execution in executions:
                 assert execution.started.wait(120), "an execution never started"
 
+            expiring = api.post("/sandboxes", json={"templateID": "base", "timeout": 1},
+                                timeout=120)
+            assert expiring.status_code == 201, expiring.text
             created = api.post("/sandboxes", json={"templateID": "base"}, timeout=120)
             assert created.status_code == 201, created.text
             killed = api.delete(f"/sandboxes/{created.json()['sandboxID']}", timeout=120)
             assert killed.status_code == 204, killed.text
+            expired = f"/sandboxes/{expiring.json()['sandboxID']}"
+            wait_until(lambda: api.get(expired).status_code == 404, timeout=30,
+                       what="the sandbox with a 1 s timeout to be ended")
 
             still_running = [e for e in executions if not e.finished.is_set()]
             assert len(still_running) == EXECUTIONS, \
