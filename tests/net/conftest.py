@@ -3,24 +3,20 @@ running inside it (world.py). Everything here needs root and the world's tools; 
 them the tests are skipped with the reason."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import private_state_dir
 from helpers import wait_until
 from netcheck import kill
 from world import (
     DAEMON_ADDR,
     World,
     WorldDaemon,
+    daemon_in_world,
     healthy,
-    leftovers,
     missing,
-    start_daemon_in_world,
-    stop_daemon_in_world,
     stop_process,
     world_down,
     world_up,
@@ -42,16 +38,8 @@ def net_world() -> Iterator[World]:
 def net_daemon(net_world: World) -> Iterator[WorldDaemon]:
     """A daemon in the world's daemon namespace for the tests of one module; stopping it
     must leave nothing in the world (links, nftables, namespaces, processes)."""
-    state = private_state_dir("abx-net-")
-    d = start_daemon_in_world(net_world, state / "state")
-    try:
+    with daemon_in_world(net_world) as d:
         yield d
-    finally:
-        stop_daemon_in_world(d)
-        left = leftovers(d)
-        if not left:
-            shutil.rmtree(state, ignore_errors=True)
-        assert not left, f"the stopped daemon left (see {state}):\n" + "\n".join(left)
 
 
 @pytest.fixture(autouse=True)

@@ -3,14 +3,11 @@ have only `network.maxConnections` connections of its own open at once (4096 by 
 more are refused, and closing some makes room again."""
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Iterator
 
 import pytest
-from harness import private_state_dir
 from netcheck import create, sh
-from world import WWW, World, WorldDaemon, leftovers, start_daemon_in_world, stop_daemon_in_world
+from world import WWW, World, WorldDaemon, daemon_in_world
 
 pytestmark = pytest.mark.net
 
@@ -35,18 +32,8 @@ EOF"""
 
 @pytest.fixture(scope="module")
 def limited_daemon(net_world: World) -> Iterator[WorldDaemon]:
-    state = private_state_dir("abx-net-limit-")
-    (state / "state").mkdir()
-    (state / "state" / "config.json").write_text(json.dumps({"network": {"maxConnections": LIMIT}}))
-    d = start_daemon_in_world(net_world, state / "state")
-    try:
+    with daemon_in_world(net_world, "abx-net-limit-", {"network": {"maxConnections": LIMIT}}) as d:
         yield d
-    finally:
-        stop_daemon_in_world(d)
-        left = leftovers(d)
-        if not left:
-            shutil.rmtree(state, ignore_errors=True)
-        assert not left, "\n".join(left)
 
 
 def open_many(d: WorldDaemon, sandbox: str, count: int) -> tuple[int, int]:

@@ -8,12 +8,19 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from harness import private_state_dir
 from helpers import wait_until
-from netcheck import assert_blocked, assert_reached, assert_unanswered, fetch, sh, update_network
-from world import WWW, World, WorldDaemon, leftovers, start_daemon_in_world, stop_daemon_in_world
+from netcheck import (
+    assert_blocked,
+    assert_reached,
+    assert_unanswered,
+    fetch,
+    sh,
+    update_network,
+)
+from world import WWW, World, WorldDaemon, daemon_in_world
 
 pytestmark = pytest.mark.net
 
@@ -33,21 +40,15 @@ def rootless_daemon(net_world: World) -> Iterator[WorldDaemon]:
                            capture_output=True)
     if probe.returncode != 0:
         pytest.skip("unprivileged user namespaces are disabled on this kernel")
-    home = private_state_dir("abx-rootless-net-")
-    os.chmod(home, 0o755)
-    state = home / "state"
-    state.mkdir()
-    os.chown(state, 65534, 65534)
-    d = start_daemon_in_world(net_world, state, env={"HOME": str(state)},
-                              wrap_after=(*OPEN_TUN, *NOBODY))
-    try:
+
+    def open_to_nobody(home: Path) -> None:
+        os.chmod(home, 0o755)
+        os.chown(home / "state", 65534, 65534)
+
+    with daemon_in_world(net_world, "abx-rootless-net-", prepare=open_to_nobody,
+                         more_leftovers=nobodys_inits, env={"HOME": "/tmp"},
+                         wrap_after=(*OPEN_TUN, *NOBODY)) as d:
         yield d
-    finally:
-        stop_daemon_in_world(d)
-        left = leftovers(d) + nobodys_inits()
-        if not left:
-            shutil.rmtree(home, ignore_errors=True)
-        assert not left, f"the stopped rootless daemon left (see {home}):\n" + "\n".join(left)
 
 
 def nobodys_inits() -> list[str]:

@@ -14,11 +14,13 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
-from harness import Daemon, start_daemon, stop_daemon
+from harness import Daemon, private_state_dir, start_daemon, stop_daemon
 from helpers import sandbox_host_pids
 
 WORLD_SH = Path(__file__).resolve().with_name("world.sh")
@@ -218,6 +220,32 @@ def stop_daemon_in_world(d: WorldDaemon) -> None:
         for proc in d.bridge:
             stop_process(proc)
         (d.data_dir.parent / "api.sock").unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def daemon_in_world(world: World, prefix: str = "abx-net-", config: dict | None = None,
+                    prepare: Callable[[Path], None] | None = None,
+                    more_leftovers: Callable[[], list[str]] = list,
+                    **start: Any) -> Iterator[WorldDaemon]:
+    """A daemon in the world's daemon namespace (its data dir's config.json: `config`;
+    `prepare` gets the data dir first); stopping it must leave nothing in the world
+    (links, nftables, namespaces, processes, and `more_leftovers`)."""
+    home = private_state_dir(prefix)
+    state = home / "state"
+    state.mkdir()
+    if config is not None:
+        (state / "config.json").write_text(json.dumps(config))
+    if prepare:
+        prepare(home)
+    d = start_daemon_in_world(world, state, **start)
+    try:
+        yield d
+    finally:
+        stop_daemon_in_world(d)
+        left = leftovers(d) + more_leftovers()
+        if not left:
+            shutil.rmtree(home, ignore_errors=True)
+        assert not left, f"the stopped daemon left (see {home}):\n" + "\n".join(left)
 
 
 def healthy(d: Daemon) -> bool:
