@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -13,7 +12,7 @@
 #include <fstream>
 #include <thread>
 
-extern char** environ;
+#include "runtime/helper_spawn.h"
 
 namespace abx::runtime {
 namespace {
@@ -59,32 +58,14 @@ std::vector<std::string> present_views(const fs::path& mountpoint) {
   return views;
 }
 
-// posix_spawn uses CLONE_VFORK: safe from a multi-threaded daemon. Its own
-// session: lxcfs outlives the daemon while sandboxes still read it.
+// Its own session (spawn_helper): lxcfs outlives the daemon while sandboxes still read it.
 pid_t spawn(const char* binary, const fs::path& mountpoint) {
   const std::string pid_path = pid_file(mountpoint).string();
-  const std::string log_path = mountpoint.string() + ".log";
-  std::vector<std::string> args = {
-      "lxcfs",          "--foreground", "--enable-cfs", "--enable-loadavg",
-      "--enable-pidfd", "--pidfile",    pid_path,       mountpoint.string()};
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);  // no fd of ours, leaked or not
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
-  pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, binary, &actions, &attr, argv.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  return rc == 0 ? pid : 0;
+  auto pid = spawn_helper(binary,
+                          {"lxcfs", "--foreground", "--enable-cfs", "--enable-loadavg",
+                           "--enable-pidfd", "--pidfile", pid_path, mountpoint.string()},
+                          mountpoint.string() + ".log");
+  return pid ? *pid : 0;
 }
 
 bool wait_for_exit(pid_t pid, bool child, std::chrono::milliseconds limit) {

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,8 +12,7 @@
 #include <vector>
 
 #include "common/fd_io.h"
-
-extern char** environ;
+#include "runtime/helper_spawn.h"
 
 namespace abx::runtime {
 namespace {
@@ -58,31 +56,6 @@ std::vector<std::string> arguments(pid_t init) {
           "--exit-fd=" + std::to_string(kExitFd),
           std::to_string(init),
           "eth0"};
-}
-
-Result<pid_t> spawn(const char* binary, pid_t init, const std::filesystem::path& log, int ready,
-                    int exit) {
-  std::vector<std::string> args = arguments(init);
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_adddup2(&actions, ready, kReadyFd);
-  posix_spawn_file_actions_adddup2(&actions, exit, kExitFd);
-  posix_spawn_file_actions_addclosefrom_np(&actions, kExitFd + 1);  // no other fd of ours
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);  // not in the daemon's terminal's group
-  pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, binary, &actions, &attr, argv.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return Error{"start slirp4netns", rc, binary};
-  return pid;
 }
 
 // slirp4netns writes "1" on the ready fd once the tap device is configured.
@@ -148,7 +121,8 @@ Result<std::unique_ptr<UserNet>> UserNet::attach(pid_t init, const std::filesyst
   if (!ready) return ready.error();
   auto exit = make_pipe();
   if (!exit) return exit.error();
-  auto pid = spawn(path, init, log, ready->write.get(), exit->read.get());
+  auto pid = spawn_helper(path, arguments(init), log,
+                          {{ready->write.get(), kReadyFd}, {exit->read.get(), kExitFd}});
   if (!pid) return pid.error();
   ready->write.reset();  // its copy alone: EOF if it dies before it is ready
   std::unique_ptr<UserNet> made(new UserNet(*pid, std::move(exit->write)));
