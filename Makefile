@@ -11,7 +11,7 @@ FUZZ_TARGETS := $(patsubst fuzz/%_fuzzer.cc,%,$(wildcard fuzz/*_fuzzer.cc))
 VENV := $(BUILD)/venv
 PY := $(VENV)/bin/python
 
-.PHONY: all build deps demo check test unit unit-tsan e2e offline lint-python \
+.PHONY: all build deps demo check test unit unit-quick unit-tsan e2e offline lint-python \
 	format format-check bench clean fuzz fuzz-build fuzz-smoke e2b-suites
 
 all: build
@@ -29,9 +29,15 @@ build: $(BUILD)/build.ninja
 demo: deps build
 	scripts/demo.sh
 
-check: deps build lint-python unit offline
+check: deps build lint-python unit-quick offline
 
 test: deps build format-check lint-python unit unit-tsan fuzz-smoke e2e e2b-suites
+
+# The unit tests in the plain build, for the edit loop (make test runs them
+# under the sanitizers).
+unit-quick: build
+	ninja -C $(BUILD) abx_unit_tests
+	$(BUILD)/abx_unit_tests --gtest_brief=1
 
 # Unit tests run under AddressSanitizer and UndefinedBehaviorSanitizer.
 unit:
