@@ -1,13 +1,31 @@
 #include "runtime/nft_rules.h"
 
+#include <fcntl.h>
 #include <nftables/libnftables.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 namespace abx::runtime {
 namespace {
+
+// libnftables opens its netlink socket without SOCK_CLOEXEC and keeps it for
+// the context's life: ours to mark, or every child the daemon starts would
+// hold it. No fd past stderr is meant for a child, so all are marked (by
+// number: the socket may take the number the listing's own fd just had).
+void all_close_on_exec() {
+  std::vector<int> fds;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec))
+    fds.push_back(std::atoi(entry.path().filename().c_str()));
+  for (int fd : fds) {
+    const int flags = fd > 2 ? ::fcntl(fd, F_GETFD) : -1;
+    if (flags >= 0 && !(flags & FD_CLOEXEC)) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+  }
+}
 
 // The error (or output) of the last command; reading it empties the buffer.
 std::string taken(const char* buffer) {
@@ -82,6 +100,7 @@ Result<std::unique_ptr<NftRules>> NftRules::open(const NetPool& pool, NftPorts p
   // an fd past 1023 (a daemon with a few hundred sandboxes holds more).
   rules->ctx_.reset(nft_ctx_new(NFT_CTX_DEFAULT));
   if (!rules->ctx_) return Error{"nftables", ENOMEM, "nft_ctx_new"};
+  all_close_on_exec();
   nft_ctx_buffer_output(rules->ctx_.get());
   nft_ctx_buffer_error(rules->ctx_.get());
   return rules;
