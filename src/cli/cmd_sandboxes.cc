@@ -80,12 +80,6 @@ Result<int> run_list(bool as_json) {
   return 0;
 }
 
-std::string joined(const json& list) {
-  std::string out;
-  for (const auto& item : list) out += (out.empty() ? "" : ", ") + item.get<std::string>();
-  return out;
-}
-
 std::string metadata_text(const json& metadata) {
   std::string out;
   for (const auto& [key, value] : metadata.items())
@@ -110,11 +104,12 @@ std::vector<std::vector<std::string>> info_rows(const json& sandbox) {
       {"NETWORK", network_summary(sandbox)}};
   for (const char* field : {"allowOut", "denyOut"})
     if (network.contains(field))
-      rows.push_back({std::string("  ") + field, joined(network[field])});
+      rows.push_back(
+          {std::string("  ") + field, comma_join(network[field].get<std::vector<std::string>>())});
   if (network.contains("rules")) {
     std::vector<std::string> hosts;
     for (const auto& [host, _] : network["rules"].items()) hosts.push_back(host);
-    rows.push_back({"  rules", joined(hosts)});
+    rows.push_back({"  rules", comma_join(hosts)});
   }
   if (network.contains("egressProxy"))
     rows.push_back({"  egressProxy", network["egressProxy"].value("address", "")});

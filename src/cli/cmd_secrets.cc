@@ -11,12 +11,6 @@
 namespace abx::cli {
 namespace {
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 // The value comes on stdin (never argv, which other users can read in ps);
 // one trailing newline, as `echo` adds, is not part of it.
 struct SetOptions {
@@ -33,7 +27,7 @@ Result<int> run_set(const SetOptions& options) {
   const json body = {{"value", value}, {"hosts", options.hosts}};
   if (auto done = call_api("PUT", "/abx/v1/secrets/" + name, body.dump()); !done)
     return done.error();
-  std::cout << "stored " << name << " for " << joined(options.hosts)
+  std::cout << "stored " << name << " for " << comma_join(options.hosts)
             << "; use it as a header value \"abx-secret:" << name << "\" in network.rules\n";
   return 0;
 }
@@ -47,8 +41,8 @@ Result<int> run_list() {
     std::vector<std::string> to;
     for (const auto& host : hosts.value(name.get<std::string>(), json::array()))
       to.push_back(host.get<std::string>());
-    rows.push_back(
-        {name.get<std::string>(), to.empty() ? "(nowhere: set it again with --host)" : joined(to)});
+    rows.push_back({name.get<std::string>(),
+                    to.empty() ? "(nowhere: set it again with --host)" : comma_join(to)});
   }
   std::cout << format_table(rows);
   return 0;

@@ -99,6 +99,12 @@ std::string format_progress(std::uint64_t done, std::uint64_t total, double seco
   return out;
 }
 
+std::string comma_join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
 std::string format_table(const std::vector<std::vector<std::string>>& cells) {
   // Cells hold what others wrote (metadata, names): no escape reaches the terminal.
   std::vector<std::vector<std::string>> rows;

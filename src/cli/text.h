@@ -17,6 +17,9 @@ namespace abx::cli {
 std::string shell_quote(const std::string& word);
 std::string shell_join(const std::vector<std::string>& words);
 
+// "a, b, c": a list in a table cell or a message.
+std::string comma_join(const std::vector<std::string>& items);
+
 // "K=V" → {K, V}; `what` names the flag in the error ("--env").
 Result<std::pair<std::string, std::string>> parse_key_value(std::string_view text,
                                                             std::string_view what);

@@ -232,11 +232,6 @@ Result<UniqueFd> open_recorded_pidfd(pid_t pid, uint64_t start_time) {
   return pidfd;
 }
 
-bool has_exited(int pidfd) {
-  pollfd p{pidfd, POLLIN, 0};
-  return ::poll(&p, 1, 0) == 1;
-}
-
 // SIGKILL through the pidfd (a pid-namespace init ignores SIGTERM); the
 // kernel then kills the whole namespace. `reap`: init is our child and
 // nobody has reaped it yet.
@@ -266,26 +261,27 @@ Result<LocalSandbox::Held> hold_init(const std::string& id, pid_t pid, uint64_t 
   held.net_ns = UniqueFd(::open((proc + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
   if (!held.net_ns.valid()) return Error::from_errno("open sandbox network namespace", proc);
   // Still running after the opens: the number was still init's while we opened.
-  if (has_exited(pidfd.get()))
+  if (pidfd_exited(pidfd.get()))
     return Error{"hold sandbox init", ESRCH, "init of " + id + " exited"};
   held.init = std::make_shared<InitHandle>(id, pid, start_time, std::move(pidfd), child);
   return held;
 }
 
 // Without root there is no veth nor nftables table: slirp4netns gives the
-// internet, and the admin hears what that leaves unenforced.
-bool choose_user_net(std::vector<std::string>* warnings) {
+// internet, and the admin hears what that leaves unenforced. The sandboxes'
+// resolver (empty: none), or nullopt when slirp4netns cannot serve.
+std::optional<std::string> choose_user_net(std::vector<std::string>* warnings) {
   if (!UserNet::binary()) {
     warnings->push_back(
         "running without root and slirp4netns is not installed (apt-get install slirp4netns): "
         "every sandbox has loopback only and no internet");
-    return false;
+    return std::nullopt;
   }
   if (::euidaccess("/dev/net/tun", R_OK | W_OK) != 0) {
     warnings->push_back(
         "running without root and /dev/net/tun is not open to this user (Debian makes it mode "
         "0666): every sandbox has loopback only and no internet");
-    return false;
+    return std::nullopt;
   }
   warnings->push_back(
       "running without root: sandboxes reach the internet through slirp4netns with the host's "
@@ -293,18 +289,20 @@ bool choose_user_net(std::vector<std::string>* warnings) {
       "link-local and cloud metadata (169.254.0.0/16) stay reachable, and sandboxes asking for "
       "allowOut/denyOut lists, rules or an egressProxy are refused; run the daemon as root to "
       "enforce them");
-  if (UserNet::host_nameserver().empty())
+  std::string nameserver = UserNet::host_nameserver();
+  if (nameserver.empty())
     warnings->push_back(
         "running without root and /etc/resolv.conf names no resolver off loopback: sandboxes "
         "resolve no names (their way to the host's 127.x is closed); name one there");
-  return true;
+  return nameserver;
 }
 
 class LocalRuntime final : public Runtime {
  public:
   LocalRuntime(RuntimeConfig config, UniqueFd image, std::string seccomp_bpf, user::IdMap ids,
                cgroup::Layout cgroups, bool shield_init, std::unique_ptr<Lxcfs> lxcfs,
-               std::shared_ptr<Networks> networks, bool user_net, std::vector<std::string> warnings)
+               std::shared_ptr<Networks> networks, std::optional<std::string> user_net_nameserver,
+               std::vector<std::string> warnings)
       : config_(std::move(config)),
         image_(std::move(image)),
         seccomp_bpf_(std::move(seccomp_bpf)),
@@ -313,7 +311,8 @@ class LocalRuntime final : public Runtime {
         shield_init_(shield_init),
         lxcfs_(std::move(lxcfs)),
         networks_(std::move(networks)),
-        user_net_(user_net),
+        user_net_(user_net_nameserver.has_value()),
+        user_net_nameserver_(user_net_nameserver.value_or("")),
         warnings_(std::move(warnings)) {}
   ~LocalRuntime() override {
     pool_.drain();  // its sandboxes' cgroups must go before the instance's
@@ -360,9 +359,9 @@ class LocalRuntime final : public Runtime {
   cgroup::Layout cgroups_;
   bool shield_init_;
   std::unique_ptr<Lxcfs> lxcfs_;
-  std::shared_ptr<Networks> networks_;  // null: sandboxes have loopback only
-  const bool user_net_;                 // rootless: slirp4netns (runtime/user_net.h)
-  const std::string user_net_nameserver_ = UserNet::host_nameserver();
+  std::shared_ptr<Networks> networks_;     // null: sandboxes have loopback only
+  const bool user_net_;                    // rootless: slirp4netns (runtime/user_net.h)
+  const std::string user_net_nameserver_;  // empty: the sandboxes keep their resolv.conf
   std::vector<std::string> warnings_;
   std::mutex stopped_mutex_;  // held while the listener runs, so clearing it waits
   StopListener* stopped_listener_ = nullptr;
@@ -613,7 +612,8 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
   effective.state_dir = fs::absolute(config.state_dir);
   effective.default_limits = fill_defaults(config.default_limits, kBuiltinLimits);
   std::shared_ptr<Networks> networks;
-  const bool user_net = config.network.enabled && ::geteuid() != 0 && choose_user_net(&warnings);
+  std::optional<std::string> user_net;  // its nameserver, when slirp4netns serves
+  if (config.network.enabled && ::geteuid() != 0) user_net = choose_user_net(&warnings);
   if (config.network.enabled && ::geteuid() == 0) {
     auto opened = Networks::open(config.network, effective.state_dir, &warnings);
     if (opened)
@@ -624,7 +624,8 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
   }
   return std::unique_ptr<Runtime>(std::make_unique<LocalRuntime>(
       std::move(effective), std::move(*image), std::move(*seccomp_bpf), ids, std::move(cgroups),
-      shield_init, std::move(lxcfs), std::move(networks), user_net, std::move(warnings)));
+      shield_init, std::move(lxcfs), std::move(networks), std::move(user_net),
+      std::move(warnings)));
 }
 
 }  // namespace abx::runtime

@@ -10,10 +10,12 @@
 
 namespace abx::runtime {
 
-bool InitHandle::exited() const {
-  pollfd p{pidfd_.get(), POLLIN, 0};
+bool pidfd_exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
   return ::poll(&p, 1, 0) == 1;
 }
+
+bool InitHandle::exited() const { return pidfd_exited(pidfd_.get()); }
 
 std::string InitHandle::stopped_reason() const {
   std::lock_guard lock(mutex_);

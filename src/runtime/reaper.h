@@ -20,6 +20,9 @@
 namespace abx::runtime {
 
 // One sandbox's init, from its start (or adoption) until it is destroyed.
+// Whether the process of `pidfd` has exited (a zombie not yet reaped has).
+bool pidfd_exited(int pidfd);
+
 class InitHandle {
  public:
   // `child`: started by this daemon, so it is ours to reap.
