@@ -42,6 +42,21 @@ def test_host_processes_are_invisible(daemon, sandbox):
     assert "serve" not in r.stdout
 
 
+def test_host_knobs_in_proc_are_masked_and_dev_runs_nothing(daemon, sandbox):
+    # /proc/acpi is an empty read-only directory and /proc/kcore reads nothing, even for
+    # sandbox root; /dev holds no executable (noexec), as OCI runtimes set them up.
+    r = abx(daemon, "exec", "--user", "root", sandbox, "--", "sh", "-c",
+            "ls -A /proc/acpi | wc -l; touch /proc/acpi/x 2>/dev/null && echo wrote-acpi;"
+            " cat /proc/kcore 2>/dev/null | wc -c; cp /bin/true /dev/t && /dev/t && echo ran-from-dev;"
+            " rm -f /dev/t; echo 1 > /proc/sys/kernel/domainname 2>/dev/null && echo wrote-sys;"
+            " ls /dev/null /dev/pts/ptmx /dev/shm >/dev/null && echo devices-ok")
+    lines = r.stdout.split()
+    assert lines[:2] == ["0", "0"], r.stdout + r.stderr
+    assert "wrote-acpi" not in r.stdout and "wrote-sys" not in r.stdout
+    assert "ran-from-dev" not in r.stdout
+    assert "devices-ok" in r.stdout
+
+
 def test_root_inside_is_not_root_outside(daemon, sandbox):
     r = abx(daemon, "exec", "--user", "root", sandbox, "--", "cat", "/proc/self/uid_map")
     inside, outside, _count = r.stdout.split()[:3]

@@ -15,6 +15,13 @@ namespace {
 constexpr const char* kStaging = "/tmp";  // exists on every host; hidden by our tmpfs
 constexpr const char* kOld = "/oldroot";
 constexpr const char* kNew = "/newroot";
+// Directories of the staging tmpfs bound into the sandbox instead of a tmpfs
+// each: every superblock registers a memory-cgroup-aware shrinker, and the
+// kernel gives every memory cgroup on the host a slot for every such shrinker,
+// so kernel memory per sandbox grows with the number of sandboxes times the
+// superblocks each one mounts.
+constexpr const char* kStagedDev = "/dev";
+constexpr const char* kStagedEmpty = "/empty";
 constexpr uint64_t kBytesPerInode = 8192;
 constexpr uint64_t kMinInodes = 16384;
 constexpr uid_t kUser = 1000;
@@ -86,6 +93,13 @@ Status bind(const std::string& source, const std::string& target, bool read_only
              target);
 }
 
+// Adds `flags` to those a bind mount already has.
+Status remount_bind(const std::string& target, unsigned long flags) {
+  return sys(::mount(nullptr, target.c_str(), nullptr,
+                     MS_BIND | MS_REMOUNT | flags | locked_flags(target), nullptr),
+             "remount", target);
+}
+
 // Creates a mount point of the same kind as `source` (dir or file).
 Status make_mount_point(const std::string& source, const std::string& target) {
   struct stat st {};
@@ -110,8 +124,9 @@ Status stage(const InitConfig& config) {
                               ",nr_inodes=" + std::to_string(inodes) + ",mode=0755";
   if (auto s = mount_fs("tmpfs", kStaging, MS_NOSUID | MS_NODEV, options); !s) return s;
   if (auto s = sys(::chdir(kStaging), "chdir staging"); !s) return s;
-  for (const char* dir : {"oldroot", "newroot", "upper", "work"})
+  for (const char* dir : {"oldroot", "newroot", "upper", "work", "dev"})
     if (auto s = sys(::mkdir(dir, 0755), "mkdir staging", dir); !s) return s;
+  if (auto s = sys(::mkdir("empty", 0555), "mkdir staging", "empty"); !s) return s;
   if (auto s =
           sys(static_cast<int>(::syscall(SYS_pivot_root, ".", "oldroot")), "pivot_root staging");
       !s)
@@ -177,7 +192,8 @@ Status bind_proc_views(const InitConfig& config) {
 Status make_dev(const InitConfig& config) {
   const std::string dev = std::string(kNew) + "/dev";
   if (auto s = make_dirs(dev, 0755); !s) return s;
-  if (auto s = mount_fs("tmpfs", dev, MS_NOSUID | MS_NOEXEC, "mode=0755,size=65536"); !s) return s;
+  if (auto s = bind(kStagedDev, dev, false); !s) return s;
+  if (auto s = remount_bind(dev, MS_NOSUID | MS_NOEXEC); !s) return s;
   for (const char* name : kDevices) {
     if (auto s = make_file(dev + "/" + name); !s) return s;
     if (auto s = bind(std::string(kOld) + "/dev/" + name, dev + "/" + name, false); !s) return s;
@@ -221,9 +237,8 @@ Status mask_proc(const InitConfig&) {
     struct stat st {};
     const std::string path = proc + name;
     if (::stat(path.c_str(), &st) != 0) continue;  // not on this kernel
-    const Status masked = S_ISDIR(st.st_mode)
-                              ? mount_fs("tmpfs", path, MS_RDONLY | MS_NOSUID | MS_NODEV, "size=0")
-                              : bind(null, path, false);
+    const Status masked =
+        S_ISDIR(st.st_mode) ? bind(kStagedEmpty, path, true) : bind(null, path, false);
     if (!masked) return masked;
   }
   for (const char* name : kReadOnlyProc) {
