@@ -145,6 +145,12 @@ Status create_veth(const std::string& host_name, int net_ns_fd) {
   rtnl_link_set_name(link.get(), host_name.c_str());
   Link peer(rtnl_link_veth_get_peer(link.get()));
   rtnl_link_set_name(peer.get(), "eth0");
+  // One queue each, not one per CPU: a queue's state and its sysfs entries
+  // are kernel memory per sandbox, and more only pay with XDP, unused here.
+  for (rtnl_link* end : {link.get(), peer.get()}) {
+    rtnl_link_set_num_tx_queues(end, 1);
+    rtnl_link_set_num_rx_queues(end, 1);
+  }
   rtnl_link_set_ns_fd(peer.get(), net_ns_fd);
   if (int err = rtnl_link_add(sock->get(), link.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0)
     return nl_error("create veth", err, host_name);

@@ -39,6 +39,18 @@ def test_allow_addresses_over_deny_everything(net_world, net_daemon, allowed):
         assert tcp_echo(net_daemon, sandbox, WWW) == "ping"
 
 
+def test_long_overlapping_lists(net_world, net_daemon):
+    # Past 16 entries a list is matched as one set (not a rule per entry): overlapping
+    # entries and a duplicate must still be taken, and the order of precedence kept.
+    filler = [f"192.0.2.{i}" for i in range(20)] + ["198.51.100.0/24", "198.51.100.128/25"]
+    sandbox = create(net_daemon, network={
+        "denyOut": [EVERYTHING, *filler, f"{WWW}/32"],
+        "allowOut": [*filler, API, f"{API}/32", "203.0.113.0/30"]})
+    api, www = fetch_all(net_daemon, sandbox, f"http://{API}/", f"http://{WWW}/")
+    assert_reached(net_world, api)
+    assert_blocked(net_world, www)
+
+
 def test_allow_a_domain_over_deny_everything(net_world, net_daemon):
     sandbox = create(net_daemon, network={"denyOut": [EVERYTHING], "allowOut": ["api.example.test"]})
     ca = upload_world_ca(net_daemon, net_world, sandbox)
