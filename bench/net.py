@@ -558,16 +558,19 @@ The HTTPS server is Python's (`world_server.py`), so its own speed caps every HT
 
 # Why a networking target is missed, as found when these figures were first taken
 # (bench/README.md has the measurements behind them).
-CREATE_CAUSE = """create: a create runs one libnftables transaction for the sandbox's chains and
-  sets (its policy is only the contents of four sets; changing it deletes no rule, which cost
-  8-12 ms a transaction before); libnftables still fetches the table into its cache first, so
-  the cost grows with the sandboxes in the table (`bench/nft_cost.py`). The lasting fix: the
-  policy as elements of shared `ifname . ipv4_addr` sets written through libnftnl batches
-  without a cache, so no create or kill costs more with more sandboxes."""
-MEMORY_CAUSE = """memory: what networking adds is kernel memory: a veth pair (two net devices
-  with their queues, per-cpu stats, sysctl and sysfs entries), the /30's routes, and in
-  nftables 4 sets, 2 chains, 10 rules and 2 map elements per sandbox. Fewer objects per sandbox
-  (shared sets keyed by interface) is where to save."""
+CREATE_CAUSE = """create: a create runs one libnftables transaction for the sandbox's three
+  chains and its policy's rules (no named set of its own since 3945b05: libnftables read every
+  set of the table before each transaction, ~0.4 s a create with 1000 sandboxes); it still
+  reads every chain of the table first (~8 ms with 1000 sandboxes, `bench/nft_cost.py`). The
+  lasting fix: the per-sandbox objects written through libnftnl batches, without a cache."""
+MEMORY_CAUSE = """memory: what networking adds is kernel memory: a veth pair (~110 KiB measured
+  alone in scratch namespaces: two net devices with their IPv4 and IPv6 sysctl tables, sysfs
+  nodes, per-cpu stats; one queue each since this change), its /30's routes, and 3 chains and
+  ~10 rules (~7 KiB). What a sandbox costs at all also grows with the host: the kernel gives
+  every memory cgroup (live or dying) a 1 KiB slot per 64 superblocks ever registered on the
+  host (shrinker_info), so each sandbox's cgroup costs more the more sandboxes (5 superblocks
+  each) there are, and the most there ever were since boot sets it (traced: 254 KiB per new
+  cgroup on this VM after earlier 1000-sandbox runs)."""
 SCALE_CAUSE = """{idle} sandboxes, not {wanted}: asked for with --net-idle (a daemon with
   networking on aborted at ~250 before the fix of cd293e4: libnftables' select() on a socket
   past fd 1023; it now keeps one context, opened while fds are few)."""

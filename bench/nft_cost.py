@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What one sandbox's nftables work costs as the table grows, outside the daemon: the
-commands src/runtime/nft_rules.cc sends (a base table like the daemon's; per sandbox 3 sets,
-2 chains, 2 map elements and its policy's rules), each on a new libnftables context as
-NftRules::run does, timed with N sandboxes in the table. Runs in a network namespace of its
+commands src/runtime/nft_rules.cc sends (a base table like the daemon's; per sandbox 3 chains,
+2 map elements and its policy as rules, no named set), on one libnftables context kept for
+the run as NftRules keeps one, timed with N sandboxes in the table. Runs in a network namespace of its
 own (unshare --net), which goes away with it.
 
     bench/nft_cost.py 2 100 1000      (root; libnftables1)
@@ -59,16 +59,18 @@ BASE = f"""table {T} {{
 """
 
 
+CTX = None
+
+
 def run(commands: str) -> None:
-    """One transaction on a new context, as NftRules::run."""
-    ctx = lib.nft_ctx_new(0)
-    lib.nft_ctx_buffer_output(ctx)
-    lib.nft_ctx_buffer_error(ctx)
-    try:
-        if lib.nft_run_cmd_from_buffer(ctx, commands.encode()) != 0:
-            raise SystemExit(lib.nft_ctx_get_error_buffer(ctx).decode()[:500])
-    finally:
-        lib.nft_ctx_free(ctx)
+    """One transaction on the one context, as NftRules::run."""
+    global CTX
+    if CTX is None:
+        CTX = lib.nft_ctx_new(0)
+        lib.nft_ctx_buffer_output(CTX)
+        lib.nft_ctx_buffer_error(CTX)
+    if lib.nft_run_cmd_from_buffer(CTX, commands.encode()) != 0:
+        raise SystemExit(lib.nft_ctx_get_error_buffer(CTX).decode()[:500])
 
 
 def ip(slot: int, host: int) -> str:
@@ -78,22 +80,19 @@ def ip(slot: int, host: int) -> str:
 
 def policy(n: int) -> str:
     """The default (allow-all) policy, as NftRules::policy_commands writes it."""
-    c = "".join(f"flush set {T} {s}_{n}\n" for s in ("allow", "deny", "dns"))
-    sb, nat = f"add rule {T} sb_{n} ", f"add rule {T} nat_{n} "
-    c += f"flush chain {T} sb_{n}\n"
-    c += sb + f"ip saddr != {ip(n, 2)} goto refuse\n"
-    c += sb + f"ip daddr @dns_{n} meta l4proto {{ tcp, udp }} th dport 53 accept\n"
-    c += sb + f"ip daddr @allow_{n} accept\n" + sb + f"ip daddr @deny_{n} goto refuse\n"
-    c += sb + "accept\n"
-    c += f"flush chain {T} nat_{n}\n" + nat + f"ip saddr != {ip(n, 2)} return\n"
-    c += nat + f"ip daddr {ip(n, 1)} meta l4proto {{ tcp, udp }} th dport 53 redirect to :5353\n"
+    pol, nat = f"add rule {T} pol_{n} ", f"add rule {T} nat_{n} "
+    c = f"flush chain {T} pol_{n}\nflush chain {T} nat_{n}\n" + pol + "accept\n"
+    c += nat + f"ip saddr != {ip(n, 2)} return\n"
+    for proto in ("udp", "tcp"):
+        c += nat + f"ip daddr {ip(n, 1)} {proto} dport 53 redirect to :5353\n"
     return c
 
 
 def add(n: int) -> str:
-    c = "".join(f"add set {T} {s}_{n} {{ type ipv4_addr; flags interval; auto-merge; }}\n"
-                for s in ("allow", "deny", "dns"))
-    c += f"add chain {T} sb_{n}\nadd chain {T} nat_{n}\n"
+    c = "".join(f"add chain {T} {chain}_{n}\n" for chain in ("sb", "pol", "nat"))
+    sb = f"add rule {T} sb_{n} "
+    c += sb + f"ip saddr != {ip(n, 2)} goto refuse\n"
+    c += sb + "ct state new ct count over 4096 goto refuse\n" + sb + f"goto pol_{n}\n"
     c += f'add element {T} sandboxes {{ "abcost-{n}" : goto sb_{n} }}\n'
     c += f'add element {T} redirects {{ "abcost-{n}" : goto nat_{n} }}\n'
     return c + policy(n)
@@ -102,8 +101,8 @@ def add(n: int) -> str:
 def remove(n: int) -> str:
     c = f'delete element {T} sandboxes {{ "abcost-{n}" }}\n'
     c += f'delete element {T} redirects {{ "abcost-{n}" }}\n'
-    c += f"delete chain {T} sb_{n}\ndelete chain {T} nat_{n}\n"
-    return c + "".join(f"delete set {T} {s}_{n}\n" for s in ("allow", "deny", "dns"))
+    c += "".join(f"flush chain {T} {chain}_{n}\n" for chain in ("sb", "pol", "nat"))
+    return c + "".join(f"delete chain {T} {chain}_{n}\n" for chain in ("sb", "pol", "nat"))
 
 
 def timed(fn, times: int = 20) -> str:

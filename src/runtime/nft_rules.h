@@ -6,8 +6,9 @@
 // next packet meets a TCP reset). Judged in order: IPv6 never passes; other
 // sandboxes, the pool, and the always-denied ranges are refused (an admin
 // may open named private ranges, which the policy then judges); the
-// sandbox's own chain checks its source address (a sandbox root may set any
-// address on eth0) and applies allowOut before denyOut. Packets to the host
+// sandbox's own chains check its source address (a sandbox root may set any
+// address on eth0) and its connection cap, then apply allowOut before
+// denyOut (the policy is rules, rewritten whole on a change). Packets to the host
 // itself (any of its addresses) meet the input chain: only DNS and the
 // egress proxy, reached through the redirects, pass.
 #pragma once
