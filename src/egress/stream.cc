@@ -130,8 +130,20 @@ Status TlsStream::handshake(Clock::time_point deadline) {
   }
 }
 
+// SSL_read hands out one TLS record (at most 16 KiB) a call: the records
+// already read ahead from the socket are taken too, so a relay step moves a
+// full buffer rather than a record per poll.
 IoResult TlsStream::read(char* buffer, size_t size) {
-  return result_of(SSL_read(ssl_, buffer, clamp_int(size)), read_wants_);
+  IoResult first = result_of(SSL_read(ssl_, buffer, clamp_int(size)), read_wants_);
+  while (first.status == Io::kOk && first.bytes < size && SSL_has_pending(ssl_) == 1) {
+    const int more = SSL_read(ssl_, buffer + first.bytes, clamp_int(size - first.bytes));
+    if (more <= 0) {
+      ERR_clear_error();  // what it was shows again on the next read
+      break;
+    }
+    first.bytes += static_cast<size_t>(more);
+  }
+  return first;
 }
 
 IoResult TlsStream::write(const char* data, size_t size) {
