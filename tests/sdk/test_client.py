@@ -11,10 +11,9 @@ import warnings
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pytest
-
 import agent_sandbox
 import agent_sandbox.sync
+import pytest
 from agent_sandbox import (
     CommandExitException,
     NotFoundException,
@@ -81,9 +80,9 @@ async def test_command_past_its_timeout_raises_timeout_exception(daemon, conn):
 
 
 def test_sync_command_past_its_timeout_raises_timeout_exception(daemon, conn):
-    with agent_sandbox.sync.Sandbox.create(template=HOST, **conn) as sandbox:
-        with pytest.raises(TimeoutException):
-            sandbox.commands.run("sleep 5", timeout=1)
+    with agent_sandbox.sync.Sandbox.create(template=HOST, **conn) as sandbox, \
+            pytest.raises(TimeoutException):
+        sandbox.commands.run("sleep 5", timeout=1)
 
 
 async def test_disconnect_after_output_started(daemon, conn):
@@ -189,6 +188,10 @@ def test_sandbox_object_follows_a_restarted_daemon(state_dir, monkeypatch):
         assert second.url != first.url
         assert sandbox.commands.run("echo after").stdout == "after\n"
         assert sandbox.get_info().sandbox_id == sandbox.sandbox_id
+        # And on the same port (the usual case): pooled connections to the old one are dropped.
+        stop_daemon(second, kill_sandboxes=False)
+        second = start_daemon(data, listen=second.url.removeprefix("http://"))
+        assert sandbox.commands.run("echo again").stdout == "again\n"
         assert sandbox.kill() is True
         daemon_alive(second)
     finally:
