@@ -69,16 +69,19 @@ def async_client(tls: bool) -> httpx.AsyncClient:
     loop; it goes away with its loop)."""
     loop = asyncio.get_running_loop()
     clients = _async_clients.get(loop)
-    if clients is None:
-        clients = _async_clients[loop] = {}
-    client = clients.get(tls)
+    client = clients.get(tls) if clients else None
     if client is None:
-        client = clients[tls] = httpx.AsyncClient(verify=_verify(tls), limits=_LIMITS)
+        with _lock:  # loops in other threads may add theirs at the same time
+            clients = _async_clients.setdefault(loop, {})
+            client = clients.get(tls)
+            if client is None:
+                client = clients[tls] = httpx.AsyncClient(verify=_verify(tls), limits=_LIMITS)
     return client
 
 
 async def close_loop_clients() -> None:
     """Closes the running loop's shared clients (before a short-lived loop ends)."""
-    clients = _async_clients.pop(asyncio.get_running_loop(), {})
+    with _lock:
+        clients = _async_clients.pop(asyncio.get_running_loop(), {})
     for client in clients.values():
         await client.aclose()
