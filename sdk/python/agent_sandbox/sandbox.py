@@ -141,8 +141,8 @@ class Sandbox:
         """
         if self._transport.killed:
             return False
-        killed = await self._transport.run(_ops.kill_sandbox(self._transport.config,
-                                                          self.sandbox_id))
+        config = self._transport.config
+        killed = await self._transport.run(_ops.kill_sandbox(config, self.sandbox_id))
         self._transport.mark_closed(self.sandbox_id, killed=True)
         return killed
 
@@ -163,8 +163,8 @@ class Sandbox:
         :return: the samples, oldest first
         :raises SandboxNotFoundException: the sandbox is gone
         """
-        return await self._transport.run(_ops.get_metrics(self._transport.config, self.sandbox_id,
-                                                       start, end))
+        config = self._transport.config
+        return await self._transport.run(_ops.get_metrics(config, self.sandbox_id, start, end))
 
     async def set_timeout(self, seconds: int) -> None:
         """The sandbox now ends `seconds` from now (shorter or longer than before).

@@ -138,8 +138,8 @@ class Sandbox:
         """
         if self._transport.killed:
             return False
-        killed = self._transport.run(_ops.kill_sandbox(self._transport.config,
-                                                          self.sandbox_id))
+        config = self._transport.config
+        killed = self._transport.run(_ops.kill_sandbox(config, self.sandbox_id))
         self._transport.mark_closed(self.sandbox_id, killed=True)
         return killed
 
@@ -160,8 +160,8 @@ class Sandbox:
         :return: the samples, oldest first
         :raises SandboxNotFoundException: the sandbox is gone
         """
-        return self._transport.run(_ops.get_metrics(self._transport.config, self.sandbox_id,
-                                                       start, end))
+        config = self._transport.config
+        return self._transport.run(_ops.get_metrics(config, self.sandbox_id, start, end))
 
     def set_timeout(self, seconds: int) -> None:
         """The sandbox now ends `seconds` from now (shorter or longer than before).
