@@ -16,7 +16,7 @@ from agent_sandbox import (
     RateLimitError,
     SandboxException,
     SandboxNotFound,
-    TimeoutError,
+    TimeoutException,
     UnsupportedError,
     _config,
     _ops,
@@ -109,7 +109,7 @@ def test_execution_text_exit_code_and_results():
     (404, b'{"code":404,"message":"nope"}', SandboxNotFound),
     (400, b'{"code":400,"message":"bad"}', InvalidArgumentError),
     (429, b'{"code":429,"message":"slow"}', RateLimitError),
-    (504, b'{"code":504,"message":"slow"}', TimeoutError),
+    (504, b'{"code":504,"message":"slow"}', TimeoutException),
 ])
 def test_control_plane_errors(status, body, error):
     call = Call("GET", "http://x/sandboxes/i1", "control", "sandbox i1", sandbox_id="i1")
@@ -120,16 +120,16 @@ def test_control_plane_errors(status, body, error):
     (404, b'{"code":"not_found","message":"no file"}', NotFoundError),
     (400, b'{"code":"invalid_argument","message":"x"}', InvalidArgumentError),
     (502, b'{"code":502,"message":"The sandbox was not found"}', SandboxNotFound),
-    (502, b'{"code":502,"message":"sandbox timeout"}', TimeoutError),
+    (502, b'{"code":502,"message":"sandbox timeout"}', TimeoutException),
     (501, b'{"code":"unimplemented","message":"x"}', UnsupportedError),
-    (408, b'{"code":"deadline_exceeded","message":"x"}', TimeoutError),
+    (408, b'{"code":"deadline_exceeded","message":"x"}', TimeoutException),
 ])
 def test_sandbox_plane_errors(status, body, error):
     assert isinstance(error_from_response(envd_call(), status, body), error)
 
 
 def test_timeout_error_is_builtin_timeout_error():
-    assert issubclass(TimeoutError, builtins.TimeoutError)
+    assert issubclass(TimeoutException, builtins.TimeoutError)
 
 
 def test_retry_after_is_bounded():
@@ -237,8 +237,8 @@ async def test_rate_limit_is_retried_then_raised():
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(next(answers), headers={"Retry-After": "0"}, json=[])
 
-    transport = AsyncTransport(_config.resolve("local", "k", "http://d", None, None))
-    transport.client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    transport = AsyncTransport(_config.resolve("local", "k", "http://d", None, None),
+                               httpx.AsyncClient(transport=httpx.MockTransport(handler)))
     try:
         assert await transport.run(_ops.list_sandboxes(transport.config, None, None)) == []
         with pytest.raises(RateLimitError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from agent_sandbox import NotFoundError, Sandbox, TimeoutError
+from agent_sandbox import NotFoundError, Sandbox, TimeoutException
 
 
 async def test_state_persists_between_runs(conn):
@@ -44,7 +44,7 @@ async def test_timeout_interrupts_code_not_sandbox(conn):
     async with await Sandbox.create(**conn) as sandbox:
         await sandbox.run_code("z = 'kept'")
         started = time.monotonic()
-        with pytest.raises(TimeoutError):
+        with pytest.raises(TimeoutException):
             await sandbox.run_code("import time\nwhile True: time.sleep(0.1)", timeout=2)
         assert time.monotonic() - started < 10
         assert (await sandbox.run_code("z")).text == "kept"  # text/plain loses one layer of quotes, as in E2B

@@ -6,18 +6,32 @@
 The blocking twin with the same names is `agent_sandbox.sync`.
 """
 
+from typing import Any
+
+from ._version import __version__
 from .commands import CommandHandle, Commands
 from .errors import (
     AlreadyExistsError,
+    AlreadyExistsException,
     AuthenticationError,
+    AuthenticationException,
     CommandExitException,
     InvalidArgumentError,
+    InvalidArgumentException,
     NotFoundError,
+    NotFoundException,
     RateLimitError,
+    RateLimitException,
+    SandboxClosedException,
     SandboxException,
     SandboxNotFound,
-    TimeoutError,
+    SandboxNotFoundException,
+    TemplateBuildError,
+    TemplateBuildException,
+    TimeoutException,
     UnsupportedError,
+    UnsupportedException,
+    deprecated_attribute,
 )
 from .filesystem import Filesystem, WatchHandle
 from .models import (
@@ -33,19 +47,28 @@ from .models import (
     ProcessInfo,
     Result,
     SandboxInfo,
+    SandboxMetrics,
     SandboxQuery,
     WriteEntry,
     WriteInfo,
 )
 from .sandbox import Sandbox
-from .template import Template, TemplateBuildError, TemplateInfo
+from .template import Template, TemplateInfo
 
 __all__ = [
-    "AlreadyExistsError", "AuthenticationError", "CommandExitException", "CommandHandle",
-    "CommandResult", "Commands", "Context", "EntryInfo", "Execution", "ExecutionError",
-    "FileType", "Filesystem", "FilesystemEvent", "FilesystemEventType", "InvalidArgumentError",
-    "Logs", "NotFoundError", "ProcessInfo", "RateLimitError", "Result", "Sandbox",
-    "SandboxException", "SandboxInfo", "SandboxNotFound", "SandboxQuery", "Template",
-    "TemplateBuildError", "TemplateInfo", "TimeoutError",
-    "UnsupportedError", "WatchHandle", "WriteEntry", "WriteInfo",
+    "AlreadyExistsError", "AlreadyExistsException", "AuthenticationError",
+    "AuthenticationException", "CommandExitException", "CommandHandle", "CommandResult",
+    "Commands", "Context", "EntryInfo", "Execution", "ExecutionError", "FileType", "Filesystem",
+    "FilesystemEvent", "FilesystemEventType", "InvalidArgumentError", "InvalidArgumentException",
+    "Logs", "NotFoundError", "NotFoundException", "ProcessInfo", "RateLimitError",
+    "RateLimitException", "Result", "Sandbox", "SandboxClosedException", "SandboxException",
+    "SandboxInfo", "SandboxMetrics", "SandboxNotFound", "SandboxNotFoundException",
+    "SandboxQuery", "Template", "TemplateBuildError", "TemplateBuildException", "TemplateInfo",
+    "TimeoutException", "UnsupportedError", "UnsupportedException", "WatchHandle", "WriteEntry",
+    "WriteInfo", "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`agent_sandbox.TimeoutError`: the old name of TimeoutException, with a warning."""
+    return deprecated_attribute(__name__, name)

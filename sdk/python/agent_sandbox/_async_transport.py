@@ -10,9 +10,16 @@ from typing import Any, Callable, TypeVar, Union
 
 import httpx
 
-from . import _daemon, _ops
+from . import _clients, _daemon, _ops
 from ._config import ConnectionConfig
-from ._http import Call, error_from_response, retry_delay, transport_errors
+from ._http import (
+    Call,
+    closed_error,
+    error_from_response,
+    moved_daemon,
+    retry_delay,
+    transport_errors,
+)
 from ._streams import ConnectMessages, NdjsonMessages
 from .errors import SandboxException
 
@@ -68,29 +75,59 @@ class AsyncMessageStream:
 
 
 class AsyncTransport:
-    """One httpx.AsyncClient (HTTP/1.1) per Sandbox, for both planes."""
+    """One Sandbox's view of the event loop's shared httpx.AsyncClient, for both planes."""
 
-    def __init__(self, config: ConnectionConfig) -> None:
+    def __init__(self, config: ConnectionConfig, client: httpx.AsyncClient | None = None) -> None:
         self.config = config
-        self.client = httpx.AsyncClient(timeout=config.request_timeout,
-                                        limits=httpx.Limits(max_keepalive_connections=20))
+        self._tls = _clients.uses_tls(config)
+        self._client = client  # None: the running loop's shared one
+        self._closed: tuple[bool, str] | None = None  # (killed, sandbox id) once unusable
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The client given, else the running loop's shared client."""
+        return self._client or _clients.async_client(self._tls)
+
+    def mark_closed(self, sandbox_id: str, killed: bool) -> None:
+        """From now on every call raises (SandboxNotFoundException after a kill)."""
+        self._closed = (killed, sandbox_id)
+
+    @property
+    def killed(self) -> bool:
+        """True once the sandbox was killed through this transport."""
+        return self._closed is not None and self._closed[0]
 
     async def send(self, call: Call, stream: bool = False) -> httpx.Response:
-        """Sends `call`, retrying 429s; raises the typed error for any other failure."""
+        """Sends `call`, retrying 429s (and a connect refused by a local daemon that moved);
+        raises the typed error for any other failure."""
+        if self._closed:
+            raise closed_error(call, *self._closed)
         attempt = 0
+        followed = False
         while True:
-            with transport_errors(call):
-                request = self.client.build_request(call.method, call.url, **call.send_kwargs())
-                response = await self.client.send(request, stream=stream)
-                if response.status_code < 400:
-                    return response
-                body = await response.aread()
-                await response.aclose()
+            try:
+                response = await self._send_once(call, stream)
+            except SandboxException as error:
+                if followed or not moved_daemon(self.config, call, error):
+                    raise
+                followed = True
+                continue
+            if response.status_code < 400:
+                return response
+            body = await response.aread()
+            await response.aclose()
             delay = retry_delay(response.status_code, response.headers, attempt)
             if delay is None:
                 raise error_from_response(call, response.status_code, body)
             attempt += 1
             await asyncio.sleep(delay)
+
+    async def _send_once(self, call: Call, stream: bool) -> httpx.Response:
+        with transport_errors(call):
+            client = self.client
+            request = client.build_request(call.method, call.url,
+                                           **call.send_kwargs(self.config.request_timeout))
+            return await client.send(request, stream=stream)
 
     async def run(self, op: _ops.Op[T]) -> T:
         """Drives a shared operation to its result."""
@@ -125,6 +162,7 @@ class AsyncTransport:
         deadline = time.monotonic() + _daemon.HEALTH_WAIT
         while time.monotonic() < deadline:
             self.config = reresolve()
+            self._tls = _clients.uses_tls(self.config)
             if await self._healthy(self.config.api_url):
                 return
             await asyncio.sleep(0.1)
@@ -144,6 +182,7 @@ class AsyncTransport:
         return False
 
     async def aclose(self) -> None:
-        """Closes every connection."""
-        await self.client.aclose()
+        """Unusable from now on; the shared connections stay open for other sandboxes."""
+        if self._closed is None:
+            self._closed = (False, "")
 

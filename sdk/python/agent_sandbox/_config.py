@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import AuthenticationError, InvalidArgumentError
+from .errors import AuthenticationException, InvalidArgumentException
 
 ENVD_PORT = 49983
 JUPYTER_PORT = 49999
@@ -16,9 +16,13 @@ DEFAULT_REQUEST_TIMEOUT = 60.0
 PROVIDERS = ("local", "e2b", "alicloud-express")
 
 
-@dataclass(frozen=True)
+@dataclass
 class ConnectionConfig:
-    """Resolved endpoints: one API base URL, and how sandbox traffic is routed."""
+    """Resolved endpoints: one API base URL, and how sandbox traffic is routed.
+
+    Shared by a Sandbox and its parts: `api_url` changes in place when a discovered local
+    daemon comes back at another address.
+    """
 
     provider: str
     api_url: str
@@ -72,19 +76,19 @@ def resolve(provider: str | None, api_key: str | None, api_url: str | None,
         remote_url = api_url or os.environ.get("ABX_SANDBOX_API_URL")
         dom = domain or os.environ.get("ABX_SANDBOX_DOMAIN")
         if not remote_url or not dom:
-            raise InvalidArgumentError(
+            raise InvalidArgumentException(
                 "provider 'alicloud-express' needs api_url= and domain= (or ABX_SANDBOX_API_URL "
                 "and ABX_SANDBOX_DOMAIN), e.g. https://api.cn-hangzhou.e2b.fc.aliyuncs.com")
         key = api_key or os.environ.get("ABX_SANDBOX_API_KEY")
         return ConnectionConfig(provider, remote_url.rstrip("/"), _require_key(key, provider), dom,
                                 timeout)
-    raise InvalidArgumentError(
+    raise InvalidArgumentException(
         f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
 
 
 def _require_key(key: str | None, provider: str) -> str:
     if not key:
-        raise AuthenticationError(
+        raise AuthenticationException(
             f"provider {provider!r} needs an API key: pass api_key= or set ABX_SANDBOX_API_KEY")
     return key
 
@@ -120,6 +124,18 @@ def state_dir() -> Path:
 def read_daemon_address() -> str | None:
     """The URL the local daemon wrote when it started listening, if any."""
     return _read_text(state_dir() / "daemon.addr")
+
+
+def follow_moved_daemon(config: ConnectionConfig) -> bool:
+    """After a failed connect: True (and `config.api_url` updated) if the local daemon whose
+    address was discovered now listens elsewhere (it was restarted on another port)."""
+    if config.provider != "local" or not config.discovered:
+        return False
+    current = (read_daemon_address() or "").rstrip("/")
+    if not current or current == config.api_url:
+        return False
+    config.api_url = current
+    return True
 
 
 def read_config_file() -> dict[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import TimeoutError
+from .errors import TimeoutException
 from .models import Execution, ExecutionError, Result
 
 
@@ -39,7 +39,7 @@ def _traceback_text(traceback: Any) -> str:
     return "\n".join(traceback) if isinstance(traceback, list) else str(traceback)
 
 
-def code_timeout_error(timeout: float | None) -> TimeoutError:
+def code_timeout_error(timeout: float | None) -> TimeoutException:
     """The error raised when run_code passes its timeout (the code is interrupted)."""
-    return TimeoutError(f"run_code: the code ran past its {timeout} s timeout and was "
-                        "interrupted; the context keeps its state. Pass a larger timeout=")
+    return TimeoutException(f"run_code: the code ran past its {timeout} s timeout and was "
+                            "interrupted; the context keeps its state. Pass a larger timeout=")

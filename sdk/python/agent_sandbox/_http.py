@@ -10,16 +10,18 @@ from typing import Any
 
 import httpx
 
+from ._config import ConnectionConfig, follow_moved_daemon
 from .errors import (
-    AlreadyExistsError,
-    AuthenticationError,
-    InvalidArgumentError,
-    NotFoundError,
-    RateLimitError,
+    AlreadyExistsException,
+    AuthenticationException,
+    InvalidArgumentException,
+    NotFoundException,
+    RateLimitException,
+    SandboxClosedException,
     SandboxException,
-    SandboxNotFound,
-    TimeoutError,
-    UnsupportedError,
+    SandboxNotFoundException,
+    TimeoutException,
+    UnsupportedException,
 )
 
 MAX_RATE_LIMIT_RETRIES = 5
@@ -48,15 +50,14 @@ class Call:
     timeout: Any = None  # None: the client's default; else an httpx timeout value
     sandbox_id: str | None = None  # control-plane calls about one sandbox: 404 means it is gone
 
-    def send_kwargs(self) -> dict[str, Any]:
+    def send_kwargs(self, default_timeout: float) -> dict[str, Any]:
         """Keyword arguments for httpx's `build_request`."""
         kwargs: dict[str, Any] = {"headers": self.headers}
         for name in ("params", "json", "content", "files"):
             value = getattr(self, name)
             if value is not None:
                 kwargs[name] = value
-        if self.timeout is not None:
-            kwargs["timeout"] = self.timeout
+        kwargs["timeout"] = default_timeout if self.timeout is None else self.timeout
         return kwargs
 
 
@@ -93,11 +94,12 @@ def error_from_response(call: Call, status: int, body: bytes) -> SandboxExceptio
     code, message = parse_error_body(body)
     if status == 429:
         # The daemon's message names the limit, its value and how to raise it.
-        return RateLimitError(f"{call.subject}: {message}")
+        return RateLimitException(f"{call.subject}: {message}")
     if status == 401 or code == "unauthenticated":
         what = "API key" if call.plane == "control" else "sandbox access token"
-        return AuthenticationError(f"{call.subject}: the server rejected the {what} ({message}); "
-                                   "check api_key= / ABX_SANDBOX_API_KEY")
+        return AuthenticationException(
+            f"{call.subject}: the server rejected the {what} ({message}); "
+            "check api_key= / ABX_SANDBOX_API_KEY")
     if call.plane == "control":
         return _control_error(call, status, message)
     if status == 502:
@@ -108,48 +110,72 @@ def error_from_response(call: Call, status: int, body: bytes) -> SandboxExceptio
 def error_from_code(call: Call, code: str, message: str, status: int = 200) -> SandboxException:
     """The typed error for a Connect error code (unary body or end-of-stream frame)."""
     if code == "not_found":
-        return NotFoundError(f"{call.subject}: not found ({message})")
+        return NotFoundException(f"{call.subject}: not found ({message})")
     if code == "already_exists":
-        return AlreadyExistsError(f"{call.subject}: already exists ({message})")
+        return AlreadyExistsException(f"{call.subject}: already exists ({message})")
     if code == "invalid_argument":
-        return InvalidArgumentError(f"{call.subject}: invalid argument ({message})")
+        return InvalidArgumentException(f"{call.subject}: invalid argument ({message})")
     if code == "deadline_exceeded":
-        return TimeoutError(f"{call.subject}: deadline exceeded ({message}); "
-                            "pass a larger timeout= (0 means none for commands)")
+        return TimeoutException(f"{call.subject}: deadline exceeded ({message}); "
+                                "pass a larger timeout= (0 means none for commands)")
     if code == "unavailable":
-        return TimeoutError(f"{call.subject}: the sandbox is not reachable ({message}); "
-                            "it may have timed out: extend it with set_timeout()")
+        return TimeoutException(f"{call.subject}: the sandbox is not reachable ({message}); "
+                                "it may have timed out: extend it with set_timeout()")
     if code == "unauthenticated":
-        return AuthenticationError(f"{call.subject}: {message}")
+        return AuthenticationException(f"{call.subject}: {message}")
     if code == "unimplemented":
-        return UnsupportedError(
+        return UnsupportedException(
             f"{call.subject}: the server does not implement this call ({message})")
     return SandboxException(f"{call.subject}: {code} (HTTP {status}): {message}")
 
 
 def _control_error(call: Call, status: int, message: str) -> SandboxException:
     if status == 404 and call.sandbox_id:
-        return SandboxNotFound(f"{call.subject} not found: it was killed or its timeout expired "
-                               f"({message}); create a new sandbox")
+        return SandboxNotFoundException(
+            f"{call.subject} not found: it was killed or its timeout expired ({message}); "
+            "create a new sandbox")
     if status == 404:
-        return NotFoundError(f"{call.subject}: not found ({message})")
+        return NotFoundException(f"{call.subject}: not found ({message})")
     if status == 400:
-        return InvalidArgumentError(f"{call.subject}: {message}")
+        return InvalidArgumentException(f"{call.subject}: {message}")
     if status in (502, 504):
-        return TimeoutError(f"{call.subject}: the server timed out ({message}); retry later")
+        return TimeoutException(f"{call.subject}: the server timed out ({message}); retry later")
     return SandboxException(f"{call.subject}: HTTP {status}: {message}")
 
 
 def _proxy_error(call: Call, message: str) -> SandboxException:
     lowered = message.lower()
     if "not found" in lowered:
-        return SandboxNotFound(f"{call.subject}: the sandbox was not found ({message}); "
-                               "it was killed or its timeout expired")
+        return SandboxNotFoundException(
+            f"{call.subject}: the sandbox was not found ({message}); "
+            "it was killed or its timeout expired")
     if "port" in lowered:
         return SandboxException(
             f"{call.subject}: {message}; is the server inside the sandbox running?")
-    return TimeoutError(f"{call.subject}: the sandbox is not reachable ({message}); "
-                        "it may have timed out: extend it with set_timeout()")
+    return TimeoutException(f"{call.subject}: the sandbox is not reachable ({message}); "
+                            "it may have timed out: extend it with set_timeout()")
+
+
+def closed_error(call: Call, killed: bool, sandbox_id: str) -> SandboxException:
+    """The error for a call made through a Sandbox object after its kill() or close()."""
+    if killed:
+        return SandboxNotFoundException(
+            f"{call.subject}: sandbox {sandbox_id} was killed with kill(); create a new sandbox")
+    return SandboxClosedException(
+        f"{call.subject}: this Sandbox object was closed with close(); the sandbox may still "
+        f"run: Sandbox.connect({sandbox_id!r}) to use it again")
+
+
+def moved_daemon(config: ConnectionConfig, call: Call, error: SandboxException) -> bool:
+    """True (with `call.url` pointing at the new address) if `error` is a failed connect to a
+    discovered local daemon that has since moved: the call is safe to send again."""
+    if not isinstance(error.__cause__, httpx.ConnectError):
+        return False
+    old = config.api_url
+    if not call.url.startswith(old) or not follow_moved_daemon(config):
+        return False
+    call.url = config.api_url + call.url[len(old):]
+    return True
 
 
 @contextlib.contextmanager
@@ -158,7 +184,7 @@ def transport_errors(call: Call) -> Iterator[None]:
     try:
         yield
     except httpx.TimeoutException as error:
-        raise TimeoutError(
+        raise TimeoutException(
             f"{call.subject}: no answer from {call.url} in time ({type(error).__name__}); "
             "pass a larger timeout= or request_timeout=") from error
     except httpx.ConnectError as error:

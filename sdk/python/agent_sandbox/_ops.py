@@ -20,7 +20,7 @@ import httpx
 from ._config import ENVD_PORT, JUPYTER_PORT, ConnectionConfig, sandbox_headers
 from ._connect import encode_envelope
 from ._http import Call
-from .errors import AlreadyExistsError, NotFoundError, SandboxNotFound
+from .errors import AlreadyExistsException, NotFoundException, SandboxNotFoundException
 from .models import (
     Context,
     EntryInfo,
@@ -30,6 +30,7 @@ from .models import (
     FileType,
     ProcessInfo,
     SandboxInfo,
+    SandboxMetrics,
     SandboxQuery,
     WriteEntry,
     WriteInfo,
@@ -120,7 +121,7 @@ def kill_sandbox(config: ConnectionConfig, sandbox_id: str) -> Op[bool]:
     """DELETE /sandboxes/{id}; False if it did not exist."""
     try:
         yield _about(config, "DELETE", sandbox_id)
-    except SandboxNotFound:
+    except SandboxNotFoundException:
         return False
     return True
 
@@ -134,6 +135,37 @@ def get_info(config: ConnectionConfig, sandbox_id: str) -> Op[SandboxInfo]:
     """GET /sandboxes/{id}."""
     response = yield _about(config, "GET", sandbox_id)
     return sandbox_info(response.json())
+
+
+def _unix_seconds(when: datetime) -> int:
+    return int((when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp())
+
+
+def get_metrics(config: ConnectionConfig, sandbox_id: str, start: datetime | None,
+                end: datetime | None) -> Op[list[SandboxMetrics]]:
+    """GET /sandboxes/{id}/metrics[?start=&end=] (Unix seconds, as E2B's API takes them).
+
+    A daemon without time ranges ignores them and answers its latest sample.
+    """
+    params = {name: _unix_seconds(value) for name, value in (("start", start), ("end", end))
+              if value is not None}
+    response = yield _about(config, "GET", sandbox_id, "/metrics", params=params or None)
+    body = response.json()
+    samples = body if isinstance(body, list) else [body]
+    return [sandbox_metrics(item) for item in samples if isinstance(item, dict)]
+
+
+def sandbox_metrics(body: dict[str, Any]) -> SandboxMetrics:
+    """SandboxMetrics from a SandboxMetric object."""
+    stamp = parse_time(body.get("timestamp"))
+    if stamp is None:
+        stamp = datetime.fromtimestamp(float(body.get("timestampUnix") or 0), timezone.utc)
+    return SandboxMetrics(timestamp=stamp, cpu_count=int(body.get("cpuCount") or 0),
+                          cpu_used_pct=float(body.get("cpuUsedPct") or 0.0),
+                          mem_used=int(body.get("memUsed") or 0),
+                          mem_total=int(body.get("memTotal") or 0),
+                          disk_used=int(body.get("diskUsed") or 0),
+                          disk_total=int(body.get("diskTotal") or 0))
 
 
 def list_sandboxes(config: ConnectionConfig, query: SandboxQuery | None,
@@ -310,7 +342,7 @@ def exists(target: Target, path: str, user: str | None) -> Op[bool]:
     """Stat, with not-found as False."""
     try:
         yield from stat(target, path, user)
-    except NotFoundError:
+    except NotFoundException:
         return False
     return True
 
@@ -320,7 +352,7 @@ def make_dir(target: Target, path: str, user: str | None) -> Op[bool]:
     path = absolute_path(path, user)
     try:
         yield rpc_call(target, "filesystem.Filesystem/MakeDir", {"path": path}, path, user)
-    except AlreadyExistsError:
+    except AlreadyExistsException:
         return False
     return True
 
@@ -388,7 +420,7 @@ def kill_process(target: Target, pid: int) -> Op[bool]:
     try:
         yield rpc_call(target, "process.Process/SendSignal",
                        {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}, f"process {pid}")
-    except NotFoundError:
+    except NotFoundException:
         return False
     return True
 

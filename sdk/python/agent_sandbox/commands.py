@@ -10,6 +10,7 @@ from . import _ops
 from ._async_transport import AsyncMessageStream, AsyncTransport, call_handler
 from ._http import Call
 from ._process import ProcessOutput
+from .errors import SandboxException
 from .models import CommandResult, ProcessInfo
 
 OutputHandler = Callable[[str], object]
@@ -58,16 +59,30 @@ class CommandHandle:
             await self._stream.aclose()
 
     async def wait(self) -> CommandResult:
-        """Waits for the exit; raises CommandExitException on a non-zero code if `check`."""
+        """Waits for the command to end.
+
+        :return: its CommandResult
+        :raises CommandExitException: it exited non-zero and `check` was set
+        :raises TimeoutException: it ran past the `timeout` it was started with (it was killed)
+        """
+        if self._task.cancelled():
+            raise SandboxException(f"process {self.pid}: this handle was disconnected; "
+                                   "attach again with commands.connect(pid)")
         await asyncio.shield(self._task)
         return self._output.result(self._check)
 
     async def kill(self) -> bool:
-        """Sends SIGKILL; False if the process was already gone."""
+        """Sends SIGKILL to the command.
+
+        :return: False if the process was already gone
+        """
         return await self._transport.run(_ops.kill_process(self._target, self.pid))
 
     async def send_stdin(self, data: str | bytes) -> None:
-        """Writes to the process's stdin (start it with stdin=True)."""
+        """Writes to the command's stdin (start it with `stdin=True`).
+
+        :param data: text (UTF-8) or bytes
+        """
         await self._transport.run(_ops.send_stdin(self._target, self.pid, data))
 
     async def close_stdin(self) -> None:
@@ -75,8 +90,15 @@ class CommandHandle:
         await self._transport.run(_ops.close_stdin(self._target, self.pid))
 
     async def disconnect(self) -> None:
-        """Stops receiving output; the process keeps running (see `commands.connect`)."""
+        """Stops receiving output; the process keeps running (see `commands.connect`).
+
+        Later `wait()` calls raise SandboxException.
+        """
         self._task.cancel()
+        if self._task is not asyncio.current_task():
+            # The reader must have left the stream before it is closed: closing a generator
+            # that is suspended in a read raises "aclose(): ... already running".
+            await asyncio.gather(self._task, return_exceptions=True)
         await self._stream.aclose()
 
 
@@ -107,10 +129,21 @@ class Commands:
                   on_stdout: OutputHandler | None = None,
                   on_stderr: OutputHandler | None = None, stdin: bool = False,
                   check: bool = True) -> CommandResult | CommandHandle:
-        """Runs a shell command; `timeout` seconds (0 = none) bound its whole life.
+        """Runs a shell command (`/bin/bash -l -c cmd`).
 
-        Returns its result (raising CommandExitException on a non-zero exit when `check`), or,
-        with `background=True`, a CommandHandle as soon as it started.
+        :param cmd: the command line
+        :param background: return a CommandHandle as soon as it started instead of waiting
+        :param envs: extra environment variables
+        :param cwd: working directory (relative: to the user's home)
+        :param user: user to run as (default "user")
+        :param timeout: seconds its whole life may take (0: no limit); then it is killed
+        :param on_stdout: called with each piece of stdout as it arrives
+        :param on_stderr: called with each piece of stderr as it arrives
+        :param stdin: keep stdin open for `send_stdin`
+        :param check: raise CommandExitException on a non-zero exit (E2B's behaviour)
+        :return: its CommandResult, or a CommandHandle with `background=True`
+        :raises CommandExitException: it exited non-zero and `check` is set
+        :raises TimeoutException: it ran past `timeout` (it was killed)
         """
         call = _ops.start_call(self._target, cmd, envs, cwd, user, timeout, stdin)
         handle = await self._open(call, on_stdout, on_stderr, check)
@@ -120,7 +153,13 @@ class Commands:
                       on_stdout: OutputHandler | None = None,
                       on_stderr: OutputHandler | None = None,
                       check: bool = True) -> CommandHandle:
-        """Attaches to a running process's output (from now on)."""
+        """Attaches to a running process's output (from now on).
+
+        :param pid: its pid (from `list` or a handle)
+        :param timeout: seconds to follow it (0: until it ends)
+        :return: a CommandHandle
+        :raises NotFoundException: no such process
+        """
         call = _ops.connect_call(self._target, pid, timeout)
         return await self._open(call, on_stdout, on_stderr, check)
 
@@ -137,17 +176,33 @@ class Commands:
                              check)
 
     async def list(self) -> builtins.list[ProcessInfo]:
-        """Processes started through the API that are still running."""
+        """Processes started through the API that are still running.
+
+        :return: their ProcessInfo
+        """
         return await self._transport.run(_ops.list_processes(self._target))
 
     async def kill(self, pid: int) -> bool:
-        """SIGKILLs a process; False if there is no such pid."""
+        """Sends SIGKILL to a process.
+
+        :param pid: its pid
+        :return: False if there is no such process
+        """
         return await self._transport.run(_ops.kill_process(self._target, pid))
 
     async def send_stdin(self, pid: int, data: str | bytes) -> None:
-        """Writes to a process's stdin."""
+        """Writes to a process's stdin.
+
+        :param pid: its pid
+        :param data: text (UTF-8) or bytes
+        :raises NotFoundException: no such process
+        """
         await self._transport.run(_ops.send_stdin(self._target, pid, data))
 
     async def close_stdin(self, pid: int) -> None:
-        """Closes a process's stdin."""
+        """Closes a process's stdin: it reads EOF.
+
+        :param pid: its pid
+        :raises NotFoundException: no such process
+        """
         await self._transport.run(_ops.close_stdin(self._target, pid))

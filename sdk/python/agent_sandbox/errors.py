@@ -1,4 +1,10 @@
-"""Typed errors raised by the SDK; every one is a `SandboxException`."""
+"""Typed errors raised by the SDK; every one is a `SandboxException`.
+
+Names follow E2B's SDK (`...Exception`). The older `...Error` names and `SandboxNotFound`
+stay as aliases of the same classes, so existing `except` clauses keep working.
+`TimeoutError` is no longer exported by `from agent_sandbox import *` (it shadowed the
+builtin); `agent_sandbox.TimeoutError` still resolves, with a DeprecationWarning.
+"""
 
 from __future__ import annotations
 
@@ -9,32 +15,47 @@ class SandboxException(Exception):
     """Base class of every error the SDK raises."""
 
 
-class SandboxNotFound(SandboxException):
+class SandboxNotFoundException(SandboxException):
     """The sandbox does not exist (never created, killed, or its timeout expired)."""
 
 
-class AuthenticationError(SandboxException):
+class SandboxClosedException(SandboxException):
+    """This `Sandbox` object was closed with `close()`; `Sandbox.connect(id)` reopens one."""
+
+
+class AuthenticationException(SandboxException):
     """The server rejected the API key or the sandbox access token."""
 
 
-class TimeoutError(SandboxException, builtins.TimeoutError):
-    """A deadline passed: the request's, the command's, or the sandbox's."""
+class TimeoutException(SandboxException, builtins.TimeoutError):
+    """A deadline passed: the request's, the command's, or the sandbox's.
+
+    Also a builtin `TimeoutError`, so `except TimeoutError:` catches it.
+    """
 
 
-class NotFoundError(SandboxException):
-    """A file, directory, process or code context does not exist."""
+class NotFoundException(SandboxException):
+    """A file, directory, process, code context or template does not exist."""
 
 
-class RateLimitError(SandboxException):
+class RateLimitException(SandboxException):
     """The server kept answering 429 Too Many Requests after the SDK's retries."""
 
 
-class InvalidArgumentError(SandboxException, ValueError):
+class InvalidArgumentException(SandboxException, ValueError):
     """The request (or the SDK's configuration) is malformed."""
 
 
-class UnsupportedError(SandboxException):
+class UnsupportedException(SandboxException):
     """The server does not implement the called method."""
+
+
+class AlreadyExistsException(SandboxException):
+    """The path (or object) to create already exists."""
+
+
+class TemplateBuildException(SandboxException):
+    """A template build failed; the message holds the failing step and its last output lines."""
 
 
 class CommandExitException(SandboxException):
@@ -50,5 +71,26 @@ class CommandExitException(SandboxException):
         self.error = error
 
 
-class AlreadyExistsError(SandboxException):
-    """The path (or object) to create already exists."""
+# Older names, kept so that code written against them keeps working.
+SandboxNotFound = SandboxNotFoundException
+AuthenticationError = AuthenticationException
+NotFoundError = NotFoundException
+RateLimitError = RateLimitException
+InvalidArgumentError = InvalidArgumentException
+UnsupportedError = UnsupportedException
+AlreadyExistsError = AlreadyExistsException
+TemplateBuildError = TemplateBuildException
+
+DEPRECATED_NAMES = {"TimeoutError": TimeoutException}
+"""Old names that are only reachable as attributes (with a DeprecationWarning)."""
+
+
+def deprecated_attribute(module: str, name: str) -> type[SandboxException]:
+    """Module `__getattr__` body: the class behind a deprecated name, with a warning."""
+    import warnings
+
+    if name not in DEPRECATED_NAMES:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(f"{module}.{name} is deprecated (it shadows the builtin): use "
+                  "TimeoutException", DeprecationWarning, stacklevel=3)
+    return DEPRECATED_NAMES[name]

@@ -39,7 +39,14 @@ class Filesystem:
 
     async def read(self, path: str, format: str = "text",
                    user: str | None = None) -> str | bytes | AsyncIterator[bytes]:
-        """Reads a file as text (UTF-8), bytes, or a stream of chunks (never loaded whole)."""
+        """Reads a file.
+
+        :param path: its path (relative: to the user's home)
+        :param format: "text" (UTF-8), "bytes", or "stream" (chunks, never loaded whole)
+        :param user: user to read as
+        :return: its content in `format`
+        :raises NotFoundException: no such file
+        """
         if format == "stream":
             call = _ops.read_call(self._target, path, user, stream=True)
             return _chunks(call, await self._transport.send(call, stream=True))
@@ -57,9 +64,12 @@ class Filesystem:
 
     async def write(self, path: str | Sequence[WriteEntry], data: FileData | None = None,
                     user: str | None = None) -> WriteInfo | builtins.list[WriteInfo]:
-        """Writes one file (str, bytes or a file-like object, streamed), or many in one request.
+        """Writes one file, or many in one request; parents are created, files replaced.
 
-        Parent directories are created; an existing file is replaced.
+        :param path: the file's path, or a list of WriteEntry
+        :param data: str, bytes or a file-like object (streamed) when `path` is a path
+        :param user: user to write as (owner of the files)
+        :return: WriteInfo of the file (a list of them for a list of entries)
         """
         written = await self._transport.run(_ops.write_files(self._target, path, data, user))
         if isinstance(path, str):
@@ -68,32 +78,75 @@ class Filesystem:
 
     async def list(self, path: str, depth: int = 1,
                    user: str | None = None) -> builtins.list[EntryInfo]:
-        """Entries of a directory, `depth` levels deep."""
+        """Entries of a directory.
+
+        :param path: the directory
+        :param depth: how many levels deep
+        :param user: user to list as
+        :return: their EntryInfo
+        :raises NotFoundException: no such directory
+        """
         return await self._transport.run(_ops.list_dir(self._target, path, depth, user))
 
     async def exists(self, path: str, user: str | None = None) -> bool:
-        """True if the path exists."""
+        """Whether a path exists.
+
+        :param path: the path
+        :param user: user to look as
+        :return: True if it exists
+        """
         return await self._transport.run(_ops.exists(self._target, path, user))
 
     async def get_info(self, path: str, user: str | None = None) -> EntryInfo:
-        """Type, size, mode, owner and times of a path."""
+        """Type, size, mode, owner and times of a path.
+
+        :param path: the path
+        :param user: user to look as
+        :return: its EntryInfo
+        :raises NotFoundException: no such path
+        """
         return await self._transport.run(_ops.stat(self._target, path, user))
 
     async def make_dir(self, path: str, user: str | None = None) -> bool:
-        """Creates a directory and its parents; False if it already existed."""
+        """Creates a directory and its parents.
+
+        :param path: the directory
+        :param user: user to create it as
+        :return: False if it already existed
+        """
         return await self._transport.run(_ops.make_dir(self._target, path, user))
 
     async def rename(self, old_path: str, new_path: str, user: str | None = None) -> EntryInfo:
-        """Moves a file or directory."""
+        """Moves a file or directory.
+
+        :param old_path: where it is
+        :param new_path: where it goes
+        :param user: user to move it as
+        :return: EntryInfo at the new path
+        :raises NotFoundException: `old_path` does not exist
+        """
         return await self._transport.run(_ops.rename(self._target, old_path, new_path, user))
 
     async def remove(self, path: str, user: str | None = None) -> None:
-        """Removes a file or a directory tree."""
+        """Removes a file or a directory tree.
+
+        :param path: the path
+        :param user: user to remove it as
+        :raises NotFoundException: no such path
+        """
         await self._transport.run(_ops.remove(self._target, path, user))
 
     async def watch_dir(self, path: str, on_event: EventHandler, recursive: bool = False,
                         user: str | None = None) -> WatchHandle:
-        """Calls `on_event` for each change in `path` until `stop()` is called."""
+        """Calls `on_event` for each change in `path` until `stop()` is called.
+
+        :param path: the directory
+        :param on_event: called with each FilesystemEvent (may be a coroutine function)
+        :param recursive: watch subdirectories too
+        :param user: user to watch as
+        :return: a WatchHandle
+        :raises NotFoundException: no such directory
+        """
         call = _ops.watch_call(self._target, path, recursive, user)
         stream = await self._transport.connect_stream(call)
         first = await stream.next_or_none()

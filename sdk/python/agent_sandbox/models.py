@@ -28,6 +28,19 @@ class SandboxInfo:
 
 
 @dataclass
+class SandboxMetrics:
+    """One resource sample of a sandbox (E2B's `SandboxMetrics`); sizes are in bytes."""
+
+    timestamp: datetime
+    cpu_count: int
+    cpu_used_pct: float
+    mem_used: int
+    mem_total: int
+    disk_used: int
+    disk_total: int
+
+
+@dataclass
 class SandboxQuery:
     """Filter for `Sandbox.list`: metadata must all match; state is running and/or paused."""
 

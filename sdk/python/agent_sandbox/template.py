@@ -26,9 +26,15 @@ from typing import Any, Callable, Union
 
 import httpx
 
-from . import _config
+from . import _clients, _config
 from ._config import ConnectionConfig
-from .errors import InvalidArgumentError, NotFoundError, SandboxException
+from .errors import (
+    InvalidArgumentException,
+    NotFoundException,
+    SandboxException,
+    TemplateBuildException,
+)
+from .errors import TemplateBuildError as TemplateBuildError  # the old name, re-exported
 
 PREFIX = "/abx/v1/templates"
 # A Sandboxfile given apart from its context travels inside the context's tar under this name.
@@ -64,10 +70,6 @@ class TemplateInfo:
             user=body.get("user", ""), layers=int(body.get("layers", 0) or 0))
 
 
-class TemplateBuildError(SandboxException):
-    """A build failed; the message holds the failing step and the last lines of its output."""
-
-
 def _raise_for(response: httpx.Response, what: str) -> None:
     if response.status_code < 300:
         return
@@ -76,9 +78,9 @@ def _raise_for(response: httpx.Response, what: str) -> None:
     except ValueError:
         message = response.text
     if response.status_code == 404:
-        raise NotFoundError(f"{what}: {message}")
+        raise NotFoundException(f"{what}: {message}")
     if response.status_code in (400, 409):
-        raise InvalidArgumentError(f"{what}: {message}")
+        raise InvalidArgumentException(f"{what}: {message}")
     raise SandboxException(f"{what}: HTTP {response.status_code}: {message}")
 
 
@@ -89,7 +91,7 @@ class Template:
     def _config(api_key: str | None, api_url: str | None) -> ConnectionConfig:
         config = _config.resolve("local", api_key, api_url, None, None)
         if not config.api_url:
-            raise InvalidArgumentError(
+            raise InvalidArgumentException(
                 "no local daemon found: start one with `abx daemon start` or pass api_url=")
         return config
 
@@ -101,30 +103,50 @@ class Template:
     @classmethod
     async def list(cls, api_key: str | None = None,
                    api_url: str | None = None) -> builtins.list[TemplateInfo]:
+        """Every stored template.
+
+        :param api_key: the daemon's API key (default: found like the `abx` CLI does)
+        :param api_url: the daemon's URL (default: found like the `abx` CLI does)
+        :return: one TemplateInfo per template
+        :raises InvalidArgumentException: no local daemon was found
+        """
         config = cls._config(api_key, api_url)
-        async with httpx.AsyncClient(timeout=config.request_timeout) as client:
-            response = await client.get(cls._url(config), headers=config.control_headers())
+        response = await _client(config).get(cls._url(config), headers=config.control_headers(),
+                                             timeout=config.request_timeout)
         _raise_for(response, "list templates")
         return [TemplateInfo.from_json(t) for t in response.json().get("templates", [])]
 
     @classmethod
     async def get(cls, name: str, api_key: str | None = None,
                   api_url: str | None = None) -> TemplateInfo:
+        """One template's description.
+
+        :param name: template name, e.g. "base"
+        :return: its TemplateInfo
+        :raises NotFoundException: there is no such template
+        """
         config = cls._config(api_key, api_url)
-        async with httpx.AsyncClient(timeout=config.request_timeout) as client:
-            response = await client.get(cls._url(config, name), headers=config.control_headers())
+        response = await _client(config).get(cls._url(config, name),
+                                             headers=config.control_headers(),
+                                             timeout=config.request_timeout)
         _raise_for(response, f"template {name!r}")
         return TemplateInfo.from_json(response.json())
 
     @classmethod
     async def remove(cls, name: str, force: bool = False, api_key: str | None = None,
                      api_url: str | None = None) -> None:
-        """Removes a stored template; refused while sandboxes use it unless `force`."""
+        """Removes a stored template.
+
+        :param name: template name
+        :param force: remove it even while sandboxes use it
+        :raises NotFoundException: there is no such template
+        :raises InvalidArgumentException: sandboxes use it and `force` is False
+        """
         config = cls._config(api_key, api_url)
         params = {"force": "true"} if force else {}
-        async with httpx.AsyncClient(timeout=config.request_timeout) as client:
-            response = await client.delete(cls._url(config, name), params=params,
-                                           headers=config.control_headers())
+        response = await _client(config).delete(cls._url(config, name), params=params,
+                                                headers=config.control_headers(),
+                                                timeout=config.request_timeout)
         _raise_for(response, f"remove template {name!r}")
 
     @classmethod
@@ -142,12 +164,18 @@ class Template:
         `Dockerfile`); `dockerfile` is the path of another one (like `abx template build -f`:
         as given, not inside the context; without `path`, its dir is the context).
         `build_args` set ARG values; `network=False` keeps RUN steps off the network.
-        Raises TemplateBuildError with the failing step and its last output lines.
+
+        :param name: template name
+        :param no_cache: rebuild every step
+        :param on_progress: called with each progress line
+        :return: the built template's TemplateInfo
+        :raises TemplateBuildException: a step failed (the message names it and its last
+            output lines)
         """
         config = cls._config(api_key, api_url)
         if path is None and dockerfile is None:
             if build_args or not network:
-                raise InvalidArgumentError(
+                raise InvalidArgumentException(
                     "build_args and network apply to Sandboxfile builds: pass path=")
             return await _follow(config, cls._url(config, name, "/build"),
                                  f"build template {name!r}", on_progress,
@@ -172,11 +200,18 @@ class Template:
                            api_key: str | None = None,
                            api_url: str | None = None) -> TemplateInfo:
         """Makes template `name` from an image: an OCI image layout dir, an oci-archive tar or
-        a `docker save` tar. Its env, working dir and user become the template's defaults."""
+        a `docker save` tar. Its env, working dir and user become the template's defaults.
+
+        :param name: template name
+        :param path: the image
+        :param on_progress: called with each progress line
+        :return: the imported template's TemplateInfo
+        :raises InvalidArgumentException: `path` does not exist or is no image
+        """
         config = cls._config(api_key, api_url)
         image = Path(path).absolute()
         if not image.exists():
-            raise InvalidArgumentError(
+            raise InvalidArgumentException(
                 f"{image} does not exist; give an OCI layout dir or an image tar")
         url = (cls._url(config, name, "/import") + "?"
                + urllib.parse.urlencode({"origin": str(image)}))
@@ -189,6 +224,10 @@ class Template:
             return await _follow_upload(config, url, what, tar, on_progress)
 
 
+def _client(config: ConnectionConfig) -> httpx.AsyncClient:
+    return _clients.async_client(_clients.uses_tls(config))
+
+
 def _sandboxfile_context(path: PathLike | None,
                          dockerfile: PathLike | None) -> tuple[Path, bytes | None]:
     """The context dir, and the Sandboxfile's text when it is not the context's own."""
@@ -197,15 +236,15 @@ def _sandboxfile_context(path: PathLike | None,
         try:
             text = file.read_bytes()
         except OSError as e:
-            raise InvalidArgumentError(f"cannot read {file}: {e.strerror}") from None
+            raise InvalidArgumentException(f"cannot read {file}: {e.strerror}") from None
         context = Path(path) if path is not None else file.absolute().parent
     else:
         context, text = Path(path), None  # type: ignore[arg-type]
     if not context.is_dir():
-        raise InvalidArgumentError(f"{context} is not a directory; give the build context dir")
+        raise InvalidArgumentException(f"{context} is not a directory; give the build context dir")
     if text is None and not (context / "Sandboxfile").exists() \
             and not (context / "Dockerfile").exists():
-        raise InvalidArgumentError(
+        raise InvalidArgumentException(
             f"no Sandboxfile (or Dockerfile) in {context}; give one with dockerfile=")
     return context, text
 
@@ -249,8 +288,8 @@ async def _follow(config: ConnectionConfig, url: str, what: str,
     `what` names the operation in errors."""
     timeout = httpx.Timeout(config.request_timeout, read=None)
     all_headers = {**config.control_headers(), **(headers or {})}
-    async with httpx.AsyncClient(timeout=timeout) as client, \
-            client.stream("POST", url, headers=all_headers, **body) as response:
+    async with _client(config).stream("POST", url, headers=all_headers, timeout=timeout,
+                                      **body) as response:
         if response.status_code >= 300:
             await response.aread()
             _raise_for(response, what)
@@ -258,7 +297,7 @@ async def _follow(config: ConnectionConfig, url: str, what: str,
             result = _build_event(line, on_progress)
             if result is not None:
                 return result
-    raise TemplateBuildError(f"{what}: the stream ended without a result; see the daemon log")
+    raise TemplateBuildException(f"{what}: the stream ended without a result; see the daemon log")
 
 
 def _build_event(line: str, on_progress: ProgressFn | None) -> TemplateInfo | None:
@@ -270,5 +309,5 @@ def _build_event(line: str, on_progress: ProgressFn | None) -> TemplateInfo | No
             on_progress(event["progress"])
         return None
     if "error" in event:
-        raise TemplateBuildError(event["error"].get("message", "template build failed"))
+        raise TemplateBuildException(event["error"].get("message", "template build failed"))
     return TemplateInfo.from_json(event["done"])

@@ -8,9 +8,16 @@ from typing import Any, Callable, TypeVar, Union
 
 import httpx
 
-from .. import _daemon, _ops
+from .. import _clients, _daemon, _ops
 from .._config import ConnectionConfig
-from .._http import Call, error_from_response, retry_delay, transport_errors
+from .._http import (
+    Call,
+    closed_error,
+    error_from_response,
+    moved_daemon,
+    retry_delay,
+    transport_errors,
+)
 from .._streams import ConnectMessages, NdjsonMessages
 from ..errors import SandboxException
 
@@ -57,28 +64,59 @@ class MessageStream:
 
 
 class Transport:
-    """One httpx.Client (HTTP/1.1) per Sandbox, for both planes."""
+    """One Sandbox's view of the process's shared httpx.Client, for both planes."""
 
-    def __init__(self, config: ConnectionConfig) -> None:
+    def __init__(self, config: ConnectionConfig, client: httpx.Client | None = None) -> None:
         self.config = config
-        self.client = httpx.Client(timeout=config.request_timeout)
+        self._tls = _clients.uses_tls(config)
+        self._client = client  # None: the process's shared one
+        self._closed: tuple[bool, str] | None = None  # (killed, sandbox id) once unusable
+
+    @property
+    def client(self) -> httpx.Client:
+        """The client given, else the process's shared client."""
+        return self._client or _clients.sync_client(self._tls)
+
+    def mark_closed(self, sandbox_id: str, killed: bool) -> None:
+        """From now on every call raises (SandboxNotFoundException after a kill)."""
+        self._closed = (killed, sandbox_id)
+
+    @property
+    def killed(self) -> bool:
+        """True once the sandbox was killed through this transport."""
+        return self._closed is not None and self._closed[0]
 
     def send(self, call: Call, stream: bool = False) -> httpx.Response:
-        """Sends `call`, retrying 429s; raises the typed error for any other failure."""
+        """Sends `call`, retrying 429s (and a connect refused by a local daemon that moved);
+        raises the typed error for any other failure."""
+        if self._closed:
+            raise closed_error(call, *self._closed)
         attempt = 0
+        followed = False
         while True:
-            with transport_errors(call):
-                request = self.client.build_request(call.method, call.url, **call.send_kwargs())
-                response = self.client.send(request, stream=stream)
-                if response.status_code < 400:
-                    return response
-                body = response.read()
-                response.close()
+            try:
+                response = self._send_once(call, stream)
+            except SandboxException as error:
+                if followed or not moved_daemon(self.config, call, error):
+                    raise
+                followed = True
+                continue
+            if response.status_code < 400:
+                return response
+            body = response.read()
+            response.close()
             delay = retry_delay(response.status_code, response.headers, attempt)
             if delay is None:
                 raise error_from_response(call, response.status_code, body)
             attempt += 1
             time.sleep(delay)
+
+    def _send_once(self, call: Call, stream: bool) -> httpx.Response:
+        with transport_errors(call):
+            client = self.client
+            request = client.build_request(call.method, call.url,
+                                           **call.send_kwargs(self.config.request_timeout))
+            return client.send(request, stream=stream)
 
     def run(self, op: _ops.Op[T]) -> T:
         """Drives a shared operation to its result."""
@@ -113,6 +151,7 @@ class Transport:
         deadline = time.monotonic() + _daemon.HEALTH_WAIT
         while time.monotonic() < deadline:
             self.config = reresolve()
+            self._tls = _clients.uses_tls(self.config)
             if self._healthy(self.config.api_url):
                 return
             time.sleep(0.1)
@@ -131,5 +170,6 @@ class Transport:
         return False
 
     def close(self) -> None:
-        """Closes every connection."""
-        self.client.close()
+        """Unusable from now on; the shared connections stay open for other sandboxes."""
+        if self._closed is None:
+            self._closed = (False, "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import time
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Callable
 
@@ -11,8 +12,16 @@ import httpx
 
 from .. import _config, _ops
 from .._execution import ExecutionBuilder, code_timeout_error
-from ..errors import SandboxNotFound, TimeoutError
-from ..models import Context, Execution, ExecutionError, Result, SandboxInfo, SandboxQuery
+from ..errors import SandboxNotFoundException, TimeoutException
+from ..models import (
+    Context,
+    Execution,
+    ExecutionError,
+    Result,
+    SandboxInfo,
+    SandboxMetrics,
+    SandboxQuery,
+)
 from ..sandbox import DEFAULT_CODE_TIMEOUT, DEFAULT_TEMPLATE, DEFAULT_TIMEOUT
 from ._transport import Transport
 from .commands import Commands
@@ -49,8 +58,21 @@ class Sandbox:
                allow_internet_access: bool = True) -> Sandbox:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
-        `provider` is "local" (default: the abx daemon, started if needed), "e2b" or
-        "alicloud-express".
+        :param template: template name or alias ("base", "host", "code-interpreter-v1", ...)
+        :param timeout: seconds until the sandbox is killed (extend with `set_timeout`)
+        :param envs: environment variables of every command and code run
+        :param metadata: your key-value labels, filterable in `list`
+        :param provider: "local" (default: the abx daemon, started if needed), "e2b" or
+            "alicloud-express"; default $ABX_PROVIDER
+        :param api_key: default $ABX_SANDBOX_API_KEY, then the local daemon's key
+        :param api_url: default $ABX_SANDBOX_API_URL, then the local daemon's address file
+        :param domain: sandbox domain of a remote provider
+        :param request_timeout: seconds for each HTTP request
+        :param allow_internet_access: False keeps the sandbox off the network
+        :return: the running sandbox
+        :raises NotFoundException: no such template
+        :raises RateLimitException: a quota is full (the message names it)
+        :raises SandboxException: the daemon could not be reached or started
         """
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
@@ -69,7 +91,13 @@ class Sandbox:
                 provider: str | None = None, api_key: str | None = None,
                 api_url: str | None = None, domain: str | None = None,
                 request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> Sandbox:
-        """Connects to an existing sandbox (resuming it if paused); raises SandboxNotFound."""
+        """Connects to an existing sandbox (resuming it if paused) and extends its life.
+
+        :param sandbox_id: the sandbox's id
+        :param timeout: seconds from now until it is killed
+        :return: a Sandbox object for it (provider arguments as in `create`)
+        :raises SandboxNotFoundException: it was killed or its timeout expired
+        """
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
 
@@ -87,7 +115,12 @@ class Sandbox:
              api_url: str | None = None, domain: str | None = None,
              request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
              ) -> builtins.list[SandboxInfo]:
-        """Sandboxes matching `query`, all pages (at most `limit` if given)."""
+        """Sandboxes matching `query`, all pages.
+
+        :param query: metadata and state filters
+        :param limit: at most this many
+        :return: their descriptions (provider arguments as in `create`)
+        """
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
 
@@ -98,29 +131,62 @@ class Sandbox:
             transport.close()
 
     def kill(self) -> bool:
-        """Destroys the sandbox and closes this client; False if it was already gone."""
-        try:
-            return self._transport.run(_ops.kill_sandbox(self._transport.config, self.sandbox_id))
-        finally:
-            self.close()
+        """Destroys the sandbox; afterwards every call on this object raises.
+
+        :return: True if it was killed, False if it was already gone (or killed before)
+        :raises SandboxException: the server could not be reached (the object stays usable)
+        """
+        if self._transport.killed:
+            return False
+        config = self._transport.config
+        killed = self._transport.run(_ops.kill_sandbox(config, self.sandbox_id))
+        self._transport.mark_closed(self.sandbox_id, killed=True)
+        return killed
 
     def close(self) -> None:
-        """Closes this client's connections; the sandbox keeps running."""
-        self._transport.close()
+        """Stops using this object; the sandbox keeps running (see `connect`).
+
+        Later calls raise SandboxClosedException.
+        """
+        if not self._transport.killed:
+            self._transport.mark_closed(self.sandbox_id, killed=False)
+
+    def get_metrics(self, start: datetime | None = None,
+                    end: datetime | None = None) -> builtins.list[SandboxMetrics]:
+        """CPU, memory and disk use of the sandbox.
+
+        :param start: earliest sample wanted (a daemon without history answers its latest)
+        :param end: latest sample wanted
+        :return: the samples, oldest first
+        :raises SandboxNotFoundException: the sandbox is gone
+        """
+        config = self._transport.config
+        return self._transport.run(_ops.get_metrics(config, self.sandbox_id, start, end))
 
     def set_timeout(self, seconds: int) -> None:
-        """The sandbox now ends `seconds` from now."""
+        """The sandbox now ends `seconds` from now (shorter or longer than before).
+
+        :param seconds: its remaining life
+        :raises SandboxNotFoundException: it is gone
+        """
         self._transport.run(_ops.set_timeout(self._transport.config, self.sandbox_id, seconds))
 
     def get_info(self) -> SandboxInfo:
-        """Template, metadata, start and end time of the sandbox."""
+        """Template, metadata, start and end time of the sandbox.
+
+        :return: its SandboxInfo
+        :raises SandboxNotFoundException: it is gone
+        """
         return self._transport.run(_ops.get_info(self._transport.config, self.sandbox_id))
 
     def is_running(self) -> bool:
-        """True if the sandbox answers its health check."""
+        """True if the sandbox answers its health check.
+
+        :return: False if it was killed or does not answer
+        """
         try:
             self._transport.send(_ops.envd_health_call(self._target))
-        except (SandboxNotFound, TimeoutError):
+        except (SandboxNotFoundException, TimeoutException):
             return False
         return True
 
@@ -131,10 +197,20 @@ class Sandbox:
                  on_result: Callable[[Result], Any] | None = None,
                  on_error: Callable[[ExecutionError], Any] | None = None,
                  timeout: float | None = DEFAULT_CODE_TIMEOUT) -> Execution:
-        """Runs code in a stateful interpreter context (the language's default one if none).
+        """Runs code in a stateful interpreter context (needs the code-interpreter template).
 
-        On timeout the code is interrupted (the context and sandbox live on) and
-        TimeoutError is raised.
+        :param code: the code
+        :param language: its language when no `context` is given (its default context is used)
+        :param context: a context from `create_code_context`
+        :param envs: extra environment variables for this run
+        :param on_stdout: called with each piece of stdout
+        :param on_stderr: called with each piece of stderr
+        :param on_result: called with each rich result (display data, the last expression)
+        :param on_error: called with the error, if the code raised
+        :param timeout: seconds (None or 0: no limit); on timeout the code is interrupted, the
+            context and the sandbox live on
+        :return: the Execution: results, logs, and the error the code raised (not re-raised)
+        :raises TimeoutException: the code ran past `timeout`
         """
         call = _ops.execute_call(self._target, code, language, context, envs, timeout)
         handlers = {"stdout": on_stdout, "stderr": on_stderr, "result": on_result,
@@ -150,7 +226,7 @@ class Sandbox:
                     handler(event[1])
                 if deadline is not None and time.monotonic() > deadline:
                     raise code_timeout_error(timeout)
-        except TimeoutError as error:
+        except TimeoutException as error:
             if isinstance(error.__cause__, httpx.ReadTimeout):
                 raise code_timeout_error(timeout) from error
             raise
@@ -159,19 +235,35 @@ class Sandbox:
         return builder.execution
 
     def create_code_context(self, language: str = "python", cwd: str | None = None) -> Context:
-        """A new interpreter context with its own state."""
+        """A new interpreter context with its own state.
+
+        :param language: e.g. "python"
+        :param cwd: its working directory
+        :return: the Context
+        """
         return self._transport.run(_ops.create_context(self._target, language, cwd))
 
     def list_code_contexts(self) -> builtins.list[Context]:
-        """The sandbox's interpreter contexts."""
+        """The sandbox's interpreter contexts.
+
+        :return: every Context
+        """
         return self._transport.run(_ops.list_contexts(self._target))
 
     def restart_code_context(self, context: Context) -> None:
-        """Restarts a context's interpreter: its state is lost."""
+        """Restarts a context's interpreter: its state is lost.
+
+        :param context: the context
+        :raises NotFoundException: no such context
+        """
         self._transport.run(_ops.restart_context(self._target, context.id))
 
     def remove_code_context(self, context: Context) -> None:
-        """Removes a context and stops its interpreter."""
+        """Removes a context and stops its interpreter.
+
+        :param context: the context
+        :raises NotFoundException: no such context
+        """
         self._transport.run(_ops.remove_context(self._target, context.id))
 
     def __enter__(self) -> Sandbox:
