@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   add_exec(app, commands);
   add_transfers(app, commands);
   add_kill(app, commands);
+  add_set_timeout(app, commands);
   add_config(app, commands);
   add_daemon(app, commands);
   add_serve(app, commands);

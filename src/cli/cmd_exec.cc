@@ -1,12 +1,15 @@
 // abx exec: runs a command in a sandbox through process.Process/Start and
-// mirrors it locally: output streamed live, stdin forwarded, Ctrl-C and
-// window size passed on, the command's exit code returned.
+// mirrors it locally: output streamed live, stdin forwarded, signals and
+// window size passed on, the command's exit code returned. While it runs the
+// sandbox is kept alive (as E2B's CLI does), and when the sandbox ends under
+// it the user is told why instead of seeing a bare exit code.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <csignal>
 #include <memory>
 
@@ -17,20 +20,31 @@
 #include "cli/text.h"
 #include "common/base64.h"
 #include "common/connect_frame.h"
+#include "common/rfc3339.h"
 
 namespace abx::cli {
 namespace {
 
 constexpr int kInterruptedExit = 130;
-// A command killed (SIGKILL) at its --timeout; the stream then ends with
-// deadline_exceeded instead of an exit status, as envd's does.
-constexpr int kTimedOutExit = 128 + SIGKILL;
+// A command killed at its --timeout (the stream then ends with
+// deadline_exceeded instead of an exit status, as envd's does): 124, as
+// timeout(1) exits, so a script can tell it from a kill.
+constexpr int kTimedOutExit = 124;
+constexpr int kKilledExit = 128 + SIGKILL;
+constexpr int kBrokenPipeExit = 128 + SIGPIPE;
 constexpr size_t kInputChunk = 32 * 1024;
+// While a command runs, a sandbox about to reach its timeout is given this
+// much more, checked this often: an attached user is never cut off, and a
+// sandbox left behind still ends soon after.
+constexpr auto kKeepAliveCheck = std::chrono::seconds(20);
+constexpr int kKeepAliveSeconds = 60;
 
 struct ExecOptions {
   std::string id;
   bool tty = false;
-  bool raw = false;  // sandbox output to a terminal unsanitized
+  bool interactive = false;  // -i: stdin goes to the command even from a terminal
+  bool sig_proxy = true;     // signals to abx go to the command (else: it is killed)
+  bool raw = false;          // sandbox output to a terminal unsanitized
   std::vector<std::string> env;
   std::string cwd;
   std::string user;  // "" = the sandbox's default user
@@ -44,14 +58,48 @@ std::string command_line(const std::vector<std::string>& words) {
   return words.size() == 1 ? words.front() : shell_join(words);
 }
 
-void write_all(int fd, std::string_view data) {
+// False when the reader is gone (EPIPE): `abx exec ID -- yes | head -2`.
+bool write_all(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // a closed local stdout must not stop the remote command
+    if (n < 0 && errno == EPIPE) return false;
+    if (n <= 0) return true;  // another failure of local output must not stop the command
     data.remove_prefix(static_cast<size_t>(n));
   }
+  return true;
 }
+
+// envd's Signal enum by number; INT and HUP are our additions (envd knows
+// TERM and KILL only), so a remote `trap ... INT` runs on Ctrl-C.
+std::string signal_name(int signo) {
+  switch (signo) {
+    case SIGINT:
+      return "SIGNAL_SIGINT";
+    case SIGHUP:
+      return "SIGNAL_SIGHUP";
+    case SIGTERM:
+      return "SIGNAL_SIGTERM";
+    default:
+      return "SIGNAL_SIGKILL";
+  }
+}
+
+// SIGPIPE ignored while a session runs: a closed stdout is an EPIPE to act on.
+class IgnoredSigpipe {
+ public:
+  IgnoredSigpipe() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &old_);
+  }
+  ~IgnoredSigpipe() { ::sigaction(SIGPIPE, &old_, nullptr); }
+  IgnoredSigpipe(const IgnoredSigpipe&) = delete;
+  IgnoredSigpipe& operator=(const IgnoredSigpipe&) = delete;
+
+ private:
+  struct sigaction old_ {};
+};
 
 // Signals become bytes on a pipe so the poll loop handles them in order with
 // everything else, outside the signal handler.
@@ -100,14 +148,16 @@ class SignalPipe {
 
 class ExecSession {
  public:
-  ExecSession(const SandboxPlane& plane, const ExecOptions& options,
-              std::map<std::string, std::string> env)
-      : plane_(plane),
+  ExecSession(const ControlPlane& control, const SandboxPlane& plane, const ExecOptions& options,
+              std::map<std::string, std::string> env, std::string shell)
+      : control_(control),
+        plane_(plane),
         options_(options),
         env_(std::move(env)),
+        shell_(std::move(shell)),
         stdin_is_tty_(terminal::is_tty(STDIN_FILENO)),
-        // A TTY is read only for -t; piped input always goes to the command.
-        forward_stdin_(options.tty || !stdin_is_tty_) {
+        // A TTY is read only for -t or -i; piped input always goes to the command.
+        forward_stdin_(options.tty || options.interactive || !stdin_is_tty_) {
     // Without -t the sandbox's output is not meant for a terminal; when it
     // lands on one anyway, escape sequences from it must not reach it.
     if (!options.tty && !options.raw) {
@@ -120,28 +170,39 @@ class ExecSession {
     std::unique_ptr<terminal::RawMode> raw;
     if (options_.tty && stdin_is_tty_) raw = std::make_unique<terminal::RawMode>(STDIN_FILENO);
     SignalPipe signals({SIGINT, SIGTERM, SIGHUP, SIGWINCH});
+    const IgnoredSigpipe sigpipe;
     auto stream = plane_.stream("process.Process/Start", start_request(), start_headers());
     if (!stream) return stream.error();
+    // First after a second: short commands never pay for the check.
+    next_keep_alive_ = Clock::now() + std::chrono::seconds(1);
     while (!(*stream)->done()) {
-      if (auto st = wait_and_handle(**stream, signals); !st) return st.error();
+      if (auto st = wait_and_handle(**stream, signals); !st) {
+        if (!control_.get_sandbox(options_.id)) return sandbox_gone();
+        return st.error();
+      }
       if (forced_exit_) return *forced_exit_;
+      keep_alive();
     }
     finish_output();
+    if (forced_exit_) return *forced_exit_;
     if (!exit_code_ && stream_error_code_ == "deadline_exceeded") {
-      write_all(STDERR_FILENO, "abx: the command was killed after its timeout of " +
+      write_all(STDERR_FILENO, "abx: the command was stopped at its timeout of " +
                                    std::to_string(options_.timeout) +
                                    " s; pass a larger --timeout (0: none)\n");
       return kTimedOutExit;
     }
-    if (!exit_code_)
-      return Error{stream_error_.empty() ? "the command ended without an exit status"
-                                         : stream_error_};
-    return interrupted_ ? kInterruptedExit : *exit_code_;
+    if (!exit_code_) return ended_without_status();
+    return interrupted_ && !options_.sig_proxy ? kInterruptedExit : *exit_code_;
+  }
+
+  // Whether the shell could not be started (it is not in the image).
+  bool shell_missing() const {
+    return !pid_ && stream_error_.find("exec " + shell_ + ": No such file") != std::string::npos;
   }
 
  private:
   json start_request() const {
-    json process = {{"cmd", "/bin/bash"}, {"envs", env_}};
+    json process = {{"cmd", shell_}, {"envs", env_}};
     process["args"] = options_.command.empty()
                           ? json::array({"-i", "-l"})
                           : json::array({"-l", "-c", command_line(options_.command)});
@@ -164,11 +225,50 @@ class ExecSession {
     return headers;
   }
 
+  using Clock = std::chrono::steady_clock;
+
+  // The sandbox is gone, or the stream broke: say which, and why if known.
+  int sandbox_gone() const {
+    write_all(STDERR_FILENO, "abx: sandbox " + options_.id +
+                                 " ended while the command ran: it was killed or reached its "
+                                 "timeout (abx set-timeout ID SECONDS gives it longer)\n");
+    return kKilledExit;
+  }
+
+  Result<int> ended_without_status() const {
+    if (!control_.get_sandbox(options_.id)) return sandbox_gone();
+    return Error{stream_error_.empty() ? "the command's stream ended without an exit status; "
+                                         "see abx info " +
+                                             options_.id
+                                       : stream_error_};
+  }
+
+  // A sandbox that would end within kKeepAliveSeconds is given that long again.
+  void keep_alive() {
+    if (Clock::now() < next_keep_alive_) return;
+    next_keep_alive_ = Clock::now() + kKeepAliveCheck;
+    auto sandbox = control_.get_sandbox(options_.id);
+    if (!sandbox) return;
+    const auto end_ms = parse_rfc3339_ms(sandbox->value("endAt", ""));
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    if (end_ms && *end_ms - now_ms < kKeepAliveSeconds * 1000LL)
+      (void)control_.set_timeout(options_.id, kKeepAliveSeconds);
+  }
+
+  int poll_timeout_ms(const http::ResponseStream& stream) const {
+    if (stream.has_buffered()) return 0;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(next_keep_alive_ - Clock::now());
+    return static_cast<int>(std::max<int64_t>(0, left.count()));
+  }
+
   Status wait_and_handle(http::ResponseStream& stream, const SignalPipe& signals) {
     const bool poll_stdin = forward_stdin_ && pid_ && !stdin_done_;
     std::array<pollfd, 3> fds = {pollfd{stream.fd(), POLLIN, 0}, pollfd{signals.fd(), POLLIN, 0},
                                  pollfd{poll_stdin ? STDIN_FILENO : -1, POLLIN, 0}};
-    if (::poll(fds.data(), fds.size(), stream.has_buffered() ? 0 : -1) < 0 && errno != EINTR) {
+    if (::poll(fds.data(), fds.size(), poll_timeout_ms(stream)) < 0 && errno != EINTR) {
       return Error::from_errno("poll");
     }
     if (fds[1].revents & POLLIN) {
@@ -220,8 +320,19 @@ class ExecSession {
       auto bytes = base64::decode(data[name].get<std::string>());
       if (!bytes) continue;
       auto& sanitizer = fd == STDOUT_FILENO ? stdout_sanitizer_ : stderr_sanitizer_;
-      write_all(fd, sanitizer ? sanitizer->feed(*bytes) : *bytes);
+      if (!write_all(fd, sanitizer ? sanitizer->feed(*bytes) : *bytes)) return on_broken_pipe();
     }
+  }
+
+  // Nobody reads our output any more: the command stops, as it would locally.
+  void on_broken_pipe() {
+    if (forced_exit_) return;
+    if (pid_) (void)plane_.rpc("process.Process/SendSignal", signal_request(SIGKILL));
+    forced_exit_ = kBrokenPipeExit;
+  }
+
+  json signal_request(int signo) const {
+    return {{"process", process_ref()}, {"signal", signal_name(signo)}};
   }
 
   // What the sanitizers still hold (a character cut at the end).
@@ -252,19 +363,22 @@ class ExecSession {
     return {};
   }
 
+  // The first signal goes to the command as it is (--sig-proxy, Docker's
+  // habit: a remote `trap` runs) or kills it (--sig-proxy=false); a second
+  // one kills it and returns at once.
   void on_signal(int signo) {
     if (signo == SIGWINCH) {
       if (options_.tty && pid_) send_window_size();
       return;
     }
     if (interrupted_ || !pid_) {
+      if (pid_) (void)plane_.rpc("process.Process/SendSignal", signal_request(SIGKILL));
       forced_exit_ = signo == SIGINT ? kInterruptedExit : 128 + signo;
       return;
     }
     interrupted_ = true;
-    // envd only knows SIGTERM and SIGKILL; KILL makes sure the command stops.
     (void)plane_.rpc("process.Process/SendSignal",
-                     {{"process", process_ref()}, {"signal", "SIGNAL_SIGKILL"}});
+                     signal_request(options_.sig_proxy ? signo : SIGKILL));
   }
 
   void send_window_size() {
@@ -274,9 +388,12 @@ class ExecSession {
                       {"pty", {{"size", {{"cols", size.cols}, {"rows", size.rows}}}}}});
   }
 
+  const ControlPlane& control_;
   const SandboxPlane& plane_;
   const ExecOptions& options_;
   std::map<std::string, std::string> env_;
+  const std::string shell_;
+  Clock::time_point next_keep_alive_;
   const bool stdin_is_tty_;
   const bool forward_stdin_;
   std::optional<TerminalSanitizer> stdout_sanitizer_;
@@ -295,6 +412,14 @@ Result<int> run_exec(const ExecOptions& options) {
   if (options.command.empty() && !options.tty) {
     return Error{"no command given; put it after --, e.g. abx exec " + options.id + " -- ls -la"};
   }
+  // Docker's rule: a terminal session needs a terminal. Piped input under -t
+  // would run, then leave the remote shell waiting for more forever.
+  if (options.tty && !terminal::is_tty(STDIN_FILENO)) {
+    return Error{
+        "-t needs a terminal on stdin (the input device is not a TTY); without -t, "
+        "piped input goes to the command: abx exec " +
+        options.id + " -- bash < script.sh"};
+  }
   auto env = parse_key_values(options.env, "--env");
   if (!env) return env.error();
   if (options.tty && !env->contains("TERM")) {
@@ -303,9 +428,14 @@ Result<int> run_exec(const ExecOptions& options) {
   }
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
-  auto plane = SandboxPlane::open(ControlPlane(*endpoint), options.id, options.user);
+  const ControlPlane control(*endpoint);
+  auto plane = SandboxPlane::open(control, options.id, options.user);
   if (!plane) return plane.error();
-  return ExecSession(*plane, options, std::move(*env)).run();
+  // bash as E2B runs commands; an image without it (Alpine, busybox) gets sh.
+  ExecSession bash(control, *plane, options, *env, "/bin/bash");
+  auto code = bash.run();
+  if (code || !bash.shell_missing()) return code;
+  return ExecSession(control, *plane, options, std::move(*env), "/bin/sh").run();
 }
 
 }  // namespace
@@ -316,7 +446,14 @@ void add_exec(CLI::App& root, Commands& commands) {
   app->add_option("id", options->id, "Sandbox id")->required();
   app->add_option("command", options->command,
                   "After --: the command and its arguments, or one shell command line");
-  app->add_flag("-t,--tty", options->tty, "Run in a pseudo-terminal (interactive programs)");
+  app->add_flag("-t,--tty", options->tty,
+                "Run in a pseudo-terminal (interactive programs; stdin must be a terminal)");
+  app->add_flag("-i,--interactive", options->interactive,
+                "Send stdin to the command even when it is a terminal (piped input always is)");
+  app->add_flag("--sig-proxy,!--no-sig-proxy", options->sig_proxy,
+                "Pass SIGINT/SIGTERM/SIGHUP to the command (default); without, the first "
+                "one kills it")
+      ->capture_default_str();
   app->add_flag("--raw", options->raw,
                 "Copy output to a terminal byte for byte (by default, without -t, escape "
                 "sequences and control characters are dropped when stdout/stderr is a terminal)");
@@ -324,7 +461,8 @@ void add_exec(CLI::App& root, Commands& commands) {
   app->add_option("--cwd", options->cwd, "Working directory in the sandbox");
   app->add_option("--user", options->user, "user or root (default: the template's user)")
       ->check(CLI::IsMember({"user", "root"}));
-  app->add_option("--timeout", options->timeout, "Kill the command after this many seconds")
+  app->add_option("--timeout", options->timeout,
+                  "Stop the command after this many seconds (exit code 124)")
       ->check(CLI::NonNegativeNumber);
   commands.push_back({app, [options] { return run_exec(*options); }});
 }

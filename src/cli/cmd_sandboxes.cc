@@ -13,7 +13,7 @@ namespace abx::cli {
 namespace {
 
 struct CreateOptions {
-  std::string template_id;
+  std::string template_id = "base";  // as the SDKs default
   int timeout = 300;
   std::vector<std::string> env;
   std::vector<std::string> metadata;
@@ -155,9 +155,13 @@ Result<int> run_kill(const KillOptions& options) {
   const ControlPlane control(*endpoint);
   auto ids = kill_targets(control, options);
   if (!ids) return ids.error();
+  // One question for --all (not one per sandbox), one per id named.
+  if (!options.yes && options.all && !ids->empty() &&
+      !terminal::confirm("kill all " + std::to_string(ids->size()) + " sandboxes?"))
+    return 0;
   int exit_code = 0;
   for (const auto& id : *ids) {
-    if (!options.yes && !terminal::confirm("kill sandbox " + id + "?")) continue;
+    if (!options.yes && !options.all && !terminal::confirm("kill sandbox " + id + "?")) continue;
     if (auto st = control.kill_sandbox(id); !st) {
       std::cerr << "abx: " << st.error().message() << "\n";
       exit_code = 1;
@@ -173,7 +177,7 @@ Result<int> run_kill(const KillOptions& options) {
 void add_create(CLI::App& root, Commands& commands) {
   auto options = std::make_shared<CreateOptions>();
   auto* app = root.add_subcommand("create", "Create a sandbox and print its id");
-  app->add_option("--template", options->template_id, "Template name or id")->required();
+  app->add_option("--template", options->template_id, "Template name or id")->capture_default_str();
   app->add_option("--timeout", options->timeout, "Seconds until the sandbox is killed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -198,6 +202,25 @@ void add_info(CLI::App& root, Commands& commands) {
   app->add_option("id", *id, "Sandbox id")->required();
   app->add_flag("--json", *as_json, "Print the whole sandbox as JSON");
   commands.push_back({app, [id, as_json] { return run_info(*id, *as_json); }});
+}
+
+void add_set_timeout(CLI::App& root, Commands& commands) {
+  auto id = std::make_shared<std::string>();
+  auto seconds = std::make_shared<int>(0);
+  auto* app = root.add_subcommand(
+      "set-timeout",
+      "Give a sandbox SECONDS more from now (E2B's set_timeout): abx set-timeout ID S");
+  app->add_option("id", *id, "Sandbox id")->required();
+  app->add_option("seconds", *seconds, "Seconds from now until the sandbox is killed")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  commands.push_back({app, [id, seconds]() -> Result<int> {
+                        auto endpoint = resolve_endpoint();
+                        if (!endpoint) return endpoint.error();
+                        if (auto st = ControlPlane(*endpoint).set_timeout(*id, *seconds); !st)
+                          return st.error();
+                        return 0;
+                      }});
 }
 
 void add_kill(CLI::App& root, Commands& commands) {

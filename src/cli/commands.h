@@ -21,6 +21,7 @@ void add_create(CLI::App& root, Commands& commands);
 void add_list(CLI::App& root, Commands& commands);
 void add_info(CLI::App& root, Commands& commands);  // info ID
 void add_kill(CLI::App& root, Commands& commands);
+void add_set_timeout(CLI::App& root, Commands& commands);  // set-timeout ID SECONDS
 void add_exec(CLI::App& root, Commands& commands);
 void add_transfers(CLI::App& root, Commands& commands);  // upload, download
 void add_config(CLI::App& root, Commands& commands);

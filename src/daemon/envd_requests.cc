@@ -154,18 +154,18 @@ Result<ProcessConfig> process_config_of(const json& message) {
 }
 
 // envd's Signal enum by name or number; SIGNAL_UNSPECIFIED is refused.
+// SIGINT and SIGHUP are ours (envd has TERM and KILL): the CLI passes on the
+// user's Ctrl-C so a command's own handler runs.
 Result<int> signal_of(const json* value) {
-  const std::string allowed = "must be SIGNAL_SIGKILL or SIGNAL_SIGTERM";
-  if (value && value->is_string()) {
-    const std::string name = value->get<std::string>();
-    if (name == "SIGNAL_SIGKILL") return SIGKILL;
-    if (name == "SIGNAL_SIGTERM") return SIGTERM;
+  constexpr std::pair<const char*, int> kSignals[] = {{"SIGNAL_SIGKILL", SIGKILL},
+                                                      {"SIGNAL_SIGTERM", SIGTERM},
+                                                      {"SIGNAL_SIGINT", SIGINT},
+                                                      {"SIGNAL_SIGHUP", SIGHUP}};
+  for (const auto& [name, number] : kSignals) {
+    if (value && value->is_string() && value->get<std::string>() == name) return number;
+    if (value && value->is_number_integer() && value->get<int64_t>() == number) return number;
   }
-  if (value && value->is_number_integer()) {
-    const auto n = value->get<int64_t>();
-    if (n == SIGKILL || n == SIGTERM) return static_cast<int>(n);
-  }
-  return bad("signal", allowed);
+  return bad("signal", "must be SIGNAL_SIGKILL, SIGNAL_SIGTERM, SIGNAL_SIGINT or SIGNAL_SIGHUP");
 }
 
 }  // namespace

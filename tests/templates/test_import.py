@@ -51,10 +51,7 @@ def lower_layer(rootfs: Path) -> None:
     shutil.copy2(BUSYBOX, rootfs / "bin" / "busybox")
     for applet in APPLETS:
         (rootfs / "bin" / applet).symlink_to("busybox")
-    # `abx exec` runs commands through `/bin/bash -l -c`, and busybox has no bash applet.
-    bash = rootfs / "bin" / "bash"
-    bash.write_text('#!/bin/sh\nexec /bin/sh "$@"\n')
-    bash.chmod(0o755)
+    # No bash: `abx exec` falls back to /bin/sh (issue 16, item 10).
     (rootfs / "etc").mkdir()
     (rootfs / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
     (rootfs / "etc" / "group").write_text("root:x:0:\n")
