@@ -647,10 +647,16 @@ def ipython_runner():
         displayhook_class = Type(Hook)
         display_pub_class = Type(Publisher)
 
+        # `!cmd` as a plain child on the cell's stdout and stderr (as the
+        # lightweight runner does), not through a pty: no "\r\n" line ends.
+        system = InteractiveShell.system_raw
+
         def _showtraceback(self, etype, evalue, stb):
             flush_output()
             emit({"type": "error", "name": etype.__name__, "value": str(evalue), "traceback": "\n".join(stb)})
 
+    if "SHELL" not in os.environ and os.path.exists("/bin/bash"):
+        os.environ["SHELL"] = "/bin/bash"  # system_raw's shell, as in a terminal
     config = Config()
     config.HistoryManager.enabled = False  # no sqlite file per context
     config.InteractiveShell.colors = "NoColor"
@@ -692,7 +698,11 @@ def main():
     signal.signal(signal.SIGINT, Interruptible.handler)
     start_capture()
     install_import_patches()
-    runner = ipython_runner() or LightweightRunner()
+    try:
+        runner = ipython_runner() or LightweightRunner()
+    except Exception:  # an IPython that does not start: the context still works
+        os.write(CRASH_FD, traceback.format_exc().encode("utf-8", "replace"))
+        runner = LightweightRunner()
     count = 0
     while True:
         try:
