@@ -25,7 +25,9 @@ import warnings
 
 TOKEN = os.environ.pop("ABX_INTERP_TOKEN", "")
 CHARTS_SOURCE = sys.argv.pop(1) if len(sys.argv) > 1 else ""
-USER_CHOSE_BACKEND = "MPLBACKEND" in os.environ
+# The daemon sets MPLBACKEND=Agg for every context (headless); any other value
+# is the user's choice, and wins over the inline backend.
+USER_CHOSE_BACKEND = os.environ.get("MPLBACKEND", "agg").lower() != "agg"
 # Subprocesses (`!python plot.py`) draw headless; this process uses INLINE_BACKEND.
 os.environ.setdefault("MPLBACKEND", "Agg")
 INLINE_BACKEND = "abx_inline_backend"
