@@ -39,6 +39,7 @@ PROTOCOL_FD = os.dup(1)
 CRASH_FD = os.dup(2)  # the driver's own failures, for the host's log
 EMIT_LOCK = threading.Lock()
 DRAIN_LOCK = threading.Lock()
+STREAMS = []  # the CapturedFd of fds 1 and 2, once capture starts
 RICH_FORMATS = (
     ("html", "_repr_html_"),
     ("markdown", "_repr_markdown_"),
@@ -144,9 +145,6 @@ def flush_std():
             f.flush()
         except Exception:
             pass
-
-
-STREAMS = []  # the CapturedFd of fds 1 and 2, once capture starts
 
 
 def flush_output():
