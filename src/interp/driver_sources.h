@@ -9,6 +9,7 @@
 namespace abx::interp {
 
 std::string_view python_driver_source();
+std::string_view python_charts_source();  // the Python driver's argv[1]
 std::string_view javascript_driver_source();
 std::string_view bash_driver_source();
 

@@ -1,7 +1,9 @@
-# Embeds the context drivers (src/interp/*_driver.*) into abx_interp as raw
+# Embeds the context drivers (src/interp/*_driver.*, and python_charts.py which
+# the Python driver gets as its argument) into abx_interp as raw
 # string literals, so the binary carries them and nothing is read at runtime.
 set(ABX_INTERP_DRIVERS
     ${CMAKE_SOURCE_DIR}/src/interp/python_driver.py
+    ${CMAKE_SOURCE_DIR}/src/interp/python_charts.py
     ${CMAKE_SOURCE_DIR}/src/interp/javascript_driver.js
     ${CMAKE_SOURCE_DIR}/src/interp/bash_driver.sh)
 set(ABX_INTERP_DRIVERS_CC ${CMAKE_BINARY_DIR}/generated/interp/driver_sources.cc)

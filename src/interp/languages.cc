@@ -46,7 +46,8 @@ constexpr std::array<Alias, 2> kAliases = {{{"js", "javascript"}, {"ts", "typesc
 const std::array<Language, 4>& languages() {
   static const std::array<Language, 4> table = {{
       {"python",
-       {"/usr/bin/env", "python3", "-u", "-c", std::string(python_driver_source())},
+       {"/usr/bin/env", "python3", "-u", "-c", std::string(python_driver_source()),
+        std::string(python_charts_source())},
        json_request_line,
        "",
        ""},

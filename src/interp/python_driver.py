@@ -4,7 +4,13 @@
 # the token from ABX_INTERP_TOKEN so the host can tell them from stray output.
 # The user's code sees fds 1 and 2 as pipes this driver drains, so output of
 # os.write(1, ...) and of subprocesses is captured too.
-# Standard library only; stays cheap to start (no heavy imports up front).
+# Where IPython is importable (code-interpreter-v1) cells run through its
+# InteractiveShell, as in E2B's Jupyter kernel (magics, display(), the
+# formatters); elsewhere (base) a lightweight runner does the part of IPython
+# most code needs (dedent, `!cmd`, display(), _repr_*_). Either way matplotlib
+# figures are shown as Jupyter's inline backend shows them, with E2B's chart
+# (python_charts.py, handed over as argv[1] and compiled on first use).
+# Otherwise standard library only; stays cheap to start.
 import _ast  # not `ast`: its pure-Python wrapper costs ~8 ms of every cold start
 import json
 import linecache
@@ -18,8 +24,14 @@ import traceback
 import warnings
 
 TOKEN = os.environ.pop("ABX_INTERP_TOKEN", "")
+CHARTS_SOURCE = sys.argv.pop(1) if len(sys.argv) > 1 else ""
+# The daemon sets MPLBACKEND=Agg for every context (headless); any other value
+# is the user's choice, and wins over the inline backend.
+USER_CHOSE_BACKEND = os.environ.get("MPLBACKEND", "agg").lower() != "agg"
+# Subprocesses (`!python plot.py`) draw headless; this process uses INLINE_BACKEND.
 os.environ.setdefault("MPLBACKEND", "Agg")
-# plt.show() under Agg only warns; figures are sent after each execution.
+INLINE_BACKEND = "abx_inline_backend"
+# plt.show() under a non-GUI backend the user chose only warns.
 warnings.filterwarnings("ignore", message=".*(non-GUI backend|non-interactive).*")
 
 REQUESTS = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -27,6 +39,7 @@ PROTOCOL_FD = os.dup(1)
 CRASH_FD = os.dup(2)  # the driver's own failures, for the host's log
 EMIT_LOCK = threading.Lock()
 DRAIN_LOCK = threading.Lock()
+STREAMS = []  # the CapturedFd of fds 1 and 2, once capture starts
 RICH_FORMATS = (
     ("html", "_repr_html_"),
     ("markdown", "_repr_markdown_"),
@@ -53,10 +66,24 @@ def now():
 
 
 def emit(event):
-    line = (TOKEN + json.dumps(event) + "\n").encode("utf-8", "replace")
+    try:
+        text = json.dumps(event, allow_nan=False)
+    except ValueError:  # NaN or infinity in a chart or a JSON result: JSON has no such numbers
+        text = json.dumps(without_non_finite(event))
+    line = (TOKEN + text + "\n").encode("utf-8", "replace")
     with EMIT_LOCK:
         while line:
             line = line[os.write(PROTOCOL_FD, line):]
+
+
+def without_non_finite(value):
+    if isinstance(value, float):
+        return value if value - value == 0 else None
+    if isinstance(value, dict):
+        return {k: without_non_finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_non_finite(v) for v in value]
+    return value
 
 
 class CapturedFd:
@@ -99,6 +126,7 @@ def start_capture():
     sys.stdout = unbuffered_text(1)
     sys.stderr = unbuffered_text(2)
     sys.stdin = open(0, "r", closefd=False)
+    STREAMS.extend(streams)
 
     def pump():
         by_fd = {s.read_fd: s for s in streams}
@@ -109,7 +137,6 @@ def start_capture():
                     by_fd[fd].drain()
 
     threading.Thread(target=pump, daemon=True).start()
-    return streams
 
 
 def flush_std():
@@ -120,18 +147,25 @@ def flush_std():
             pass
 
 
-def flush_output(streams):
+def flush_output():
+    """Sends the output written so far, so that it comes before what follows."""
     flush_std()
     with DRAIN_LOCK:
-        for s in streams:
+        for s in STREAMS:
             s.drain()
 
 
-def mime_bundle(value):
-    text = repr(value)
+def unquoted(text):
     if len(text) >= 2 and text[0] == text[-1] == "'":
-        text = text[1:-1]  # E2B strips one layer of quotes from text/plain
-    bundle = {"text": text}
+        return text[1:-1]  # E2B strips one layer of quotes from text/plain
+    return text
+
+
+def mime_bundle(value):
+    """The lightweight runner's formatter: repr and the _repr_*_ methods."""
+    if is_instance_of(value, "matplotlib.figure", "Figure"):
+        return figure_fields(value)
+    bundle = {"text": unquoted(repr(value))}
     for field, method in RICH_FORMATS:
         render = getattr(value, method, None)
         if not callable(render):
@@ -147,41 +181,220 @@ def mime_bundle(value):
         if isinstance(data, bytes):
             data = b64(data)
         bundle[field] = data
+    data = dataframe_data(value)
+    if data is not None:
+        bundle["data"] = data
     return bundle
 
 
-def emit_result(value, is_main):
+def is_instance_of(value, module, name):
+    """isinstance by name, without importing `module` when the cell did not."""
+    cls = getattr(sys.modules.get(module), name, None)
+    return cls is not None and isinstance(value, cls)
+
+
+def dataframe_data(value):
+    """E2B's `data` of a pandas DataFrame: its columns, each {index: value}."""
+    if not is_instance_of(value, "pandas", "DataFrame"):
+        return None
+    try:
+        return json.loads(value.to_json(orient="columns", date_format="iso", default_handler=str))
+    except Exception:  # e.g. duplicate column names, which JSON objects cannot hold
+        return None
+
+
+MIME_FIELDS = {
+    "text/plain": "text",
+    "text/html": "html",
+    "text/markdown": "markdown",
+    "image/svg+xml": "svg",
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "application/pdf": "pdf",
+    "text/latex": "latex",
+    "application/json": "json",
+    "application/javascript": "javascript",
+    "e2b/data": "data",
+}
+
+
+def mime_fields(bundle):
+    """A Jupyter MIME bundle as E2B's result fields; other types go to `extra`."""
+    fields, extra = {}, {}
+    for mime, data in bundle.items():
+        if isinstance(data, bytes):
+            data = b64(data)
+        field = MIME_FIELDS.get(mime)
+        if field is None:
+            extra[mime] = data
+        else:
+            fields[field] = data
+    if isinstance(fields.get("text"), str):
+        fields["text"] = unquoted(fields["text"])
+    if extra:
+        fields["extra"] = extra
+    return fields
+
+
+def emit_fields(fields, is_main):
+    flush_output()
     event = {"type": "result"}
-    event.update(mime_bundle(value))
+    event.update(fields)
     event["is_main_result"] = is_main
     emit(event)
 
 
 def display(*values):
-    """IPython's display(): each value becomes a non-main result."""
+    """IPython's display() for the lightweight runner: each value becomes a
+    non-main result."""
     for value in values:
-        emit_result(value, False)
+        emit_fields(mime_bundle(value), False)
 
 
-def emit_figures():
+SHOW = display  # shows one object: IPython's display() once a shell runs
+
+
+# -- matplotlib: figures shown as Jupyter's inline backend shows them --------
+
+CHARTS = None
+
+
+def charts():
+    """python_charts.py as a module, compiled on first use."""
+    global CHARTS
+    if CHARTS is None:
+        import types
+
+        CHARTS = types.ModuleType("abx_charts")
+        exec(compile(CHARTS_SOURCE, "<abx charts>", "exec"), CHARTS.__dict__)
+    return CHARTS
+
+
+def figure_png(figure):
+    import io
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def figure_fields(figure):
+    fields = {"text": repr(figure), "png": b64(figure_png(figure))}
+    try:  # after savefig: the figure is drawn, so tick labels are set
+        chart = charts().figure_chart(figure)
+    except Exception:  # a figure the extractor does not understand still shows
+        chart = None
+    if chart is not None:
+        fields["chart"] = chart
+    return fields
+
+
+def show_figures(*args, **kwargs):
+    """plt.show(): every open figure becomes a result now, then closes, so
+    results keep the order of the cell (a plot shown before the last
+    expression comes before its value)."""
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is None:
         return
-    import io
-
     for number in pyplot.get_fignums():
-        figure = pyplot.figure(number)
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", bbox_inches="tight")
-        emit(
-            {
-                "type": "result",
-                "text": repr(figure),
-                "png": b64(buffer.getvalue()),
-                "is_main_result": False,
-            }
-        )
+        emit_fields(figure_fields(pyplot.figure(number)), False)
     pyplot.close("all")
+
+
+class InlineBackendLoader:
+    """Imports INLINE_BACKEND, the matplotlib backend this process uses unless
+    the user chose one: Agg's canvas with show_figures as show()."""
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        from matplotlib.backends import backend_agg
+
+        module.FigureCanvas = backend_agg.FigureCanvasAgg
+        module.FigureManager = backend_agg.FigureManager
+        module.show = show_figures
+
+
+def use_inline_backend(matplotlib):
+    if not USER_CHOSE_BACKEND:
+        matplotlib.rcParams["backend"] = "module://" + INLINE_BACKEND
+
+
+def record_box_stats(axes_module):
+    charts().record_box_stats(axes_module.Axes)
+
+
+# -- PIL: Image.show() and Image.save(path) show the image, as in E2B --------
+
+
+def show_pil_images(image_module):
+    image_class = image_module.Image
+    save = image_class.save
+    showing = threading.local()
+
+    def show(self, *args, **kwargs):
+        SHOW(self)
+
+    def save_and_show(self, fp, *args, **kwargs):
+        result = save(self, fp, *args, **kwargs)
+        # A path, not a file object: _repr_png_ itself saves to a BytesIO.
+        if isinstance(fp, (str, bytes, os.PathLike)) and not getattr(showing, "now", False):
+            showing.now = True
+            try:
+                SHOW(self)
+            finally:
+                showing.now = False
+        return result
+
+    image_class.show = show
+    image_class.save = save_and_show
+
+
+class AfterImport:
+    """A meta path finder that patches a module right after it is first
+    imported (only modules named in `patches`; a failing patch is ignored),
+    and finds INLINE_BACKEND."""
+
+    def __init__(self, patches):
+        self.patches = patches
+
+    def find_spec(self, name, path=None, target=None):
+        if name == INLINE_BACKEND:
+            from importlib.machinery import ModuleSpec
+
+            return ModuleSpec(name, InlineBackendLoader())
+        patch = self.patches.get(name)
+        if patch is None:
+            return None
+        spec = None
+        for finder in sys.meta_path:
+            if finder is not self and hasattr(finder, "find_spec"):
+                spec = finder.find_spec(name, path, target)
+                if spec is not None:
+                    break
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        execute_module = loader.exec_module
+
+        def exec_module(module):
+            execute_module(module)
+            try:
+                patch(module)
+            except Exception:
+                pass
+
+        loader.exec_module = exec_module  # this spec's own loader instance
+        return spec
+
+
+def install_import_patches():
+    patches = {"matplotlib": use_inline_backend, "matplotlib.axes": record_box_stats, "PIL.Image": show_pil_images}
+    for name, patch in patches.items():
+        if name in sys.modules:
+            patch(sys.modules[name])
+    sys.meta_path.insert(0, AfterImport(patches))
 
 
 def emit_error(exc, skip_frames):
@@ -345,31 +558,129 @@ def run_code_object(compiled, namespace):
     return eval(compiled, namespace)
 
 
-def execute(request, namespace, count, streams):
-    code = request.get("code", "")
-    filename = "<cell %d>" % count
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    emit({"type": "number_of_executions", "execution_count": count})
-    with EnvOverlay(request.get("env_vars")):
+class LightweightRunner:
+    """Runs cells without IPython: compile, exec, the trailing expression's value."""
+
+    def __init__(self):
+        self.namespace = {"__name__": "__main__", "__builtins__": __builtins__, "display": display}
+        self.namespace["__abx_shell__"] = shell_escape(self.namespace)
+
+    def run(self, code, count):
+        filename = "<cell %d>" % count
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         try:
             Interruptible.active = True
             try:
-                has_value, value = evaluate(code, namespace, filename)
+                has_value, value = evaluate(code, self.namespace, filename)
             finally:
                 Interruptible.active = False
-            flush_output(streams)
             if has_value and value is not None:
-                namespace["_"] = value
-                emit_result(value, True)
+                self.namespace["_"] = value
+                emit_fields(mime_bundle(value), True)
         except BaseException as exc:  # the context outlives anything the cell does
             Interruptible.active = False
-            flush_output(streams)
+            flush_output()
             emit_error(exc, skip_frames=driver_frames(exc))
+
+
+class IPythonRunner:
+    """Runs cells through IPython's InteractiveShell, as E2B's kernel does:
+    its display hook (the cell's value) and display publisher (display())
+    emit results, its tracebacks become error events."""
+
+    def __init__(self, shell):
+        self.shell = shell
+
+    def run(self, code, count):
+        self.shell.execution_count = count
+        try:
+            Interruptible.active = True
+            try:
+                self.shell.run_cell(code, store_history=True)
+            finally:
+                Interruptible.active = False
+        except BaseException as exc:  # an interrupt outside the cell's own code
+            Interruptible.active = False
+            flush_output()
+            emit_error(exc, skip_frames=0)
+
+
+def ipython_runner():
+    """An IPythonRunner when IPython is importable, else None."""
     try:
-        emit_figures()
+        from IPython.core.interactiveshell import InteractiveShell
+    except ImportError:
+        return None
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.formatters import JSONFormatter
+    from traitlets import ObjectName, Type, Unicode
+    from traitlets.config import Config
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+            emit_fields(mime_fields(data), False)
+
+        def clear_output(self, wait=False):
+            pass
+
+    class Hook(DisplayHook):
+        def start_displayhook(self):
+            pass
+
+        def write_output_prompt(self):
+            pass
+
+        def write_format_data(self, format_dict, md_dict=None):
+            emit_fields(mime_fields(format_dict), True)
+
+        def finish_displayhook(self):
+            pass
+
+    class DataFormatter(JSONFormatter):
+        """E2B's `data` field (a DataFrame's columns) as a MIME type of its own."""
+
+        format_type = Unicode("e2b/data")
+        print_method = ObjectName("_repr_e2b_data_")
+
+    class Shell(InteractiveShell):
+        displayhook_class = Type(Hook)
+        display_pub_class = Type(Publisher)
+
+        # `!cmd` as a plain child on the cell's stdout and stderr (as the
+        # lightweight runner does), not through a pty: no "\r\n" line ends.
+        system = InteractiveShell.system_raw
+
+        def _showtraceback(self, etype, evalue, stb):
+            flush_output()
+            emit({"type": "error", "name": etype.__name__, "value": str(evalue), "traceback": "\n".join(stb)})
+
+    if "SHELL" not in os.environ and os.path.exists("/bin/bash"):
+        os.environ["SHELL"] = "/bin/bash"  # system_raw's shell, as in a terminal
+    config = Config()
+    config.HistoryManager.enabled = False  # no sqlite file per context
+    config.InteractiveShell.colors = "NoColor"
+    shell = Shell.instance(config=config)
+    formatters = shell.display_formatter.formatters
+    formatters["e2b/data"] = DataFormatter(parent=shell.display_formatter)
+    formatters["e2b/data"].for_type_by_name("pandas.core.frame", "DataFrame", dataframe_data)
+    formatters["image/png"].for_type_by_name("matplotlib.figure", "Figure", figure_png)
+    global SHOW
+    from IPython.display import display as ipython_display
+
+    SHOW = ipython_display
+    return IPythonRunner(shell)
+
+
+def execute(request, runner, count):
+    emit({"type": "number_of_executions", "execution_count": count})
+    with EnvOverlay(request.get("env_vars")):
+        runner.run(request.get("code", ""), count)
+    try:  # figures the cell left open, after its value, as Jupyter's inline backend
+        show_figures()
     except Exception as exc:
         emit_error(exc, skip_frames=0)
-    flush_output(streams)
+    flush_output()
     emit({"type": "end_of_execution"})
 
 
@@ -385,9 +696,13 @@ def driver_frames(exc):
 
 def main():
     signal.signal(signal.SIGINT, Interruptible.handler)
-    streams = start_capture()
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__, "display": display}
-    namespace["__abx_shell__"] = shell_escape(namespace)
+    start_capture()
+    install_import_patches()
+    try:
+        runner = ipython_runner() or LightweightRunner()
+    except Exception:  # an IPython that does not start: the context still works
+        os.write(CRASH_FD, traceback.format_exc().encode("utf-8", "replace"))
+        runner = LightweightRunner()
     count = 0
     while True:
         try:
@@ -398,7 +713,7 @@ def main():
         except KeyboardInterrupt:
             continue
         count += 1
-        execute(request, namespace, count, streams)
+        execute(request, runner, count)
 
 
 try:
