@@ -7,6 +7,8 @@ ASAN_BUILD := build-asan
 TSAN_BUILD := build-tsan
 FUZZ_BUILD := build-fuzz
 FUZZ_SECONDS ?= 60
+# libFuzzer runs one process per target: as many at once as there are cores.
+FUZZ_JOBS ?= $(shell nproc)
 FUZZ_TARGETS := $(patsubst fuzz/%_fuzzer.cc,%,$(wildcard fuzz/*_fuzzer.cc))
 VENV := $(BUILD)/venv
 PY := $(VENV)/bin/python
@@ -62,10 +64,11 @@ fuzz-build:
 	ninja -C $(FUZZ_BUILD) fuzz_targets
 
 fuzz: fuzz-build
-	@failed=(); for t in $(FUZZ_TARGETS); do \
-	  fuzz/run.sh $(FUZZ_BUILD) $$t $(FUZZ_SECONDS) || failed+=($$t); \
-	done; \
-	if (($${#failed[@]})); then echo "fuzz: crashes in: $${failed[*]}" >&2; exit 1; fi
+	@rm -f $(FUZZ_BUILD)/fuzz-failed; \
+	printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -I{} \
+	  sh -c 'fuzz/run.sh $(FUZZ_BUILD) {} $(FUZZ_SECONDS) || echo {} >> $(FUZZ_BUILD)/fuzz-failed'; \
+	if [ -s $(FUZZ_BUILD)/fuzz-failed ]; then \
+	  echo "fuzz: crashes in: $$(tr '\n' ' ' < $(FUZZ_BUILD)/fuzz-failed)" >&2; exit 1; fi
 
 # What `make test` runs: every target for 30 s.
 fuzz-smoke:
