@@ -97,6 +97,18 @@ def test_pty_create_input_resize_kill(sandbox):
     assert sandbox.pty.kill(handle.pid)
 
 
+def test_pty_kill_answers_once_the_process_is_gone(sandbox):
+    """Mirrors E2B's test_kill_pty (e2b-python-sdk tests/async/sandbox_async/pty/
+    test_pty_kill.py): right after pty.kill() answers, `kill -0 <pid>` finds no process.
+    A few rounds, since an answer given too early only shows sometimes."""
+    for _ in range(5):
+        terminal = sandbox.pty.create(PtySize(rows=24, cols=80), timeout=30)
+        assert sandbox.pty.kill(terminal.pid)
+        with pytest.raises(CommandExitException):
+            sandbox.commands.run(f"kill -0 {terminal.pid}")
+    assert not sandbox.pty.kill(999999)
+
+
 def test_dropped_client_leaves_no_process_past_its_timeout(sandbox):
     """commands.run(timeout=2) then handle.disconnect(): the process ends at its deadline, not never."""
     handle = sandbox.commands.run("sleep 30", background=True, timeout=2)
