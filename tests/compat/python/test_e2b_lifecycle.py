@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 from e2b import Sandbox, SandboxQuery, SandboxState
 from e2b.exceptions import NotFoundException, SandboxException
-
 from helpers import wait_until
 
 
@@ -122,13 +121,13 @@ def test_get_metrics_over_time_and_by_range(e2b_env):
     test_metrics.py, e2b-js-sdk metrics.test.ts 'sbx metrics time range'): the daemon samples
     a live sandbox every 5 s, and get_metrics(start, end) returns the samples of that range,
     oldest first; a range before the sandbox existed has none."""
-    start = datetime.now(timezone.utc).replace(microsecond=0)
+    start = datetime.now(UTC).replace(microsecond=0)
     sb = Sandbox.create(timeout=120)
     try:
         sb.commands.run("head -c 3000000 /dev/zero > /home/user/disk")
         samples = wait_until(lambda: (m := sb.get_metrics()) and len(m) >= 2 and m, timeout=30,
                              what="a second sample from the sampler")
-        end = datetime.now(timezone.utc)
+        end = datetime.now(UTC)
         assert [m.timestamp for m in samples] == sorted(m.timestamp for m in samples)
         assert samples[-1].disk_used >= 3000000 and samples[-1].mem_used > 0
         # The range is in whole seconds (the SDK rounds start and end down).
