@@ -1,5 +1,6 @@
 #include "daemon/control_requests.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -178,6 +179,21 @@ Result<ListSandboxesQuery> parse_list_query(const std::map<std::string, std::str
     }
   }
   if (const auto it = query.find("template"); it != query.end()) out.template_name = it->second;
+  return out;
+}
+
+Result<MetricsRange> parse_metrics_range(const std::map<std::string, std::string>& query) {
+  MetricsRange out;
+  for (const auto& [key, bound] :
+       {std::pair{"start", &out.start_s}, std::pair{"end", &out.end_s}}) {
+    const auto it = query.find(key);
+    if (it == query.end()) continue;
+    const std::string& text = it->second;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *bound);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+      return field_error(key, "must be a unix time in whole seconds, such as 1764583200");
+  }
+  if (out.start_s > out.end_s) return field_error("start", "must not be after end");
   return out;
 }
 

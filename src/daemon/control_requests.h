@@ -59,4 +59,13 @@ struct ListSandboxesQuery {
 
 Result<ListSandboxesQuery> parse_list_query(const std::map<std::string, std::string>& query);
 
+// GET /sandboxes/{id}/metrics: E2B's `start` and `end`, unix seconds, both
+// inclusive; one left out leaves that side open (the sandbox's whole life).
+struct MetricsRange {
+  int64_t start_s = INT64_MIN;
+  int64_t end_s = INT64_MAX;
+};
+
+Result<MetricsRange> parse_metrics_range(const std::map<std::string, std::string>& query);
+
 }  // namespace abx::daemon

@@ -53,7 +53,7 @@ Task<void> sandbox_set_timeout(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_connect(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_metrics(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_network_update(ControlCall& call, Exchange& exchange);
-// One SandboxMetric sample (the control plane's camelCase shape).
+// The newest SandboxMetric sample (the control plane's camelCase shape).
 nlohmann::json sandbox_metric(LiveSandbox& live);
 // routes_keys.cc: /abx/v1/keys (admin keys only).
 Task<void> keys_list(ControlCall& call, Exchange& exchange);

@@ -68,8 +68,10 @@ std::chrono::milliseconds timeout_of(const http::Request& request) {
 
 using Clock = std::chrono::steady_clock;
 
-// How long SendSignal(SIGKILL) waits for the process to be reaped.
-constexpr auto kReapWait = std::chrono::seconds(2);
+// How long SendSignal(SIGKILL) waits for the process to be reaped: a few ms
+// as a rule, longer on a loaded host; a process stuck in the kernel (which
+// no signal ends) must not hold the request for good.
+constexpr auto kReapWait = std::chrono::seconds(10);
 
 // A Start stream ends at its deadline once the process table has killed and
 // reaped the process (its end event says so), so a caller that sees the

@@ -162,7 +162,35 @@ Task<void> set_timeout(ControlCall& call, Exchange& exchange, bool is_connect) {
   co_await exchange.respond(204, "", "");
 }
 
-json metric_json(LiveSandbox& live) { return json::array({sandbox_metric(live)}); }
+json sample_json(const MetricSample& sample, const SandboxRow& row) {
+  return {{"timestamp", time_text(sample.at_ms)},
+          {"timestampUnix", sample.at_ms / 1000},
+          {"cpuCount", row.cpu_count},
+          {"cpuUsedPct", sample.cpu_used_pct},
+          {"memUsed", sample.memory_bytes},
+          {"memTotal", uint64_t{row.memory_mb} << 20},
+          {"memCache", 0},
+          {"diskUsed", sample.disk_used_bytes},
+          {"diskTotal", uint64_t{row.disk_size_mb} << 20}};
+}
+
+// The newest sample; a sandbox the sampler has not reached yet is read now,
+// so a new sandbox has metrics at once.
+MetricSample latest_sample(LiveSandbox& live) {
+  if (auto sample = live.metrics->latest()) return *sample;
+  live.metrics->record(now_ms(), live.sandbox->usage(), live.snapshot().cpu_count);
+  return live.metrics->latest().value_or(MetricSample{});
+}
+
+// GET /sandboxes/{id}/metrics?start=&end= → [SandboxMetric], oldest first.
+json metrics_between(LiveSandbox& live, const MetricsRange& range) {
+  (void)latest_sample(live);
+  const SandboxRow row = live.snapshot();
+  json out = json::array();
+  for (const MetricSample& sample : live.metrics->between(range.start_s, range.end_s))
+    out.push_back(sample_json(sample, row));
+  return out;
+}
 
 // GET /sandboxes/metrics?sandbox_ids=a,b → {"sandboxes": {id: SandboxMetric}}
 json metrics_of_many(Service& service, const Caller& caller, const std::string& ids) {
@@ -171,7 +199,7 @@ json metrics_of_many(Service& service, const Caller& caller, const std::string& 
   while (start <= ids.size()) {
     const size_t comma = ids.find(',', start);
     const std::string id = ids.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (auto live = service.find_for(caller, id)) out[id] = metric_json(*live).at(0);
+    if (auto live = service.find_for(caller, id)) out[id] = sandbox_metric(*live);
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -239,26 +267,13 @@ Task<void> sandbox_network_update(ControlCall& call, Exchange& exchange) {
 Task<void> sandbox_metrics(ControlCall& call, Exchange& exchange) {
   auto live = sandbox_of(call);
   if (!live) co_return co_await respond_error(exchange, live.error());
-  co_await respond_json(exchange, 200, metric_json(**live));
+  auto range = parse_metrics_range(exchange.request().query);
+  if (!range) co_return co_await respond_error(exchange, range.error());
+  co_await respond_json(exchange, 200, metrics_between(**live, *range));
 }
 
 nlohmann::json sandbox_metric(LiveSandbox& live) {
-  const SandboxRow row = live.snapshot();
-  const auto usage = live.sandbox->usage();
-  const int64_t now = now_ms();
-  const double elapsed_ns =
-      static_cast<double>(std::max<int64_t>(1, now - row.started_at_ms)) * 1e6;
-  const double cpu_pct =
-      100.0 * static_cast<double>(usage.cpu_usage_ns) / (elapsed_ns * std::max(1u, row.cpu_count));
-  return {{"timestamp", time_text(now)},
-          {"timestampUnix", now / 1000},
-          {"cpuCount", row.cpu_count},
-          {"cpuUsedPct", cpu_pct},
-          {"memUsed", usage.memory_bytes},
-          {"memTotal", uint64_t{row.memory_mb} << 20},
-          {"memCache", 0},
-          {"diskUsed", 0},
-          {"diskTotal", uint64_t{row.disk_size_mb} << 20}};
+  return sample_json(latest_sample(live), live.snapshot());
 }
 
 }  // namespace abx::daemon::routes

@@ -86,6 +86,7 @@ std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
   live->processes = std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox);
   live->row = std::move(row);
   live->accounted_ms = now_ms();
+  live->metrics = std::make_shared<MetricsHistory>(live->row.started_at_ms);
   return live;
 }
 
@@ -396,34 +397,40 @@ std::shared_ptr<LiveSandbox> Service::find_for(const Caller& caller, const std::
   return live->row.owner == caller.team ? live : nullptr;
 }
 
-// Adds each live sandbox's seconds since the last call to its team's usage,
-// and (every few calls) its memory use; writes the usage out.
-void Service::account_usage(bool sample_memory) {
+// Adds each live sandbox's seconds since the last call to its team's usage;
+// with `sample`, also reads its cgroups once for its memory peak and its
+// metrics history. Only live sandboxes: a killed one is sampled no more.
+void Service::account_usage(bool sample) {
   std::vector<std::shared_ptr<LiveSandbox>> all;
   {
     std::lock_guard lock(mutex_);
     for (const auto& [id, live] : live_) all.push_back(live);
   }
-  const int64_t now = now_ms();
   for (const auto& live : all) {
+    std::optional<runtime::Sandbox::Usage> reading;
+    if (sample) reading = live->sandbox->usage();
+    const int64_t now = now_ms();
     std::lock_guard lock(live->mutex);
     usage().add_seconds(live->row.owner, static_cast<double>(now - live->accounted_ms) / 1000, now);
     live->accounted_ms = now;
-    if (sample_memory)
-      usage().note_memory(live->row.owner, live->sandbox->usage().memory_bytes, now);
+    if (!reading) continue;
+    usage().note_memory(live->row.owner, reading->memory_bytes, now);
+    live->metrics->record(now, *reading, live->row.cpu_count);
   }
 }
 
 void Service::start_ttl() { net::co_spawn(ioc_, ttl_loop(), net::detached); }
 
 // One sweep a second: simple, and no timer to move when a TTL changes.
-// Usage is accounted every 5 sweeps.
+// Usage is accounted, and the sandboxes sampled, every 5 sweeps.
 http::Task<void> Service::ttl_loop() {
+  constexpr auto kSweepsPerSample =
+      static_cast<uint64_t>(MetricsHistory::kSampleInterval / std::chrono::seconds(1));
   net::steady_timer tick(ioc_);
   for (uint64_t sweep = 1;; ++sweep) {
     tick.expires_after(std::chrono::seconds(1));
     co_await tick.async_wait(net::use_awaitable);
-    if (sweep % 5 == 0) {
+    if (sweep % kSweepsPerSample == 0) {
       co_await pool_.run([this] {
         account_usage(true);
         if (Status s = usage().flush(); !s) spdlog::warn("usage: {}", s.error().message());

@@ -17,6 +17,7 @@
 #include "daemon/caller.h"
 #include "daemon/control_requests.h"
 #include "daemon/dir_watch.h"
+#include "daemon/metrics_history.h"
 #include "daemon/process_table.h"
 #include "daemon/quotas.h"
 #include "daemon/sandbox_row.h"
@@ -39,6 +40,7 @@ struct LiveSandbox {
   std::shared_ptr<runtime::Sandbox> sandbox;
   std::shared_ptr<ProcessTable> processes;
   std::shared_ptr<WatcherTable> watchers = std::make_shared<WatcherTable>();
+  std::shared_ptr<MetricsHistory> metrics;
 
   SandboxRow snapshot() const;
 
@@ -147,7 +149,7 @@ class Service : private runtime::StopListener {
   Status apply_template_defaults(const runtime::Sandbox& sandbox,
                                  const templates::ProcessDefaults& defaults, SandboxRow& row);
   http::Task<void> ttl_loop();
-  void account_usage(bool sample_memory);
+  void account_usage(bool sample);
   void destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live);
   void sandbox_stopped(const std::string& id, const std::string& reason) override;
   void on_sandbox_stopped(const std::string& id, const std::string& reason);

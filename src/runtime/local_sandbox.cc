@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -64,6 +65,17 @@ Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std
   if (!*got) return Error{"sandbox init", ECONNRESET, "control connection closed"};
   if (!proto::decode(bytes, &reply)) return Error{"sandbox init", EPROTO, "malformed reply"};
   return reply;
+}
+
+// The overlay's statfs is its upper layer's: the size-limited tmpfs (or a
+// build's writable dir) that holds what the sandbox wrote.
+Sandbox::Usage LocalSandbox::usage() const {
+  Usage u = cgroup::usage(cgroups_, record_.id);
+  struct statfs st {};
+  if (::fstatfs(held_.root.get(), &st) == 0)
+    u.disk_used_bytes =
+        static_cast<uint64_t>(st.f_blocks - st.f_bfree) * static_cast<uint64_t>(st.f_bsize);
+  return u;
 }
 
 Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {

@@ -45,7 +45,7 @@ class LocalSandbox final : public Sandbox {
   Status set_egress(const egress::Policy& policy) override;
   uid_t host_uid(uint32_t sandbox_uid) const override { return ids_.host_uid(sandbox_uid); }
   gid_t host_gid(uint32_t sandbox_gid) const override { return ids_.host_gid(sandbox_gid); }
-  Usage usage() const override { return cgroup::usage(cgroups_, record_.id); }
+  Usage usage() const override;
 
  private:
   Result<proto::Reply> call(const proto::Request& request, const std::vector<int>& fds,

@@ -166,10 +166,12 @@ class Sandbox {
     return Error{"set egress policy", ENOSYS, "the sandbox has no network"};
   }
 
-  // Current memory/cpu use from the sandbox's cgroups.
+  // Current memory/cpu use from the sandbox's cgroups, and the bytes its
+  // writable layer holds.
   struct Usage {
     uint64_t memory_bytes = 0;
-    uint64_t cpu_usage_ns = 0;
+    uint64_t cpu_usage_ns = 0;  // since the sandbox started
+    uint64_t disk_used_bytes = 0;
   };
   virtual Usage usage() const = 0;
 };

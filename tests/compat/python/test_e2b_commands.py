@@ -31,6 +31,17 @@ def test_commands_run_envs_cwd_user(sandbox):
     assert sandbox.commands.run("whoami", user="user").stdout == "user\n"
 
 
+def test_sudo_as_user_and_scoped_env_vars(sandbox):
+    """Mirrors E2B's test_bash_command_scoped_env_vars (e2b-python-sdk
+    tests/{sync,async}/.../commands/test_env_vars.py, e2b-js-sdk envVars.test.ts 'bash command
+    scoped env vars'): `user` runs sudo with no password, as in E2B's base image, and a
+    command's envs do not reach the next command."""
+    assert sandbox.commands.run("echo $FOO", envs={"FOO": "bar"}).stdout == "bar\n"
+    again = sandbox.commands.run('sudo echo "$FOO"')
+    assert again.exit_code == 0 and again.stdout.strip() == ""
+    assert sandbox.commands.run("sudo id -un; id -un").stdout == "root\nuser\n"
+
+
 def test_commands_run_nonzero_exit_raises(sandbox):
     """commands.run with a non-zero exit raises CommandExitException."""
     with pytest.raises(CommandExitException) as caught:
@@ -84,6 +95,18 @@ def test_pty_create_input_resize_kill(sandbox):
             break
     assert b"30 100" in output and b"pty-42" in output
     assert sandbox.pty.kill(handle.pid)
+
+
+def test_pty_kill_answers_once_the_process_is_gone(sandbox):
+    """Mirrors E2B's test_kill_pty (e2b-python-sdk tests/async/sandbox_async/pty/
+    test_pty_kill.py): right after pty.kill() answers, `kill -0 <pid>` finds no process.
+    A few rounds, since an answer given too early only shows sometimes."""
+    for _ in range(5):
+        terminal = sandbox.pty.create(PtySize(rows=24, cols=80), timeout=30)
+        assert sandbox.pty.kill(terminal.pid)
+        with pytest.raises(CommandExitException):
+            sandbox.commands.run(f"kill -0 {terminal.pid}")
+    assert not sandbox.pty.kill(999999)
 
 
 def test_dropped_client_leaves_no_process_past_its_timeout(sandbox):

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 from e2b import Sandbox, SandboxQuery, SandboxState
 from e2b.exceptions import NotFoundException, SandboxException
+from helpers import wait_until
 
 
 def test_sandbox_create_with_template_timeout_metadata_envs():
@@ -112,6 +114,37 @@ def test_get_metrics(sandbox):
     assert metrics, "no metrics"
     sample = metrics[-1]
     assert sample.cpu_count >= 1 and sample.mem_total > 0
+
+
+def test_get_metrics_over_time_and_by_range(e2b_env):
+    """Mirrors E2B's test_sbx_metrics_time_range (e2b-python-sdk tests/{sync,async}/.../
+    test_metrics.py, e2b-js-sdk metrics.test.ts 'sbx metrics time range'): the daemon samples
+    a live sandbox every 5 s, and get_metrics(start, end) returns the samples of that range,
+    oldest first; a range before the sandbox existed has none."""
+    start = datetime.now(UTC).replace(microsecond=0)
+    sb = Sandbox.create(timeout=120)
+    try:
+        sb.commands.run("head -c 3000000 /dev/zero > /home/user/disk")
+        samples = wait_until(lambda: (m := sb.get_metrics()) and len(m) >= 2 and m, timeout=30,
+                             what="a second sample from the sampler")
+        end = datetime.now(UTC)
+        assert [m.timestamp for m in samples] == sorted(m.timestamp for m in samples)
+        assert samples[-1].disk_used >= 3000000 and samples[-1].mem_used > 0
+        # The range is in whole seconds (the SDK rounds start and end down).
+        ranged = sb.get_metrics(start=start, end=end)
+        assert ranged and all(start <= m.timestamp < end + timedelta(seconds=1) for m in ranged)
+        first = samples[0].timestamp.replace(microsecond=0)
+        in_first_second = sb.get_metrics(start=first, end=first)
+        assert samples[0].timestamp in [m.timestamp for m in in_first_second]
+        assert all(m.timestamp.replace(microsecond=0) == first for m in in_first_second)
+        before = start - timedelta(hours=1)
+        assert sb.get_metrics(start=before, end=before + timedelta(minutes=30)) == []
+        api = httpx.Client(base_url=e2b_env.url, headers={"X-API-Key": e2b_env.api_key})
+        for query in ("start=2&end=1", "start=soon", "end=1.5"):
+            r = api.get(f"/sandboxes/{sb.sandbox_id}/metrics?{query}")
+            assert r.status_code == 400 and ("start" in r.text or "end" in r.text), r.text
+    finally:
+        sb.kill()
 
 
 @pytest.mark.skip(reason="out of scope: pause/resume and snapshots need memory checkpointing (CRIU); the README's compatibility table lists it")
