@@ -2,6 +2,7 @@
 // stays small. Compiled into abx-init and abx_runtime.
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -19,9 +20,7 @@ Status load(const std::string& bpf) {
   std::vector<sock_filter> program(bpf.size() / sizeof(sock_filter));
   std::memcpy(program.data(), bpf.data(), bpf.size());
   const sock_fprog fprog{static_cast<unsigned short>(program.size()), program.data()};
-  // No no_new_privs: the kernel takes a filter without it from a process
-  // holding CAP_SYS_ADMIN in its user namespace, and refuses (EACCES) anyone
-  // else, so this fails closed rather than loading nothing.
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return Error::from_errno("no_new_privs");
   if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) != 0)
     return Error::from_errno("seccomp load");
   return {};

@@ -130,7 +130,7 @@ constexpr uint32_t kNetlinkProtocolLimit = MAX_LINKS;
 // personality(): the kernel takes a 32-bit value. Allowed: PER_LINUX (0)
 // with any of PER_LINUX32's bit, UNAME26 and ADDR_NO_RANDOMIZE (gdb and
 // `setarch -R` turn ASLR off for their own children; the kernel clears it on
-// a set-id exec, so it cannot weaken sudo), and the query
+// a set-id exec, and no_new_privs forbids those anyway), and the query
 // 0xffffffff. Refused: every other bit (READ_IMPLIES_EXEC, MMAP_PAGE_ZERO,
 // ADDR_COMPAT_LAYOUT, other execution domains), including bit 31 with any
 // value but the query.

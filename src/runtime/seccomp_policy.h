@@ -24,13 +24,8 @@ Result<Filter> build();
 // runtime and handed to every init, so that no init runs libseccomp.
 Result<std::string> compile();
 
-// Loads compiled BPF into the calling process, which must hold CAP_SYS_ADMIN
-// in its user namespace (abx-init: root of the sandbox's new one); children
-// inherit it across fork and exec, and none can remove it. no_new_privs is
-// left unset, so set-id programs inside the sandbox (sudo) can make a process
-// sandbox root: the same uid and capabilities (Docker's set, the bounding set
-// caps::restrict_for_user_process leaves) that a caller gets by asking for
-// user root, still under this filter. Raw syscalls only (used by abx-init).
+// Sets no_new_privs and loads compiled BPF into the calling process;
+// children inherit it. Raw syscalls only (used by abx-init).
 Status load(const std::string& bpf);
 
 }  // namespace abx::runtime::seccomp_policy
