@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "common/fd_io.h"
 #include "daemon/envd_requests.h"
@@ -116,10 +117,22 @@ Task<void> drop_rest_of_body(Exchange& exchange, uint64_t limit) {
   }
 }
 
+// The body a client declared it sends (it reads the answer only after), else
+// as much as the sandbox's disk; never more than kMaxDroppedBody.
+uint64_t droppable_body(const SandboxCall& call, const http::Request& request) {
+  constexpr uint64_t kMaxDroppedBody = uint64_t{16} << 30;
+  uint64_t declared = 0;
+  const std::string length = request.header("content-length");
+  const auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), declared);
+  if (ec != std::errc{} || end != length.data() + length.size() || length.empty())
+    declared = uint64_t{call.row.disk_size_mb} << 20;
+  return std::min(declared, kMaxDroppedBody);
+}
+
 Task<void> respond_upload_error(SandboxCall& call, Exchange& exchange, const Error& error) {
   co_await respond_write_error(exchange, error);
   if (error_map::http_status(error) != 507) co_return;
-  const uint64_t limit = uint64_t{call.row.disk_size_mb} << 20;
+  const uint64_t limit = droppable_body(call, exchange.request());
   co_await drop_rest_of_body(exchange, limit);
 }
 

@@ -98,7 +98,7 @@ def test_sigkill_during_a_create_burst_leaves_no_clone_of_the_daemon(state_dir):
         finally:
             for pid in daemon_lineage(data_dir):  # what the failure left, by pid
                 os.kill(pid, signal.SIGKILL)
-        cleanup(data_dir)
+            cleanup(data_dir)
 
 
 def cli_env(data_dir: Path) -> dict[str, str]:
@@ -124,8 +124,12 @@ def test_concurrent_cli_calls_start_exactly_one_daemon(state_dir):
     finally:
         stopped = subprocess.run([str(ABX_BIN), "daemon", "stop"], env=env, capture_output=True,
                                  text=True, stdin=subprocess.DEVNULL, timeout=60, check=False)
-    assert stopped.returncode == 0, stopped.stderr
-    assert not daemon_lineage(data_dir)
+    try:
+        assert stopped.returncode == 0, stopped.stderr
+        wait_until(lambda: not daemon_lineage(data_dir), what="the daemon to exit")
+    finally:
+        for pid in daemon_lineage(data_dir):  # daemons a failure left, by pid
+            os.kill(pid, signal.SIGTERM)
 
 
 def interpreter(d: Daemon, sb: dict) -> httpx.Client:
@@ -221,9 +225,16 @@ def test_a_full_data_dir_answers_507_and_keeps_what_it_acknowledged(state_dir):
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m,mode=0755", "tmpfs", str(data_dir)],
                    check=True)
     config = state_dir / "config.json"
-    config.write_text('{"hostCaps": {"memoryPercent": 1000, "diskPercent": 100000}}')
+    config.write_text('{"hostCaps": {"memoryPercent": 1000, "diskPercent": 1000}}')
     args = ("--warm-pool", "0", "--config", str(config))
     filler = data_dir / "filler"
+    try:
+        check_a_full_data_dir(data_dir, args, filler)
+    finally:
+        subprocess.run(["umount", "-l", str(data_dir)], check=False)
+
+
+def check_a_full_data_dir(data_dir: Path, args: tuple[str, ...], filler: Path) -> None:
     d = start_daemon(data_dir, extra_args=args)
     try:
         with d.api() as api:
@@ -234,7 +245,8 @@ def test_a_full_data_dir_answers_507_and_keeps_what_it_acknowledged(state_dir):
 
             r = api.post("/sandboxes", json={"templateID": "host", "diskSizeMB": 16})
             assert r.status_code == 507, r.text
-            assert "disk" in r.json()["message"], r.text
+            message = r.json()["message"]
+            assert "No space left on device" in message or "out of disk" in message, message
 
             extended = api.post(f"/sandboxes/{sandbox_id}/timeout", json={"timeout": 3000})
             assert extended.status_code in (204, 507), extended.text
@@ -251,8 +263,8 @@ def test_a_full_data_dir_answers_507_and_keeps_what_it_acknowledged(state_dir):
             r = api.post("/sandboxes", json={"templateID": "host", "diskSizeMB": 16})
             assert r.status_code == 201, r.text
     finally:
+        filler.unlink(missing_ok=True)
         stop_daemon(d)
-        subprocess.run(["umount", "-l", str(data_dir)], check=False)
 
 
 @pytest.mark.offline
@@ -266,8 +278,16 @@ def test_an_upload_bigger_than_the_sandbox_disk_answers_507(state_dir):
         headers = {"E2b-Sandbox-Id": sb["sandboxID"], "E2b-Sandbox-Port": "49983"}
         if sb.get("envdAccessToken"):
             headers["X-Access-Token"] = sb["envdAccessToken"]
+        # A client that reads the answer only once it sent its whole body.
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        body = b"x" * (160 << 20)
+        parsed = urlparse(d.url)
+        with socket.create_connection((parsed.hostname, parsed.port), timeout=120) as s:
+            s.sendall(f"POST /files?path=/tmp/big HTTP/1.1\r\nHost: sandbox\r\n{head}"
+                      "Content-Type: application/octet-stream\r\n"
+                      f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            assert s.recv(64).startswith(b"HTTP/1.1 507 ")
         with httpx.Client(base_url=d.url, headers=headers, timeout=120) as envd:
-            body = b"x" * (48 << 20)
             raw = envd.post("/files", params={"path": "/tmp/big"}, content=body,
                             headers={"Content-Type": "application/octet-stream"})
             assert raw.status_code == 507, raw.text
