@@ -138,7 +138,7 @@ Status log_to_file(const ServeOptions& options) {
     auto logger = spdlog::rotating_logger_mt("abx", options.log_file.string(),
                                              std::max<size_t>(options.log_max_bytes, 1024),
                                              std::max<size_t>(options.log_files, 1));
-    logger->flush_on(spdlog::level::info);
+    logger->flush_on(spdlog::level::trace);  // as unbuffered stderr was
     spdlog::set_default_logger(std::move(logger));
   } catch (const spdlog::spdlog_ex& e) {
     return Error{"open the log", EIO, options.log_file.string() + ": " + e.what()};
@@ -263,7 +263,7 @@ int serve(const ServeOptions& options) {
     // Its threads still use the service and the store: no destructor may run
     // under them. What they leave is what a SIGKILL leaves, which a start copes with.
     spdlog::info("abx serve: stopped, leaving long requests (run_code, builds) unfinished");
-    spdlog::shutdown();
+    spdlog::default_logger()->flush();  // not shutdown: those threads may still log
     std::_Exit(0);
   }
   spdlog::info("abx serve: stopped");
