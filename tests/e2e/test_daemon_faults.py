@@ -301,3 +301,100 @@ def test_an_upload_bigger_than_the_sandbox_disk_answers_507(state_dir):
         assert d.proc.poll() is None and httpx.get(f"{d.url}/health").status_code == 204
     finally:
         stop_daemon(d)
+
+
+def envd_headers(sb: dict) -> dict[str, str]:
+    headers = {"E2b-Sandbox-Id": sb["sandboxID"], "E2b-Sandbox-Port": "49983"}
+    if sb.get("envdAccessToken"):
+        headers["X-Access-Token"] = sb["envdAccessToken"]
+    return headers
+
+
+def start_upload(d: Daemon, sb: dict, path: str, declared: int, sent: bytes) -> socket.socket:
+    """An upload of `declared` bytes of which only `sent` go out; the caller ends it."""
+    head = "".join(f"{k}: {v}\r\n" for k, v in envd_headers(sb).items())
+    parsed = urlparse(d.url)
+    s = socket.create_connection((parsed.hostname, parsed.port), timeout=60)
+    s.sendall(f"POST /files?path={path} HTTP/1.1\r\nHost: sandbox\r\n{head}"
+              "Content-Type: application/octet-stream\r\n"
+              f"Content-Length: {declared}\r\n\r\n".encode() + sent)
+    return s
+
+
+def settled_content(envd: httpx.Client, path: str, old: bytes) -> bytes | None:
+    """The file once no upload is under way: its old content, or None when gone."""
+    def settled():
+        r = envd.get("/files", params={"path": path})
+        return ("gone",) if r.status_code == 404 else (r.content,) if r.content == old else None
+    got = wait_until(settled, timeout=30, what=f"{path} to be whole again or gone")
+    return None if got == ("gone",) else got[0]
+
+
+def no_upload_leftovers(envd: httpx.Client, directory: str) -> bool:
+    r = envd.get("/files", params={"path": directory + "/.abx-upload-x"})
+    listing = envd.post("/filesystem.Filesystem/ListDir", json={"path": directory, "depth": 1},
+                        headers={"Content-Type": "application/json",
+                                 "Connect-Protocol-Version": "1"})
+    assert listing.status_code == 200, listing.text
+    return r.status_code == 404 and ".abx-upload-" not in listing.text
+
+
+@pytest.mark.offline
+def test_a_failed_overwrite_keeps_the_old_file(state_dir):
+    old = b"the old content\n"
+    d = start_daemon(state_dir / "state", extra_args=("--warm-pool", "0"))
+    try:
+        with d.api() as api:
+            r = api.post("/sandboxes", json={"templateID": "host", "diskSizeMB": 32})
+            assert r.status_code == 201, r.text
+            sb = r.json()
+        with httpx.Client(base_url=d.url, headers=envd_headers(sb), timeout=120) as envd:
+            for name in ("aborted", "full"):
+                r = envd.post("/files", files={"file": (f"/tmp/{name}.txt", old)})
+                assert r.status_code == 200, r.text
+            # The client goes away mid-body.
+            start_upload(d, sb, "/tmp/aborted.txt", 1 << 20, b"new" * 1000).close()
+            assert settled_content(envd, "/tmp/aborted.txt", old) == old
+            # The sandbox's disk fills up under it.
+            full = envd.post("/files", params={"path": "/tmp/full.txt"},
+                             content=b"x" * (48 << 20),
+                             headers={"Content-Type": "application/octet-stream"})
+            assert full.status_code == 507, full.text
+            assert settled_content(envd, "/tmp/full.txt", old) == old
+            assert no_upload_leftovers(envd, "/tmp")
+            # A whole overwrite still replaces it.
+            r = envd.post("/files", files={"file": ("/tmp/full.txt", b"new")})
+            assert r.status_code == 200, r.text
+            assert envd.get("/files", params={"path": "/tmp/full.txt"}).content == b"new"
+        assert d.proc.poll() is None
+    finally:
+        stop_daemon(d)
+
+
+@pytest.mark.offline
+def test_sigkill_mid_upload_leaves_no_partial_file(state_dir):
+    data_dir = state_dir / "state"
+    old = b"the old content\n"
+    d = start_daemon(data_dir, extra_args=("--warm-pool", "0"))
+    try:
+        with d.api() as api:
+            r = api.post("/sandboxes", json={"templateID": "host"})
+            assert r.status_code == 201, r.text
+            sb = r.json()
+        with httpx.Client(base_url=d.url, headers=envd_headers(sb), timeout=60) as envd:
+            r = envd.post("/files", files={"file": ("/tmp/kept.txt", old)})
+            assert r.status_code == 200, r.text
+        uploads = [start_upload(d, sb, path, 1 << 20, b"new" * 10000)
+                   for path in ("/tmp/kept.txt", "/tmp/new.txt")]
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait()
+        for s in uploads:
+            s.close()
+        d = start_daemon(data_dir, extra_args=("--warm-pool", "0"))
+        with httpx.Client(base_url=d.url, headers=envd_headers(sb), timeout=60) as envd:
+            assert settled_content(envd, "/tmp/kept.txt", old) == old
+            wait_until(lambda: envd.get("/files", params={"path": "/tmp/new.txt"}).status_code
+                       == 404, timeout=30, what="the unfinished new file to be removed")
+            assert no_upload_leftovers(envd, "/tmp")
+    finally:
+        stop_daemon(d)
