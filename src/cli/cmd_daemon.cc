@@ -100,6 +100,14 @@ void add_serve(CLI::App& root, Commands& commands) {
       ->capture_default_str();
   app->add_option("--address-file", options->address_file,
                   "Where to write the URL once listening (default: <data>/daemon.addr)");
+  app->add_option("--log-file", options->log_file, "Log to FILE, rotated (default: stderr)")
+      ->envname("ABX_LOG_FILE");
+  app->add_option("--log-max-bytes", options->log_max_bytes, "Rotate the log file at this size")
+      ->envname("ABX_LOG_MAX_BYTES")
+      ->capture_default_str();
+  app->add_option("--log-files", options->log_files, "Rotated log files kept")
+      ->envname("ABX_LOG_FILES")
+      ->capture_default_str();
   app->add_option("--config", options->config_file,
                   "Quotas and host caps, JSON (default: <data>/config.json; see README)");
   commands.push_back({app, [options]() -> Result<int> {

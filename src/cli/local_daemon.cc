@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,7 +66,9 @@ std::string exe_path(pid_t pid) {
 [[noreturn]] void exec_daemon(const fs::path& data_dir, const std::string& listen) {
   ::setsid();
   const auto log = paths::daemon_log_file(data_dir);
-  // Close-on-exec: only their dup2 copies (0-2) reach the daemon.
+  // Close-on-exec: only their dup2 copies (0-2) reach the daemon. Its own
+  // log goes to the same file through a rotating sink (--log-file); stderr
+  // keeps what comes before that and what is not logged (a crash's report).
   const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (log_fd >= 0) {
@@ -75,8 +78,10 @@ std::string exe_path(pid_t pid) {
   if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
   const std::string data = data_dir.string();
   const std::string addr = paths::daemon_address_file(data_dir).string();
-  const char* argv[] = {"abx",        "serve",          "--listen",   listen.c_str(), "--data-dir",
-                        data.c_str(), "--address-file", addr.c_str(), nullptr};
+  const std::string log_file = log.string();
+  const char* argv[] = {"abx",        "serve",          "--listen",       listen.c_str(),
+                        "--data-dir", data.c_str(),     "--address-file", addr.c_str(),
+                        "--log-file", log_file.c_str(), nullptr};
   ::execv("/proc/self/exe", const_cast<char* const*>(argv));
   std::perror("abx: exec the daemon");
   ::_exit(127);
@@ -124,6 +129,24 @@ Result<std::string> spawn(const fs::path& data_dir) {
   return wait_until_ready(data_dir, pid);
 }
 
+// Held by the one CLI that may start a daemon for the data dir, from its
+// health check to the new daemon answering: concurrent callers wait here and
+// then find that daemon's address instead of each starting their own (the
+// daemons' own lock would refuse all but one, after their starters had
+// removed each other's address files). The lock ends with the fd.
+Result<UniqueFd> lock_starting(const fs::path& data_dir) {
+  std::error_code ec;
+  fs::create_directories(data_dir, ec);
+  if (ec) return Error{"create " + data_dir.string(), ec.value()};
+  const fs::path path = data_dir / "daemon.start.lock";
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Error::from_errno("open", path.string());
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) return Error::from_errno("lock", path.string());
+  }
+  return fd;
+}
+
 }  // namespace
 
 std::optional<std::string> healthy_url(const fs::path& data_dir) {
@@ -134,6 +157,10 @@ std::optional<std::string> healthy_url(const fs::path& data_dir) {
 }
 
 Result<StartResult> start(const fs::path& data_dir) {
+  if (auto url = healthy_url(data_dir)) return StartResult{*url, true};
+  auto starting = lock_starting(data_dir);
+  if (!starting) return starting.error();
+  // Another caller may have started one while we waited for the lock.
   if (auto url = healthy_url(data_dir)) return StartResult{*url, true};
   // A daemon holds the data dir: it may still be starting (restoring its
   // sandboxes); a second one must never start beside it.

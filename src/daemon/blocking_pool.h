@@ -3,6 +3,8 @@
 // behind long work whose length a caller controls (code executions, builds).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -27,8 +29,15 @@ class BlockingPool {
   void post(std::function<void()> work);
   void post_long(std::function<void()> work);
   void join();
+  // At shutdown: waits for the short lane, then up to `grace` for the long
+  // one. False when long work (a run_code as long as its caller asked) is
+  // still running: the caller then exits without waiting for it.
+  bool join_within(std::chrono::milliseconds grace);
 
  private:
+  std::function<void()> counted_long(std::function<void()> work);
+
+  std::atomic<size_t> long_running_{0};
   std::unique_ptr<boost::asio::thread_pool> short_;
   std::unique_ptr<boost::asio::thread_pool> long_;
 };

@@ -4,13 +4,16 @@
 #include "daemon/daemon.h"
 
 #include <fcntl.h>
+#include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <string_view>
@@ -36,6 +39,10 @@ constexpr int kIoThreads = 3;
 // (code executions, template builds) on separate threads: see blocking_pool.h.
 constexpr size_t kShortBlockingThreads = 8;
 constexpr size_t kLongBlockingThreads = 64;
+// How long a stopping daemon waits for long work (run_code, builds) before it
+// exits without it: their clients see the connection close, and `abx daemon
+// stop` does not wait out a 300 s execution.
+constexpr std::chrono::milliseconds kLongWorkGrace{2000};
 
 // Private: it holds the API keys. Sandboxes get their template layers as fds
 // from the runtime, so they never need to traverse it.
@@ -124,11 +131,27 @@ void run_io(boost::asio::io_context& ioc) {
   }
 }
 
+// Bounded: the log rotates at `max_bytes` and keeps `files` old ones.
+Status log_to_file(const ServeOptions& options) {
+  if (options.log_file.empty()) return {};
+  try {
+    auto logger = spdlog::rotating_logger_mt("abx", options.log_file.string(),
+                                             std::max<size_t>(options.log_max_bytes, 1024),
+                                             std::max<size_t>(options.log_files, 1));
+    logger->flush_on(spdlog::level::trace);  // as unbuffered stderr was
+    spdlog::set_default_logger(std::move(logger));
+  } catch (const spdlog::spdlog_ex& e) {
+    return Error{"open the log", EIO, options.log_file.string() + ": " + e.what()};
+  }
+  return {};
+}
+
 }  // namespace
 
 fs::path api_key_path(const fs::path& data_dir) { return data_dir / "api_key"; }
 
 int serve(const ServeOptions& options) {
+  if (Status s = log_to_file(options); !s) return fail(s.error());
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   std::signal(SIGPIPE, SIG_IGN);  // a process that exits closes its stdin pipe under us
   raise_open_files_limit();
@@ -234,8 +257,16 @@ int serve(const ServeOptions& options) {
   for (int i = 1; i < kIoThreads; ++i) threads.emplace_back([&] { run_io(ioc); });
   run_io(ioc);
   for (auto& thread : threads) thread.join();
-  pool.join();
+  const bool long_work_done = pool.join_within(kLongWorkGrace);
   if (Status s = tenancy.usage->flush(); !s) spdlog::warn("usage: {}", s.error().message());
+  if (!long_work_done) {
+    // Its threads still use the service and the store: no destructor may run
+    // under them. What they leave is what a SIGKILL leaves, which a start copes with.
+    spdlog::info("abx serve: stopped, leaving long requests (run_code, builds) unfinished");
+    spdlog::default_logger()->flush();  // not shutdown: those threads may still log
+    std::_Exit(0);
+  }
+  spdlog::info("abx serve: stopped");
   return 0;
 }
 

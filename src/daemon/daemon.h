@@ -26,6 +26,11 @@ struct ServeOptions {
   std::filesystem::path address_file;
   // Quotas and host caps (quotas.h); default <data_dir>/config.json.
   std::filesystem::path config_file;
+  // A file to log to instead of stderr, rotated at log_max_bytes with
+  // log_files old ones kept (abx.1.log … for abx.log). Empty: stderr.
+  std::filesystem::path log_file;
+  size_t log_max_bytes = 10 * 1024 * 1024;
+  size_t log_files = 3;
 };
 
 // Runs until SIGINT/SIGTERM. Returns the process exit code.

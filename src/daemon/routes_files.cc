@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "common/fd_io.h"
 #include "daemon/envd_requests.h"
@@ -102,6 +103,37 @@ std::string write_error_message(const Error& error) {
 Task<void> respond_write_error(Exchange& exchange, const Error& error) {
   const std::string message = write_error_message(error);
   co_await respond_error(exchange, error_map::http_status(error), message);
+}
+
+// A client still sending an upload that filled the disk reads the 507 only
+// if the server reads on: closing on the rest of its body would reset the
+// connection before the answer is read (a transport error for the client).
+// The rest is dropped, up to `limit` bytes.
+Task<void> drop_rest_of_body(Exchange& exchange, uint64_t limit) {
+  for (uint64_t dropped = 0; dropped < limit;) {
+    const std::string piece = co_await exchange.read_body_some();
+    if (piece.empty()) co_return;
+    dropped += piece.size();
+  }
+}
+
+// The body a client declared it sends (it reads the answer only after), else
+// as much as the sandbox's disk; never more than kMaxDroppedBody.
+uint64_t droppable_body(const SandboxCall& call, const http::Request& request) {
+  constexpr uint64_t kMaxDroppedBody = uint64_t{16} << 30;
+  uint64_t declared = 0;
+  const std::string length = request.header("content-length");
+  const auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), declared);
+  if (ec != std::errc{} || end != length.data() + length.size() || length.empty())
+    declared = uint64_t{call.row.disk_size_mb} << 20;
+  return std::min(declared, kMaxDroppedBody);
+}
+
+Task<void> respond_upload_error(SandboxCall& call, Exchange& exchange, const Error& error) {
+  co_await respond_write_error(exchange, error);
+  if (error_map::http_status(error) != 507) co_return;
+  const uint64_t limit = droppable_body(call, exchange.request());
+  co_await drop_rest_of_body(exchange, limit);
 }
 
 // Bytes through the files API count toward the owning team's usage.
@@ -221,7 +253,7 @@ Task<void> upload_multipart(SandboxCall& call, Exchange& exchange, const std::st
   if (error || !problem.empty()) {
     co_await sandbox_ops::file_io(call.service, [&] { state.discard_unfinished(); });
   }
-  if (error) co_return co_await respond_write_error(exchange, *error);
+  if (error) co_return co_await respond_upload_error(call, exchange, *error);
   if (!problem.empty()) co_return co_await respond_error(exchange, 400, problem);
   co_await respond_written(call, exchange, state);
 }
@@ -281,7 +313,7 @@ Task<void> upload_raw(SandboxCall& call, Exchange& exchange, const std::string& 
     closed = complete && target.close();
     if (!closed) state.discard_unfinished();
   });
-  if (target.error()) co_return co_await respond_write_error(exchange, *target.error());
+  if (target.error()) co_return co_await respond_upload_error(call, exchange, *target.error());
   if (gunzip.too_large()) {
     const std::string why = too_large_message(call.row);
     co_return co_await respond_error(exchange, 413, why);

@@ -350,13 +350,22 @@ Result<SandboxRow> Service::set_timeout(const std::string& id, int seconds, bool
   if (!live) return Error::with_message("sandbox " + id + " not found", ENOENT);
   if (Status s = quotas().check_timeout(live->snapshot().owner, seconds); !s) return s.error();
   SandboxRow row;
+  int64_t before = 0;
   {
     std::lock_guard lock(live->mutex);
+    before = live->row.end_at_ms;
     const int64_t end = now_ms() + int64_t{seconds} * 1000;
     if (!extend_only || end > live->row.end_at_ms) live->row.end_at_ms = end;
     row = live->row;
   }
-  if (Status s = store_.put(row); !s) spdlog::warn("sandbox {}: {}", id, s.error().message());
+  // Acknowledged means saved: a deadline only in memory would be lost on the
+  // next restart (the sandbox would die at the old one).
+  if (Status s = store_.put(row); !s) {
+    spdlog::warn("sandbox {}: {}", id, s.error().message());
+    std::lock_guard lock(live->mutex);
+    if (live->row.end_at_ms == row.end_at_ms) live->row.end_at_ms = before;
+    return s.error();
+  }
   return row;
 }
 

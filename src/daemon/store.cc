@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <initializer_list>
 #include <string_view>
 
@@ -29,8 +30,17 @@ constexpr std::string_view kMigrations[] = {
 };
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));
 
+// A full disk keeps its errno (507 for a client) and says which disk: the
+// data dir's, not the sandbox's.
 Error sqlite_error(sqlite3* db, const std::string& step) {
-  return Error{step, EIO, db ? sqlite3_errmsg(db) : "out of memory"};
+  if (db == nullptr) return Error{step, ENOMEM, "out of memory"};
+  const int os_errno = sqlite3_system_errno(db);
+  if (sqlite3_errcode(db) == SQLITE_FULL || os_errno == ENOSPC || os_errno == EDQUOT) {
+    return Error{
+        step, os_errno == EDQUOT ? EDQUOT : ENOSPC,
+        std::string("the daemon's data dir is out of disk space (") + sqlite3_errmsg(db) + ")"};
+  }
+  return Error{step, EIO, sqlite3_errmsg(db)};
 }
 
 // Finalizes a prepared statement on every path out.

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -336,16 +337,72 @@ Status remove(int root, const std::string& path) {
   return {};
 }
 
+namespace {
+
+// A name no file in the directory has yet, for the instant between linking
+// the replacement in and renaming it over the old file.
+std::string temporary_name() {
+  unsigned char bytes[8] = {};
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return {};
+  std::string name = ".abx-upload-";
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (unsigned char b : bytes) {
+    name += kHex[b >> 4];
+    name += kHex[b & 15];
+  }
+  return name;
+}
+
+// Links the unnamed `file` into `dir` under a fresh name: by the fd itself
+// where allowed (CAP_DAC_READ_SEARCH), else through /proc/self/fd.
+Result<std::string> link_unnamed(int file, int dir, const std::string& path) {
+  const std::string self = "/proc/self/fd/" + std::to_string(file);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const std::string temp = temporary_name();
+    if (temp.empty()) return Error::from_errno("getrandom", path);
+    if (::linkat(file, "", dir, temp.c_str(), AT_EMPTY_PATH) == 0 ||
+        ::linkat(AT_FDCWD, self.c_str(), dir, temp.c_str(), AT_SYMLINK_FOLLOW) == 0)
+      return temp;
+    if (errno != EEXIST) return Error::from_errno("link the upload", path);
+  }
+  return Error{"link the upload", EEXIST, path};
+}
+
+// An unnamed file to replace `name` with, when one can: see create_file.
+UniqueFd open_replacement(int parent, const std::string& name) {
+  struct stat old {};
+  if (::fstatat(parent, name.c_str(), &old, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(old.st_mode) ||
+      old.st_nlink != 1)
+    return {};  // a new file, a symlink (followed, in place) or a hard-linked one: in place
+  // Only what could be written in place is replaced (by the filesystem ids).
+  if (::faccessat(parent, name.c_str(), W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0) return {};
+  UniqueFd unnamed(::openat(parent, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600));
+  if (!unnamed.valid()) return {};  // no O_TMPFILE there, or no write permission: in place
+  struct stat mine {};
+  if (::fstat(unnamed.get(), &mine) != 0 || mine.st_uid != old.st_uid)
+    return {};  // a replacement would change its owner: in place
+  (void)::fchown(unnamed.get(), static_cast<uid_t>(-1), old.st_gid);  // where allowed
+  // Set-id bits go, as they do when anyone but root writes the file.
+  if (::fchmod(unnamed.get(), old.st_mode & 01777) != 0) return {};
+  return unnamed;
+}
+
+}  // namespace
+
 // O_NONBLOCK keeps a FIFO planted at the path from blocking the open; the
 // check on the opened fd then refuses it, and a /proc or /sys file (say
 // /proc/mtrr, through a link the sandbox planted), before a byte is written.
 // A link at the final name is followed (inside the root); the parent is
 // kept so that an abandoned file can be removed by its name there.
-Result<CreatedFile> create_file(int root, const std::string& path) {
+Result<CreatedFile> create_file(int root, const std::string& path, bool may_replace) {
   const auto [parent_path, name] = split_last(path);
   if (!names_an_entry(name)) return Error{"open", EISDIR, path};
   auto parent = make_parents(root, parent_path);
   if (!parent) return parent.error();
+  if (may_replace) {
+    if (UniqueFd unnamed = open_replacement(parent->get(), name); unnamed.valid())
+      return CreatedFile{std::move(unnamed), std::move(*parent), name, true};
+  }
   auto fd = resolve(root, path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY, "open", 0644);
   if (!fd) return fd.error();
   if (auto s = proto::check_readable_file(fd->get(), path); !s) return s.error();
@@ -360,7 +417,43 @@ Result<CreatedFile> create_file(int root, const std::string& path) {
   return CreatedFile{std::move(*fd), std::move(*parent), name};
 }
 
+namespace {
+
+// Watchers see a replacement as a write of the file (E2B's SDKs wait for
+// WRITE), as when it was written in place: a same-size truncate is one, done
+// through the new name (the unnamed file's own fd would report no name).
+void announce_write(const CreatedFile& created) {
+  UniqueFd named(::openat(created.parent.get(), created.name.c_str(),
+                          O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  struct stat file {
+  }, at_name{};
+  if (!named.valid() || ::fstat(created.file.get(), &file) != 0 ||
+      ::fstat(named.get(), &at_name) != 0 || file.st_dev != at_name.st_dev ||
+      file.st_ino != at_name.st_ino)
+    return;  // swapped meanwhile, or not writable by name: no event
+  (void)::ftruncate(named.get(), file.st_size);
+}
+
+}  // namespace
+
+Status commit_created(const CreatedFile& created, const std::string& path) {
+  if (!created.replaces) return {};
+  const int dir = created.parent.get();
+  auto temp = link_unnamed(created.file.get(), dir, path);
+  if (!temp) return temp.error();
+  if (::renameat(dir, temp->c_str(), dir, created.name.c_str()) != 0) {
+    const Error error = Error::from_errno("replace", path);
+    (void)::unlinkat(dir, temp->c_str(), 0);
+    return error;
+  }
+  announce_write(created);
+  UniqueFd listing(::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (listing.valid()) (void)::fsync(listing.get());  // the rename itself, durable
+  return {};
+}
+
 void remove_created(const CreatedFile& created) {
+  if (created.replaces) return;  // unnamed: it goes with its fd
   struct stat file {
   }, named{};
   if (::fstat(created.file.get(), &file) != 0 ||

@@ -45,14 +45,23 @@ Status remove(int root, const std::string& path);
 // A regular file created (0644) or truncated for writing, parents made
 // (0755). Refused before a byte is written when the opened file is on /proc
 // or /sys, a device, FIFO or socket (see proto::check_readable_file).
+// With `may_replace`, an existing regular file of the same owner (one name,
+// not a symlink) is not truncated: the data goes to an unnamed file in its
+// directory (its mode and group copied) that commit_created puts in its place,
+// so an upload that fails keeps the old content whole.
 struct CreatedFile {
   UniqueFd file;
   UniqueFd parent;  // the directory it was made in (O_PATH), and its name there
   std::string name;
+  bool replaces = false;  // `file` is unnamed until commit_created
 };
-Result<CreatedFile> create_file(int root, const std::string& path);
+Result<CreatedFile> create_file(int root, const std::string& path, bool may_replace = false);
+// Once the data is synced: a replacement renamed over the old file. Nothing
+// for a file written in place.
+Status commit_created(const CreatedFile& created, const std::string& path);
 // Removes a file create_file made, by its name in that directory, if the
-// name still is that file: a link swapped in meanwhile is left alone.
+// name still is that file: a link swapped in meanwhile is left alone. A
+// replacement not committed just goes with its fd: the old file stays.
 void remove_created(const CreatedFile& created);
 // A regular file (not /proc, /sys, a device, FIFO or socket) opened O_RDONLY.
 Result<UniqueFd> open_regular(int root, const std::string& path);

@@ -36,6 +36,7 @@ enum ChildStep { kSetresgid, kSetresuid, kExec, kChildSteps };
 // parent's memory and must not allocate (another thread may hold malloc's lock).
 struct ChildArgs {
   int sync_read = -1;
+  int sync_write = -1;  // the parent's end: the child closes its copy
   int status_write = -1;
   int image = -1;
   int inherit[4] = {-1, -1, -1, -1};  // config, status, listen, handoff: kept across exec
@@ -62,8 +63,13 @@ ABX_CHILD_CODE [[noreturn]] void fail(ChildArgs* a, ChildStep step, int exit_cod
 // threads (its setxid broadcast), since this child shares their memory.
 ABX_CHILD_CODE int child_main(void* p) {
   auto* a = static_cast<ChildArgs*>(p);
+  // Without CLONE_FILES the child holds a copy of every daemon fd, the
+  // parent's end of the sync socket among them: closed here, a daemon that
+  // dies (even SIGKILLed) before the go byte reads as EOF below, so the child
+  // exits and drops its copies of the listening socket and the store's fds.
+  ::syscall(SYS_close, a->sync_write);
   char go = 0;
-  if (::syscall(SYS_read, a->sync_read, &go, 1) != 1)  // the parent gave up
+  if (::syscall(SYS_read, a->sync_read, &go, 1) != 1)  // the parent gave up or died
     ::syscall(SYS_exit_group, 1);
   if (::syscall(SYS_setresgid, 0, 0, 0) != 0) fail(a, kSetresgid, 1);
   if (::syscall(SYS_setresuid, 0, 0, 0) != 0) fail(a, kSetresuid, 1);
@@ -192,6 +198,7 @@ Result<pid_t> start_init(const InitFds& fds, uid_t owner,
 
   auto args = std::make_unique<ChildArgs>();
   args->sync_read = sync_read.get();
+  args->sync_write = sync_write.get();
   args->status_write = status_write.get();
   args->image = fds.image;
   const int inherit[4] = {fds.config, status_write.get(), fds.listen, sync_read.get()};

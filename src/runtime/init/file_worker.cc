@@ -124,7 +124,7 @@ std::optional<uint64_t> commit() {
 // the worker removes what it made, by its name in the directory it made it
 // in, as the user it wrote as.
 void write_file(int root, const FileRequest& request) {
-  auto created = fs_ops::create_file(root, request.path);
+  auto created = fs_ops::create_file(root, request.path, true);
   if (!created) return send(failure(created.error()));
   const int file = created->file.get();
   proto::FileReply opened;
@@ -145,6 +145,7 @@ void write_file(int root, const FileRequest& request) {
     status = Error::from_errno("chmod", request.path);
   if (status && ::fsync(file) != 0 && errno != EINVAL)
     status = Error::from_errno("sync", request.path);
+  if (status) status = fs_ops::commit_created(*created, request.path);
   if (!status) {
     fs_ops::remove_created(*created);
     return send(failure(status.error()));
