@@ -238,11 +238,12 @@ std::string NftRules::policy_commands(uint32_t slot, const egress::Policy& polic
   }
   std::string c = "flush chain " + t + " pol_" + n + "\nflush chain " + t + " nat_" + n + "\n";
   const std::string pol = "add rule " + t + " pol_" + n + " ";
+  // TCP the proxy must see (names, headers, SOCKS) never passes around it,
+  // not even on a connection opened before the policy wanted the proxy, and
+  // not even to a DNS server (with SOCKS, all TCP is the proxy's).
+  for (const std::string& match : proxied) c += pol + match + " goto refuse\n";
   for (const char* proto : {"udp", "tcp"})
     c += daddr_rules(pol, dns_servers, std::string(" ") + proto + " dport 53 accept\n");
-  // TCP the proxy must see (names, headers, SOCKS) never passes around it,
-  // not even on a connection opened before the policy wanted the proxy.
-  for (const std::string& match : proxied) c += pol + match + " goto refuse\n";
   c += daddr_rules(pol, policy.allow_cidrs, " accept\n");
   c += daddr_rules(pol, policy.deny_cidrs, " goto refuse\n");
   c += pol + "accept\n";
