@@ -113,8 +113,11 @@ format-check:
 # `make install [PREFIX=/usr/local] [DESTDIR=…]`: a Release build of abx and abx-init in
 # a build dir of its own (no unit tests, so no GTest), installed stripped; what goes where
 # is in cmake/install.cmake. `make uninstall` removes what the last install wrote.
+# -O2 as in the tested RelWithDebInfo build (whose warnings, errors here, CI sees),
+# without its debug info.
 $(RELEASE_BUILD)/build.ninja: CMakeLists.txt
-	cmake -S . -B $(RELEASE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DABX_BUILD_TESTS=OFF
+	cmake -S . -B $(RELEASE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DABX_BUILD_TESTS=OFF
 
 release: $(RELEASE_BUILD)/build.ninja
 	ninja -C $(RELEASE_BUILD) $(if $(JOBS),-j$(JOBS)) abx abx-init

@@ -37,6 +37,10 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Disposable, isolated Linux sandboxes for 
 set(CPACK_PACKAGE_DESCRIPTION
     "abx runs untrusted code in sandboxes made of Linux namespaces, cgroups and seccomp,\nwith an E2B-compatible API (abx serve) and a CLI.")
 set(CPACK_PACKAGE_CONTACT "Agent Sandbox maintainers <abx@localhost>")
+# Installed with DESTDIR under prefix /usr, so what install_generated.cmake writes
+# (the units' ExecStart, the zsh dir) names /usr, not CPack's staging dir.
+set(CPACK_SET_DESTDIR ON)
+set(CPACK_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)

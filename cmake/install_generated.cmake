@@ -31,8 +31,8 @@ file(INSTALL "${out}/abx.fish" DESTINATION "${prefix}/share/fish/vendor_completi
 find_program(HELP2MAN help2man)
 if(HELP2MAN)
   execute_process(
-    COMMAND "${HELP2MAN}" --no-info --section=1 --name=
-            "disposable, isolated Linux sandboxes for AI agents' code"
+    COMMAND "${HELP2MAN}" --no-info --section=1
+            "--name=disposable, isolated Linux sandboxes for AI agents' code"
             --include=${ABX_SOURCE_DIR}/dist/abx.h2m --output=${out}/abx.1 "${ABX_BINARY}"
     RESULT_VARIABLE failed)
   if(failed)

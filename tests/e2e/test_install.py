@@ -168,10 +168,11 @@ def test_systemd_units_run_the_installed_abx(prefix: Path):
     if shutil.which("systemd-analyze"):
         for unit in ("system", "user"):
             path = prefix / "lib/systemd" / unit / "abx.service"
-            done = subprocess.run(["systemd-analyze", "verify", f"--{unit}", str(path)],
-                                  capture_output=True, text=True, timeout=60)
-            # Only complaints about this unit count (a container has no full systemd).
-            assert "abx.service" not in done.stderr, done.stderr
+            done = subprocess.run(["systemd-analyze", "verify", "--man=no", f"--{unit}",
+                                   str(path)], capture_output=True, text=True, timeout=60)
+            if "Failed to initialize manager" in done.stderr:
+                continue  # no user manager here (no XDG_RUNTIME_DIR): nothing to check with
+            assert done.returncode == 0, done.stderr
 
 
 @needs_cmake_build
