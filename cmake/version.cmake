@@ -4,7 +4,7 @@
 set(failed 1)
 if(EXISTS "${SOURCE_DIR}/.git")  # not the git repo of a directory a tarball was unpacked in
   execute_process(
-    COMMAND git -C "${SOURCE_DIR}" describe --always --dirty --abbrev=12
+    COMMAND git -C "${SOURCE_DIR}" describe --always --dirty --abbrev=12 --exclude=*
     OUTPUT_VARIABLE commit
     ERROR_QUIET
     RESULT_VARIABLE failed

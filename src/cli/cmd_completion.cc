@@ -76,16 +76,16 @@ std::string path_patterns(const std::vector<Node>& nodes, const char* separator)
 void bash(const std::vector<Node>& nodes, std::ostream& out) {
   out << "# bash completion for abx (made by `abx completion bash`)\n"
       << "_abx() {\n"
-      << "  local cur=${COMP_WORDS[COMP_CWORD]} path=abx w i commands= flags=\n"
+      << "  local cur=${COMP_WORDS[COMP_CWORD]} cmdpath=abx w i commands= flags=\n"
       << "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
       << "    w=${COMP_WORDS[i]}\n"
       << "    [[ $w == -- ]] && return 0\n"
       << "    [[ $w == -* ]] && continue\n"
-      << "    case \"$path $w\" in\n"
-      << "      " << path_patterns(nodes, "|") << ") path=\"$path $w\" ;;\n"
+      << "    case \"$cmdpath $w\" in\n"
+      << "      " << path_patterns(nodes, "|") << ") cmdpath=\"$cmdpath $w\" ;;\n"
       << "    esac\n"
       << "  done\n"
-      << "  case $path in\n";
+      << "  case $cmdpath in\n";
   for (const Node& node : nodes) {
     out << "    " << quoted(node.path) << ") commands=" << quoted(joined(names(node)))
         << "; flags=" << quoted(joined(node.flags)) << " ;;\n";
@@ -112,7 +112,7 @@ void zsh(const std::vector<Node>& nodes, std::ostream& out) {
       << "# zsh completion for abx (made by `abx completion zsh`)\n"
       << "_abx() {\n"
       << "  local cmdpath=abx w i\n"
-      << "  local -a commands flags\n"
+      << "  local -a abx_commands abx_flags\n"
       << "  for ((i = 2; i < CURRENT; i++)); do\n"
       << "    w=${words[i]}\n"
       << "    [[ $w == -- ]] && return 1\n"
@@ -123,16 +123,16 @@ void zsh(const std::vector<Node>& nodes, std::ostream& out) {
       << "  done\n"
       << "  case $cmdpath in\n";
   for (const Node& node : nodes) {
-    out << "    (" << quoted(node.path) << ") commands=(";
+    out << "    (" << quoted(node.path) << ") abx_commands=(";
     for (const auto& [name, description] : node.commands)
       out << " " << described(name, description);
-    out << " ); flags=(" << joined(node.flags) << ") ;;\n";
+    out << " ); abx_flags=(" << joined(node.flags) << ") ;;\n";
   }
   out << "  esac\n"
       << "  if [[ ${words[CURRENT]} == -* ]]; then\n"
-      << "    compadd -- $flags\n"
-      << "  elif (( ${#commands} )); then\n"
-      << "    _describe -t commands 'abx command' commands\n"
+      << "    compadd -- $abx_flags\n"
+      << "  elif (( ${#abx_commands} )); then\n"
+      << "    _describe -t commands 'abx command' abx_commands\n"
       << "  else\n"
       << "    _files\n"
       << "  fi\n"
@@ -143,19 +143,19 @@ void zsh(const std::vector<Node>& nodes, std::ostream& out) {
 void fish(const std::vector<Node>& nodes, std::ostream& out) {
   out << "# fish completion for abx (made by `abx completion fish`)\n"
       << "function __abx_path\n"
-      << "    set -l path abx\n"
+      << "    set -l cmdpath abx\n"
       << "    for w in (commandline -opc)[2..-1]\n"
       << "        if test \"$w\" = --\n"
       << "            echo --\n"
       << "            return\n"
       << "        end\n"
       << "        string match -q -- '-*' $w; and continue\n"
-      << "        switch \"$path $w\"\n"
+      << "        switch \"$cmdpath $w\"\n"
       << "            case " << path_patterns(nodes, " ") << "\n"
-      << "                set path \"$path $w\"\n"
+      << "                set cmdpath \"$cmdpath $w\"\n"
       << "        end\n"
       << "    end\n"
-      << "    echo $path\n"
+      << "    echo $cmdpath\n"
       << "end\n";
   for (const Node& node : nodes) {
     const std::string when = " -n " + quoted("test (__abx_path) = \"" + node.path + "\"");
