@@ -6,8 +6,11 @@ set(prefix "${CMAKE_INSTALL_PREFIX}")
 set(out "${ABX_GENERATED_DIR}")
 file(MAKE_DIRECTORY "${out}/system" "${out}/user")
 
+# The help texts name the config file under the user's home: "~", not the builder's.
+set(as_anyone "${CMAKE_COMMAND}" -E env --unset=XDG_CONFIG_HOME --unset=ABX_CONFIG_DIR "HOME=~")
+
 function(abx_output file)
-  execute_process(COMMAND "${ABX_BINARY}" ${ARGN} OUTPUT_FILE "${out}/${file}"
+  execute_process(COMMAND ${as_anyone} "${ABX_BINARY}" ${ARGN} OUTPUT_FILE "${out}/${file}"
                   RESULT_VARIABLE failed)
   if(failed)
     message(FATAL_ERROR "abx ${ARGN} failed (${failed}): is ${ABX_BINARY} built?")
@@ -31,7 +34,7 @@ file(INSTALL "${out}/abx.fish" DESTINATION "${prefix}/share/fish/vendor_completi
 find_program(HELP2MAN help2man)
 if(HELP2MAN)
   execute_process(
-    COMMAND "${HELP2MAN}" --no-info --section=1
+    COMMAND ${as_anyone} "${HELP2MAN}" --no-info --section=1
             "--name=disposable, isolated Linux sandboxes for AI agents' code"
             --include=${ABX_SOURCE_DIR}/dist/abx.h2m --output=${out}/abx.1 "${ABX_BINARY}"
     RESULT_VARIABLE failed)
