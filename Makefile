@@ -6,6 +6,8 @@ BUILD := build
 ASAN_BUILD := build-asan
 TSAN_BUILD := build-tsan
 FUZZ_BUILD := build-fuzz
+RELEASE_BUILD := build-release
+PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 # libFuzzer runs one process per target: as many at once as there are cores.
 FUZZ_JOBS ?= $(shell nproc)
@@ -14,7 +16,8 @@ VENV := $(BUILD)/venv
 PY := $(VENV)/bin/python
 
 .PHONY: all build deps demo check test unit unit-quick unit-tsan e2e offline lint-python \
-	format format-check bench clean fuzz fuzz-build fuzz-smoke e2b-suites
+	format format-check bench clean fuzz fuzz-build fuzz-smoke e2b-suites \
+	release install uninstall deb
 
 all: build
 
@@ -110,5 +113,29 @@ format:
 format-check:
 	$(CXX_SOURCES) | xargs clang-format --dry-run --Werror
 
+# `make install [PREFIX=/usr/local] [DESTDIR=…]`: a Release build of abx and abx-init in
+# a build dir of its own (no unit tests, so no GTest), installed stripped; what goes where
+# is in cmake/install.cmake. `make uninstall` removes what the last install wrote.
+# -O2 as in the tested RelWithDebInfo build (whose warnings, errors here, CI sees),
+# without its debug info.
+$(RELEASE_BUILD)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(RELEASE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DABX_BUILD_TESTS=OFF
+
+release: $(RELEASE_BUILD)/build.ninja
+	ninja -C $(RELEASE_BUILD) $(if $(JOBS),-j$(JOBS)) abx abx-init
+
+install: release
+	DESTDIR=$(DESTDIR) cmake --install $(RELEASE_BUILD) --prefix $(PREFIX) --strip
+
+uninstall:
+	DESTDIR=$(DESTDIR) cmake -DMANIFEST=$(CURDIR)/$(RELEASE_BUILD)/install_manifest.txt \
+	  -P cmake/uninstall.cmake
+
+# A Debian package of the same build (prefix /usr, Depends from dpkg-shlibdeps):
+# $(RELEASE_BUILD)/packages/abx_<version>_<arch>.deb.
+deb: release
+	cd $(RELEASE_BUILD) && cpack -G DEB
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(RELEASE_BUILD)

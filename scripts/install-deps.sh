@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Installs what building and testing need: Debian packages (only those
 # missing, so a prepared machine pays nothing) and a Python venv for the tests.
+# `--build-only`: just what building, installing and running abx needs
+# (scripts/install.sh), no test tools and no venv.
 set -euo pipefail
 venv=${1:-build/venv}
 
-packages=(cmake ninja-build g++ pkg-config clang-format clang libclang-rt-14-dev
+build_packages=(cmake ninja-build make g++ pkg-config git help2man dpkg-dev file
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libseccomp-dev libcap-dev libnl-route-3-dev libnftables-dev libsqlite3-dev libarchive-dev libtomlplusplus-dev libgtest-dev libssl-dev
-  bubblewrap hyperfine iproute2 python3-venv
-  mmdebstrap umoci busybox-static lxcfs slirp4netns
+  libseccomp-dev libcap-dev libnl-route-3-dev libnftables-dev libsqlite3-dev libarchive-dev libtomlplusplus-dev libssl-dev zlib1g-dev
+  # run time: the base template's build, sandboxes' /proc views, rootless id maps
+  # and networking, the SDK's venv
+  mmdebstrap lxcfs uidmap slirp4netns python3-venv)
+packages=("${build_packages[@]}" clang-format clang libclang-rt-14-dev libgtest-dev
+  bubblewrap hyperfine iproute2
+  umoci busybox-static
   # tests/net's private internet (tests/net/world.sh) and its checks
   dnsmasq-base microsocks socat iperf3 nftables)
+[[ $venv == --build-only ]] && packages=("${build_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -21,6 +28,7 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+[[ $venv == --build-only ]] && exit 0
 
 stamp="$venv/.deps-stamp"
 reqs=(tests/requirements.txt tests/compat/python/requirements.txt sdk/python/pyproject.toml)

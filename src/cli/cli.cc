@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "common/version.h"
 
 namespace abx::cli {
 namespace {
@@ -38,7 +39,7 @@ bool is_command(CLI::App& app, const std::string& name) {
 
 int main(int argc, char** argv) {
   CLI::App app{"abx: disposable, isolated Linux sandboxes for AI agents' code", "abx"};
-  app.set_version_flag("--version", "abx " ABX_VERSION);
+  app.set_version_flag("--version", "abx " + version::text());
   app.require_subcommand(1);
   Commands commands;
   add_create(app, commands);
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
   add_keys(app, commands);
   add_quota(app, commands);
   add_usage(app, commands);
+  add_version(app, commands);
+  add_completion(app, commands);
   if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
     std::cerr << "abx: unknown command '" << argv[1] << "'; run `abx --help` for the list\n";
     return kUsageExit;

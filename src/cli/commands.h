@@ -42,6 +42,9 @@ void add_quota(CLI::App& root, Commands& commands);    // quota [set]
 void add_usage(CLI::App& root, Commands& commands);    // usage
 void add_network(CLI::App& root, Commands& commands);  // network show|update
 void add_secrets(CLI::App& root, Commands& commands);  // secrets set|list|rm
+void add_version(CLI::App& root, Commands& commands);  // version (client and daemon)
+// completion bash|zsh|fish: a script made from `root`'s command tree.
+void add_completion(CLI::App& root, Commands& commands);
 
 // --no-internet, --allow-out, --deny-out: on create and on network update.
 struct NetworkFlags {

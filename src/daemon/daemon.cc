@@ -78,10 +78,14 @@ Status write_address_file(const fs::path& path, uint16_t port) {
   return replace_file(path, "http://127.0.0.1:" + std::to_string(port) + "\n", 0644, true);
 }
 
+// Beside abx in a build tree; PREFIX/libexec/abx from PREFIX/bin once installed
+// (cmake/install.cmake).
 fs::path default_init_binary() {
   std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return self.parent_path() / "abx-init";
+  const fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  const fs::path beside = dir / "abx-init";
+  const fs::path installed = dir.parent_path() / "libexec/abx/abx-init";
+  return fs::exists(beside, ec) || !fs::exists(installed, ec) ? beside : installed;
 }
 
 int fail(const Error& error) {

@@ -41,6 +41,7 @@ struct ControlCall {
 // The control plane, one handler per row of the route table (route_table.cc).
 // routes_health.cc
 Task<void> control_health(ControlCall& call, Exchange& exchange);
+Task<void> version_get(ControlCall& call, Exchange& exchange);  // `abx version`
 // routes_sandboxes.cc: E2B's /sandboxes and /v2/sandboxes.
 Task<void> sandboxes_list(ControlCall& call, Exchange& exchange);
 Task<void> sandboxes_list_v2(ControlCall& call, Exchange& exchange);  // paginated

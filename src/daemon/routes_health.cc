@@ -1,4 +1,5 @@
-// Health checks of both planes and envd's small GET endpoints.
+// Health checks of both planes, the daemon's version and envd's small GET endpoints.
+#include "common/version.h"
 #include "daemon/routes.h"
 
 namespace abx::daemon::routes {
@@ -12,7 +13,16 @@ nlohmann::json envd_metric_json(LiveSandbox& live) {
           {"disk_used", sample["diskUsed"]},      {"disk_total", sample["diskTotal"]}};
 }
 
+// Built outside the coroutine (g++ 12 and braced string literals).
+nlohmann::json version_json() {
+  return {{"version", version::kNumber}, {"commit", version::commit()}};
+}
+
 }  // namespace
+
+Task<void> version_get(ControlCall&, Exchange& exchange) {
+  co_await respond_json(exchange, 200, version_json());
+}
 
 Task<void> control_health(ControlCall&, Exchange& exchange) {
   co_await exchange.respond(204, "", "");

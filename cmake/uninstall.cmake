@@ -1,0 +1,28 @@
+# `make uninstall`: removes every file listed in MANIFEST (what the last
+# `cmake --install` wrote), then the abx-only directories left empty.
+if(NOT EXISTS "${MANIFEST}")
+  message(FATAL_ERROR "no ${MANIFEST}: nothing was installed from this build dir")
+endif()
+file(STRINGS "${MANIFEST}" files)
+set(dirs "")
+foreach(file IN LISTS files)
+  set(path "$ENV{DESTDIR}${file}")
+  if(EXISTS "${path}" OR IS_SYMLINK "${path}")
+    message(STATUS "Removing ${path}")
+    file(REMOVE "${path}")
+  endif()
+  # libexec/abx, share/abx/templates/<name>, share/abx/templates, share/abx
+  get_filename_component(dir "${path}" DIRECTORY)
+  while(dir MATCHES "/(share|libexec)/abx(/|$)")
+    list(APPEND dirs "${dir}")
+    get_filename_component(dir "${dir}" DIRECTORY)
+  endwhile()
+endforeach()
+list(REMOVE_DUPLICATES dirs)
+list(SORT dirs ORDER DESCENDING)  # deepest first
+foreach(dir IN LISTS dirs)
+  file(GLOB left "${dir}/*")
+  if(IS_DIRECTORY "${dir}" AND NOT left)
+    file(REMOVE_RECURSE "${dir}")
+  endif()
+endforeach()
