@@ -119,7 +119,14 @@ TEST(EnvdRequests, SignalNamesAndNumbers) {
              "signal");
   EXPECT_BAD(parse_signal(parse(R"({"process": {"pid": 7}, "signal": "SIGNAL_SIGSTOP"})")),
              "signal");
-  EXPECT_BAD(parse_signal(parse(R"({"process": {"pid": 7}, "signal": 2})")), "signal");
+  // Ours beyond envd's enum: the CLI passes on Ctrl-C and hang-ups.
+  auto interrupt = parse_signal(parse(R"({"process": {"pid": 7}, "signal": "SIGNAL_SIGINT"})"));
+  ASSERT_TRUE(interrupt);
+  EXPECT_EQ(interrupt->signal, SIGINT);
+  auto hangup = parse_signal(parse(R"({"process": {"pid": 7}, "signal": 1})"));
+  ASSERT_TRUE(hangup);
+  EXPECT_EQ(hangup->signal, SIGHUP);
+  EXPECT_BAD(parse_signal(parse(R"({"process": {"pid": 7}, "signal": 3})")), "signal");
   EXPECT_BAD(parse_signal(parse(R"({"process": {"pid": 7}, "signal": 4294967305})")), "signal");
 }
 
