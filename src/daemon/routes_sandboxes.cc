@@ -187,8 +187,20 @@ json metrics_between(LiveSandbox& live, const MetricsRange& range) {
   (void)latest_sample(live);
   const SandboxRow row = live.snapshot();
   json out = json::array();
-  for (const MetricSample& sample : live.metrics->between(range.start_s, range.end_s))
-    out.push_back(sample_json(sample, row));
+  const auto samples = live.metrics->between(range.start_s, range.end_s);
+  for (const MetricSample& sample : samples) out.push_back(sample_json(sample, row));
+  // A range reaching now ends with a reading of now (kept out of the
+  // history, which stays at the sampler's pace): a caller asking right after
+  // a change sees it. Its CPU share is the last sample's.
+  const int64_t now = now_ms();
+  if (range.end_s >= now / 1000 && !samples.empty() && now - samples.back().at_ms > 200) {
+    const runtime::Sandbox::Usage usage = live.sandbox->usage();
+    MetricSample current = samples.back();
+    current.at_ms = now;
+    current.memory_bytes = usage.memory_bytes;
+    current.disk_used_bytes = usage.disk_used_bytes;
+    out.push_back(sample_json(current, row));
+  }
   return out;
 }
 
