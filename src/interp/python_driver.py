@@ -712,6 +712,9 @@ def main():
             request = json.loads(line)
         except KeyboardInterrupt:
             continue
+        if request.get("warm_up"):  # from the warm pool: ready once the runner is
+            emit({"type": "end_of_execution"})
+            continue
         count += 1
         execute(request, runner, count)
 
