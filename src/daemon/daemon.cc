@@ -28,6 +28,7 @@
 #include "daemon/router.h"
 #include "daemon/sandbox_trust.h"
 #include "daemon/service.h"
+#include "interp/prestart.h"
 
 namespace abx::daemon {
 namespace {
@@ -193,6 +194,10 @@ int serve(const ServeOptions& options) {
   config.state_dir = options.data_dir / "sandboxes";
   config.init_binary = options.init_binary.empty() ? default_init_binary() : options.init_binary;
   config.warm_pool_size = options.warm_pool;
+  config.warm_up = [](runtime::Sandbox& sandbox, const std::string& what) {
+    return what == interp::kWarmUpPython ? std::shared_ptr<void>(interp::prestart(sandbox))
+                                         : std::shared_ptr<void>();
+  };
   config.lxcfs_dir = options.data_dir / "lxcfs";
   auto runtime = runtime::open_runtime(config);
   if (!runtime) return fail(runtime.error());

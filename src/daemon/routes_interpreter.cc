@@ -21,7 +21,8 @@ constexpr auto kIdleKeepalive = std::chrono::seconds(5);
 std::shared_ptr<interp::Interpreter> interpreter_of(LiveSandbox& live) {
   std::lock_guard lock(live.mutex);
   if (!live.interpreter) {
-    live.interpreter = interp::Interpreter::create(*live.sandbox, live.row.env_vars);
+    live.interpreter =
+        interp::Interpreter::create(*live.sandbox, live.row.env_vars, std::move(live.prestarted));
   }
   return live.interpreter;
 }

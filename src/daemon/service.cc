@@ -14,6 +14,7 @@
 #include "common/ids.h"
 #include "daemon/sandbox_trust.h"
 #include "interp/interp.h"
+#include "interp/prestart.h"
 #include "runtime/sandbox_users.h"
 
 namespace abx::daemon {
@@ -234,6 +235,7 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
 
   std::optional<Error> failure;
   std::unique_ptr<runtime::Sandbox> sandbox;
+  std::shared_ptr<void> warm_up;
   co_await pool_.run([&] {
     templates::ProcessDefaults defaults;
     auto rootfs = templates_.rootfs(request.template_name, &defaults);
@@ -242,6 +244,8 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
       return;
     }
     spec.rootfs = std::move(rootfs.value());
+    // Pooled sandboxes of such templates come with Python's context running.
+    if (interp::worth_prestarting(spec.rootfs)) spec.warm_up = interp::kWarmUpPython;
     auto created = runtime_.create(spec);
     if (!created) {
       failure = runtime_failure(created.error());
@@ -254,6 +258,7 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
       failure = s.error();
       return;
     }
+    warm_up = (*created)->take_warm_up();
     sandbox = std::move(created.value());
   });
   if (failure) co_return *failure;
@@ -271,6 +276,7 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
     co_return s.error();
   }
   auto live = make_live(row, std::move(sandbox));
+  live->prestarted = std::static_pointer_cast<interp::Prestarted>(std::move(warm_up));
   usage().note_create(row.owner, row.started_at_ms);
   std::lock_guard lock(mutex_);
   live_[row.id] = std::move(live);

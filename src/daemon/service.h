@@ -29,7 +29,8 @@
 
 namespace abx::interp {
 class Interpreter;
-}
+struct Prestarted;
+}  // namespace abx::interp
 
 namespace abx::daemon {
 
@@ -44,10 +45,13 @@ struct LiveSandbox {
 
   SandboxRow snapshot() const;
 
-  std::mutex mutex;  // guards row.end_at_ms, interpreter and accounted_ms
+  std::mutex mutex;  // guards row.end_at_ms, interpreter, prestarted and accounted_ms
   SandboxRow row;
   int64_t accounted_ms = 0;                          // sandbox-seconds are in the usage up to here
   std::shared_ptr<interp::Interpreter> interpreter;  // created on first use
+  // Python's default context, started in the warm pool; the interpreter
+  // takes it on first use if the env vars are still those it started with.
+  std::shared_ptr<interp::Prestarted> prestarted;
   // A network update runs (apply, then store): the next waits its turn or is
   // refused, so the policy enforced is always the one stored.
   std::atomic<bool> updating_network{false};

@@ -8,6 +8,7 @@
 #include "interp/events.h"
 #include "interp/execution_stream.h"
 #include "interp/fd_io.h"
+#include "interp/prestart.h"
 
 namespace abx::interp {
 
@@ -18,13 +19,51 @@ constexpr std::chrono::milliseconds kPollInterval{100};  // how soon a cancel is
 constexpr std::chrono::seconds kInterruptGrace{2};       // SIGINT, then kill after this
 constexpr std::chrono::seconds kKeepaliveInterval{5};
 
-std::string new_token() {
+}  // namespace
+
+std::map<std::string, std::string> context_env(std::map<std::string, std::string> sandbox_env) {
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      // E2B's Jupyter server runs as root (started with sudo), and so do its
+      // kernels; they only chdir to the context's cwd.
+      {"HOME", "/root"},
+      {"USER", "root"},
+      {"LANG", "C.UTF-8"},
+      {"MPLBACKEND", "Agg"},  // matplotlib renders to PNG, never to a display
+  };
+  for (auto& [name, value] : sandbox_env) env[name] = std::move(value);
+  return env;
+}
+
+std::string new_driver_token() {
   return "\x1e"
          "abx:" +
          ids::random_hex(12) + ":";
 }
 
-}  // namespace
+Result<runtime::Process> start_driver(runtime::Sandbox& sandbox, const Language& language,
+                                      const std::map<std::string, std::string>& env,
+                                      const std::string& token, const std::string& cwd) {
+  runtime::ProcessSpec spec;
+  spec.argv = language.argv;
+  spec.env = env;
+  spec.env["ABX_INTERP_TOKEN"] = token;
+  spec.cwd = cwd;
+  spec.uid = 0;  // as E2B's kernels, which its Jupyter server starts as root
+  spec.gid = 0;
+  auto process = sandbox.spawn(spec);
+  if (!process) {
+    const Error& e = process.error();
+    return Error{"start " + language.name + " context", e.errnum, e.message()};
+  }
+  for (int fd : {process->stdout_fd.get(), process->stderr_fd.get()}) {
+    if (auto s = set_nonblocking(fd); !s) {
+      (void)sandbox.signal(process->pid, SIGKILL);
+      return s.error();
+    }
+  }
+  return process;
+}
 
 Context::Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
                  std::map<std::string, std::string> env)
@@ -32,7 +71,18 @@ Context::Context(ContextInfo info, const Language& language, runtime::Sandbox& s
       language_(language),
       sandbox_(sandbox),
       env_(std::move(env)),
-      token_(new_token()) {}
+      token_(new_driver_token()) {}
+
+Context::Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
+                 Prestarted&& prestarted)
+    : info_(std::move(info)),
+      language_(language),
+      sandbox_(sandbox),
+      env_(std::move(prestarted.env)),
+      token_(std::move(prestarted.token)) {
+  pid_ = prestarted.process.pid;
+  process_ = std::move(prestarted.process);
+}
 
 Context::~Context() {
   std::lock_guard lock(mutex_);
@@ -56,24 +106,8 @@ void Context::kill() {
 }
 
 Status Context::start_locked() {
-  runtime::ProcessSpec spec;
-  spec.argv = language_.argv;
-  spec.env = env_;
-  spec.env["ABX_INTERP_TOKEN"] = token_;
-  spec.cwd = info_.cwd;
-  spec.uid = 0;  // as E2B's kernels, which its Jupyter server starts as root
-  spec.gid = 0;
-  auto process = sandbox_.spawn(spec);
-  if (!process) {
-    const Error& e = process.error();
-    return Error{"start " + language_.name + " context", e.errnum, e.message()};
-  }
-  for (int fd : {process->stdout_fd.get(), process->stderr_fd.get()}) {
-    if (auto s = set_nonblocking(fd); !s) {
-      (void)sandbox_.signal(process->pid, SIGKILL);
-      return s;
-    }
-  }
+  auto process = start_driver(sandbox_, language_, env_, token_, info_.cwd);
+  if (!process) return process.error();
   pid_ = process->pid;
   process_ = std::move(process.value());
   return {};

@@ -3,6 +3,7 @@
 // run one at a time; a context whose process died starts again on next use.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -16,10 +17,36 @@
 
 namespace abx::interp {
 
+struct Prestarted;
+
+inline constexpr const char* kDefaultCwd = "/home/user";
+// E2B's code-interpreter server makes these at start-up; GET /contexts lists them.
+inline constexpr std::array<const char*, 2> kDefaultLanguages = {"python", "javascript"};
+
+// Runs `check` with /bin/sh in the sandbox; true if it exits 0.
+bool sandbox_check_passes(runtime::Sandbox& sandbox, const std::string& check,
+                          const std::map<std::string, std::string>& env);
+
+// The environment of every context of a sandbox created with `sandbox_env`.
+std::map<std::string, std::string> context_env(std::map<std::string, std::string> sandbox_env);
+
+// A fresh ABX_INTERP_TOKEN, which marks the driver's protocol lines.
+std::string new_driver_token();
+
+// Starts `language`'s driver as a context does: as root (as E2B's kernels),
+// in `cwd`, with `env` and `token`, its output pipes non-blocking.
+Result<runtime::Process> start_driver(runtime::Sandbox& sandbox, const Language& language,
+                                      const std::map<std::string, std::string>& env,
+                                      const std::string& token, const std::string& cwd);
+
 class Context {
  public:
   Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
           std::map<std::string, std::string> env);
+  // Takes over a driver started ahead of need with the same env (the
+  // caller checked), so that the first execution finds it running.
+  Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
+          Prestarted&& prestarted);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

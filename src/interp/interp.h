@@ -24,6 +24,8 @@ struct ContextInfo {
   std::string cwd;       // default /home/user
 };
 
+struct Prestarted;  // interp/prestart.h
+
 struct ExecuteRequest {
   std::string code;
   std::string context_id;                       // empty: the default context of `language`
@@ -40,8 +42,11 @@ class Interpreter {
  public:
   // `sandbox` must outlive the Interpreter. `sandbox_env` are the sandbox's
   // environment variables (from create), given to every context.
+  // `prestarted` (from the warm pool) becomes the default Python context if
+  // it was started with the same environment, and is killed otherwise.
   static std::unique_ptr<Interpreter> create(runtime::Sandbox& sandbox,
-                                             std::map<std::string, std::string> sandbox_env);
+                                             std::map<std::string, std::string> sandbox_env,
+                                             std::shared_ptr<Prestarted> prestarted = nullptr);
   virtual ~Interpreter() = default;
 
   // Errors: unknown language → Error{"context language", EINVAL, "..."}.

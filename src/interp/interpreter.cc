@@ -17,29 +17,13 @@
 #include "interp/context.h"
 #include "interp/interp.h"
 #include "interp/languages.h"
+#include "interp/prestart.h"
 
 namespace abx::interp {
 
 namespace {
 
-constexpr const char* kDefaultCwd = "/home/user";
-// E2B's code-interpreter server makes these at start-up; GET /contexts lists them.
-constexpr std::array<const char*, 2> kDefaultLanguages = {"python", "javascript"};
 constexpr int kAvailabilityTimeoutMs = 5000;
-
-std::map<std::string, std::string> context_env(std::map<std::string, std::string> sandbox_env) {
-  std::map<std::string, std::string> env = {
-      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-      // E2B's Jupyter server runs as root (started with sudo), and so do its
-      // kernels; they only chdir to the context's cwd.
-      {"HOME", "/root"},
-      {"USER", "root"},
-      {"LANG", "C.UTF-8"},
-      {"MPLBACKEND", "Agg"},  // matplotlib renders to PNG, never to a display
-  };
-  for (auto& [name, value] : sandbox_env) env[name] = std::move(value);
-  return env;
-}
 
 // E2B's context ids are Jupyter kernel UUIDs; ours look the same.
 std::string new_context_id() {
@@ -65,6 +49,8 @@ Status check_env_var_names(const std::map<std::string, std::string>& env_vars) {
   return {};
 }
 
+}  // namespace
+
 // Runs `check` with /bin/sh in the sandbox; true if it exits 0.
 bool sandbox_check_passes(runtime::Sandbox& sandbox, const std::string& check,
                           const std::map<std::string, std::string>& env) {
@@ -84,10 +70,29 @@ bool sandbox_check_passes(runtime::Sandbox& sandbox, const std::string& check,
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+namespace {
+
+// Whether a prestarted driver's process is still there to take over.
+bool still_running(const runtime::Process& process) {
+  pollfd exited{process.exit_fd.get(), POLLIN, 0};
+  return ::poll(&exited, 1, 0) == 0;
+}
+
 class SandboxInterpreter final : public Interpreter {
  public:
-  SandboxInterpreter(runtime::Sandbox& sandbox, std::map<std::string, std::string> sandbox_env)
-      : sandbox_(sandbox), env_(context_env(std::move(sandbox_env))) {}
+  SandboxInterpreter(runtime::Sandbox& sandbox, std::map<std::string, std::string> sandbox_env,
+                     std::shared_ptr<Prestarted> prestarted)
+      : sandbox_(sandbox), env_(context_env(std::move(sandbox_env))) {
+    if (!prestarted) return;
+    // Only the very process a first execution would have started: a sandbox
+    // created with env vars (or template env) gets its context started on use.
+    if (prestarted->env == env_ && still_running(prestarted->process)) {
+      available_ = prestarted->available;
+      prestarted_ = std::move(prestarted);
+    } else {
+      (void)sandbox_.signal(prestarted->process.pid, SIGKILL);
+    }
+  }
 
   ~SandboxInterpreter() override {
     for (auto& [id, context] : contexts_) context->kill();
@@ -195,9 +200,24 @@ class SandboxInterpreter final : public Interpreter {
     defaults_added_ = true;
     for (const char* language : kDefaultLanguages) {
       if (default_ids_.contains(language)) continue;
-      auto context = create_locked(language, kDefaultCwd, false);
+      auto context = std::string_view(language) == "python" && prestarted_
+                         ? adopt_prestarted_locked()
+                         : create_locked(language, kDefaultCwd, false);
       if (context) default_ids_[language] = context.value()->info().id;
     }
+  }
+
+  // The default Python context, with the driver the warm pool started.
+  Result<std::shared_ptr<Context>> adopt_prestarted_locked() {
+    auto language = find_language("python");
+    if (!language) return language.error();
+    ContextInfo info{new_context_id(), language.value()->name, kDefaultCwd};
+    auto context =
+        std::make_shared<Context>(info, *language.value(), sandbox_, std::move(*prestarted_));
+    prestarted_.reset();
+    contexts_[info.id] = context;
+    order_.push_back(info.id);
+    return context;
   }
 
   // Only success is remembered: the user may install the language later.
@@ -218,13 +238,16 @@ class SandboxInterpreter final : public Interpreter {
   bool defaults_added_ = false;
   std::map<std::string, std::string> default_ids_;  // language → context id
   std::set<std::string> available_;                 // languages whose check passed
+  std::shared_ptr<Prestarted> prestarted_;          // until the default Python context takes it
 };
 
 }  // namespace
 
 std::unique_ptr<Interpreter> Interpreter::create(runtime::Sandbox& sandbox,
-                                                 std::map<std::string, std::string> sandbox_env) {
-  return std::make_unique<SandboxInterpreter>(sandbox, std::move(sandbox_env));
+                                                 std::map<std::string, std::string> sandbox_env,
+                                                 std::shared_ptr<Prestarted> prestarted) {
+  return std::make_unique<SandboxInterpreter>(sandbox, std::move(sandbox_env),
+                                              std::move(prestarted));
 }
 
 }  // namespace abx::interp

@@ -340,6 +340,7 @@ class LocalRuntime final : public Runtime {
  private:
   fs::path state_of(const std::string& id) const { return config_.state_dir / id; }
   Result<std::unique_ptr<Sandbox>> create_now(const SandboxSpec& spec);
+  Result<std::unique_ptr<Sandbox>> create_warm(const SandboxSpec& spec);
   Result<LocalSandbox::Held> start(const SandboxSpec& spec, const Limits& limits,
                                    uint32_t net_slot);
   uint32_t slot_of(const SandboxRecord& record) const {
@@ -371,7 +372,7 @@ class LocalRuntime final : public Runtime {
       [this](InitHandle& init, std::optional<int> status) { on_init_exit(init, status); }};
   // Last: its thread stops, and its sandboxes go, before anything it uses.
   WarmPool pool_{config_.warm_pool_size,
-                 [this](const SandboxSpec& spec) { return create_now(spec); },
+                 [this](const SandboxSpec& spec) { return create_warm(spec); },
                  [this](const SandboxRecord& record) { (void)destroy(record); }};
 };
 
@@ -478,6 +479,14 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
   }
   chosen.id = ids::sandbox_id();
   return create_now(chosen);
+}
+
+// For the pool: the sandbox, and what the warm-up its spec asks for made.
+Result<std::unique_ptr<Sandbox>> LocalRuntime::create_warm(const SandboxSpec& spec) {
+  auto sandbox = create_now(spec);
+  if (sandbox && !spec.warm_up.empty() && config_.warm_up)
+    (*sandbox)->set_warm_up(config_.warm_up(**sandbox, spec.warm_up));
+  return sandbox;
 }
 
 Result<std::unique_ptr<Sandbox>> LocalRuntime::create_now(const SandboxSpec& spec) {

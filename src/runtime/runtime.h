@@ -65,6 +65,10 @@ struct SandboxSpec {
   // writable dir (a build) gets the gateway as resolver by a bind over
   // /etc/resolv.conf, which stays out of the layer.
   bool network = true;
+  // Opaque to the runtime; empty: none. A pooled sandbox made from this spec
+  // is handed, once made, to RuntimeConfig::warm_up with it, off the request
+  // path (the daemon starts interpreters there); part of the pool key.
+  std::string warm_up;
 };
 
 // Everything needed to find a live sandbox again after the daemon restarts.
@@ -174,6 +178,15 @@ class Sandbox {
     uint64_t disk_used_bytes = 0;
   };
   virtual Usage usage() const = 0;
+
+  // What RuntimeConfig::warm_up made for this sandbox while it waited in the
+  // warm pool (null otherwise), handed over once. It must not refer to the
+  // sandbox: it may outlive it, or die with it.
+  std::shared_ptr<void> take_warm_up() { return std::move(warm_up_); }
+  void set_warm_up(std::shared_ptr<void> state) { warm_up_ = std::move(state); }
+
+ private:
+  std::shared_ptr<void> warm_up_;
 };
 
 // Sandbox networks: a veth per sandbox, NAT out, nftables for the policy.
@@ -195,6 +208,10 @@ struct RuntimeConfig {
   // Ready sandboxes kept per distinct (rootfs, limits, hostname) for creates
   // with an empty id; 0 disables the pool.
   size_t warm_pool_size = 2;
+  // Run on the pool's thread for each pooled sandbox made from a spec with a
+  // non-empty SandboxSpec::warm_up, before the sandbox is ready to take; what
+  // it returns travels with the sandbox (Sandbox::take_warm_up).
+  std::shared_ptr<void> (*warm_up)(Sandbox& sandbox, const std::string& warm_up) = nullptr;
   // Where to mount lxcfs for sandboxes' /proc views of their own limits;
   // empty: no lxcfs (sandboxes see the host's meminfo, uptime, ...).
   fs::path lxcfs_dir;

@@ -8,7 +8,7 @@ namespace {
 // Everything a create request may differ in, except the id.
 std::string spec_key(const SandboxSpec& spec) {
   // Build sandboxes (writable_dir) and loopback-only ones never come to the pool.
-  std::string key = spec.hostname + '\n';
+  std::string key = spec.hostname + '\n' + spec.warm_up + '\n';
   for (const auto& layer : spec.rootfs.lower_layers) key += "L" + layer.string() + '\n';
   for (const auto& bind : spec.rootfs.read_only_binds)
     key += "B" + bind.host_path.string() + '\n' + bind.sandbox_path.string() + '\n';
