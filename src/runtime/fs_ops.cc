@@ -62,8 +62,17 @@ Result<UniqueFd> reopen(int path_fd, int flags, const char* step, const std::str
   return UniqueFd(fd);
 }
 
+// mkdirat(parent, name, 0755), or `on_denied` where permission is refused.
+Status make_one(int parent, const std::string& name, const std::string& path,
+                MakeDenied on_denied) {
+  if (::mkdirat(parent, name.c_str(), 0755) == 0) return {};
+  const int err = errno;
+  if ((err == EACCES || err == EPERM) && on_denied != nullptr) return on_denied(parent, name, path);
+  return Error{"mkdir", err, path};
+}
+
 // mkdir -p of every component of `dir`, 0755. Returns the final dir.
-Result<UniqueFd> make_parents(int root, const std::string& dir) {
+Result<UniqueFd> make_parents(int root, const std::string& dir, MakeDenied on_denied) {
   auto current = resolve(root, "/", O_PATH | O_DIRECTORY, "open");
   if (!current) return current.error();
   size_t start = 1;
@@ -74,8 +83,9 @@ Result<UniqueFd> make_parents(int root, const std::string& dir) {
     start = end + 1;
     auto next = resolve(root, prefix, O_PATH | O_DIRECTORY, "open");
     if (!next && next.error().errnum == ENOENT && names_an_entry(name)) {
-      if (::mkdirat(current->get(), name.c_str(), 0755) != 0 && errno != EEXIST)
-        return Error::from_errno("mkdir", prefix);
+      if (auto made = make_one(current->get(), name, prefix, on_denied);
+          !made && made.error().errnum != EEXIST)
+        return made.error();
       next = resolve(root, prefix, O_PATH | O_DIRECTORY, "open");
     }
     if (!next) return next.error();
@@ -293,19 +303,18 @@ Result<std::vector<EntryInfo>> list(int root, const std::string& path, int depth
   return entries;
 }
 
-Status make_dir(int root, const std::string& path) {
+Status make_dir(int root, const std::string& path, MakeDenied on_denied) {
   const auto [parent_path, name] = split_last(path);
   if (!names_an_entry(name)) return Error{"mkdir", EEXIST, path};
-  auto parent = make_parents(root, parent_path);
+  auto parent = make_parents(root, parent_path, on_denied);
   if (!parent) return parent.error();
-  if (::mkdirat(parent->get(), name.c_str(), 0755) != 0) return Error::from_errno("mkdir", path);
-  return {};
+  return make_one(parent->get(), name, path, on_denied);
 }
 
 Status make_symlink(int root, const std::string& path, const std::string& target) {
   const auto [parent_path, name] = split_last(path);
   if (!names_an_entry(name)) return Error{"symlink", EEXIST, path};
-  auto parent = make_parents(root, parent_path);
+  auto parent = make_parents(root, parent_path, nullptr);
   if (!parent) return parent.error();
   if (::symlinkat(target.c_str(), parent->get(), name.c_str()) != 0)
     return Error::from_errno("symlink", path);
@@ -394,10 +403,11 @@ UniqueFd open_replacement(int parent, const std::string& name) {
 // /proc/mtrr, through a link the sandbox planted), before a byte is written.
 // A link at the final name is followed (inside the root); the parent is
 // kept so that an abandoned file can be removed by its name there.
-Result<CreatedFile> create_file(int root, const std::string& path, bool may_replace) {
+Result<CreatedFile> create_file(int root, const std::string& path, bool may_replace,
+                                MakeDenied on_denied) {
   const auto [parent_path, name] = split_last(path);
   if (!names_an_entry(name)) return Error{"open", EISDIR, path};
-  auto parent = make_parents(root, parent_path);
+  auto parent = make_parents(root, parent_path, on_denied);
   if (!parent) return parent.error();
   if (may_replace) {
     if (UniqueFd unnamed = open_replacement(parent->get(), name); unnamed.valid())

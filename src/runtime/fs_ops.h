@@ -38,7 +38,13 @@ Result<EntryInfo> stat(int root, const std::string& path, const Owners& owners);
 // depth >= 1; depth 1 lists direct children only.
 Result<std::vector<EntryInfo>> list(int root, const std::string& path, int depth,
                                     const Owners& owners);
-Status make_dir(int root, const std::string& path);
+// Called where the acting user may not create a missing directory (EACCES
+// or EPERM): makes `name` in `parent` by other means, or fails. See the file
+// worker, which does what envd does there.
+using MakeDenied = Status (*)(int parent, const std::string& name, const std::string& path);
+// mkdir -p: every missing component made (0755); `on_denied` where the
+// user may not.
+Status make_dir(int root, const std::string& path, MakeDenied on_denied = nullptr);
 Status make_symlink(int root, const std::string& path, const std::string& target);
 Status move(int root, const std::string& from, const std::string& to);
 Status remove(int root, const std::string& path);
@@ -55,7 +61,8 @@ struct CreatedFile {
   std::string name;
   bool replaces = false;  // `file` is unnamed until commit_created
 };
-Result<CreatedFile> create_file(int root, const std::string& path, bool may_replace = false);
+Result<CreatedFile> create_file(int root, const std::string& path, bool may_replace = false,
+                                MakeDenied on_denied = nullptr);
 // Once the data is synced: a replacement renamed over the old file. Nothing
 // for a file written in place.
 Status commit_created(const CreatedFile& created, const std::string& path);

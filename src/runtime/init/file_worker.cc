@@ -50,6 +50,47 @@ proto::FileReply failure(const Error& error) {
   return reply;
 }
 
+// The sandbox user the worker acts as (0: root, or a rootless sandbox).
+uid_t acting_uid = 0;
+gid_t acting_gid = 0;
+
+Status act_as_ids(uid_t uid, gid_t gid) {
+  ::setfsgid(gid);
+  ::setfsuid(uid);
+  // setfsuid/setfsgid report the old id whether or not they succeeded.
+  if (static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != uid ||
+      static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != gid)
+    return Error{"act as uid " + std::to_string(uid), EPERM, {}};
+  return {};
+}
+
+// Makes `name` in `parent` as sandbox root and gives it to the acting user,
+// checked to be the fresh, empty directory just made (not a symlink or a
+// directory swapped in), so nothing else changes owner.
+Status make_dir_given_to_user(int parent, const std::string& name, const std::string& path) {
+  if (::mkdirat(parent, name.c_str(), 0755) != 0) return Error::from_errno("mkdir", path);
+  UniqueFd made(::openat(parent, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!made.valid() || ::fstat(made.get(), &st) != 0 || st.st_uid != 0 || st.st_nlink != 2)
+    return Error{"mkdir", EAGAIN, path + ": changed while it was made"};
+  if (::fchownat(made.get(), "", acting_uid, acting_gid, AT_EMPTY_PATH) != 0)
+    return Error::from_errno("chown", path);
+  return {};
+}
+
+// envd creates every missing directory of an upload or mkdir as root and
+// chowns it to the user, so a write as `user` to /new/dir/file works (E2B's
+// tests rely on it). Here only the directories the user may not create go
+// through sandbox root (which any caller can ask to act as anyway); the file
+// itself is still written as the user, so no existing file changes hands.
+Status make_dir_as_root(int parent, const std::string& name, const std::string& path) {
+  if (acting_uid == 0) return Error{"mkdir", EACCES, path};
+  if (auto s = act_as_ids(0, 0); !s) ::_exit(1);
+  Status made = make_dir_given_to_user(parent, name, path);
+  if (auto s = act_as_ids(acting_uid, acting_gid); !s) ::_exit(1);  // never go on as root
+  return made;
+}
+
 void answer(const Status& status) { send(status ? proto::FileReply{} : failure(status.error())); }
 
 size_t encoded_size(const EntryInfo& e) {
@@ -124,7 +165,7 @@ std::optional<uint64_t> commit() {
 // the worker removes what it made, by its name in the directory it made it
 // in, as the user it wrote as.
 void write_file(int root, const FileRequest& request) {
-  auto created = fs_ops::create_file(root, request.path, true);
+  auto created = fs_ops::create_file(root, request.path, true, make_dir_as_root);
   if (!created) return send(failure(created.error()));
   const int file = created->file.get();
   proto::FileReply opened;
@@ -169,7 +210,7 @@ void run(const FileRequest& request) {
     case FileOp::kList:
       return answer_entries(fs_ops::list(r, request.path, static_cast<int>(request.depth), owners));
     case FileOp::kMakeDir:
-      return answer(fs_ops::make_dir(r, request.path));
+      return answer(fs_ops::make_dir(r, request.path, make_dir_as_root));
     case FileOp::kSymlink:
       return answer(fs_ops::make_symlink(r, request.path, request.other));
     case FileOp::kMove:
@@ -214,11 +255,9 @@ bool isolate(int session, int data, int workload) {
 Status act_as(uid_t uid, gid_t gid, bool set_groups) {
   if (auto s = caps::keep_only_default_set(); !s) return s;
   if (set_groups && ::setgroups(1, &gid) != 0) return Error::from_errno("setgroups");
-  ::setfsgid(gid);
-  ::setfsuid(uid);
-  if (static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != uid ||
-      static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != gid)
-    return Error{"act as uid " + std::to_string(uid), EPERM, {}};
+  if (auto s = act_as_ids(uid, gid); !s) return s;
+  acting_uid = uid;
+  acting_gid = gid;
   // Not dumpable (after the id change, which resets it): no process of the
   // sandbox may ptrace the worker or open its fds through /proc.
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return Error::from_errno("prctl");

@@ -90,12 +90,34 @@ def test_watch_new_file_events_and_entries(sandbox):
         handle.stop()
 
 
-def test_user_cannot_write_into_a_root_owned_dir(sandbox):
-    """E2B's 'write multiple files' (e2b-js-sdk write.test.ts) writes /0/... as `user`:
-    envd, running as root, makes /0 and chowns it to the user. We keep the files API
-    to the user's own permissions (the host-boundary rule), so this is refused."""
+def test_user_writes_into_a_new_dir_under_a_root_owned_one(sandbox):
+    """As E2B's 'write multiple files' (e2b-js-sdk write.test.ts), which writes /0/... as
+    `user`: envd (root) makes the missing /0 and chowns it to the user. So do we, for
+    the missing directories only; the file is still written as the user."""
+    infos = sandbox.files.write_files(
+        [WriteEntry(path="/0/multi.txt", data="zero"), WriteEntry(path="one.txt", data="one")]
+    )
+    assert [i.path for i in infos] == ["/0/multi.txt", "/home/user/one.txt"]
+    assert sandbox.files.read("/0/multi.txt") == "zero"
+    made = sandbox.files.get_info("/0")
+    assert (made.owner, made.group) == ("user", "user")
+    assert sandbox.files.get_info("/0/multi.txt").owner == "user"
+    assert sandbox.files.make_dir("/srv/a/b")
+    assert sandbox.files.get_info("/srv/a").owner == "user"
+    assert sandbox.files.get_info("/srv").owner == "root"  # was there: unchanged
+
+
+def test_user_still_cannot_overwrite_a_root_owned_file(sandbox):
+    """envd would overwrite /etc/hostname and chown it; a missing directory is all we
+    make as root: an existing file keeps its owner and its permissions hold."""
+    before = sandbox.files.read("/etc/hostname")
     with pytest.raises(SandboxException) as refused:
-        sandbox.files.write("/0/x.txt", "x")
-    assert "cannot write '/0/x.txt'" in str(refused.value)
-    assert not sandbox.files.exists("/0")
-    sandbox.files.write("/0/x.txt", "x", user="root")  # root may
+        sandbox.files.write("/etc/hostname", "mine")
+    assert "cannot write '/etc/hostname'" in str(refused.value)
+    assert sandbox.files.read("/etc/hostname") == before
+    assert sandbox.files.get_info("/etc/hostname").owner == "root"
+    # A link the user planted into a root-owned dir gives away only what is new.
+    sandbox.commands.run("ln -s /etc /home/user/etc-link")
+    sandbox.files.write("/home/user/etc-link/abx-new/f.txt", "f")
+    assert sandbox.files.get_info("/etc/abx-new").owner == "user"
+    assert sandbox.files.get_info("/etc").owner == "root"
