@@ -40,6 +40,17 @@ if [[ ! -f $stamp ]] || [[ -n $(find "${reqs[@]}" -newer "$stamp" 2>/dev/null) ]
   touch "$stamp"
 fi
 
+# The recipes' agent frameworks (tests/examples), apart: they need newer packages than
+# the test venv pins.
+examples_venv=$(dirname "$venv")/examples-venv
+examples_reqs=(tests/examples/requirements.txt sdk/python/pyproject.toml)
+if [[ ! -f $examples_venv/.deps-stamp ]] ||
+  [[ -n $(find "${examples_reqs[@]}" -newer "$examples_venv/.deps-stamp" 2>/dev/null) ]]; then
+  python3 -m venv "$examples_venv"
+  "$examples_venv/bin/pip" install -q -r tests/examples/requirements.txt -e sdk/python
+  touch "$examples_venv/.deps-stamp"
+fi
+
 # The JavaScript E2B SDKs for tests/compat/js, reinstalled when the lock changes.
 js=tests/compat/js
 if command -v npm >/dev/null && { [[ ! -d $js/node_modules ]] || [[ $js/package-lock.json -nt $js/node_modules ]]; }; then
