@@ -41,6 +41,11 @@ class UploadTarget {
   void discard() {
     if (!done_) writer_.reset();
   }
+  // The same, waiting until the file is gone (blocks).
+  void abandon() {
+    if (!done_ && writer_) writer_->abandon();
+    discard();
+  }
   bool open(uint32_t uid, const std::map<std::string, std::string>& metadata) {
     auto writer = sfs::start_write(sb_, path_, uid, 0, metadata);
     if (!writer) return fail(writer.error());
@@ -164,7 +169,7 @@ struct UploadState {
     return kNone;
   }
   void discard_unfinished() {
-    for (const auto& target : targets) target->discard();
+    for (const auto& target : targets) target->abandon();
   }
 };
 

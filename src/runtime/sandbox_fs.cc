@@ -172,6 +172,18 @@ FileWriter::~FileWriter() {
   if (!done_ && on_host_) fs_ops::remove_created(*on_host_);
 }
 
+void FileWriter::abandon() {
+  if (done_) return;
+  if (on_host_) {
+    fs_ops::remove_created(*on_host_);
+    on_host_.reset();
+    return;
+  }
+  io_.data.reset();  // EOF with no commit before it: the worker removes the file, then answers
+  if (io_.session.valid()) (void)file_client::outcome(io_.session.get());
+  io_ = FileResult{};
+}
+
 Status FileWriter::write(std::string_view data) {
   if (on_host_) return write_all(on_host_->file.get(), data, "write", target_.path);
   while (!data.empty()) {

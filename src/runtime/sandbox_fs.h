@@ -65,6 +65,10 @@ class FileWriter {
   Status write(std::string_view data);
   // The file complete and synced, every byte sent accounted for.
   Status finish();
+  // Drops the unfinished file and waits (up to the worker's answer timeout)
+  // until it is gone, so that an answer sent next is never overtaken by a
+  // file still there. The destructor drops it without waiting.
+  void abandon();
 
  private:
   Error stopped(const Error& error);
