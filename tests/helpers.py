@@ -81,3 +81,13 @@ def sandbox_host_pids(sandbox_id: str) -> list[int]:
         except OSError:
             continue
     return pids
+
+
+def envd_headers(sb: dict) -> dict[str, str]:
+    """Headers that reach the envd plane of sandbox `sb` (a create's JSON) through the
+    daemon, as E2B's SDK sends them."""
+    headers = {"E2b-Sandbox-Id": sb["sandboxID"], "E2b-Sandbox-Port": "49983",
+               "Connect-Protocol-Version": "1"}
+    if sb.get("envdAccessToken"):
+        headers["X-Access-Token"] = sb["envdAccessToken"]
+    return headers

@@ -12,7 +12,7 @@ import threading
 
 import httpx
 
-from helpers import wait_until
+from helpers import envd_headers, wait_until
 
 INTERPRETER_PORT = 49999
 EXECUTIONS = 10
@@ -85,14 +85,6 @@ def test_create_and_kill_complete_while_long_executions_run(daemon):
             for execution in executions:
                 execution.join(60)
             client.close()
-
-
-def envd_headers(sb: dict) -> dict[str, str]:
-    headers = {"E2b-Sandbox-Id": sb["sandboxID"], "E2b-Sandbox-Port": "49983",
-               "Connect-Protocol-Version": "1"}
-    if sb.get("envdAccessToken"):
-        headers["X-Access-Token"] = sb["envdAccessToken"]
-    return headers
 
 
 def test_input_to_a_process_that_never_reads_it_ends_with_an_error(daemon):

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 from harness import ABX_BIN, Daemon, start_daemon, stop_daemon
-from helpers import wait_until
+from helpers import envd_headers, wait_until
 
 
 def daemon_lineage(data_dir: Path) -> list[int]:
@@ -277,9 +277,7 @@ def test_an_upload_bigger_than_the_sandbox_disk_answers_507(state_dir):
             r = api.post("/sandboxes", json={"templateID": "host", "diskSizeMB": 32})
             assert r.status_code == 201, r.text
             sb = r.json()
-        headers = {"E2b-Sandbox-Id": sb["sandboxID"], "E2b-Sandbox-Port": "49983"}
-        if sb.get("envdAccessToken"):
-            headers["X-Access-Token"] = sb["envdAccessToken"]
+        headers = envd_headers(sb)
         # A client that reads the answer only once it sent its whole body.
         head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         body = b"x" * (160 << 20)
@@ -301,13 +299,6 @@ def test_an_upload_bigger_than_the_sandbox_disk_answers_507(state_dir):
         assert d.proc.poll() is None and httpx.get(f"{d.url}/health").status_code == 204
     finally:
         stop_daemon(d)
-
-
-def envd_headers(sb: dict) -> dict[str, str]:
-    headers = {"E2b-Sandbox-Id": sb["sandboxID"], "E2b-Sandbox-Port": "49983"}
-    if sb.get("envdAccessToken"):
-        headers["X-Access-Token"] = sb["envdAccessToken"]
-    return headers
 
 
 def start_upload(d: Daemon, sb: dict, path: str, declared: int, sent: bytes) -> socket.socket:
