@@ -73,6 +73,23 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return out;
 }
 
+// autoPause, autoPauseMemory (a pause keeps memory either way here: a
+// frozen sandbox resumes as it was) and autoResume {enabled}.
+Status parse_lifecycle(const json& d, CreateSandboxRequest* req) {
+  auto pause = bool_field(d, "autoPause", false);
+  if (!pause) return pause.error();
+  req->auto_pause = *pause;
+  if (auto memory = bool_field(d, "autoPauseMemory", true); !memory) return memory.error();
+  const auto resume = d.find("autoResume");
+  if (resume == d.end() || resume->is_null()) return {};
+  if (!resume->is_object())
+    return field_error("autoResume", "must be an object: {\"enabled\": true}");
+  auto enabled = bool_field(*resume, "enabled", false);
+  if (!enabled) return enabled.error();
+  req->auto_resume = *enabled;
+  return {};
+}
+
 }  // namespace
 
 Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint32_t host_cores) {
@@ -123,6 +140,8 @@ Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint3
   auto wait = bool_field(d, "waitForBuild", true);
   if (!wait) return wait.error();
   req.wait_for_build = *wait;
+  auto lifecycle = parse_lifecycle(d, &req);
+  if (!lifecycle) return lifecycle.error();
   return req;
 }
 

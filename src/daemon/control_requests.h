@@ -36,6 +36,10 @@ struct CreateSandboxRequest {
   // Our extension: false answers 409 instead of building an unbuilt template
   // first, so that a client can show the build's progress itself.
   bool wait_for_build = true;
+  // E2B's lifecycle: at its timeout the sandbox is paused, not killed; with
+  // auto_resume a request to it (envd or a port) resumes it.
+  bool auto_pause = false;
+  bool auto_resume = false;
 };
 
 Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint32_t host_cores);

@@ -24,6 +24,8 @@ const std::array kRoutes = {
     ROW("GET",    "/sandboxes/{id}",                   P::control, C::api_key, sandbox_get),
     ROW("DELETE", "/sandboxes/{id}",                   P::control, C::api_key, sandbox_kill),
     ROW("POST",   "/sandboxes/{id}/timeout",           P::control, C::api_key, sandbox_set_timeout),
+    ROW("POST",   "/sandboxes/{id}/pause",             P::control, C::api_key, sandbox_pause),
+    ROW("POST",   "/sandboxes/{id}/resume",            P::control, C::api_key, sandbox_resume),
     ROW("POST",   "/sandboxes/{id}/connect",           P::control, C::api_key, sandbox_connect),
     ROW("POST",   "/v2/sandboxes/{id}/connect",        P::control, C::api_key, sandbox_connect),
     ROW("GET",    "/sandboxes/{id}/metrics",           P::control, C::api_key, sandbox_metrics),

@@ -20,6 +20,13 @@ nlohmann::json sandbox_missing(const std::string& id) {
   return {{"sandboxId", id}, {"message", "The sandbox was not found"}, {"code", 502}};
 }
 
+// What E2B's proxy answers for a paused sandbox: the SDK's is_running() is false.
+nlohmann::json sandbox_paused(const std::string& id) {
+  return {{"sandboxId", id},
+          {"message", "The sandbox is paused: resume it with connect"},
+          {"code", 502}};
+}
+
 http::Headers allow_header(const std::string& allowed) { return {{"Allow", allowed}}; }
 
 std::string no_route(const http::Request& request) {
@@ -134,6 +141,17 @@ class Router {
     return answer;
   }
 
+  // A request to a paused sandbox created with autoResume wakes it, for the
+  // default timeout (E2B's auto-resume). False when it could not be resumed.
+  Task<bool> resume_for_request(const std::shared_ptr<LiveSandbox>& live) {
+    auto resumed = co_await service_.resume(live, kDefaultTimeoutSec);
+    if (!resumed) {
+      spdlog::warn("sandbox {}: auto-resume: {}", live->snapshot().id, resumed.error().message());
+      co_return false;
+    }
+    co_return !live->snapshot().paused;
+  }
+
   Task<void> sandbox_plane(Exchange& exchange, const SandboxTarget& target) {
     const auto& request = exchange.request();
     auto live = service_.find(target.sandbox_id);
@@ -154,6 +172,13 @@ class Router {
     if (authenticated.access == SandboxAccess::unauthenticated) {
       co_return co_await routes::respond_error(exchange, 401,
                                                unauthenticated_message(need, request, call.row));
+    }
+    if (call.row.paused) {
+      bool resumed = false;
+      if (call.row.auto_resume) resumed = co_await resume_for_request(live);
+      if (!resumed)
+        co_return co_await routes::respond_json(exchange, 502, sandbox_paused(target.sandbox_id));
+      call.row = live->snapshot();
     }
     if (!match.route) co_return co_await unmatched(exchange, plane, match);
     call.caller = std::move(authenticated.caller);

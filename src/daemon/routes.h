@@ -51,6 +51,8 @@ Task<void> sandboxes_metrics(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_get(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_kill(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_set_timeout(ControlCall& call, Exchange& exchange);
+Task<void> sandbox_pause(ControlCall& call, Exchange& exchange);
+Task<void> sandbox_resume(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_connect(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_metrics(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_network_update(ControlCall& call, Exchange& exchange);

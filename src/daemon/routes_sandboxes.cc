@@ -35,7 +35,7 @@ json listed_json(const SandboxRow& row) {
           {"cpuCount", row.cpu_count},
           {"memoryMB", row.memory_mb},
           {"diskSizeMB", row.disk_size_mb},
-          {"state", "running"},
+          {"state", row.paused ? "paused" : "running"},
           {"envdVersion", kEnvdVersion},
           {"metadata", row.metadata}};
 }
@@ -61,7 +61,8 @@ json detail_json(const SandboxRow& row) {
   out["trafficAccessToken"] =
       row.traffic_access_token.empty() ? json() : json(row.traffic_access_token);
   out["domain"] = nullptr;
-  out["lifecycle"] = {{"autoResume", false}, {"onTimeout", "kill"}};
+  out["lifecycle"] = {{"autoResume", row.auto_resume},
+                      {"onTimeout", row.auto_pause ? "pause" : "kill"}};
   return out;
 }
 
@@ -76,9 +77,9 @@ bool matches(const SandboxRow& row, const ListSandboxesQuery& query) {
       query.template_name != row.alias) {
     return false;
   }
-  // Every sandbox we hold is running.
+  const std::string state = row.paused ? "paused" : "running";
   return query.states.empty() ||
-         std::find(query.states.begin(), query.states.end(), "running") != query.states.end();
+         std::find(query.states.begin(), query.states.end(), state) != query.states.end();
 }
 
 Task<void> list(ControlCall& call, Exchange& exchange, bool paginated) {
@@ -136,6 +137,19 @@ Error not_found(const std::string& id) {
   return Error::with_message("sandbox " + id + " not found", ENOENT);
 }
 
+Error paused_error(const std::string& id) {
+  return Error::with_message(
+      "sandbox " + id + " is paused: resume it first (Sandbox.connect, or POST /sandboxes/" + id +
+          "/connect)",
+      EBUSY);
+}
+
+// The JSON of a resume request: {"timeout": s} (default 300), autoPause ignored.
+Result<int> resume_timeout(const std::string& body) {
+  if (!body_has_timeout(body)) return kDefaultTimeoutSec;
+  return parse_timeout_body(body);
+}
+
 // The live sandbox the route's {id} names, or the error to answer with.
 Result<std::shared_ptr<LiveSandbox>> sandbox_of(const ControlCall& call) {
   auto id = id_param(call);
@@ -154,8 +168,15 @@ Task<void> set_timeout(ControlCall& call, Exchange& exchange, bool is_connect) {
   const bool keep_end = is_connect && !body_has_timeout(*body);
   auto seconds = keep_end ? Result<int>(0) : parse_timeout_body(*body);
   if (!seconds) co_return co_await respond_error(exchange, seconds.error());
-  if (!call.service.find_for(call.caller, *id))
-    co_return co_await respond_error(exchange, not_found(*id));
+  auto live = call.service.find_for(call.caller, *id);
+  if (!live) co_return co_await respond_error(exchange, not_found(*id));
+  // connect resumes a paused sandbox (201), for `timeout` or the default.
+  if (is_connect && live->snapshot().paused) {
+    const int resume_for = keep_end || *seconds <= 0 ? kDefaultTimeoutSec : *seconds;
+    auto resumed = co_await call.service.resume(live, resume_for);
+    if (!resumed) co_return co_await respond_error(exchange, resumed.error());
+    if (*resumed) co_return co_await respond_json(exchange, 201, sandbox_json(live->snapshot()));
+  }
   auto row = call.service.set_timeout(*id, *seconds, is_connect);
   if (!row) co_return co_await respond_error(exchange, row.error());
   if (is_connect) co_return co_await respond_json(exchange, 200, sandbox_json(*row));
@@ -258,6 +279,36 @@ Task<void> sandbox_kill(ControlCall& call, Exchange& exchange) {
   co_await exchange.respond(204, "", "");
 }
 
+Task<void> sandbox_pause(ControlCall& call, Exchange& exchange) {
+  auto live = sandbox_of(call);
+  if (!live) co_return co_await respond_error(exchange, live.error());
+  auto paused = co_await call.service.pause(*live);
+  if (!paused) co_return co_await respond_error(exchange, paused.error());
+  if (!*paused) {
+    co_return co_await respond_error(
+        exchange,
+        Error::with_message("sandbox " + call.params.at("id") + " is already paused", EEXIST));
+  }
+  co_await exchange.respond(204, "", "");
+}
+
+Task<void> sandbox_resume(ControlCall& call, Exchange& exchange) {
+  auto live = sandbox_of(call);
+  if (!live) co_return co_await respond_error(exchange, live.error());
+  auto body = co_await read_json_body(exchange, 1 << 16);
+  if (!body) co_return co_await respond_error(exchange, body.error());
+  auto seconds = resume_timeout(*body);
+  if (!seconds) co_return co_await respond_error(exchange, seconds.error());
+  auto resumed = co_await call.service.resume(*live, *seconds);
+  if (!resumed) co_return co_await respond_error(exchange, resumed.error());
+  if (!*resumed) {
+    co_return co_await respond_error(
+        exchange,
+        Error::with_message("sandbox " + call.params.at("id") + " is already running", EEXIST));
+  }
+  co_await respond_json(exchange, 201, sandbox_json((*live)->snapshot()));
+}
+
 Task<void> sandbox_set_timeout(ControlCall& call, Exchange& exchange) {
   co_await set_timeout(call, exchange, false);
 }
@@ -269,6 +320,8 @@ Task<void> sandbox_connect(ControlCall& call, Exchange& exchange) {
 Task<void> sandbox_network_update(ControlCall& call, Exchange& exchange) {
   auto live = sandbox_of(call);
   if (!live) co_return co_await respond_error(exchange, live.error());
+  if ((*live)->snapshot().paused)
+    co_return co_await respond_error(exchange, paused_error((*live)->snapshot().id));
   auto body = co_await read_json_body(exchange, 1 << 20);
   if (!body) co_return co_await respond_error(exchange, body.error());
   auto row = co_await call.service.update_network(*live, std::move(*body));

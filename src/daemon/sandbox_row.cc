@@ -28,6 +28,8 @@ nlohmann::json row_to_json(const SandboxRow& row) {
         {"gid", row.default_gid},
         {"home", row.default_home},
         {"cwd", row.default_cwd}}},
+      {"lifecycle",
+       {{"paused", row.paused}, {"auto_pause", row.auto_pause}, {"auto_resume", row.auto_resume}}},
       {"record",
        {{"init_pid", rec.init_pid},
         {"init_start_time", rec.init_start_time},
@@ -65,6 +67,11 @@ Result<SandboxRow> row_from_json(const nlohmann::json& json) {
       row.default_gid = it->value("gid", 1000u);
       row.default_home = it->value("home", "");
       row.default_cwd = it->value("cwd", "");
+    }
+    if (const auto it = json.find("lifecycle"); it != json.end()) {
+      row.paused = it->value("paused", false);
+      row.auto_pause = it->value("auto_pause", false);
+      row.auto_resume = it->value("auto_resume", false);
     }
     const auto& rec = json.at("record");
     row.record.id = row.id;

@@ -36,6 +36,12 @@ struct SandboxRow {
   uint32_t default_gid = 1000;
   std::string default_home;
   std::string default_cwd;  // "" = the user's home
+  // Pause (E2B's): a paused sandbox is frozen, keeps no deadline and answers
+  // nothing until resumed. At its timeout an auto_pause sandbox is paused
+  // instead of killed; an auto_resume one wakes on the next request to it.
+  bool paused = false;
+  bool auto_pause = false;
+  bool auto_resume = false;
 };
 
 nlohmann::json row_to_json(const SandboxRow& row);

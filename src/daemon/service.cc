@@ -99,7 +99,7 @@ void Service::restore() {
   }
   std::vector<std::string> live_ids;
   for (SandboxRow& row : *rows) {
-    if (row.end_at_ms <= now_ms()) {
+    if (!row.paused && row.end_at_ms <= now_ms()) {
       spdlog::info("sandbox {}: expired while the daemon was down; destroying", row.id);
       destroy_now(row, nullptr);
       continue;
@@ -110,10 +110,22 @@ void Service::restore() {
       destroy_now(row, nullptr);
       continue;
     }
+    // Its policy goes back in place with the sandbox's help (its CA files):
+    // a paused one is thawed for that moment. One stored as running is thawed
+    // for good (a pause whose store failed).
+    (void)(*adopted)->set_frozen(false);
     auto settings = parse_network(row.network, row.allow_internet_access);
     if (settings) {
       if (Status s = apply_network(**adopted, *settings, &row); !s)
         spdlog::warn("sandbox {}: network policy: {}", row.id, s.error().message());
+    }
+    if (row.paused) {
+      if (Status s = (*adopted)->set_frozen(true); !s) {
+        spdlog::warn("sandbox {}: cannot pause it again ({}); it runs", row.id,
+                     s.error().message());
+        row.paused = false;
+        row.end_at_ms = now_ms() + int64_t{kDefaultTimeoutSec} * 1000;
+      }
     }
     live_ids.push_back(row.id);
     const std::string id = row.id;
@@ -146,6 +158,8 @@ Status Service::apply_network(runtime::Sandbox& sandbox, const NetworkSettings& 
 
 void Service::destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live) {
   if (live) {
+    // Stopping its contexts asks the sandbox's init: thawed first if paused.
+    if (row.paused) (void)live->sandbox->set_frozen(false);
     std::lock_guard lock(live->mutex);
     live->interpreter.reset();  // its contexts live in the sandbox: stop them first
   }
@@ -221,6 +235,8 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   row.template_id = *resolved;
   row.alias = request.template_name;
   row.owner = caller.team;
+  row.auto_pause = request.auto_pause;
+  row.auto_resume = request.auto_resume;
   row.metadata = std::move(request.metadata);
   row.env_vars = std::move(request.env_vars);
   row.allow_internet_access = request.allow_internet_access;
@@ -426,12 +442,31 @@ void Service::account_usage(bool sample) {
     if (sample) reading = live->sandbox->usage();
     const int64_t now = now_ms();
     std::lock_guard lock(live->mutex);
-    usage().add_seconds(live->row.owner, static_cast<double>(now - live->accounted_ms) / 1000, now);
+    if (!live->row.paused)  // paused time is not sandbox time
+      usage().add_seconds(live->row.owner, static_cast<double>(now - live->accounted_ms) / 1000,
+                          now);
     live->accounted_ms = now;
     if (!reading) continue;
     usage().note_memory(live->row.owner, reading->memory_bytes, now);
     live->metrics->record(now, *reading, live->row.cpu_count);
   }
+}
+
+// Kills it, or pauses it when created with autoPause (killed if that fails).
+http::Task<void> Service::on_timeout(const SandboxRow& row) {
+  if (row.auto_pause) {
+    if (auto live = find(row.id)) {
+      auto paused = co_await pause(live);
+      if (paused) {
+        spdlog::info("sandbox {}: timeout reached; paused (autoPause)", row.id);
+        co_return;
+      }
+      spdlog::warn("sandbox {}: timeout reached, cannot pause ({}); killing", row.id,
+                   paused.error().message());
+    }
+  }
+  spdlog::info("sandbox {}: timeout reached", row.id);
+  co_await kill(row.id);
 }
 
 void Service::start_ttl() { net::co_spawn(ioc_, ttl_loop(), net::detached); }
@@ -452,9 +487,8 @@ http::Task<void> Service::ttl_loop() {
       });
     }
     for (const SandboxRow& row : list()) {
-      if (row.end_at_ms > now_ms()) continue;
-      spdlog::info("sandbox {}: timeout reached", row.id);
-      co_await kill(row.id);
+      if (row.paused || row.end_at_ms > now_ms()) continue;
+      co_await on_timeout(row);
     }
   }
 }

@@ -55,6 +55,8 @@ struct LiveSandbox {
   // A network update runs (apply, then store): the next waits its turn or is
   // refused, so the policy enforced is always the one stored.
   std::atomic<bool> updating_network{false};
+  // Pause and resume freeze or thaw (up to 2 s, on a pool thread): one at a time.
+  std::mutex pausing;
 };
 
 // A sandbox whose init died on its own (killed from the host, out of
@@ -105,6 +107,12 @@ class Service : private runtime::StopListener {
   // SandboxNetworkUpdateConfig); connections they forbid now are cut.
   http::Task<Result<SandboxRow>> update_network(std::shared_ptr<LiveSandbox> live,
                                                 std::string body);
+  // E2B's pause: the sandbox is frozen and keeps no deadline (sandbox_pause.cc).
+  // False when it was paused already.
+  http::Task<Result<bool>> pause(std::shared_ptr<LiveSandbox> live);
+  // Thaws a paused sandbox, which then ends `seconds` from now; false when it
+  // was running.
+  http::Task<Result<bool>> resume(std::shared_ptr<LiveSandbox> live, int seconds);
   // end = now + seconds; with `extend_only` the end time never moves earlier.
   // A timeout longer than the owner's quota allows is refused (kErrQuota).
   Result<SandboxRow> set_timeout(const std::string& id, int seconds, bool extend_only);
@@ -153,6 +161,7 @@ class Service : private runtime::StopListener {
   Status apply_template_defaults(const runtime::Sandbox& sandbox,
                                  const templates::ProcessDefaults& defaults, SandboxRow& row);
   http::Task<void> ttl_loop();
+  http::Task<void> on_timeout(const SandboxRow& row);
   void account_usage(bool sample);
   void destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live);
   void sandbox_stopped(const std::string& id, const std::string& reason) override;

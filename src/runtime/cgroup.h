@@ -51,7 +51,12 @@ Sandbox::Usage usage(const Layout& layout, const std::string& id);
 // How many processes the kernel's OOM killer has killed in the sandbox's
 // memory cgroup (0 without one).
 uint64_t oom_kills(const Layout& layout, const std::string& id);
-// SIGKILLs every process left in the sandbox's groups, then removes them.
+// Freezes every process of the sandbox where it stands (the cgroup freezer:
+// nothing inside can notice or undo it) or thaws them, and waits until the
+// kernel says it is done. ENOTSUP where there is no freezer (v1 without its
+// hierarchy, or a sandbox made before the daemon used it).
+Status set_frozen(const Layout& layout, const std::string& id, bool frozen);
+// SIGKILLs every process left in the sandbox's groups (thawed first), then removes them.
 Status remove(const Layout& layout, const std::string& id);
 // Removes this instance's base dirs if no sandbox group is left in them.
 void release(const Layout& layout);

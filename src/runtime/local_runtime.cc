@@ -555,6 +555,8 @@ Status LocalRuntime::remove_leftovers(const std::string& id) {
 Status LocalRuntime::destroy(const SandboxRecord& record) {
   if (!ids::is_valid_sandbox_id(record.id))
     return Error{"destroy sandbox", EINVAL, "bad id " + record.id};
+  // A paused sandbox's init takes the SIGKILL only once thawed.
+  (void)cgroup::set_frozen(cgroups_, record.id, false);
   Status killed;
   if (auto init = untrack(record.id)) {
     init->set_destroying();

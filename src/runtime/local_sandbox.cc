@@ -69,6 +69,10 @@ Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std
 
 // The overlay's statfs is its upper layer's: the size-limited tmpfs (or a
 // build's writable dir) that holds what the sandbox wrote.
+Status LocalSandbox::set_frozen(bool frozen) {
+  return cgroup::set_frozen(cgroups_, record_.id, frozen);
+}
+
 Sandbox::Usage LocalSandbox::usage() const {
   Usage u = cgroup::usage(cgroups_, record_.id);
   struct statfs st {};

@@ -46,6 +46,7 @@ class LocalSandbox final : public Sandbox {
   uid_t host_uid(uint32_t sandbox_uid) const override { return ids_.host_uid(sandbox_uid); }
   gid_t host_gid(uint32_t sandbox_gid) const override { return ids_.host_gid(sandbox_gid); }
   Usage usage() const override;
+  Status set_frozen(bool frozen) override;
 
  private:
   Result<proto::Reply> call(const proto::Request& request, const std::vector<int>& fds,

@@ -170,6 +170,12 @@ class Sandbox {
     return Error{"set egress policy", ENOSYS, "the sandbox has no network"};
   }
 
+  // Pause: every process of the sandbox stops where it stands (init too, so
+  // nothing may be asked of the sandbox until it is thawed); resume goes on.
+  virtual Status set_frozen(bool /*frozen*/) {
+    return Error{"pause", ENOTSUP, "this runtime cannot pause sandboxes"};
+  }
+
   // Current memory/cpu use from the sandbox's cgroups, and the bytes its
   // writable layer holds.
   struct Usage {

@@ -147,9 +147,6 @@ def test_get_metrics_over_time_and_by_range(e2b_env):
         sb.kill()
 
 
-@pytest.mark.skip(reason="out of scope: pause/resume and snapshots need memory checkpointing (CRIU); the README's compatibility table lists it")
-def test_pause_and_resume():
-    """sandbox.pause() / Sandbox.resume()."""
 
 
 @pytest.mark.skip(reason="out of scope: volumes are not implemented by the local runtime")
