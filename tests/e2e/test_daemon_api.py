@@ -218,6 +218,30 @@ def test_sandboxes_survive_a_daemon_killed_with_sigkill(state_dir):
     assert sandbox_host_pids(keep["sandboxID"]) == []
 
 
+def test_a_paused_sandbox_stays_paused_through_a_daemon_crash(state_dir):
+    d = start_daemon(state_dir / "state")
+    try:
+        with d.api() as api:
+            paused = create(api, timeout=2)
+            run(d, paused, "echo kept > /tmp/kept")
+            assert api.post(f"/sandboxes/{paused['sandboxID']}/pause").status_code == 204
+        d.proc.kill()  # SIGKILL to the daemon alone, as a crash would
+        d.proc.wait()
+        time.sleep(3)  # past its old end time: a paused sandbox has none
+        d = start_daemon(state_dir / "state")
+        with d.api() as api:
+            info = api.get(f"/sandboxes/{paused['sandboxID']}")
+            assert info.status_code == 200 and info.json()["state"] == "paused", info.text
+            assert sandbox_host_pids(paused["sandboxID"])  # frozen, not gone
+            resumed = api.post(f"/sandboxes/{paused['sandboxID']}/connect", json={"timeout": 60})
+            assert resumed.status_code == 201, resumed.text
+            out, _, _ = run(d, paused, "cat /tmp/kept")
+            assert out == "kept\n"
+    finally:
+        stop_daemon(d)
+    assert sandbox_host_pids(paused["sandboxID"]) == []
+
+
 def test_fifty_sandboxes_at_once(daemon):
     import concurrent.futures as cf
     with daemon.api() as api, cf.ThreadPoolExecutor(16) as pool:
