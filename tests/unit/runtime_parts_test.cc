@@ -90,6 +90,10 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_EQ(config_back.shm_bytes, 64u << 20);
   EXPECT_EQ(config_back.proc_views, config.proc_views);
   EXPECT_TRUE(config_back.workload_cgroup);
+  EXPECT_FALSE(config_back.allow_setid) << "no_new_privs unless a template asks";
+  config.allow_setid = true;
+  ASSERT_TRUE(proto::decode(proto::encode(config), &config_back));
+  EXPECT_TRUE(config_back.allow_setid);
   // Layers, the bind, the writable dir, lxcfs's proc dir, the workload cgroup.
   EXPECT_EQ(config_back.proc_views_source(), 4u);
   EXPECT_EQ(config_back.handoff_count(), 6u);
