@@ -186,23 +186,25 @@ std::string encode(const InitConfig& c) {
   w.u8(c.workload_cgroup);
   w.str(c.nameserver);
   w.u8(c.raw_sockets);
+  w.u8(c.allow_setid);
   return w.take();
 }
 
 bool decode(const std::string& bytes, InitConfig* c) {
   Reader r(bytes);
   std::vector<std::string> binds;
-  uint8_t full = 0, writable = 0, workload = 0, raw = 0;
+  uint8_t full = 0, writable = 0, workload = 0, raw = 0, setid = 0;
   if (!r.str(&c->hostname) || !r.u64(&c->disk_bytes) || !r.strs(&c->lower_layers) ||
       !r.strs(&binds) || binds.size() % 2 != 0 || !r.u8(&full) || !r.str(&c->seccomp_bpf) ||
       !r.u8(&writable) || !r.u64(&c->shm_bytes) || !r.strs(&c->proc_views) || !r.u8(&workload) ||
-      !r.str(&c->nameserver) || !r.u8(&raw) || !r.done())
+      !r.str(&c->nameserver) || !r.u8(&raw) || !r.u8(&setid) || !r.done())
     return false;
   for (size_t i = 0; i < binds.size(); i += 2) c->binds.emplace_back(binds[i], binds[i + 1]);
   c->full_id_map = full != 0;
   c->host_writable_dir = writable != 0;
   c->workload_cgroup = workload != 0;
   c->raw_sockets = raw != 0;
+  c->allow_setid = setid != 0;
   return true;
 }
 

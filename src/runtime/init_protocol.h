@@ -48,6 +48,9 @@ struct InitConfig {
   // false: no process gets CAP_NET_RAW. slirp4netns forwards whatever packet
   // reaches it, 127.0.0.1 too, so hand-made frames must be impossible there.
   bool raw_sockets = true;
+  // true: no no_new_privs, so set-id programs work (sudo in `base`); only for
+  // a template whose spec asks for it (RootfsSpec::allow_setid).
+  bool allow_setid = false;
   // Not encoded: O_PATH fds of each lower layer, then of each bind source,
   // then of the writable dir if any, then of lxcfs's proc dir if there are
   // proc_views, received by init in the handoff message (see spawner.h).

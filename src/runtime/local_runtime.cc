@@ -146,6 +146,7 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   config.workload_cgroup = workload_cgroup;
   config.nameserver = nameserver;
   config.raw_sockets = raw_sockets;
+  config.allow_setid = spec.rootfs.allow_setid;
   return config;
 }
 

@@ -51,6 +51,11 @@ struct RootfsSpec {
   // by the host uid of sandbox root): the writable layer lives there and
   // outlives the sandbox, so a template build can keep it as a layer.
   fs::path writable_dir;
+  // false (every template but those whose spec.toml says allow_setid, and
+  // those built FROM them): every process has no_new_privs, so set-id bits
+  // and file capabilities give nothing. true: they work (sudo), up to sandbox
+  // root in its user namespace under the same seccomp filter.
+  bool allow_setid = false;
 };
 
 struct SandboxSpec {

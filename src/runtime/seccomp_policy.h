@@ -24,8 +24,16 @@ Result<Filter> build();
 // runtime and handed to every init, so that no init runs libseccomp.
 Result<std::string> compile();
 
-// Sets no_new_privs and loads compiled BPF into the calling process;
-// children inherit it. Raw syscalls only (used by abx-init).
-Status load(const std::string& bpf);
+// Loads compiled BPF into the calling process; children inherit it across
+// fork and exec, and none can remove it. Raw syscalls only (used by abx-init).
+// With `no_new_privs` (every template but those whose spec has allow_setid)
+// that is set first, and it too binds every descendant: set-id bits and file
+// capabilities give nothing. Without it the caller must hold CAP_SYS_ADMIN in
+// its user namespace (abx-init: root of the sandbox's new one), or the kernel
+// refuses the filter (EACCES): it fails closed, never loads nothing. Then a
+// set-id program (sudo) can make a process sandbox root: the uid and the
+// capabilities (Docker's set, the bounding set caps::restrict_for_user_process
+// leaves) a caller gets by asking for user root, still under this filter.
+Status load(const std::string& bpf, bool no_new_privs);
 
 }  // namespace abx::runtime::seccomp_policy

@@ -12,6 +12,7 @@ std::string spec_key(const SandboxSpec& spec) {
   for (const auto& layer : spec.rootfs.lower_layers) key += "L" + layer.string() + '\n';
   for (const auto& bind : spec.rootfs.read_only_binds)
     key += "B" + bind.host_path.string() + '\n' + bind.sandbox_path.string() + '\n';
+  key += spec.rootfs.allow_setid ? "setid\n" : "nnp\n";
   const Limits& l = spec.limits;
   for (uint64_t value : {l.memory_bytes, l.pids, uint64_t{l.cpu_millicores}, l.disk_bytes})
     key += std::to_string(value) + ' ';

@@ -28,6 +28,7 @@ nlohmann::json to_json(const TemplateMeta& meta) {
   json["workdir"] = meta.workdir;
   json["user"] = meta.user;
   json["owner"] = meta.owner;
+  json["allow_setid"] = meta.allow_setid;
   return json;
 }
 
@@ -55,6 +56,7 @@ Result<TemplateMeta> read_meta(const fs::path& template_dir) {
     meta.workdir = json.value("workdir", "");
     meta.user = json.value("user", "");
     meta.owner = json.value("owner", "");
+    meta.allow_setid = json.value("allow_setid", false);
     return meta;
   } catch (const nlohmann::json::exception& e) {
     return Error{"template meta", EINVAL, path.string() + ": " + e.what()};

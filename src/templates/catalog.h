@@ -26,6 +26,9 @@ struct TemplateMeta {
   std::string workdir;
   std::string user;
   std::string owner;  // the team that built or imported it ("" when built on first use)
+  // Set-id programs work in its sandboxes (RootfsSpec::allow_setid): set only
+  // from a checked-in spec.toml, and inherited by a Sandboxfile's FROM.
+  bool allow_setid = false;
 };
 
 Status write_meta(const fs::path& template_dir, const TemplateMeta& meta);

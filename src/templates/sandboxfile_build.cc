@@ -72,6 +72,8 @@ runtime::SandboxSpec build_sandbox_spec(const BuildState& state, const StepDeps&
   for (const auto& layer : state.meta.layers)
     spec.rootfs.lower_layers.push_back(deps.layers.path(layer));
   spec.rootfs.writable_dir = writable;
+  // As in the sandboxes of the template built FROM: `USER user` then `RUN sudo ...` works.
+  spec.rootfs.allow_setid = state.meta.allow_setid;
   spec.network = network;
   spec.limits = build_limits();
   return spec;
@@ -423,6 +425,7 @@ Result<TemplateMeta> run_steps(const sandboxfile::Sandboxfile& file, const Templ
   state.meta.env = from.env;
   state.meta.workdir = from.workdir;
   state.meta.user = from.user;
+  state.meta.allow_setid = from.allow_setid;  // a template FROM base keeps base's sudo
   state.steps = file.steps.size();
   state.key = "FROM";
   for (const auto& layer : from.layers) chain(state, layer);

@@ -54,6 +54,12 @@ Status merge_table(const fs::path& dir, const toml::table& table, DebianSpec& sp
   spec.suite = table["suite"].value_or(spec.suite);
   spec.variant = table["variant"].value_or(spec.variant);
   spec.mirror = table["mirror"].value_or(spec.mirror);
+  if (const auto* node = table.get("allow_setid")) {
+    const auto flag = node->value_exact<bool>();
+    if (!flag)
+      return Error{"template spec", EINVAL, dir.string() + ": allow_setid must be true or false"};
+    spec.allow_setid = *flag;
+  }
   if (const auto* packages = table["packages"].as_array()) {
     for (const auto& package : *packages) {
       if (auto name = package.value<std::string>()) spec.packages.push_back(*name);

@@ -21,6 +21,11 @@ struct DebianSpec {
   std::vector<std::string> packages;
   std::vector<fs::path> customize_hooks;  // executables run by mmdebstrap with the root as $1
   std::string hash;                       // hex digest of everything above (files included)
+  // `allow_setid = true`: set-id programs work in its sandboxes (no
+  // no_new_privs; RootfsSpec::allow_setid). Only a checked-in spec.toml can
+  // say so; templates built FROM it inherit it, imported images never have it.
+  // Part of the hash too: it is in spec.toml's text.
+  bool allow_setid = false;
 };
 
 // The dir holding the specs: $ABX_TEMPLATE_SPECS, else templates/ beside the

@@ -100,6 +100,7 @@ Result<TemplateInfo> TemplateStore::build(const std::string& name, const BuildOp
   meta.spec_hash = spec->hash;
   meta.layers = {*layer};
   meta.owner = options.owner;
+  meta.allow_setid = spec->allow_setid;
   auto info = publish(std::move(meta));
   if (!info) return log.failed(info.error());
   log.step("done: " + name + ", " + mib_text(info->size_bytes));

@@ -68,6 +68,7 @@ TemplateInfo info_from(const TemplateMeta& meta) {
   info.user = meta.user;
   info.owner = meta.owner;
   info.layers = meta.layers.size();
+  info.allow_setid = meta.allow_setid;
   return info;
 }
 
@@ -156,6 +157,7 @@ Result<runtime::RootfsSpec> TemplateStore::rootfs(const std::string& name,
   runtime::RootfsSpec spec;
   for (const auto& layer : meta->layers) spec.lower_layers.push_back(layers_.path(layer));
   if (spec.lower_layers.empty()) spec.lower_layers = {dir_ / *id / "rootfs"};
+  spec.allow_setid = meta->allow_setid;
   return spec;
 }
 

@@ -34,6 +34,8 @@ struct TemplateInfo {
   std::string user;
   size_t layers = 0;  // overlay layers it is made of (shared with templates built FROM it)
   std::string owner;  // the team that built or imported it; "" for one built on first use
+  // Set-id programs (sudo) work in its sandboxes (TemplateMeta::allow_setid).
+  bool allow_setid = false;
 };
 
 // What a template asks of the processes started in it (an image's config, a

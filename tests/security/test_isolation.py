@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from helpers import abx, create
+from helpers import sandbox as sandbox_of
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +89,60 @@ def test_privileged_syscalls_are_refused(daemon, sandbox):
     assert "Operation not permitted" in r.stdout or "not permitted" in r.stdout.lower()
     r = abx(daemon, "exec", "--user", "root", sandbox, "--", "sh", "-c", "ls /mnt | wc -l")
     assert r.stdout.strip() == "0"
+
+
+def test_sudo_gives_user_no_more_than_a_caller_gets_as_root(daemon, sandbox):
+    """`base` lets `user` sudo (as E2B's base image does; its spec.toml has allow_setid).
+    That makes a process sandbox root and nothing more: the capabilities and seccomp filter
+    of `--user root`, root still unprivileged outside, mounts and namespaces still refused."""
+    status = "grep -E '^(Uid|Cap[A-Za-z]+|NoNewPrivs|Seccomp):' /proc/self/status"
+    via_sudo = sh(daemon, sandbox, f"sudo -n {status}")
+    as_root = abx(daemon, "exec", "--user", "root", sandbox, "--", "sh", "-c", status)
+    assert via_sudo.returncode == 0, via_sudo.stderr
+    assert via_sudo.stdout == as_root.stdout
+    assert "Seccomp:\t2" in via_sudo.stdout and "NoNewPrivs:\t0" in via_sudo.stdout
+    r = sh(daemon, sandbox, "sudo -n cat /proc/self/uid_map")
+    inside, outside, _count = r.stdout.split()[:3]
+    assert inside == "0" and outside != "0"
+    r = sh(daemon, sandbox, "sudo -n sh -c 'mount -t tmpfs none /mnt 2>/dev/null; echo $?;"
+                            " unshare -U true 2>/dev/null; echo $?; ls /mnt | wc -l'")
+    mount_status, unshare_status, mnt_entries = r.stdout.split()
+    assert mount_status != "0" and unshare_status != "0" and mnt_entries == "0", r.stdout
+    assert daemon.proc.poll() is None
+    assert httpx.get(daemon.url + "/health", timeout=10).status_code == 204
+
+
+# Root plants a set-uid-root copy of `id` on the sandbox's own (writable) root; `user` runs it.
+PLANT_SETID_ID = "cp /usr/bin/id /setid-id && chmod 4755 /setid-id"
+RUN_SETID_ID = "/setid-id -u; grep '^NoNewPrivs:' /proc/self/status"
+
+
+def test_setid_programs_give_nothing_in_a_template_without_allow_setid(daemon, sandbox):
+    """Only templates whose spec.toml says allow_setid (base, and those built FROM it) let
+    set-id programs work; every process of any other template (here `host`) has
+    no_new_privs, so a set-uid-root binary runs as its caller. The same binary in base
+    does make root, so it is no_new_privs that stops it, not the mount."""
+    with sandbox_of(daemon, "host") as host:
+        planted = abx(daemon, "exec", "--user", "root", host, "--", "sh", "-c", PLANT_SETID_ID)
+        assert planted.returncode == 0, planted.stderr
+        r = sh(daemon, host, RUN_SETID_ID)
+        assert r.stdout == "1000\nNoNewPrivs:\t1\n", r.stdout + r.stderr
+        r = abx(daemon, "exec", "--user", "root", host, "--", "grep", "^NoNewPrivs:",
+                "/proc/self/status")
+        assert r.stdout == "NoNewPrivs:\t1\n"
+    planted = abx(daemon, "exec", "--user", "root", sandbox, "--", "sh", "-c", PLANT_SETID_ID)
+    assert planted.returncode == 0, planted.stderr
+    r = sh(daemon, sandbox, RUN_SETID_ID)
+    assert r.stdout == "0\nNoNewPrivs:\t0\n", r.stdout + r.stderr
+    assert daemon.proc.poll() is None
+    assert httpx.get(daemon.url + "/health", timeout=10).status_code == 204
+
+
+def test_a_template_built_from_base_keeps_its_sudo(daemon):
+    """code-interpreter-v1 is a Sandboxfile FROM base: it inherits allow_setid."""
+    with sandbox_of(daemon, "code-interpreter-v1") as sandbox_id:
+        r = sh(daemon, sandbox_id, "sudo -n whoami; whoami")
+        assert r.stdout == "root\nuser\n", r.stdout + r.stderr
 
 
 def test_upload_paths_cannot_escape_the_sandbox(daemon, sandbox, tmp_path):

@@ -175,6 +175,16 @@ def test_docker_save_tar_imports_the_same_image(template_daemon, docker_template
     assert_is_the_image(probe(template_daemon, docker_template))
 
 
+def test_an_imported_image_keeps_no_new_privs(template_daemon, oci_template):
+    """An image cannot opt in to set-id programs (only a checked-in spec.toml can, as
+    base's does for sudo): every process of an imported template has no_new_privs, so a
+    set-uid binary an image ships (pkexec, sudo) runs as its caller."""
+    with sandbox(template_daemon, oci_template) as sandbox_id:
+        r = abx(template_daemon, "exec", sandbox_id, "--", "cat", "/proc/self/status")
+    assert r.returncode == 0, r.stderr
+    assert "NoNewPrivs:\t1" in r.stdout.splitlines(), r.stdout
+
+
 def test_imported_template_is_listed_and_inspect_shows_its_config(template_daemon, oci_template):
     listed = json.loads(abx(template_daemon, "template", "list", "--json").stdout)
     assert oci_template in {t["name"] for t in listed}

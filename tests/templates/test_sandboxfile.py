@@ -258,6 +258,19 @@ def test_run_steps_run_as_root_until_user_and_in_workdir(built_base, defaults_te
     assert out.splitlines() == ["bonjour as root in /srv/app", "as user in /srv/app"]
 
 
+def test_a_template_from_base_keeps_sudo_in_its_run_steps_and_sandboxes(built_base, tmp_path):
+    """base's allow_setid (its spec.toml) is inherited FROM it: `USER user` then
+    `RUN sudo ...` works as in Docker, and so does sudo in the new template's sandboxes."""
+    ctx = write_tree(tmp_path / "ctx", {"Sandboxfile": (
+        "FROM base\n"
+        "USER user\n"
+        "RUN sudo -n sh -c 'id -un > /etc/made-by-sudo'\n")})
+    with built(built_base, ctx, "sbf-sudo") as name:
+        out = in_new_sandbox(built_base, name,
+                             "cat /etc/made-by-sudo; sudo -n whoami; grep NoNewPrivs /proc/self/status")
+    assert out.splitlines() == ["root", "root", "NoNewPrivs:\t0"]
+
+
 def test_inspect_shows_source_defaults_and_layers(built_base, defaults_template):
     r = abx(built_base, "template", "inspect", defaults_template)
     assert r.returncode == 0, r.stderr

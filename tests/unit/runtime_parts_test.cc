@@ -3,6 +3,7 @@
 #include <linux/netlink.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -90,6 +91,11 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_EQ(config_back.shm_bytes, 64u << 20);
   EXPECT_EQ(config_back.proc_views, config.proc_views);
   EXPECT_TRUE(config_back.workload_cgroup);
+  EXPECT_FALSE(config_back.allow_setid) << "no_new_privs unless a template asks";
+  config.allow_setid = true;
+  proto::InitConfig setid_back;
+  ASSERT_TRUE(proto::decode(proto::encode(config), &setid_back));
+  EXPECT_TRUE(setid_back.allow_setid);
   // Layers, the bind, the writable dir, lxcfs's proc dir, the workload cgroup.
   EXPECT_EQ(config_back.proc_views_source(), 4u);
   EXPECT_EQ(config_back.handoff_count(), 6u);
@@ -184,7 +190,7 @@ TEST(Seccomp, FilterCompilesToBpf) {
   ASSERT_TRUE(bpf) << bpf.error().message();
   EXPECT_GT(bpf->size(), 8u * 20);  // 8-byte BPF instructions
   EXPECT_EQ(bpf->size() % 8, 0u);
-  EXPECT_FALSE(seccomp_policy::load("short"));
+  EXPECT_FALSE(seccomp_policy::load("short", true));
 }
 
 TEST(Seccomp, DeniesUnshareAndNamespaceClonesInAChild) {
@@ -193,10 +199,32 @@ TEST(Seccomp, DeniesUnshareAndNamespaceClonesInAChild) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    if (!seccomp_policy::load(*bpf)) ::_exit(10);
+    if (!seccomp_policy::load(*bpf, true)) ::_exit(10);
     if (::unshare(CLONE_NEWUSER) == 0 || errno != EPERM) ::_exit(11);
     if (::syscall(SYS_clone3, nullptr, 0) == 0 || errno != ENOSYS) ::_exit(12);
     if (::getpid() <= 0) ::_exit(13);  // ordinary syscalls still work
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Without no_new_privs the kernel takes a filter only from a process with
+// CAP_SYS_ADMIN (init, in its user namespace); anyone else is refused rather
+// than left unfiltered.
+TEST(Seccomp, LoadWithoutNoNewPrivsFailsClosedWithoutCapSysAdmin) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (to drop to another uid)";
+  auto bpf = seccomp_policy::compile();
+  ASSERT_TRUE(bpf) << bpf.error().message();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::setresuid(65534, 65534, 65534) != 0) ::_exit(20);  // drops every capability
+    auto loaded = seccomp_policy::load(*bpf, false);
+    if (loaded || loaded.error().errnum != EACCES) ::_exit(21);
+    if (::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 0) ::_exit(22);
     ::_exit(0);
   }
   int status = 0;
@@ -213,7 +241,7 @@ void expect_under_filter(int (*check)()) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    if (!seccomp_policy::load(*bpf)) ::_exit(100);
+    if (!seccomp_policy::load(*bpf, true)) ::_exit(100);
     ::_exit(check());
   }
   int status = 0;

@@ -231,6 +231,29 @@ TEST_F(SandboxTest, IsIsolated) {
   EXPECT_EQ(tmp.out, "data\n1777\n");
 }
 
+// Set-id bits work only in a template that asks (RootfsSpec::allow_setid):
+// elsewhere every process has no_new_privs. Either way the seccomp filter
+// binds every process.
+TEST_F(SandboxTest, SetidProgramsWorkOnlyWhereTheTemplateAllowsThem) {
+  const fs::path setid_id = rootfs_ / "setid-id";
+  fs::copy_file("/usr/bin/id", setid_id);
+  ASSERT_EQ(::chown(setid_id.c_str(), runtime_->host_uid(0), runtime_->host_gid(0)), 0);
+  ASSERT_EQ(::chmod(setid_id.c_str(), 04755), 0);
+  const std::string script =
+      "/setid-id -u; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; "
+      "read inside outside count < /proc/self/uid_map; echo \"$inside $outside\"";
+  const std::string root_map = "0 " + std::to_string(runtime_->host_uid(0)) + "\n";
+
+  Output plain = run(create(), script);
+  EXPECT_EQ(plain.out, "1000\nNoNewPrivs:\t1\nSeccomp:\t2\n" + root_map) << plain.err;
+
+  RootfsSpec allowing = rootfs();
+  allowing.allow_setid = true;
+  // Root there is still the unprivileged host uid root maps to.
+  Output setid = run(create(allowing), script);
+  EXPECT_EQ(setid.out, "0\nNoNewPrivs:\t0\nSeccomp:\t2\n" + root_map) << setid.err;
+}
+
 TEST_F(SandboxTest, TemplateAndBindsUnderAPrivateDir) {
   const fs::path secret = dir_ / "secret";
   fs::create_directories(secret);

@@ -54,7 +54,12 @@ Status make_undumpable(const InitConfig&) {
   return {};
 }
 
-Status load_seccomp(const InitConfig& config) { return seccomp_policy::load(config.seccomp_bpf); }
+// Init's no_new_privs is inherited by every process it forks (commands, file
+// workers, opens) and none can clear it; only a template that opted in
+// (InitConfig::allow_setid) goes without.
+Status load_seccomp(const InitConfig& config) {
+  return seccomp_policy::load(config.seccomp_bpf, !config.allow_setid);
+}
 
 using Step = Status (*)(const InitConfig&);
 

@@ -31,6 +31,18 @@ def test_commands_run_envs_cwd_user(sandbox):
     assert sandbox.commands.run("whoami", user="user").stdout == "user\n"
 
 
+def test_sudo_as_user_and_scoped_env_vars(sandbox):
+    """Mirrors E2B's test_bash_command_scoped_env_vars (e2b-python-sdk
+    tests/{sync,async}/.../commands/test_env_vars.py, e2b-js-sdk envVars.test.ts 'bash command
+    scoped env vars'): `user` runs sudo with no password, as in E2B's base image, and a
+    command's envs do not reach the next command."""
+    assert sandbox.commands.run("echo $FOO", envs={"FOO": "bar"}).stdout == "bar\n"
+    again = sandbox.commands.run('sudo echo "$FOO"')
+    assert again.exit_code == 0 and again.stdout.strip() == ""
+    assert sandbox.commands.run("sudo whoami").stdout == "root\n"
+    assert sandbox.commands.run("sudo id -un; id -un").stdout == "root\nuser\n"
+
+
 def test_commands_run_nonzero_exit_raises(sandbox):
     """commands.run with a non-zero exit raises CommandExitException."""
     with pytest.raises(CommandExitException) as caught:
