@@ -210,6 +210,20 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
   return subscription;
 }
 
+void ProcessTable::kill_at_deadline(std::shared_ptr<Managed> process) {
+  auto self = shared_from_this();
+  pool_.post([this, self, process] {
+    const Status killed = sandbox_->signal(process->pid, SIGKILL);
+    if (killed || killed.error().errnum != EBUSY) return;
+    net::post(process->strand, [this, self, process] {
+      process->deadline.expires_after(std::chrono::seconds(1));
+      process->deadline.async_wait([this, self, process](auto ec) {
+        if (!ec) kill_at_deadline(process);
+      });
+    });
+  });
+}
+
 http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
                                          std::vector<Output> outputs,
                                          std::shared_ptr<Descriptor> exit_source,
@@ -221,7 +235,7 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
     process->deadline.async_wait([this, self, process](auto ec) {
       if (ec) return;
       process->deadline_fired = true;
-      pool_.post([sandbox = sandbox_, pid = process->pid] { (void)sandbox->signal(pid, SIGKILL); });
+      kill_at_deadline(process);
     });
   }
   for (auto& [source, name] : outputs) {

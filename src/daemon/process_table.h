@@ -106,6 +106,9 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   Result<std::shared_ptr<Managed>> find(const ProcessSelector& selector);
   using Output = std::pair<std::shared_ptr<boost::asio::posix::stream_descriptor>, std::string>;
   // Forwards output, enforces the deadline, then sends the end event.
+  // SIGKILLs a process past its deadline; in a paused sandbox (EBUSY) it
+  // tries again every second, so the kill lands once the sandbox resumes.
+  void kill_at_deadline(std::shared_ptr<Managed> process);
   http::Task<void> supervise(std::shared_ptr<Managed> process, std::vector<Output> outputs,
                              std::shared_ptr<boost::asio::posix::stream_descriptor> exit_source,
                              std::chrono::milliseconds timeout);

@@ -175,7 +175,7 @@ class Router {
     }
     if (call.row.paused) {
       bool resumed = false;
-      if (call.row.auto_resume) resumed = co_await resume_for_request(live);
+      if (call.row.auto_resume && match.route) resumed = co_await resume_for_request(live);
       if (!resumed)
         co_return co_await routes::respond_json(exchange, 502, sandbox_paused(target.sandbox_id));
       call.row = live->snapshot();

@@ -12,7 +12,10 @@ namespace {
 // Freezes or thaws `live` unless it is in that state already (false then),
 // and stores the change; `seconds` is the resumed sandbox's time to live.
 Result<bool> set_paused(LiveSandbox& live, Store& store, Usage& usage, bool paused, int seconds) {
-  std::lock_guard turn(live.pausing);
+  std::unique_lock turn(live.pausing, std::try_to_lock);
+  if (!turn.owns_lock())
+    return Error::with_message("a pause or resume of this sandbox is under way: retry", EBUSY);
+  if (live.dying) return Error::with_message("the sandbox is being killed", ENOENT);
   if (live.snapshot().paused == paused) return false;
   if (Status s = live.sandbox->set_frozen(paused); !s) return s.error();
   SandboxRow row;
@@ -24,6 +27,7 @@ Result<bool> set_paused(LiveSandbox& live, Store& store, Usage& usage, bool paus
       usage.add_seconds(live.row.owner, static_cast<double>(now - live.accounted_ms) / 1000, now);
     live.accounted_ms = now;
     live.row.paused = paused;
+    if (paused) live.row.paused_at_ms = now;
     if (!paused) live.row.end_at_ms = now + int64_t{seconds} * 1000;
     row = live.row;
   }
@@ -35,6 +39,12 @@ Result<bool> set_paused(LiveSandbox& live, Store& store, Usage& usage, bool paus
 }
 
 }  // namespace
+
+void Service::mark_dying(LiveSandbox& live) {
+  std::lock_guard turn(live.pausing);
+  live.dying = true;
+  if (live.snapshot().paused) (void)live.sandbox->set_frozen(false);
+}
 
 http::Task<Result<bool>> Service::pause(std::shared_ptr<LiveSandbox> live) {
   Result<bool> done = false;

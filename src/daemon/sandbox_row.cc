@@ -29,7 +29,10 @@ nlohmann::json row_to_json(const SandboxRow& row) {
         {"home", row.default_home},
         {"cwd", row.default_cwd}}},
       {"lifecycle",
-       {{"paused", row.paused}, {"auto_pause", row.auto_pause}, {"auto_resume", row.auto_resume}}},
+       {{"paused", row.paused},
+        {"paused_at_ms", row.paused_at_ms},
+        {"auto_pause", row.auto_pause},
+        {"auto_resume", row.auto_resume}}},
       {"record",
        {{"init_pid", rec.init_pid},
         {"init_start_time", rec.init_start_time},
@@ -70,6 +73,7 @@ Result<SandboxRow> row_from_json(const nlohmann::json& json) {
     }
     if (const auto it = json.find("lifecycle"); it != json.end()) {
       row.paused = it->value("paused", false);
+      row.paused_at_ms = it->value("paused_at_ms", int64_t{0});
       row.auto_pause = it->value("auto_pause", false);
       row.auto_resume = it->value("auto_resume", false);
     }

@@ -40,6 +40,7 @@ struct SandboxRow {
   // nothing until resumed. At its timeout an auto_pause sandbox is paused
   // instead of killed; an auto_resume one wakes on the next request to it.
   bool paused = false;
+  int64_t paused_at_ms = 0;
   bool auto_pause = false;
   bool auto_resume = false;
 };

@@ -110,10 +110,8 @@ void Service::restore() {
       destroy_now(row, nullptr);
       continue;
     }
-    // Its policy goes back in place with the sandbox's help (its CA files):
-    // a paused one is thawed for that moment. One stored as running is thawed
-    // for good (a pause whose store failed).
-    (void)(*adopted)->set_frozen(false);
+    // Adopted thawed (see Runtime::adopt): its policy goes back in place with
+    // the sandbox's help (its CA files), then a paused one is paused again.
     auto settings = parse_network(row.network, row.allow_internet_access);
     if (settings) {
       if (Status s = apply_network(**adopted, *settings, &row); !s)
@@ -158,8 +156,6 @@ Status Service::apply_network(runtime::Sandbox& sandbox, const NetworkSettings& 
 
 void Service::destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live) {
   if (live) {
-    // Stopping its contexts asks the sandbox's init: thawed first if paused.
-    if (row.paused) (void)live->sandbox->set_frozen(false);
     std::lock_guard lock(live->mutex);
     live->interpreter.reset();  // its contexts live in the sandbox: stop them first
   }
@@ -317,6 +313,9 @@ http::Task<bool> Service::kill(const std::string& id) {
     live = it->second;
     live_.erase(it);
   }
+  // No pause from here on; a paused one is thawed, so that stopping its
+  // interpreter and its init is answered.
+  co_await pool_.run([&] { mark_dying(*live); });
   const SandboxRow row = live->snapshot();
   {
     std::lock_guard lock(live->mutex);
@@ -487,6 +486,10 @@ http::Task<void> Service::ttl_loop() {
       });
     }
     for (const SandboxRow& row : list()) {
+      if (row.paused && row.paused_at_ms + kMaxPausedMs <= now_ms()) {
+        spdlog::info("sandbox {}: paused for {} days; killing", row.id, kMaxPausedMs / 86400000);
+        co_await kill(row.id);
+      }
       if (row.paused || row.end_at_ms > now_ms()) continue;
       co_await on_timeout(row);
     }

@@ -55,8 +55,10 @@ struct LiveSandbox {
   // A network update runs (apply, then store): the next waits its turn or is
   // refused, so the policy enforced is always the one stored.
   std::atomic<bool> updating_network{false};
-  // Pause and resume freeze or thaw (up to 2 s, on a pool thread): one at a time.
+  // Pause and resume freeze or thaw (up to 2 s, on a pool thread): one at a
+  // time. `dying` (set under it by kill) refuses any more.
   std::mutex pausing;
+  bool dying = false;
 };
 
 // A sandbox whose init died on its own (killed from the host, out of
@@ -113,6 +115,8 @@ class Service : private runtime::StopListener {
   // Thaws a paused sandbox, which then ends `seconds` from now; false when it
   // was running.
   http::Task<Result<bool>> resume(std::shared_ptr<LiveSandbox> live, int seconds);
+  // A paused sandbox is killed after this long (E2B keeps them 30 days).
+  static constexpr int64_t kMaxPausedMs = int64_t{30} * 24 * 3600 * 1000;
   // end = now + seconds; with `extend_only` the end time never moves earlier.
   // A timeout longer than the owner's quota allows is refused (kErrQuota).
   Result<SandboxRow> set_timeout(const std::string& id, int seconds, bool extend_only);
@@ -162,6 +166,7 @@ class Service : private runtime::StopListener {
                                  const templates::ProcessDefaults& defaults, SandboxRow& row);
   http::Task<void> ttl_loop();
   http::Task<void> on_timeout(const SandboxRow& row);
+  static void mark_dying(LiveSandbox& live);
   void account_usage(bool sample);
   void destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live);
   void sandbox_stopped(const std::string& id, const std::string& reason) override;

@@ -539,6 +539,9 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::adopt(const SandboxRecord& record
   auto init = held->init;
   if (const uint32_t slot = slot_of(record))
     if (auto s = networks_->adopt(slot); !s) return s.error();
+  // Adopted running: a paused sandbox's init accepts no connection (the
+  // daemon pauses it again once it is in place).
+  (void)cgroup::set_frozen(cgroups_, record.id, false);
   auto sandbox = connect(record, std::move(*held));
   if (sandbox) track(init);
   return sandbox;

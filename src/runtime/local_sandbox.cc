@@ -56,6 +56,7 @@ Status LocalSandbox::set_user_net(const egress::Policy& policy) {
 Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std::vector<int>& fds,
                                         std::vector<UniqueFd>* received) const {
   std::lock_guard lock(mutex_);
+  if (frozen_) return paused_error();
   if (auto s = proto::send_message(control_.get(), proto::encode(request), fds); !s)
     return s.error();
   std::string bytes;
@@ -67,11 +68,33 @@ Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std
   return reply;
 }
 
+// Freezing waits for the request in flight on the control connection (and,
+// a moment, for file operations) and refuses new ones first, so no daemon
+// thread is left waiting on a frozen init.
+Status LocalSandbox::set_frozen(bool frozen) {
+  constexpr auto kFileOpsWait = std::chrono::seconds(2);
+  if (!frozen) {
+    Status thawed = cgroup::set_frozen(cgroups_, record_.id, false);
+    if (thawed) frozen_ = false;
+    return thawed;
+  }
+  std::lock_guard lock(mutex_);
+  frozen_ = true;
+  {
+    std::unique_lock ops(file_ops_mutex_);
+    (void)file_op_ended_.wait_for(ops, kFileOpsWait, [&] { return file_ops_ == 0; });
+  }
+  Status made = cgroup::set_frozen(cgroups_, record_.id, true);
+  if (!made) frozen_ = false;
+  return made;
+}
+
+Error LocalSandbox::paused_error() const {
+  return Error{"sandbox init", EBUSY, "sandbox " + record_.id + " is paused"};
+}
+
 // The overlay's statfs is its upper layer's: the size-limited tmpfs (or a
 // build's writable dir) that holds what the sandbox wrote.
-Status LocalSandbox::set_frozen(bool frozen) {
-  return cgroup::set_frozen(cgroups_, record_.id, frozen);
-}
 
 Sandbox::Usage LocalSandbox::usage() const {
   Usage u = cgroup::usage(cgroups_, record_.id);
@@ -150,6 +173,7 @@ Result<FileResult> LocalSandbox::file_op(const FileRequest& request) const {
   constexpr auto kTurnWait = std::chrono::seconds(2);
   {
     std::unique_lock lock(file_ops_mutex_);
+    if (frozen_) return paused_error();
     if (!file_op_ended_.wait_for(lock, kTurnWait, [&] { return file_ops_ < kMaxFileOps; })) {
       Error busy =
           Error::with_message("sandbox " + record_.id + " has " + std::to_string(kMaxFileOps) +

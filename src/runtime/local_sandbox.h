@@ -5,6 +5,7 @@
 
 #include <sys/un.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <vector>
@@ -52,6 +53,7 @@ class LocalSandbox final : public Sandbox {
   Result<proto::Reply> call(const proto::Request& request, const std::vector<int>& fds,
                             std::vector<UniqueFd>* received) const;
   Status set_user_net(const egress::Policy& policy);
+  Error paused_error() const;
 
   SandboxRecord record_;
   mutable std::mutex mutex_;  // one request in flight on the control connection
@@ -59,6 +61,9 @@ class LocalSandbox final : public Sandbox {
   mutable std::mutex file_ops_mutex_;
   mutable std::condition_variable file_op_ended_;
   mutable int file_ops_ = 0;
+  // Paused: init answers nothing, so nothing is asked of it (EBUSY at once)
+  // rather than a daemon thread waiting for the resume.
+  std::atomic<bool> frozen_{false};
   UniqueFd control_;
   Held held_;
   user::IdMap ids_;

@@ -85,6 +85,12 @@ Status make_dir_given_to_user(int parent, const std::string& name, const std::st
 // itself is still written as the user, so no existing file changes hands.
 Status make_dir_as_root(int parent, const std::string& name, const std::string& path) {
   if (acting_uid == 0) return Error{"mkdir", EACCES, path};
+  // Only in a parent no one but root may change (so no one can swap another
+  // empty directory in under the new name before it is given away); one
+  // writable through a group the user's processes hold stays theirs to use.
+  struct stat st {};
+  if (::fstat(parent, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022) != 0)
+    return Error{"mkdir", EACCES, path};
   if (auto s = act_as_ids(0, 0); !s) ::_exit(1);
   Status made = make_dir_given_to_user(parent, name, path);
   if (auto s = act_as_ids(acting_uid, acting_gid); !s) ::_exit(1);  // never go on as root

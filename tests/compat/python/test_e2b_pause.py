@@ -106,3 +106,48 @@ def test_a_paused_sandbox_is_killed_cleanly(e2b_env):
     assert sb.kill()
     with pytest.raises(Exception):
         Sandbox.get_info(sb.sandbox_id)
+
+
+def test_command_deadlines_in_a_paused_sandbox_hold_up_nothing(e2b_env):
+    """Commands whose timeout passes while paused: no daemon thread waits on the frozen
+    sandbox (creates, kills and the resume still answer), and they are killed once it
+    resumes."""
+    sb = Sandbox.create(timeout=120)
+    api = httpx.Client(base_url=e2b_env.url, headers={"X-API-Key": e2b_env.api_key},
+                       timeout=15)
+    try:
+        handles = [sb.commands.run("sleep 600", background=True, timeout=2) for _ in range(10)]
+        sb.pause()
+        time.sleep(4)
+        other = api.post("/sandboxes", json={"templateID": "base", "timeout": 30})
+        assert other.status_code == 201, other.text
+        assert api.delete(f"/sandboxes/{other.json()['sandboxID']}").status_code == 204
+        assert api.post(f"/sandboxes/{sb.sandbox_id}/connect", json={"timeout": 60}).status_code == 201
+        for _ in range(50):
+            if not {h.pid for h in handles} & {p.pid for p in sb.commands.list()}:
+                break
+            time.sleep(0.2)
+        assert not {h.pid for h in handles} & {p.pid for p in sb.commands.list()}
+    finally:
+        api.close()
+        sb.kill()
+
+
+def test_pause_racing_kill_leaves_the_daemon_answering(e2b_env):
+    import concurrent.futures as cf
+
+    api = httpx.Client(base_url=e2b_env.url, headers={"X-API-Key": e2b_env.api_key},
+                       timeout=30)
+    try:
+        for _ in range(5):
+            sb = Sandbox.create(timeout=60)
+            sb.commands.run("sleep 600", background=True)
+            with cf.ThreadPoolExecutor(2) as pool:
+                pause = pool.submit(api.post, f"/sandboxes/{sb.sandbox_id}/pause")
+                kill = pool.submit(api.delete, f"/sandboxes/{sb.sandbox_id}")
+                assert kill.result().status_code == 204
+                assert pause.result().status_code in (204, 404, 409)
+            assert api.get(f"/sandboxes/{sb.sandbox_id}").status_code == 404
+        assert httpx.get(f"{e2b_env.url}/health").status_code == 204
+    finally:
+        api.close()
