@@ -12,6 +12,7 @@
 #include "cli/api.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/terminal.h"
 #include "common/fd_io.h"
 #include "common/file_replacement.h"
 #include "common/unique_fd.h"
@@ -152,7 +153,8 @@ Status download_to_stdout(const SandboxPlane& plane, const std::string& remote) 
   if (!stream) return stream.error();
   http::ResponseStream& body = **stream;
   const auto length = std::strtoull(body.header("Content-Length").c_str(), nullptr, 10);
-  Progress progress(remote_basename(remote), length);
+  // No bar among the file's own bytes when both go to the same terminal.
+  Progress progress(remote_basename(remote), terminal::is_tty(STDOUT_FILENO) ? 0 : length);
   while (!body.done()) {
     auto piece = body.read_some();
     if (!piece) return piece.error();

@@ -52,14 +52,16 @@ def exec_out(daemon: Daemon, sandbox_id: str, *command: str) -> str:
     return r.stdout.strip()
 
 
-def run_with_terminal_stderr(daemon: Daemon, columns: int, *args: str) -> str:
-    """Runs `abx ARGS` with stderr on a pty `columns` wide (COLUMNS unset); what it drew."""
+def run_with_terminal_stderr(daemon: Daemon, columns: int, *args: str,
+                             stdout_too: bool = False) -> str:
+    """Runs `abx ARGS` with stderr (and stdout if `stdout_too`) on a pty `columns` wide
+    (COLUMNS unset); what it drew."""
     env = {k: v for k, v in daemon.env().items() if k != "COLUMNS"}
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     try:
         proc = subprocess.Popen([str(ABX_BIN), *args], env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=slave)
+                                stdout=slave if stdout_too else subprocess.DEVNULL, stderr=slave)
         os.close(slave)
         drawn = b""
         while True:
@@ -129,6 +131,13 @@ def test_upload_bar_fits_the_terminal_and_shows_an_eta(daemon, sandbox, tmp_path
     assert lines and all(len(line) < 40 for line in lines), lines
     assert any("ETA " in line for line in lines), lines
     assert exec_out(daemon, sandbox, "stat", "-c", "%s", "/home/user/up.bin") == str(SIZE)
+
+
+def test_no_bar_among_a_file_written_to_the_same_terminal(daemon, sandbox):
+    put(daemon, sandbox, "/home/user/text.txt", b"x" * SIZE)
+    drawn = run_with_terminal_stderr(daemon, 80, "download", sandbox, "/home/user/text.txt", "-",
+                                     stdout_too=True)
+    assert drawn.count("x") == SIZE and "ETA" not in drawn and "%" not in drawn
 
 
 def test_no_bar_when_stderr_is_not_a_terminal(daemon, sandbox, tmp_path):
