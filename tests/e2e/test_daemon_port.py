@@ -42,6 +42,7 @@ def env(state_dir: Path) -> Iterator[dict[str, str]]:
     env.update(ABX_STATE_DIR=str(state_dir / "state"), ABX_CONFIG_DIR=str(state_dir / "config"),
                ABX_BIN=str(ABX_BIN), PYTHONPATH=str(REPO / "sdk" / "python"))
     yield env
+    run(env, "kill", "--all", "--yes")  # `daemon stop` leaves sandboxes running
     run(env, "daemon", "stop")
 
 
