@@ -119,14 +119,13 @@ Result<std::string> wait_until_ready(const fs::path& data_dir, pid_t pid) {
 int port_of(const std::string& url) { return std::atoi(url.substr(url.rfind(':') + 1).c_str()); }
 
 // Clients saved the old address (E2B_API_URL, scripts): a move is said loudly.
-void warn_port_changed(int wanted, const std::string& url, const fs::path& data_dir) {
+void warn_port_changed(uint16_t wanted, const std::string& url, const fs::path& data_dir) {
   std::fprintf(stderr,
-               "abx: WARNING: port %d is taken, so the local daemon now listens on %s (port %d); "
-               "update any saved http://127.0.0.1:%d (E2B_API_URL, ABX_SANDBOX_API_URL); the SDK "
-               "follows on its own. Free port %d and run `abx daemon stop` to get it back next "
-               "start (logs: %s)\n",
-               wanted, url.c_str(), port_of(url), wanted, wanted,
-               paths::daemon_log_file(data_dir).c_str());
+               "abx: WARNING: port %d is taken, so the local daemon now listens on %s (port %d) "
+               "and keeps that port from now on: update any saved http://127.0.0.1:%d "
+               "(E2B_API_URL, ABX_SANDBOX_API_URL); the Python SDK follows on its own "
+               "(logs: %s)\n",
+               wanted, url.c_str(), port_of(url), wanted, paths::daemon_log_file(data_dir).c_str());
 }
 
 // The port it had last time (else the default), so saved URLs keep working;
@@ -136,7 +135,10 @@ Result<std::string> spawn(const fs::path& data_dir) {
   fs::create_directories(data_dir, ec);
   if (ec) return Error{"create " + data_dir.string(), ec.value()};
   fs::remove(paths::daemon_address_file(data_dir), ec);
-  const int wanted = daemon_port::remembered(data_dir).value_or(daemon_port::kDefault);
+  const auto remembered = daemon_port::remembered(data_dir);
+  const uint16_t wanted = remembered.value_or(daemon_port::kDefault);
+  // The first time, too, the daemon's log should say when it cannot have the default.
+  if (!remembered) (void)daemon_port::remember(data_dir, wanted);
   const bool free = port_is_free(wanted);
   const std::string listen = "127.0.0.1:" + std::to_string(free ? wanted : 0);
   std::fflush(nullptr);

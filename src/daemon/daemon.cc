@@ -86,9 +86,9 @@ void remember_listen_port(const fs::path& data_dir, uint16_t port) {
   const auto before = daemon_port::remembered(data_dir);
   if (before && *before != port) {
     spdlog::warn(
-        "abx serve: PORT CHANGED: listening on port {}, not on port {} as last time (it is taken, "
-        "or --listen asked for another): clients that saved http://127.0.0.1:{} must now use "
-        "http://127.0.0.1:{}",
+        "abx serve: PORT CHANGED: listening on port {}, not on port {} where clients expect this "
+        "data dir's daemon (it is taken, or --listen asked for another): clients that saved "
+        "http://127.0.0.1:{} must now use http://127.0.0.1:{}",
         port, *before, *before, port);
   }
   if (Status s = daemon_port::remember(data_dir, port); !s) {

@@ -102,7 +102,7 @@ def test_a_taken_port_is_named_loudly_and_the_sdk_follows(env):
             assert moved != first
             assert f"port {first} is taken" in said and f"127.0.0.1:{moved}" in said, said
             log = (Path(env["ABX_STATE_DIR"]) / "daemon.log").read_text()
-            assert f"listening on port {moved}, not on port {first}" in log
+            assert f"PORT CHANGED: listening on port {moved}, not on port {first}" in log
             # The SDK object finds the daemon at its new address on its own.
             holder_of_sdk.stdin.write("go\n"), holder_of_sdk.stdin.flush()
             assert holder_of_sdk.stdout.readline() == "alive kept\n"
@@ -116,3 +116,20 @@ def test_a_taken_port_is_named_loudly_and_the_sdk_follows(env):
     finally:
         holder_of_sdk.kill()
         holder_of_sdk.wait()
+
+
+def test_the_first_start_says_so_when_the_default_port_is_taken(env):
+    holder = None
+    try:
+        holder = taken(49980)
+    except OSError:
+        pass  # another program holds it already: just as good
+    try:
+        port, said = start(env)
+    finally:
+        if holder:
+            holder.close()
+    assert port != 49980
+    assert "port 49980 is taken" in said and f"127.0.0.1:{port}" in said, said
+    log = (Path(env["ABX_STATE_DIR"]) / "daemon.log").read_text()
+    assert f"PORT CHANGED: listening on port {port}, not on port 49980" in log
