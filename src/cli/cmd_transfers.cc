@@ -1,5 +1,6 @@
 // abx upload / abx download: files and whole directories (-r) through the
-// sandbox's /files endpoint, streamed both ways so size does not matter.
+// sandbox's /files endpoint, streamed both ways so size does not matter;
+// `-` for stdin or stdout, as cp-like tools do.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,8 @@
 #include "cli/api.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/terminal.h"
+#include "common/fd_io.h"
 #include "common/file_replacement.h"
 #include "common/unique_fd.h"
 
@@ -25,8 +28,18 @@ struct TransferOptions {
   std::string id;
   std::string from;
   std::string to;
+  std::string user;  // as whom files are read and written in the sandbox ("" its default)
   bool recursive = false;
 };
+
+constexpr std::string_view kStdio = "-";
+
+// The plane to the sandbox, as the user the options name.
+Result<SandboxPlane> open_plane(const TransferOptions& options) {
+  auto endpoint = resolve_endpoint();
+  if (!endpoint) return endpoint.error();
+  return SandboxPlane::open(ControlPlane(*endpoint), options.id, options.user);
+}
 
 std::string remote_join(const std::string& dir, const std::string& relative) {
   if (relative.empty() || relative == ".") return dir;
@@ -38,15 +51,21 @@ std::string remote_basename(std::string path) {
   return path.substr(path.rfind('/') + 1);
 }
 
+// Sends what `fd` holds; a bar shows when its size is known (a regular file).
+Status upload_fd(const SandboxPlane& plane, int fd, const std::string& what,
+                 const std::string& label, const std::string& remote) {
+  struct stat st {};
+  const bool sized = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  Progress progress(label, sized ? static_cast<std::uint64_t>(st.st_size) : 0);
+  const http::BodySource source =
+      http::fd_body(fd, what, kChunk, [&](size_t n) { progress.add(n); });
+  return plane.upload(remote, source);
+}
+
 Status upload_file(const SandboxPlane& plane, const fs::path& local, const std::string& remote) {
   UniqueFd fd(::open(local.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return Error::from_errno("open " + local.string());
-  struct stat st {};
-  ::fstat(fd.get(), &st);
-  Progress progress(local.filename().string(), static_cast<std::uint64_t>(st.st_size));
-  const http::BodySource source =
-      http::fd_body(fd.get(), local.string(), kChunk, [&](size_t n) { progress.add(n); });
-  return plane.upload(remote, source);
+  return upload_fd(plane, fd.get(), local.string(), local.filename().string(), remote);
 }
 
 Status make_remote_dir(const SandboxPlane& plane, const std::string& path) {
@@ -73,7 +92,24 @@ Status upload_tree(const SandboxPlane& plane, const fs::path& root, const std::s
   return {};
 }
 
+Result<int> run_upload_stdin(const TransferOptions& options) {
+  if (options.recursive) {
+    return Error{
+        "-r reads a directory, not stdin; to send a tree through stdin, pipe a tar "
+        "archive: tar c DIR | abx exec -i ID -- tar x -C DEST"};
+  }
+  if (options.to.ends_with('/')) {
+    return Error{"stdin has no file name: give the remote file's full path, not a directory"};
+  }
+  auto plane = open_plane(options);
+  if (!plane) return plane.error();
+  if (Status done = upload_fd(*plane, STDIN_FILENO, "stdin", "stdin", options.to); !done)
+    return done.error();
+  return 0;
+}
+
 Result<int> run_upload(const TransferOptions& options) {
+  if (options.from == kStdio) return run_upload_stdin(options);
   const fs::path local = options.from;
   std::error_code ec;
   const auto status = fs::status(local, ec);
@@ -82,9 +118,7 @@ Result<int> run_upload(const TransferOptions& options) {
   if (is_dir && !options.recursive) {
     return Error{options.from + " is a directory; pass -r to upload it with its contents"};
   }
-  auto endpoint = resolve_endpoint();
-  if (!endpoint) return endpoint.error();
-  auto plane = SandboxPlane::open(ControlPlane(*endpoint), options.id);
+  auto plane = open_plane(options);
   if (!plane) return plane.error();
   std::string remote = options.to;
   if (remote.ends_with('/')) remote += fs::absolute(local).lexically_normal().filename().string();
@@ -110,6 +144,23 @@ Status download_file(const SandboxPlane& plane, const std::string& remote, const
                            [&] { return body.done(); }};
   auto saved = download_to_file(source, local);
   if (!saved) return saved.error();
+  return {};
+}
+
+// Writes the file to stdout as it comes (binary-safe: bytes, unchanged).
+Status download_to_stdout(const SandboxPlane& plane, const std::string& remote) {
+  auto stream = plane.download(remote);
+  if (!stream) return stream.error();
+  http::ResponseStream& body = **stream;
+  const auto length = std::strtoull(body.header("Content-Length").c_str(), nullptr, 10);
+  // No bar among the file's own bytes when both go to the same terminal.
+  Progress progress(remote_basename(remote), terminal::is_tty(STDOUT_FILENO) ? 0 : length);
+  while (!body.done()) {
+    auto piece = body.read_some();
+    if (!piece) return piece.error();
+    progress.add(piece->size());
+    if (Status st = write_all(STDOUT_FILENO, *piece, "write to stdout"); !st) return st;
+  }
   return {};
 }
 
@@ -151,10 +202,21 @@ Status download_tree(const SandboxPlane& plane, const std::string& remote, const
   return {};
 }
 
+Result<int> run_download_stdout(const TransferOptions& options) {
+  if (options.recursive) {
+    return Error{
+        "-r writes a directory, not stdout; to get a tree through stdout, run "
+        "abx exec ID -- tar c -C DIR . > tree.tar"};
+  }
+  auto plane = open_plane(options);
+  if (!plane) return plane.error();
+  if (Status done = download_to_stdout(*plane, options.from); !done) return done.error();
+  return 0;
+}
+
 Result<int> run_download(const TransferOptions& options) {
-  auto endpoint = resolve_endpoint();
-  if (!endpoint) return endpoint.error();
-  auto plane = SandboxPlane::open(ControlPlane(*endpoint), options.id);
+  if (options.to == kStdio) return run_download_stdout(options);
+  auto plane = open_plane(options);
   if (!plane) return plane.error();
   fs::path local = options.to;
   std::error_code ec;
@@ -181,9 +243,13 @@ void add_transfer(CLI::App& root, Commands& commands, const std::string& name,
   auto options = std::make_shared<TransferOptions>();
   auto* app = root.add_subcommand(name, help);
   app->add_option("id", options->id, "Sandbox id")->required();
-  app->add_option(from, options->from, from + " path")->required();
-  app->add_option(to, options->to, to + " path")->required();
+  app->add_option(from, options->from, from + " path" + (from == "local" ? " (- for stdin)" : ""))
+      ->required();
+  app->add_option(to, options->to, to + " path" + (to == "local" ? " (- for stdout)" : ""))
+      ->required();
   app->add_flag("-r,--recursive", options->recursive, "Copy a directory with its contents");
+  app->add_option("-u,--user", options->user,
+                  "Read and write the sandbox's files as this user (default: the sandbox's)");
   commands.push_back({app, [options, run] { return run(*options); }});
 }
 

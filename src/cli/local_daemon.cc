@@ -11,10 +11,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "common/daemon_port.h"
 #include "common/http_client.h"
 #include "common/paths.h"
 #include "common/unique_fd.h"
@@ -26,7 +28,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr int kDefaultPort = 49980;
 constexpr auto kStartTimeout = 10s;
 
 std::string read_file(const fs::path& file) {
@@ -114,19 +115,40 @@ Result<std::string> wait_until_ready(const fs::path& data_dir, pid_t pid) {
   return Error{"the local daemon did not answer within 10 s; see " + log};
 }
 
+// The port of the URL the daemon wrote ("http://127.0.0.1:PORT").
+int port_of(const std::string& url) { return std::atoi(url.substr(url.rfind(':') + 1).c_str()); }
+
+// Clients saved the old address (E2B_API_URL, scripts): a move is said loudly.
+void warn_port_changed(uint16_t wanted, const std::string& url, const fs::path& data_dir) {
+  std::fprintf(stderr,
+               "abx: WARNING: port %d is taken, so the local daemon now listens on %s (port %d) "
+               "and keeps that port from now on: update any saved http://127.0.0.1:%d "
+               "(E2B_API_URL, ABX_SANDBOX_API_URL); the Python SDK follows on its own "
+               "(logs: %s)\n",
+               wanted, url.c_str(), port_of(url), wanted, paths::daemon_log_file(data_dir).c_str());
+}
+
+// The port it had last time (else the default), so saved URLs keep working;
+// another free one when that is taken.
 Result<std::string> spawn(const fs::path& data_dir) {
   std::error_code ec;
   fs::create_directories(data_dir, ec);
   if (ec) return Error{"create " + data_dir.string(), ec.value()};
   fs::remove(paths::daemon_address_file(data_dir), ec);
-  const std::string listen =
-      "127.0.0.1:" + std::to_string(port_is_free(kDefaultPort) ? kDefaultPort : 0);
+  const auto remembered = daemon_port::remembered(data_dir);
+  const uint16_t wanted = remembered.value_or(daemon_port::kDefault);
+  // The first time, too, the daemon's log should say when it cannot have the default.
+  if (!remembered) (void)daemon_port::remember(data_dir, wanted);
+  const bool free = port_is_free(wanted);
+  const std::string listen = "127.0.0.1:" + std::to_string(free ? wanted : 0);
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) return Error::from_errno("fork the local daemon");
   if (pid == 0) exec_daemon(data_dir, listen);
   if (auto st = write_pid_file(data_dir, pid); !st) return st.error();
-  return wait_until_ready(data_dir, pid);
+  auto url = wait_until_ready(data_dir, pid);
+  if (url && port_of(*url) != wanted) warn_port_changed(wanted, *url, data_dir);
+  return url;
 }
 
 // Held by the one CLI that may start a daemon for the data dir, from its

@@ -83,22 +83,6 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
-std::string format_progress(std::uint64_t done, std::uint64_t total, double seconds, int width) {
-  const double fraction =
-      total == 0 ? 1.0 : std::min(1.0, static_cast<double>(done) / static_cast<double>(total));
-  const int filled = static_cast<int>(fraction * width);
-  std::string bar = "[" + std::string(static_cast<size_t>(filled), '#') +
-                    std::string(static_cast<size_t>(width - filled), '-') + "]";
-  char percent[8];
-  std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(fraction * 100));
-  std::string out = bar + " " + percent + "  " + format_bytes(done) + "/" + format_bytes(total);
-  if (seconds > 0) {
-    out +=
-        "  " + format_bytes(static_cast<std::uint64_t>(static_cast<double>(done) / seconds)) + "/s";
-  }
-  return out;
-}
-
 std::string comma_join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;

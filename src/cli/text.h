@@ -33,8 +33,6 @@ std::string rfc3339_to_local(std::string_view text);
 
 // 1536 → "1.5 KiB".
 std::string format_bytes(std::uint64_t bytes);
-// "[#######-------]  42%  12.0 MiB/28.6 MiB  3.1 MiB/s", `width` cells of bar.
-std::string format_progress(std::uint64_t done, std::uint64_t total, double seconds, int width);
 
 // Pads each column to its widest cell; two spaces between columns.
 std::string format_table(const std::vector<std::vector<std::string>>& rows);

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <thread>
 
+#include "common/daemon_port.h"
 #include "common/file_replacement.h"
 #include "common/ids.h"
 #include "common/unique_fd.h"
@@ -77,6 +78,22 @@ Result<std::string> load_or_create_api_key(const fs::path& path) {
 Status write_address_file(const fs::path& path, uint16_t port) {
   if (path.empty()) return {};
   return replace_file(path, "http://127.0.0.1:" + std::to_string(port) + "\n", 0644, true);
+}
+
+// Clients keep the URL they were given (an exported E2B_API_URL, a script):
+// a daemon that comes back on another port says so loudly, naming both.
+void remember_listen_port(const fs::path& data_dir, uint16_t port) {
+  const auto before = daemon_port::remembered(data_dir);
+  if (before && *before != port) {
+    spdlog::warn(
+        "abx serve: PORT CHANGED: listening on port {}, not on port {} where clients expect this "
+        "data dir's daemon (it is taken, or --listen asked for another): clients that saved "
+        "http://127.0.0.1:{} must now use http://127.0.0.1:{}",
+        port, *before, *before, port);
+  }
+  if (Status s = daemon_port::remember(data_dir, port); !s) {
+    spdlog::warn("abx serve: cannot remember the port: {}", s.error().message());
+  }
 }
 
 // Beside abx in a build tree; PREFIX/libexec/abx from PREFIX/bin once installed
@@ -252,6 +269,7 @@ int serve(const ServeOptions& options) {
                            options.max_connections);
   if (!port) return fail(port.error());
   service.set_listen_address(reachable_address(options.listen, *port));
+  remember_listen_port(options.data_dir, *port);
   if (Status s = write_address_file(options.address_file, *port); !s) return fail(s.error());
   service.start_ttl();
   spdlog::info("abx serve: listening on http://127.0.0.1:{} (data dir {})", *port,

@@ -6,7 +6,9 @@
 #include <utility>  // awaitable.hpp uses std::exchange without including it
 #include <boost/asio/awaitable.hpp>
 // clang-format on
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,8 +43,12 @@ class Exchange {
   virtual Task<void> respond(int status, std::string content_type, std::string body,
                              Headers extra = {}) = 0;
 
-  // A chunked response sent piece by piece, each piece flushed at once.
-  virtual Task<void> start_stream(int status, std::string content_type, Headers extra = {}) = 0;
+  // A response sent piece by piece, each piece flushed at once: chunked, or
+  // with Content-Length when `length` is known. A sized body is cut at
+  // `length`, and one that ends short closes the connection (the client sees
+  // a short body, never the start of a next response).
+  virtual Task<void> start_stream(int status, std::string content_type, Headers extra = {},
+                                  std::optional<uint64_t> length = {}) = 0;
   // False when the client has gone away.
   virtual Task<bool> write_chunk(std::string data) = 0;
   virtual Task<void> finish_stream() = 0;

@@ -259,12 +259,18 @@ class BeastExchange final : public Exchange {
     check_sent(ec, deadline);
   }
 
-  Task<void> start_stream(int status, std::string content_type, Headers extra) override {
+  Task<void> start_stream(int status, std::string content_type, Headers extra,
+                          std::optional<uint64_t> length) override {
     bhttp::response<bhttp::empty_body> res{static_cast<bhttp::status>(status), 11};
     res.set(bhttp::field::content_type, content_type);
     for (auto& [name, value] : extra) res.set(name, value);
     res.keep_alive(keep_alive_);
-    res.chunked(true);
+    sized_left_ = length;
+    if (length) {
+      res.content_length(*length);
+    } else {
+      res.chunked(true);
+    }
     bhttp::response_serializer<bhttp::empty_body> serializer{res};
     responded_ = true;
     beast::error_code ec;
@@ -275,17 +281,30 @@ class BeastExchange final : public Exchange {
   }
 
   Task<bool> write_chunk(std::string data) override {
+    if (sized_left_) {
+      data.resize(static_cast<size_t>(std::min<uint64_t>(data.size(), *sized_left_)));
+      *sized_left_ -= data.size();
+    }
     if (data.empty()) co_return true;  // an empty chunk would end the body
     beast::error_code ec;
     const Deadline deadline = send_deadline();
-    co_await net::async_write(stream_, bhttp::make_chunk(net::buffer(data)),
-                              net::redirect_error(net::use_awaitable, ec));
+    if (sized_left_) {
+      co_await net::async_write(stream_, net::buffer(data),
+                                net::redirect_error(net::use_awaitable, ec));
+    } else {
+      co_await net::async_write(stream_, bhttp::make_chunk(net::buffer(data)),
+                                net::redirect_error(net::use_awaitable, ec));
+    }
     if (deadline.expired()) spdlog::debug("http: {}", not_reading_message());
     if (ec) keep_alive_ = false;
     co_return !ec;
   }
 
   Task<void> finish_stream() override {
+    if (sized_left_) {
+      if (*sized_left_ > 0) keep_alive_ = false;  // the body ended short of its length
+      co_return;
+    }
     beast::error_code ec;
     const Deadline deadline = send_deadline();
     co_await net::async_write(stream_, bhttp::make_chunk_last(),
@@ -356,6 +375,7 @@ class BeastExchange final : public Exchange {
   Request request_;
   bool keep_alive_ = true;
   bool responded_ = false;
+  std::optional<uint64_t> sized_left_;  // bytes a sized stream still owes
   bool continue_sent_ = false;
 };
 

@@ -3,7 +3,9 @@
 // Every read and write of a sandbox file runs on the blocking pool (through
 // sandbox_ops), a chunk at a time.
 // See spec/e2b-protocol.md §10.
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -445,6 +447,36 @@ Task<void> stream_file(SandboxCall& call, Exchange& exchange, int fd, std::uniqu
   co_await exchange.finish_stream();
 }
 
+// Filesystems whose files' sizes are not their contents' (/proc's are 0,
+// /sys's a page).
+bool sizes_are_made_up(int fd) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) return true;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case PROC_SUPER_MAGIC:
+    case SYSFS_MAGIC:
+    case CGROUP_SUPER_MAGIC:
+    case CGROUP2_SUPER_MAGIC:
+    case DEBUGFS_MAGIC:
+    case TRACEFS_MAGIC:
+    case SECURITYFS_MAGIC:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A regular file's size, sent as Content-Length so a client can show its
+// progress; none for anything else (a FIFO, a device, /proc: read until it
+// ends). A file that changes meanwhile is cut at this size, or ends the
+// connection short.
+std::optional<uint64_t> plain_length(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return std::nullopt;
+  if (sizes_are_made_up(fd)) return std::nullopt;
+  return static_cast<uint64_t>(st.st_size);
+}
+
 }  // namespace
 
 Task<void> files_download(SandboxCall& call, Exchange& exchange) {
@@ -456,11 +488,14 @@ Task<void> files_download(SandboxCall& call, Exchange& exchange) {
   if (!fd) co_return co_await respond_failure(exchange, fd.error());
   std::unique_ptr<Gzip> gzip;
   http::Headers headers;
+  std::optional<uint64_t> length;
   if (wants_gzip(exchange.request().header("accept-encoding"))) {
     gzip = std::make_unique<Gzip>();
     headers.emplace_back("Content-Encoding", "gzip");
+  } else {
+    length = plain_length(fd->get());
   }
-  co_await exchange.start_stream(200, "application/octet-stream", std::move(headers));
+  co_await exchange.start_stream(200, "application/octet-stream", std::move(headers), length);
   co_await stream_file(call, exchange, fd->get(), std::move(gzip));
 }
 

@@ -132,7 +132,16 @@ void Service::restore() {
     live_[id] = std::move(live);
   }
   runtime_.sweep_orphans(live_ids);
+  // Sandboxes that ended while the daemon was down may have been the last
+  // ones on a force-removed template.
+  release_retired_templates();
   spdlog::info("adopted {} live sandbox(es)", live_ids.size());
+}
+
+void Service::release_retired_templates() {
+  std::set<std::string> templates_in_use;
+  for (const SandboxRow& other : list()) templates_in_use.insert(other.template_id);
+  templates_.release_retired(templates_in_use);
 }
 
 Status Service::apply_network(runtime::Sandbox& sandbox, const NetworkSettings& settings,
@@ -325,10 +334,7 @@ http::Task<bool> Service::kill(const std::string& id) {
   }
   co_await pool_.run([&] {
     destroy_now(row, live);
-    // A template force-removed while in use keeps its layers until its last sandbox ends.
-    std::set<std::string> templates_in_use;
-    for (const SandboxRow& other : list()) templates_in_use.insert(other.template_id);
-    templates_.release_retired(templates_in_use);
+    release_retired_templates();
   });
   spdlog::info("sandbox {} destroyed", id);
   co_return true;

@@ -169,6 +169,9 @@ class Service : private runtime::StopListener {
   static void mark_dying(LiveSandbox& live);
   void account_usage(bool sample);
   void destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live);
+  // A template force-removed while in use keeps its layers until its last
+  // sandbox ends: frees those no live sandbox runs on any more. Blocks.
+  void release_retired_templates();
   void sandbox_stopped(const std::string& id, const std::string& reason) override;
   void on_sandbox_stopped(const std::string& id, const std::string& reason);
   http::Task<void> kill_stopped(std::string id);

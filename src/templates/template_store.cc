@@ -203,7 +203,9 @@ Error TemplateStore::no_such_template(const std::string& name) {
 }
 
 Error TemplateStore::no_stored_template(const std::string& name) {
-  return Error{"template rm", ENOENT, "no stored template named '" + name + "'"};
+  return Error::with_message(
+      "template '" + name + "' not found: `abx template list` shows the templates there are",
+      ENOENT);
 }
 
 Error TemplateStore::name_taken(const std::string& name) {

@@ -8,13 +8,14 @@ import io
 import json
 import subprocess
 import tarfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-
 from harness import ABX_BIN, Daemon, start_daemon, stop_daemon
+from helpers import wait_until
 
 pytestmark = pytest.mark.offline  # a hand-made busybox image: no Debian build
 
@@ -263,3 +264,60 @@ def test_a_builtin_is_every_teams_and_does_not_name_who_built_it(own_daemon, ima
         made = api.post("/sandboxes", json={"templateID": "code-interpreter-v1"})
         assert made.status_code == 201, made.text
         assert api.delete(f"/sandboxes/{made.json()['sandboxID']}").status_code == 204
+
+
+def cli(d: Daemon, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(ABX_BIN), *args], env=d.env(), capture_output=True, timeout=60,
+                          input=data, stdin=None if data is not None else subprocess.DEVNULL,
+                          check=False)
+
+
+def test_cli_force_rm_keeps_live_sandboxes_working_and_list_and_rm_agree(own_daemon, image):
+    before = layer_ids(own_daemon)
+    assert import_image(own_daemon, own_daemon.api_key, "tiny", image).status_code == 200
+    image_layers = layer_ids(own_daemon) - before
+    made = cli(own_daemon, "create", "--template", "tiny")
+    assert made.returncode == 0, made.stderr
+    sandbox_id = made.stdout.decode().strip()
+
+    refused = cli(own_daemon, "template", "rm", "tiny")
+    assert refused.returncode != 0 and b"--force" in refused.stderr
+    removed = cli(own_daemon, "template", "rm", "--force", "tiny")
+    assert removed.returncode == 0, removed.stderr
+    listed = cli(own_daemon, "template", "list")
+    assert listed.returncode == 0 and b"tiny" not in listed.stdout
+    again = cli(own_daemon, "template", "rm", "--force", "tiny")
+    assert again.returncode != 0 and b"not found" in again.stderr.lower(), again.stderr
+
+    # The sandbox runs on: commands and files still reach the image's files.
+    ran = cli(own_daemon, "exec", sandbox_id, "--", "cat", "/etc/marker.txt")
+    assert ran.returncode == 0 and ran.stdout.decode().strip() == MARKER, ran.stderr
+    read = cli(own_daemon, "download", sandbox_id, "/etc/marker.txt", "-")
+    assert read.returncode == 0 and read.stdout.decode().strip() == MARKER, read.stderr
+    assert image_layers <= layer_ids(own_daemon), "kept while the sandbox runs"
+
+    assert cli(own_daemon, "kill", sandbox_id, "--yes").returncode == 0
+    assert not image_layers & layer_ids(own_daemon), "gone from disk with the last sandbox"
+
+
+def test_layers_of_a_removed_template_go_when_its_sandbox_ended_while_the_daemon_was_down(
+        state_dir, image):
+    d = start_daemon(state_dir / "state", shared_templates=False, extra_args=("--warm-pool", "0"))
+    try:
+        before = layer_ids(d)
+        assert import_image(d, d.api_key, "tiny", image).status_code == 200
+        image_layers = layer_ids(d) - before
+        made = cli(d, "create", "--template", "tiny", "--timeout", "5")
+        made_at = time.time()
+        assert made.returncode == 0, made.stderr
+        assert cli(d, "template", "rm", "--force", "tiny").returncode == 0
+        assert (d.data_dir / "templates" / ".retired").exists(), "kept for the live sandbox"
+        stop_daemon(d, kill_sandboxes=False)
+        # Its timeout passes while no daemon runs; the next start destroys it.
+        wait_until(lambda: time.time() > made_at + 6, timeout=15, what="the sandbox's end")
+        d = start_daemon(state_dir / "state", shared_templates=False,
+                         extra_args=("--warm-pool", "0"))
+        assert image_layers and not image_layers & layer_ids(d), "freed at the daemon's start"
+        assert not (d.data_dir / "templates" / ".retired").exists()
+    finally:
+        stop_daemon(d)

@@ -74,13 +74,6 @@ TEST(Progress, FormatsBytes) {
   EXPECT_EQ(format_bytes(3u << 20), "3.0 MiB");
 }
 
-TEST(Progress, FormatsBar) {
-  EXPECT_EQ(format_progress(5u << 20, 10u << 20, 0, 10), "[#####-----]  50%  5.0 MiB/10.0 MiB");
-  EXPECT_EQ(format_progress(10u << 20, 10u << 20, 2.0, 4),
-            "[####] 100%  10.0 MiB/10.0 MiB  5.0 MiB/s");
-  EXPECT_EQ(format_progress(0, 0, 0, 2), "[##] 100%  0 B/0 B");
-}
-
 TEST(Table, AlignsColumns) {
   EXPECT_EQ(format_table({{"ID", "STATE"}, {"iabc", "running"}}),
             "ID    STATE\n"

@@ -16,6 +16,7 @@ from ._http import (
     Call,
     closed_error,
     error_from_response,
+    follow_daemon_address,
     moved_daemon,
     retry_delay,
     transport_errors,
@@ -102,6 +103,7 @@ class AsyncTransport:
         raises the typed error for any other failure."""
         if self._closed:
             raise closed_error(call, *self._closed)
+        follow_daemon_address(self.config, call)
         attempt = 0
         followed = False
         while True:

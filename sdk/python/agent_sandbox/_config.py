@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import AuthenticationException, InvalidArgumentException
@@ -32,6 +32,8 @@ class ConnectionConfig:
     # True when the local daemon's address was discovered rather than given,
     # so starting the daemon may change it.
     discovered: bool = False
+    # The address file as last seen (mtime, inode, size): a change means a restart.
+    address_stamp: tuple[int, int, int] | None = field(default=None, repr=False)
 
     def control_headers(self) -> dict[str, str]:
         """Headers for control-plane requests."""
@@ -136,6 +138,24 @@ def follow_moved_daemon(config: ConnectionConfig) -> bool:
         return False
     config.api_url = current
     return True
+
+
+def notice_moved_daemon(config: ConnectionConfig) -> bool:
+    """Before a call: True (and `config.api_url` updated) if the discovered local daemon's
+    address file was rewritten since last seen and names another URL. One stat per call, so a
+    daemon restarted on another port is followed even when something else now holds the old
+    one (a connect there would not fail: it would hang)."""
+    if config.provider != "local" or not config.discovered:
+        return False
+    try:
+        seen = os.stat(state_dir() / "daemon.addr")
+    except OSError:
+        return False  # restarting: the call fails to connect, then follow_moved_daemon
+    stamp = (seen.st_mtime_ns, seen.st_ino, seen.st_size)
+    if stamp == config.address_stamp:
+        return False
+    config.address_stamp = stamp
+    return follow_moved_daemon(config)
 
 
 def read_config_file() -> dict[str, str]:

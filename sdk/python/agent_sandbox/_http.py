@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from ._config import ConnectionConfig, follow_moved_daemon
+from ._config import ConnectionConfig, follow_moved_daemon, notice_moved_daemon
 from .errors import (
     AlreadyExistsException,
     AuthenticationException,
@@ -176,6 +176,13 @@ def moved_daemon(config: ConnectionConfig, call: Call, error: SandboxException) 
         return False
     call.url = config.api_url + call.url[len(old):]
     return True
+
+
+def follow_daemon_address(config: ConnectionConfig, call: Call) -> None:
+    """Points `call` at the discovered local daemon's current address before it is sent."""
+    old = config.api_url
+    if call.url.startswith(old) and notice_moved_daemon(config):
+        call.url = config.api_url + call.url[len(old):]
 
 
 @contextlib.contextmanager

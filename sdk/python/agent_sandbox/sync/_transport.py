@@ -14,6 +14,7 @@ from .._http import (
     Call,
     closed_error,
     error_from_response,
+    follow_daemon_address,
     moved_daemon,
     retry_delay,
     transport_errors,
@@ -91,6 +92,7 @@ class Transport:
         raises the typed error for any other failure."""
         if self._closed:
             raise closed_error(call, *self._closed)
+        follow_daemon_address(self.config, call)
         attempt = 0
         followed = False
         while True:
