@@ -149,6 +149,18 @@ std::string end_text(const runtime::ExitInfo& exit, StreamEnd end) {
   return "ended: " + exit.status;
 }
 
+// The init's step ("sandbox init: chdir /x") means nothing to a caller:
+// name the directory the command could not start in.
+Error start_failure(const Error& error, const std::string& cwd) {
+  if (error.step.rfind("sandbox init: chdir ", 0) != 0) return error;
+  if (error.errnum == ENOENT || error.errnum == ENOTDIR)
+    return Error::with_message("no such directory in the sandbox: " + cwd, error.errnum);
+  if (error.errnum == EACCES)
+    return Error::with_message("the user may not enter this directory in the sandbox: " + cwd,
+                               error.errnum);
+  return error;
+}
+
 StreamEnd end_kind(const Managed& process, const std::string& exit_error) {
   if (!exit_error.empty()) return StreamEnd::kSandboxStopped;
   return process.deadline_fired ? StreamEnd::kDeadline : StreamEnd::kExited;
@@ -199,9 +211,10 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
                                                           net::any_io_executor subscriber) {
   auto spawned = sandbox_->spawn(request.spec);
   if (!spawned) {
-    log_->add("warn", "command did not start (" + spawned.error().message() +
-                          "): " + command_text(request.config));
-    return spawned.error();
+    Error failure = start_failure(spawned.error(), request.spec.cwd);
+    log_->add("warn",
+              "command did not start (" + failure.message() + "): " + command_text(request.config));
+    return failure;
   }
   runtime::Process& proc = *spawned;
   log_->add("info", "command started (pid " + std::to_string(proc.pid) +

@@ -147,18 +147,6 @@ json process_list_json(ProcessTable& table) {
   return {{"processes", processes}};
 }
 
-// The init's step ("sandbox init: chdir /x") means nothing to a caller:
-// name the directory the command could not start in.
-Error start_failure(const Error& error, const std::string& cwd) {
-  if (error.step.rfind("sandbox init: chdir ", 0) != 0) return error;
-  if (error.errnum == ENOENT || error.errnum == ENOTDIR)
-    return Error::with_message("no such directory in the sandbox: " + cwd, error.errnum);
-  if (error.errnum == EACCES)
-    return Error::with_message("the user may not enter this directory in the sandbox: " + cwd,
-                               error.errnum);
-  return error;
-}
-
 }  // namespace
 
 Task<void> process_start(SandboxCall& call, Exchange& exchange) {
@@ -168,14 +156,10 @@ Task<void> process_start(SandboxCall& call, Exchange& exchange) {
   StartProcess start = start_process_of(std::move(request), parsed->user, call.row);
   const auto timeout = timeout_of(exchange.request());
   start.timeout = timeout;
-  const std::string cwd = start.spec.cwd;
   auto executor = co_await boost::asio::this_coro::executor;
   auto started = co_await sandbox_ops::start_process(call.service, *call.live->processes,
                                                      std::move(start), executor);
-  if (!started) {
-    const Error failure = start_failure(started.error(), cwd);
-    co_return co_await connect_failure(exchange, failure);
-  }
+  if (!started) co_return co_await connect_failure(exchange, started.error());
   const auto stream_deadline = timeout.count() > 0 ? timeout + kKillGrace : timeout;
   co_await stream_events(call, exchange, started.value(), stream_deadline);
 }

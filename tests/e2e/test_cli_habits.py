@@ -247,6 +247,8 @@ def test_a_missing_directory_for_cwd_is_named(daemon, sandbox):
     line = one_line_error(abx(daemon, "exec", "--cwd", "/no/such/dir", sandbox, "--", "true"))
     assert "no such directory in the sandbox: /no/such/dir" in line
     assert "chdir" not in line and "sandbox init" not in line
+    logged = abx(daemon, "logs", sandbox).stdout
+    assert "command did not start (no such directory in the sandbox: /no/such/dir)" in logged
 
 
 @pytest.mark.parametrize("command", [["exec", "{id}", "--", "true"], ["info", "{id}"],
