@@ -113,6 +113,21 @@ def test_stats_and_metrics_show_cpu_memory_and_disk(daemon, sandbox):
     assert sandbox in abx(daemon, "stats").stdout  # no id: every sandbox
 
 
+def test_stats_watch_prints_a_reading_again_until_stopped(daemon, sandbox):
+    p = subprocess.Popen([str(ABX_BIN), "stats", "--watch", sandbox], env=daemon.env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        tables = 0
+        while tables < 2:
+            line = p.stdout.readline()
+            assert line, p.stderr.read()
+            tables += line.startswith("ID ")
+        assert p.poll() is None  # still watching
+    finally:
+        p.kill()
+        p.communicate()
+
+
 def test_shell_opens_a_login_shell_in_a_terminal(daemon, sandbox):
     main, secondary = pty.openpty()
     p = subprocess.Popen([str(ABX_BIN), "shell", sandbox], env=daemon.env(), stdin=secondary,
