@@ -45,6 +45,14 @@ int usage_error(const CLI::ParseError& error, CLI::App& app) {
     std::cerr << "abx: " << unknown_command_message(*command, path, extra.front()) << "\n";
     return kUsageExit;
   }
+  // `abx list --jsn`
+  if (!extra.empty() && extra.front().rfind("--", 0) == 0 && !exec_args) {
+    if (auto guess = nearest_flag(*command, extra.front())) {
+      std::cerr << "abx: unknown flag " << extra.front() << " for `" << path << "`; did you mean "
+                << *guess << "?\n";
+      return kUsageExit;
+    }
+  }
   if (exec_args) {
     std::cerr << "abx: " << error.what()
               << "; put the command after --, e.g. abx exec ID -- ls -la\n";

@@ -51,6 +51,22 @@ std::optional<std::string> nearest_command(const CLI::App& parent, const std::st
   return best;
 }
 
+std::optional<std::string> nearest_flag(const CLI::App& command, const std::string& word) {
+  std::optional<std::string> best;
+  size_t best_edits = kMaxEdits + 1;
+  for (const CLI::Option* option : command.get_options()) {
+    for (const auto& name : option->get_lnames()) {
+      const std::string flag = "--" + name;
+      const size_t edits = edit_distance(word.substr(0, word.find('=')), flag);
+      if (edits < best_edits && edits < flag.size() / 2) {
+        best = flag;
+        best_edits = edits;
+      }
+    }
+  }
+  return best;
+}
+
 bool has_command(const CLI::App& parent, const std::string& name) {
   const auto subs = parent.get_subcommands([](const CLI::App*) { return true; });
   return std::any_of(subs.begin(), subs.end(),

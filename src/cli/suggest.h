@@ -15,6 +15,10 @@ size_t edit_distance(std::string_view a, std::string_view b);
 // meant: the nearest within two edits, or the only one it begins.
 std::optional<std::string> nearest_command(const CLI::App& parent, const std::string& word);
 
+// The long flag of `command` ("--json") that `word` ("--jsn") most likely
+// meant: the nearest within two edits.
+std::optional<std::string> nearest_flag(const CLI::App& command, const std::string& word);
+
 // Whether `parent` has a subcommand called `name` (or aliased so).
 bool has_command(const CLI::App& parent, const std::string& name);
 

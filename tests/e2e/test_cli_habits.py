@@ -183,6 +183,13 @@ def test_a_mistyped_command_gets_did_you_mean(daemon, typed, meant):
     assert f"did you mean `{meant}`?" in line
 
 
+def test_a_mistyped_flag_gets_did_you_mean(daemon):
+    line = one_line_error(abx(daemon, "list", "--jsn"))
+    assert line == "abx: unknown flag --jsn for `abx list`; did you mean --json?"
+    line = one_line_error(abx(daemon, "create", "--tempalte", "host"))
+    assert "did you mean --template?" in line
+
+
 def test_a_word_far_from_every_command_gets_no_guess(daemon):
     line = one_line_error(abx(daemon, "xyzzyplugh"))
     assert "did you mean" not in line and "abx help" in line
