@@ -82,7 +82,11 @@ def test_logs_show_creation_and_each_command_with_its_exit(daemon, sandbox):
     with daemon.api() as api:
         answer = api.get(f"/sandboxes/{sandbox}/logs", params={"limit": 1}).json()
         assert len(answer["logs"]) == 1 and answer["logs"][0]["line"].startswith("sandbox created")
-        assert api.get(f"/sandboxes/{sandbox}/logs", params={"limit": 0}).status_code == 400
+        for bad in ({"limit": 0}, {"limit": "9" * 40}, {"start": "-1"}, {"start": "x" * 5000}):
+            assert api.get(f"/sandboxes/{sandbox}/logs", params=bad).status_code == 400
+        assert api.get("/sandboxes/..%2F..%2Fetc/logs").status_code in (400, 404)
+        assert api.get("/health").status_code == 204
+    assert daemon.proc.poll() is None
 
 
 def test_logs_follow_prints_new_lines_and_ends_with_the_sandbox(daemon):
