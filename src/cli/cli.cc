@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/error_hints.h"
+#include "cli/suggest.h"
 #include "common/version.h"
 
 namespace abx::cli {
@@ -11,15 +13,59 @@ namespace {
 
 constexpr int kUsageExit = 2;
 
-// CLI11 reports usage errors as exceptions; ours are one line and exit 2.
+// The command being parsed when the error came: `abx upload` for
+// `abx upload ID`, so its usage is shown rather than the top level's.
+const CLI::App* deepest_parsed(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands())
+    if (sub->parsed()) return deepest_parsed(*sub);
+  return &app;
+}
+
+// "abx template build" for the `build` node under `template`.
+std::string command_path(const CLI::App* app) {
+  std::string path = app->get_name();
+  for (const CLI::App* up = app->get_parent(); up; up = up->get_parent())
+    path = up->get_name() + " " + path;
+  return path;
+}
+
+// CLI11 reports usage errors as exceptions; ours are one line (then the
+// command's usage) and exit 2.
 int usage_error(const CLI::ParseError& error, CLI::App& app) {
   if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
+  const CLI::App* command = deepest_parsed(app);
+  const std::string path = command_path(command);
   // `abx exec ID ls -la` without `--` makes CLI11 read -la as an abx option.
-  const bool exec_args = app.got_subcommand("exec") &&
+  const bool exec_args = command->get_name() == "exec" &&
                          std::string(error.what()).find("not expected") != std::string::npos;
-  std::cerr << "abx: " << error.what()
-            << (exec_args ? "; put the command after --, e.g. abx exec ID -- ls -la\n"
-                          : "; run `abx --help` for usage\n");
+  // `abx template biuld`: a mistyped command one level down.
+  const auto extra = command->remaining();
+  if (!command->get_subcommands([](const CLI::App*) { return true; }).empty() && !extra.empty() &&
+      extra.front()[0] != '-' && !has_command(*command, extra.front())) {
+    std::cerr << "abx: " << unknown_command_message(*command, path, extra.front()) << "\n";
+    return kUsageExit;
+  }
+  // `abx list --jsn`
+  if (!extra.empty() && extra.front().rfind("--", 0) == 0 && !exec_args) {
+    if (auto guess = nearest_flag(*command, extra.front())) {
+      std::cerr << "abx: unknown flag " << extra.front() << " for `" << path << "`; did you mean "
+                << *guess << "?\n";
+      return kUsageExit;
+    }
+  }
+  if (exec_args) {
+    std::cerr << "abx: " << error.what()
+              << "; put the command after --, e.g. abx exec ID -- ls -la\n";
+    return kUsageExit;
+  }
+  std::cerr << "abx: " << error.what() << "\n";
+  // A bad value says all in its one line; a missing or extra argument is
+  // clearer next to the command's usage.
+  const bool bad_value = dynamic_cast<const CLI::ValidationError*>(&error) ||
+                         dynamic_cast<const CLI::ConversionError*>(&error);
+  if (bad_value) return kUsageExit;
+  if (command != &app) std::cerr << CLI::Formatter().make_usage(command, path);
+  std::cerr << "run `" << path << " --help` for more\n";
   return kUsageExit;
 }
 
@@ -28,11 +74,6 @@ const Command* chosen(const Commands& commands) {
     if (command.app->parsed()) return &command;
   }
   return nullptr;
-}
-
-// CLI11 would only say "A subcommand is required" for a typo.
-bool is_command(CLI::App& app, const std::string& name) {
-  return !app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == name; }).empty();
 }
 
 }  // namespace
@@ -45,9 +86,13 @@ int main(int argc, char** argv) {
   add_create(app, commands);
   add_list(app, commands);
   add_info(app, commands);
+  add_ps(app, commands);
+  add_logs(app, commands);
+  add_stats(app, commands);
   add_network(app, commands);
   add_secrets(app, commands);
   add_exec(app, commands);
+  add_shell(app, commands);
   add_transfers(app, commands);
   add_kill(app, commands);
   add_set_timeout(app, commands);
@@ -62,8 +107,10 @@ int main(int argc, char** argv) {
   add_usage(app, commands);
   add_version(app, commands);
   add_completion(app, commands);
-  if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
-    std::cerr << "abx: unknown command '" << argv[1] << "'; run `abx --help` for the list\n";
+  add_help(app, commands);
+  // CLI11 would only say "A subcommand is required" for a typo.
+  if (argc > 1 && argv[1][0] != '-' && !has_command(app, argv[1])) {
+    std::cerr << "abx: " << unknown_command_message(app, "abx", argv[1]) << "\n";
     return kUsageExit;
   }
   try {
@@ -82,7 +129,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!exit_code) {
-    std::cerr << "abx: " << exit_code.error().message() << "\n";
+    std::cerr << "abx: " << with_hint(exit_code.error().message()) << "\n";
     return 1;
   }
   return *exit_code;

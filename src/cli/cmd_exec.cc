@@ -15,6 +15,7 @@
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/process_events.h"
 #include "cli/terminal.h"
 #include "cli/text.h"
@@ -26,6 +27,7 @@ namespace abx::cli {
 namespace {
 
 constexpr int kInterruptedExit = 130;
+constexpr int kMaxCommandTimeout = 7 * 86400;
 // A command killed at its --timeout (the stream then ends with
 // deadline_exceeded instead of an exit status, as envd's does): 124, as
 // timeout(1) exits, so a script can tell it from a kill.
@@ -440,6 +442,20 @@ Result<int> run_exec(const ExecOptions& options) {
 
 }  // namespace
 
+Result<int> run_shell(const std::string& id, const std::string& user) {
+  if (!terminal::is_tty(STDIN_FILENO))
+    return Error{
+        "abx shell needs a terminal on stdin; without one, pipe the commands to a "
+        "shell: abx exec " +
+        id + " -- bash < script.sh"};
+  ExecOptions options;
+  options.id = id;
+  options.user = user;
+  options.tty = true;
+  options.interactive = true;
+  return run_exec(options);
+}
+
 void add_exec(CLI::App& root, Commands& commands) {
   auto options = std::make_shared<ExecOptions>();
   auto* app = root.add_subcommand("exec", "Run a command in a sandbox: abx exec ID -- CMD [ARGS]");
@@ -462,8 +478,8 @@ void add_exec(CLI::App& root, Commands& commands) {
   app->add_option("--user", options->user, "user or root (default: the template's user)")
       ->check(CLI::IsMember({"user", "root"}));
   app->add_option("--timeout", options->timeout,
-                  "Stop the command after this many seconds (exit code 124)")
-      ->check(CLI::NonNegativeNumber);
+                  "Stop the command after this many seconds (exit code 124; 0: no limit)")
+      ->check(whole_number(0, kMaxCommandTimeout, "seconds", "0: no limit; 604800 is a week"));
   commands.push_back({app, [options] { return run_exec(*options); }});
 }
 

@@ -1,4 +1,4 @@
-// create, list, info and kill: the sandbox lifecycle on the control plane.
+// create, info, set-timeout and kill: the sandbox lifecycle on the control plane.
 #include <unistd.h>
 
 #include <iostream>
@@ -6,6 +6,8 @@
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/error_hints.h"
+#include "cli/flag_checks.h"
 #include "cli/terminal.h"
 #include "cli/text.h"
 
@@ -20,6 +22,16 @@ struct CreateOptions {
   NetworkFlags network;
   bool json = false;
 };
+
+// E2B's sandbox info has metadata and times; the create answer has not:
+// they come from a look-up (a second round trip, for --json only).
+json with_details(const ControlPlane& control, json sandbox) {
+  auto details = control.get_sandbox(sandbox.value("sandboxID", ""));
+  if (!details) return sandbox;
+  for (const auto& [key, value] : details->items())
+    if (!sandbox.contains(key)) sandbox[key] = value;
+  return sandbox;
+}
 
 Result<int> run_create(const CreateOptions& options) {
   auto env = parse_key_values(options.env, "--env");
@@ -47,44 +59,11 @@ Result<int> run_create(const CreateOptions& options) {
   }
   if (!sandbox) return sandbox.error();
   if (options.json) {
-    std::cout << sandbox->dump(2) << "\n";
+    std::cout << with_details(ControlPlane(*endpoint), *sandbox).dump(2) << "\n";
   } else {
     std::cout << sandbox->value("sandboxID", "") << "\n";
   }
   return 0;
-}
-
-std::vector<std::string> list_row(const json& sandbox) {
-  const std::string alias = sandbox.value("alias", "");
-  return {sandbox.value("sandboxID", ""),
-          alias.empty() ? sandbox.value("templateID", "") : alias,
-          rfc3339_to_local(sandbox.value("startedAt", "")),
-          rfc3339_to_local(sandbox.value("endAt", "")),
-          sandbox.value("state", ""),
-          network_summary(sandbox)};
-}
-
-Result<int> run_list(bool as_json) {
-  auto endpoint = resolve_endpoint();
-  if (!endpoint) return endpoint.error();
-  auto sandboxes = ControlPlane(*endpoint).list_sandboxes();
-  if (!sandboxes) return sandboxes.error();
-  if (as_json) {
-    std::cout << sandboxes->dump(2) << "\n";
-    return 0;
-  }
-  std::vector<std::vector<std::string>> rows = {
-      {"ID", "TEMPLATE", "STARTED", "ENDS", "STATE", "NETWORK"}};
-  for (const auto& sandbox : *sandboxes) rows.push_back(list_row(sandbox));
-  std::cout << format_table(rows);
-  return 0;
-}
-
-std::string metadata_text(const json& metadata) {
-  std::string out;
-  for (const auto& [key, value] : metadata.items())
-    out += (out.empty() ? "" : ", ") + key + "=" + value.get<std::string>();
-  return out;
 }
 
 // One "NAME  value" line per field a person looks for; --json has the rest.
@@ -117,7 +96,9 @@ std::vector<std::vector<std::string>> info_rows(const json& sandbox) {
 }
 
 Result<int> run_info(const std::string& id, bool as_json) {
-  auto sandbox = call_api("GET", "/sandboxes/" + id);
+  auto endpoint = resolve_endpoint();
+  if (!endpoint) return endpoint.error();
+  auto sandbox = ControlPlane(*endpoint).get_sandbox(id);
   if (!sandbox) return sandbox.error();
   if (as_json) {
     std::cout << sandbox->dump(2) << "\n";
@@ -163,7 +144,7 @@ Result<int> run_kill(const KillOptions& options) {
   for (const auto& id : *ids) {
     if (!options.yes && !options.all && !terminal::confirm("kill sandbox " + id + "?")) continue;
     if (auto st = control.kill_sandbox(id); !st) {
-      std::cerr << "abx: " << st.error().message() << "\n";
+      std::cerr << "abx: " << with_hint(st.error().message()) << "\n";
       exit_code = 1;
       continue;
     }
@@ -179,20 +160,14 @@ void add_create(CLI::App& root, Commands& commands) {
   auto* app = root.add_subcommand("create", "Create a sandbox and print its id");
   app->add_option("--template", options->template_id, "Template name or id")->capture_default_str();
   app->add_option("--timeout", options->timeout, "Seconds until the sandbox is killed")
-      ->check(CLI::PositiveNumber)
+      ->check(sandbox_timeout_seconds())
       ->capture_default_str();
   app->add_option("--env", options->env, "Environment variable K=V for every command");
   app->add_option("--metadata", options->metadata, "Metadata K=V");
   add_network_flags(*app, options->network);
-  app->add_flag("--json", options->json, "Print the whole sandbox as JSON");
+  app->add_flag("--json", options->json,
+                "Print the whole sandbox as JSON (with metadata, startedAt, endAt)");
   commands.push_back({app, [options] { return run_create(*options); }});
-}
-
-void add_list(CLI::App& root, Commands& commands) {
-  auto as_json = std::make_shared<bool>(false);
-  auto* app = root.add_subcommand("list", "List sandboxes");
-  app->add_flag("--json", *as_json, "Print the raw JSON array");
-  commands.push_back({app, [as_json] { return run_list(*as_json); }});
 }
 
 void add_info(CLI::App& root, Commands& commands) {
@@ -213,7 +188,7 @@ void add_set_timeout(CLI::App& root, Commands& commands) {
   app->add_option("id", *id, "Sandbox id")->required();
   app->add_option("seconds", *seconds, "Seconds from now until the sandbox is killed")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(sandbox_timeout_seconds());
   commands.push_back({app, [id, seconds]() -> Result<int> {
                         auto endpoint = resolve_endpoint();
                         if (!endpoint) return endpoint.error();
@@ -225,7 +200,8 @@ void add_set_timeout(CLI::App& root, Commands& commands) {
 
 void add_kill(CLI::App& root, Commands& commands) {
   auto options = std::make_shared<KillOptions>();
-  auto* app = root.add_subcommand("kill", "Kill sandboxes");
+  auto* app = root.add_subcommand("kill", "Kill sandboxes (alias: rm)");
+  app->alias("rm");
   app->add_option("ids", options->ids, "Sandbox ids");
   app->add_flag("--all", options->all, "Kill every sandbox");
   app->add_flag("-y,--yes", options->yes, "Do not ask for confirmation");

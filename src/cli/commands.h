@@ -19,7 +19,12 @@ using Commands = std::vector<Command>;
 
 void add_create(CLI::App& root, Commands& commands);
 void add_list(CLI::App& root, Commands& commands);
-void add_info(CLI::App& root, Commands& commands);  // info ID
+void add_info(CLI::App& root, Commands& commands);   // info ID
+void add_ps(CLI::App& root, Commands& commands);     // ps ID: the sandbox's processes
+void add_logs(CLI::App& root, Commands& commands);   // logs ID [--follow]
+void add_stats(CLI::App& root, Commands& commands);  // stats|metrics ID [--watch]
+void add_shell(CLI::App& root, Commands& commands);  // shell|connect ID
+void add_help(CLI::App& root, Commands& commands);   // help [CMD...]
 void add_kill(CLI::App& root, Commands& commands);
 void add_set_timeout(CLI::App& root, Commands& commands);  // set-timeout ID SECONDS
 void add_exec(CLI::App& root, Commands& commands);
@@ -55,5 +60,11 @@ struct NetworkFlags {
 void add_network_flags(CLI::App& app, NetworkFlags& flags);
 // A sandbox's egress policy in a few words ("internet", "none", "allow 2, deny all").
 std::string network_summary(const nlohmann::json& sandbox);
+// A sandbox's metadata as "k=v, k2=v2".
+std::string metadata_text(const nlohmann::json& metadata);
+
+// `abx exec -it ID` with no command: a login shell (bash, else sh) in a
+// terminal, as `user` ("" = the template's user).
+Result<int> run_shell(const std::string& id, const std::string& user);
 
 }  // namespace abx::cli

@@ -15,7 +15,8 @@ Error sandbox_not_found(const std::string& id) { return Error{"sandbox " + id + 
 // A malformed id names no sandbox: say so before asking the daemon (CLI and MCP alike).
 Status check_sandbox_id(const std::string& id) {
   if (ids::is_valid_sandbox_id(id)) return {};
-  return Error{"'" + id + "' is not a sandbox id (ids are lowercase letters and digits)"};
+  return Error{"'" + id +
+               "' is not a valid sandbox id: sandbox ids are lowercase letters and digits only"};
 }
 
 Result<json> parse_json(const std::string& body, const std::string& what) {
@@ -66,11 +67,11 @@ Result<json> ControlPlane::create_sandbox(const json& request) const {
   return parse_json(response->body, "POST /sandboxes");
 }
 
-Result<json> ControlPlane::list_sandboxes() const {
+Result<json> ControlPlane::list_sandboxes(const std::string& query) const {
   json all = json::array();
   std::string next_token;
   do {
-    std::string target = "/v2/sandboxes?limit=100";
+    std::string target = "/v2/sandboxes?limit=100" + (query.empty() ? "" : "&" + query);
     if (!next_token.empty()) target += "&nextToken=" + http::url_encode(next_token);
     auto response = call("GET", target);
     if (!response) return response.error();

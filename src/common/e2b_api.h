@@ -27,7 +27,8 @@ class ControlPlane {
   explicit ControlPlane(Endpoint endpoint);
 
   Result<json> create_sandbox(const json& request) const;
-  Result<json> list_sandboxes() const;  // every page, as one array
+  // Every page, as one array; `query` ("metadata=…") narrows it.
+  Result<json> list_sandboxes(const std::string& query = {}) const;
   Result<json> get_sandbox(const std::string& id) const;
   Status kill_sandbox(const std::string& id) const;
   Status set_timeout(const std::string& id, int seconds) const;

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <tuple>
 
 #include "common/json_text.h"
 #include "common/rfc3339.h"
@@ -213,6 +214,26 @@ Result<MetricsRange> parse_metrics_range(const std::map<std::string, std::string
       return field_error(key, "must be a unix time in whole seconds, such as 1764583200");
   }
   if (out.start_s > out.end_s) return field_error("start", "must not be after end");
+  return out;
+}
+
+Result<LogsQuery> parse_logs_query(const std::map<std::string, std::string>& query) {
+  LogsQuery out;
+  int64_t limit = static_cast<int64_t>(out.limit);
+  for (const auto& [key, bound, low, high] :
+       {std::tuple{"start", &out.start_ms, int64_t{0}, INT64_MAX},
+        std::tuple{"limit", &limit, int64_t{1}, int64_t{1000}}}) {
+    const auto it = query.find(key);
+    if (it == query.end()) continue;
+    const std::string& text = it->second;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *bound);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty() || *bound < low ||
+        *bound > high)
+      return field_error(key, std::string(key) == "start"
+                                  ? "must be a unix time in milliseconds, such as 1764583200000"
+                                  : "must be a whole number from 1 to 1000");
+  }
+  out.limit = static_cast<size_t>(limit);
   return out;
 }
 

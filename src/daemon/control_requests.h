@@ -72,4 +72,13 @@ struct MetricsRange {
 
 Result<MetricsRange> parse_metrics_range(const std::map<std::string, std::string>& query);
 
+// GET /sandboxes/{id}/logs?start=&limit=: lines at or after `start` (unix
+// ms), at most `limit` (1..1000, E2B's default 1000).
+struct LogsQuery {
+  int64_t start_ms = 0;
+  size_t limit = 1000;
+};
+
+Result<LogsQuery> parse_logs_query(const std::map<std::string, std::string>& query);
+
 }  // namespace abx::daemon

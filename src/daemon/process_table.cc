@@ -127,6 +127,40 @@ bool is_reaped(Managed& process) {
   return process.reaped;
 }
 
+// "bash -l -c 'ls -la'": what a log line shows of a command.
+std::string command_text(const ProcessConfig& config) {
+  std::string out = config.cmd;
+  for (const auto& arg : config.args) {
+    if (!arg.empty() && arg.find_first_of(" \t'\"\\$`;&|<>()*?") == std::string::npos) {
+      out += " " + arg;
+      continue;
+    }
+    out += " '";  // as a shell would read it back
+    for (const char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += "'";
+  }
+  return out;
+}
+
+std::string end_text(const runtime::ExitInfo& exit, StreamEnd end) {
+  if (end == StreamEnd::kDeadline) return "stopped at its timeout";
+  if (end == StreamEnd::kSandboxStopped) return "ended with the sandbox";
+  if (exit.exited) return "exited with code " + std::to_string(exit.exit_code);
+  return "ended: " + exit.status;
+}
+
+// The init's step ("sandbox init: chdir /x") means nothing to a caller:
+// name the directory the command could not start in.
+Error start_failure(const Error& error, const std::string& cwd) {
+  if (error.step.rfind("sandbox init: chdir ", 0) != 0) return error;
+  if (error.errnum == ENOENT || error.errnum == ENOTDIR)
+    return Error::with_message("no such directory in the sandbox: " + cwd, error.errnum);
+  if (error.errnum == EACCES)
+    return Error::with_message("the user may not enter this directory in the sandbox: " + cwd,
+                               error.errnum);
+  return error;
+}
+
 StreamEnd end_kind(const Managed& process, const std::string& exit_error) {
   if (!exit_error.empty()) return StreamEnd::kSandboxStopped;
   return process.deadline_fired ? StreamEnd::kDeadline : StreamEnd::kExited;
@@ -176,8 +210,15 @@ http::Task<StreamEvent> Subscription::next(std::chrono::milliseconds wait) {
 Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
                                                           net::any_io_executor subscriber) {
   auto spawned = sandbox_->spawn(request.spec);
-  if (!spawned) return spawned.error();
+  if (!spawned) {
+    Error failure = start_failure(spawned.error(), request.spec.cwd);
+    log_->add("warn",
+              "command did not start (" + failure.message() + "): " + command_text(request.config));
+    return failure;
+  }
   runtime::Process& proc = *spawned;
+  log_->add("info", "command started (pid " + std::to_string(proc.pid) +
+                        "): " + command_text(request.config));
   auto process = std::make_shared<Managed>(ioc_, proc.pid, request.tag, std::move(request.config));
   auto subscription = std::make_shared<Subscription>(std::move(subscriber));
   subscription->push({proto_json::start_event(proc.pid)});
@@ -255,7 +296,10 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
     std::lock_guard lock(mutex_);
     processes_.erase(process->pid);
   }
-  process->publish({proto_json::end_event(exit, error), true, end_kind(*process, error)});
+  const StreamEnd end = end_kind(*process, error);
+  log_->add(exit.exited && exit.exit_code == 0 ? "info" : "warn",
+            "command " + end_text(exit, end) + " (pid " + std::to_string(process->pid) + ")");
+  process->publish({proto_json::end_event(exit, error), true, end});
 }
 
 Result<std::shared_ptr<Managed>> ProcessTable::find(const ProcessSelector& selector) {

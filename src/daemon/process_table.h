@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "daemon/blocking_pool.h"
 #include "daemon/http_exchange.h"
+#include "daemon/sandbox_log.h"
 #include "runtime/runtime.h"
 
 namespace abx::daemon {
@@ -79,9 +80,11 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
  public:
   // `pool` runs the deadline's kill: a request to the sandbox's init, which
   // must not block the io thread the deadline fires on.
+  // `log` hears each command's start and end (the sandbox's logs).
   ProcessTable(boost::asio::io_context& ioc, BlockingPool& pool,
-               std::shared_ptr<runtime::Sandbox> sandbox)
-      : ioc_(ioc), pool_(pool), sandbox_(std::move(sandbox)) {}
+               std::shared_ptr<runtime::Sandbox> sandbox,
+               std::shared_ptr<SandboxLog> log = std::make_shared<SandboxLog>())
+      : ioc_(ioc), pool_(pool), sandbox_(std::move(sandbox)), log_(std::move(log)) {}
 
   // Spawns (blocks briefly: one request to the sandbox's init). The returned
   // subscription already holds the start event.
@@ -116,6 +119,7 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   boost::asio::io_context& ioc_;
   BlockingPool& pool_;
   std::shared_ptr<runtime::Sandbox> sandbox_;
+  std::shared_ptr<SandboxLog> log_;
   std::mutex mutex_;
   std::map<int, std::shared_ptr<Managed>> processes_;
 };

@@ -29,6 +29,7 @@ const std::array kRoutes = {
     ROW("POST",   "/sandboxes/{id}/connect",           P::control, C::api_key, sandbox_connect),
     ROW("POST",   "/v2/sandboxes/{id}/connect",        P::control, C::api_key, sandbox_connect),
     ROW("GET",    "/sandboxes/{id}/metrics",           P::control, C::api_key, sandbox_metrics),
+    ROW("GET",    "/sandboxes/{id}/logs",              P::control, C::api_key, sandbox_logs),
     ROW("PUT",    "/sandboxes/{id}/network",           P::control, C::api_key, sandbox_network_update),
     ROW("GET",    "/templates/aliases/{alias}",        P::control, C::api_key, template_alias_get),
     ROW("GET",    "/abx/v1/templates",                 P::control, C::api_key, templates_list),

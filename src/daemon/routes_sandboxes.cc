@@ -129,7 +129,9 @@ bool body_has_timeout(const std::string& body) {
 Result<std::string> id_param(const ControlCall& call) {
   const std::string& id = call.params.at("id");
   if (!ids::is_valid_sandbox_id(id))
-    return Error::with_message("sandboxID: must match [a-z0-9]+", kErrBadInput);
+    return Error::with_message(
+        "not a valid sandbox id: sandbox ids are lowercase letters and digits (at most 64)",
+        kErrBadInput);
   return id;
 }
 
@@ -181,6 +183,21 @@ Task<void> set_timeout(ControlCall& call, Exchange& exchange, bool is_connect) {
   if (!row) co_return co_await respond_error(exchange, row.error());
   if (is_connect) co_return co_await respond_json(exchange, 200, sandbox_json(*row));
   co_await exchange.respond(204, "", "");
+}
+
+// E2B's SandboxLogs: plain lines and structured entries, the same events.
+json logs_json(const std::vector<LogEntry>& entries) {
+  json lines = json::array();
+  json structured = json::array();
+  for (const LogEntry& entry : entries) {
+    const std::string at = time_text(entry.at_ms);
+    lines.push_back({{"timestamp", at}, {"line", entry.message}});
+    structured.push_back({{"timestamp", at},
+                          {"level", entry.level},
+                          {"message", entry.message},
+                          {"fields", json::object()}});
+  }
+  return {{"logs", lines}, {"logEntries", structured}};
 }
 
 json sample_json(const MetricSample& sample, const SandboxRow& row) {
@@ -335,6 +352,15 @@ Task<void> sandbox_metrics(ControlCall& call, Exchange& exchange) {
   auto range = parse_metrics_range(exchange.request().query);
   if (!range) co_return co_await respond_error(exchange, range.error());
   co_await respond_json(exchange, 200, metrics_between(**live, *range));
+}
+
+Task<void> sandbox_logs(ControlCall& call, Exchange& exchange) {
+  auto live = sandbox_of(call);
+  if (!live) co_return co_await respond_error(exchange, live.error());
+  auto query = parse_logs_query(exchange.request().query);
+  if (!query) co_return co_await respond_error(exchange, query.error());
+  co_await respond_json(exchange, 200,
+                        logs_json((*live)->log->since(query->start_ms, query->limit)));
 }
 
 nlohmann::json sandbox_metric(LiveSandbox& live) {

@@ -84,7 +84,7 @@ std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
                                                 std::unique_ptr<runtime::Sandbox> sb) {
   auto live = std::make_shared<LiveSandbox>();
   live->sandbox = std::shared_ptr<runtime::Sandbox>(std::move(sb));
-  live->processes = std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox);
+  live->processes = std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox, live->log);
   live->row = std::move(row);
   live->accounted_ms = now_ms();
   live->metrics = std::make_shared<MetricsHistory>(live->row.started_at_ms);
@@ -128,6 +128,9 @@ void Service::restore() {
     live_ids.push_back(row.id);
     const std::string id = row.id;
     auto live = make_live(std::move(row), std::move(adopted.value()));
+    live->log->add("info",
+                   "the daemon restarted and adopted the sandbox (earlier log lines "
+                   "went with the old daemon)");
     std::lock_guard lock(mutex_);
     live_[id] = std::move(live);
   }
@@ -219,6 +222,16 @@ Status Service::apply_template_defaults(const runtime::Sandbox& sandbox,
   return {};
 }
 
+// The first line of a sandbox's log.
+static std::string created_text(const SandboxRow& row, int timeout_sec) {
+  const std::string asked = row.alias.empty() || row.alias == row.template_id
+                                ? row.template_id
+                                : row.alias + " (" + row.template_id + ")";
+  return "sandbox created from template " + asked + "; timeout " + std::to_string(timeout_sec) +
+         " s, " + std::to_string(row.cpu_count) + " CPU, " + std::to_string(row.memory_mb) +
+         " MiB memory";
+}
+
 http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, const Caller& caller) {
   // Another team's template creates like an unknown one, and the error names
   // no template the caller may not see.
@@ -297,6 +310,7 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
     co_return s.error();
   }
   auto live = make_live(row, std::move(sandbox));
+  live->log->add("info", created_text(row, request.timeout_sec));
   live->prestarted = std::static_pointer_cast<interp::Prestarted>(std::move(warm_up));
   usage().note_create(row.owner, row.started_at_ms);
   std::lock_guard lock(mutex_);
@@ -393,6 +407,9 @@ Result<SandboxRow> Service::set_timeout(const std::string& id, int seconds, bool
     if (live->row.end_at_ms == row.end_at_ms) live->row.end_at_ms = before;
     return s.error();
   }
+  live->log->add("info", "timeout set: the sandbox ends " +
+                             std::to_string((row.end_at_ms - now_ms() + 999) / 1000) +
+                             " s from now");
   return row;
 }
 

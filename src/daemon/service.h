@@ -20,6 +20,7 @@
 #include "daemon/metrics_history.h"
 #include "daemon/process_table.h"
 #include "daemon/quotas.h"
+#include "daemon/sandbox_log.h"
 #include "daemon/sandbox_row.h"
 #include "daemon/secret_store.h"
 #include "daemon/store.h"
@@ -42,6 +43,7 @@ struct LiveSandbox {
   std::shared_ptr<ProcessTable> processes;
   std::shared_ptr<WatcherTable> watchers = std::make_shared<WatcherTable>();
   std::shared_ptr<MetricsHistory> metrics;
+  std::shared_ptr<SandboxLog> log = std::make_shared<SandboxLog>();
 
   SandboxRow snapshot() const;
 

@@ -1,0 +1,36 @@
+// A sandbox's log for E2B's GET /sandboxes/{id}/logs: what happened to it
+// (created, timeout changed, adopted after a daemon restart) and the commands
+// started in it with their ends. Bounded: the newest kMaxEntries lines of at
+// most kMaxLine bytes each, in memory (about 0.5 MB at most a sandbox); a
+// sandbox's log goes with it, and a daemon restart starts a new one.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace abx::daemon {
+
+struct LogEntry {
+  int64_t at_ms = 0;  // unix time
+  std::string level;  // "info", "warn", "error" as E2B's logEntries
+  std::string message;
+};
+
+class SandboxLog {
+ public:
+  static constexpr size_t kMaxEntries = 1000;
+  static constexpr size_t kMaxLine = 512;
+
+  void add(std::string level, std::string message);
+  // Entries at or after `start_ms`, oldest first, at most `limit`.
+  std::vector<LogEntry> since(int64_t start_ms, size_t limit) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::deque<LogEntry> entries_;
+};
+
+}  // namespace abx::daemon
