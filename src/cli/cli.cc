@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   add_transfers(app, commands);
   add_kill(app, commands);
   add_set_timeout(app, commands);
+  add_pause(app, commands);
   add_config(app, commands);
   add_daemon(app, commands);
   add_serve(app, commands);

@@ -109,6 +109,27 @@ Status ControlPlane::set_timeout(const std::string& id, int seconds) const {
   return {};
 }
 
+Status ControlPlane::pause_sandbox(const std::string& id) const {
+  if (Status st = check_sandbox_id(id); !st) return st;
+  auto response = call("POST", "/sandboxes/" + http::url_encode(id) + "/pause");
+  if (!response) return response.error();
+  if (response->status == 404) return sandbox_not_found(id);
+  if (response->status / 100 != 2)
+    return Error{"could not pause sandbox " + id + ": " + describe_failure(*response)};
+  return {};
+}
+
+Status ControlPlane::resume_sandbox(const std::string& id, int seconds) const {
+  if (Status st = check_sandbox_id(id); !st) return st;
+  const json body = {{"timeout", seconds}};
+  auto response = call("POST", "/sandboxes/" + http::url_encode(id) + "/connect", body.dump());
+  if (!response) return response.error();
+  if (response->status == 404) return sandbox_not_found(id);
+  if (response->status / 100 != 2)
+    return Error{"could not resume sandbox " + id + ": " + describe_failure(*response)};
+  return {};
+}
+
 Status ControlPlane::kill_sandbox(const std::string& id) const {
   if (Status st = check_sandbox_id(id); !st) return st;
   auto response = call("DELETE", "/sandboxes/" + http::url_encode(id));

@@ -32,6 +32,9 @@ class ControlPlane {
   Result<json> get_sandbox(const std::string& id) const;
   Status kill_sandbox(const std::string& id) const;
   Status set_timeout(const std::string& id, int seconds) const;
+  // E2B's pause, and connect, which resumes a paused sandbox for `seconds`.
+  Status pause_sandbox(const std::string& id) const;
+  Status resume_sandbox(const std::string& id, int seconds) const;
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:

@@ -35,6 +35,7 @@ Result<bool> set_paused(LiveSandbox& live, Store& store, Usage& usage, bool paus
   // those) or a running one it thinks paused: say so, the state in memory holds.
   if (Status s = store.put(row); !s) spdlog::warn("sandbox {}: {}", row.id, s.error().message());
   spdlog::info("sandbox {} {}", row.id, paused ? "paused" : "resumed");
+  live.log->add("info", paused ? "paused" : "resumed for " + std::to_string(seconds) + " s");
   return true;
 }
 

@@ -296,3 +296,18 @@ def test_a_command_missing_arguments_prints_its_own_usage(daemon):
     assert lines[1].startswith("Usage: abx upload")
     assert "`abx upload --help`" in lines[2]
     assert "Subcommands:" not in r.stderr
+
+
+def test_pause_and_resume_from_the_cli(daemon, sandbox):
+    r = abx(daemon, "exec", sandbox, "--", "echo before > /tmp/f")
+    assert r.returncode == 0, r.stderr
+    r = abx(daemon, "pause", sandbox)
+    assert r.returncode == 0 and r.stdout == f"paused {sandbox}\n", r.stderr
+    info = json.loads(abx(daemon, "info", sandbox, "--json").stdout)
+    assert info["state"] == "paused"
+    assert one_line_error(abx(daemon, "pause", sandbox)).count("already paused") == 1
+    r = abx(daemon, "resume", sandbox, "--timeout", "60")
+    assert r.returncode == 0 and r.stdout == f"resumed {sandbox}\n", r.stderr
+    assert abx(daemon, "exec", sandbox, "--", "cat /tmp/f").stdout == "before\n"
+    logs = abx(daemon, "logs", sandbox).stdout
+    assert "paused" in logs and "resumed for 60 s" in logs
