@@ -13,10 +13,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "runtime/init_protocol.h"
 
@@ -152,6 +154,18 @@ pid_t clone_blocked(ChildArgs* args, void* stack, uid_t owner) {
   return pid;
 }
 
+// F_SEAL_WRITE fails with EBUSY while a page of the file still has a
+// reference the kernel has not dropped yet (a per-CPU LRU batch of another
+// CPU, just after the copy): it goes soon, so try again a few times.
+Status seal(int mem) {
+  constexpr int kAttempts = 20;  // 10 ms apart
+  for (int attempt = 1;; ++attempt) {
+    if (::fcntl(mem, F_ADD_SEALS, kSeals) == 0) return {};
+    if (errno != EBUSY || attempt == kAttempts) return Error::from_errno("seal abx-init memfd");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 }  // namespace
 
 Result<UniqueFd> load_init_image(const fs::path& binary) {
@@ -168,7 +182,7 @@ Result<UniqueFd> load_init_image(const fs::path& binary) {
     done += n;
   }
   if (::fchmod(mem.get(), 0555) != 0) return Error::from_errno("chmod abx-init memfd");
-  if (::fcntl(mem.get(), F_ADD_SEALS, kSeals) != 0) return Error::from_errno("seal abx-init memfd");
+  if (auto s = seal(mem.get()); !s) return s.error();
   // exec refuses a file that is open for writing (ETXTBSY): keep a read-only
   // descriptor and drop the writable one.
   const std::string self = "/proc/self/fd/" + std::to_string(mem.get());
