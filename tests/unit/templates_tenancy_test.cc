@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "temp_dir.h"
+#include "template_store_fakes.h"
 #include "templates/catalog.h"
 #include "templates/store_common.h"
 #include "templates/templates.h"
@@ -22,47 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The store only asks a runtime for id mappings and to drain its pool.
-class NoSandboxRuntime : public runtime::Runtime {
- public:
-  Result<std::unique_ptr<runtime::Sandbox>> create(const runtime::SandboxSpec&) override {
-    return Error{"create", ENOSYS, {}};
-  }
-  Result<std::unique_ptr<runtime::Sandbox>> adopt(const runtime::SandboxRecord&) override {
-    return Error{"adopt", ENOSYS, {}};
-  }
-  Status destroy(const runtime::SandboxRecord&) override { return {}; }
-  void sweep_orphans(const std::vector<std::string>&) override {}
-  uid_t host_uid(uint32_t) const override { return ::geteuid(); }
-  gid_t host_gid(uint32_t) const override { return ::getegid(); }
-  std::vector<std::string> warnings() const override { return {}; }
-};
-
-// Regular files only: enough for a docker-save archive and its one layer.
-void write_tar(const fs::path& tar, const std::vector<std::pair<std::string, std::string>>& files) {
-  archive* out = archive_write_new();
-  archive_write_set_format_pax_restricted(out);
-  ASSERT_EQ(archive_write_open_filename(out, tar.c_str()), ARCHIVE_OK);
-  for (const auto& [path, content] : files) {
-    archive_entry* entry = archive_entry_new();
-    archive_entry_set_pathname(entry, path.c_str());
-    archive_entry_set_filetype(entry, AE_IFREG);
-    archive_entry_set_perm(entry, 0644);
-    archive_entry_set_size(entry, static_cast<la_int64_t>(content.size()));
-    archive_write_header(out, entry);
-    archive_write_data(out, content.data(), content.size());
-    archive_entry_free(entry);
-  }
-  archive_write_close(out);
-  archive_write_free(out);
-}
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+using testing::NoSandboxRuntime;
+using testing::read_bytes;
+using testing::write_tar;
 
 class TemplateTenancyTest : public ::testing::Test {
  protected:
