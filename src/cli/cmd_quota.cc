@@ -40,7 +40,7 @@ void print_quota(const json& quota) {
   }
 }
 
-Result<int> run_show(const std::string& team) {
+Result<int> run_quota_show(const std::string& team) {
   auto quota = call_api("GET", team_path(team.empty() ? "default" : team));
   if (!quota) return quota.error();
   print_quota(*quota);
@@ -73,7 +73,7 @@ void add_quota(CLI::App& root, Commands& commands) {
         flag.help);
   }
   commands.push_back({set, [options] { return run_set(*options); }});
-  commands.push_back({quota, [team] { return run_show(*team); }});
+  commands.push_back({quota, [team] { return run_quota_show(*team); }});
 }
 
 }  // namespace abx::cli

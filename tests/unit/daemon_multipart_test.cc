@@ -100,13 +100,13 @@ TEST(DaemonProtoJson, EntryInfo) {
   entry.owner = "user";
   entry.group = "user";
   entry.mtime_sec = 1700000000;
-  const auto json = proto_json::entry_info(entry);
-  EXPECT_EQ(json.at("type"), "FILE_TYPE_FILE");
-  EXPECT_EQ(json.at("size"), "12");  // int64 as a string
-  EXPECT_EQ(json.at("mode"), 0644);
-  EXPECT_EQ(json.at("permissions"), "-rw-r--r--");
-  EXPECT_EQ(json.at("modifiedTime"), "2023-11-14T22:13:20.000Z");
-  EXPECT_FALSE(json.contains("symlinkTarget"));
+  const auto info = proto_json::entry_info(entry);
+  EXPECT_EQ(info.at("type"), "FILE_TYPE_FILE");
+  EXPECT_EQ(info.at("size"), "12");  // int64 as a string
+  EXPECT_EQ(info.at("mode"), 0644);
+  EXPECT_EQ(info.at("permissions"), "-rw-r--r--");
+  EXPECT_EQ(info.at("modifiedTime"), "2023-11-14T22:13:20.000Z");
+  EXPECT_FALSE(info.contains("symlinkTarget"));
   entry.type = runtime::sandbox_fs::FileType::kDirectory;
   entry.mode = 0755;
   EXPECT_EQ(proto_json::entry_info(entry).at("permissions"), "drwxr-xr-x");

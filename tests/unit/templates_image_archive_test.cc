@@ -1,6 +1,5 @@
 // Container images onto a template rootfs: OCI layouts, oci-archive and
 // docker-save tars, multi-platform indexes, and images that must be refused.
-#include <archive.h>
 #include <archive_entry.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tar_fixture.h"
 #include "temp_dir.h"
 #include "templates/image_archive.h"
 
@@ -47,29 +47,8 @@ std::vector<std::string> foreign_arches() {
   return out;
 }
 
-struct TarEntry {
-  std::string path;
-  mode_t type;  // AE_IFREG, AE_IFDIR
-  std::string content;
-};
-
-void write_tar(const fs::path& tar, const std::vector<TarEntry>& entries) {
-  archive* out = archive_write_new();
-  archive_write_set_format_pax_restricted(out);
-  ASSERT_EQ(archive_write_open_filename(out, tar.c_str()), ARCHIVE_OK);
-  for (const auto& item : entries) {
-    archive_entry* entry = archive_entry_new();
-    archive_entry_set_pathname(entry, item.path.c_str());
-    archive_entry_set_filetype(entry, item.type);
-    archive_entry_set_perm(entry, item.type == AE_IFDIR ? 0755 : 0644);
-    archive_entry_set_size(entry, static_cast<la_int64_t>(item.content.size()));
-    archive_write_header(out, entry);
-    archive_write_data(out, item.content.data(), item.content.size());
-    archive_entry_free(entry);
-  }
-  archive_write_close(out);
-  archive_write_free(out);
-}
+using testing::TarEntry;
+using testing::write_tar;
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,11 +1,9 @@
 // Tar layers onto a template rootfs: ownership shifted, OCI whiteouts applied,
 // and nothing a hostile layer names (through its own symlinks, hard links,
 // ".." or absolute names) touches a file outside the rootfs.
-#include <archive.h>
 #include <archive_entry.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tar_fixture.h"
 #include "temp_dir.h"
 #include "templates/layer.h"
 
@@ -21,38 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TarEntry {
-  std::string path;
-  mode_t type;          // AE_IFREG, AE_IFDIR, AE_IFLNK, AE_IFCHR
-  std::string content;  // a symlink's target
-  uid_t uid = 0;
-  std::string hardlink = {};
-  mode_t perm = 0;  // 0: 0755 for dirs, 0644 otherwise
-};
-
-void write_tar(const fs::path& tar, const std::vector<TarEntry>& entries) {
-  archive* out = archive_write_new();
-  archive_write_set_format_pax_restricted(out);
-  ASSERT_EQ(archive_write_open_filename(out, tar.c_str()), ARCHIVE_OK);
-  for (const auto& item : entries) {
-    archive_entry* entry = archive_entry_new();
-    archive_entry_set_pathname(entry, item.path.c_str());
-    archive_entry_set_filetype(entry, item.type);
-    archive_entry_set_perm(entry, item.perm ? item.perm : item.type == AE_IFDIR ? 0755 : 0644);
-    archive_entry_set_uid(entry, item.uid);
-    archive_entry_set_gid(entry, item.uid);
-    const bool data = item.type == AE_IFREG && item.hardlink.empty();
-    if (item.type == AE_IFLNK) archive_entry_set_symlink(entry, item.content.c_str());
-    if (item.type == AE_IFCHR) archive_entry_set_rdev(entry, makedev(8, 0));
-    if (!item.hardlink.empty()) archive_entry_set_hardlink(entry, item.hardlink.c_str());
-    archive_entry_set_size(entry, data ? static_cast<la_int64_t>(item.content.size()) : 0);
-    ASSERT_EQ(archive_write_header(out, entry), ARCHIVE_OK) << item.path;
-    if (data) archive_write_data(out, item.content.data(), item.content.size());
-    archive_entry_free(entry);
-  }
-  archive_write_close(out);
-  archive_write_free(out);
-}
+using testing::TarEntry;
+using testing::write_tar;
 
 class LayerTest : public ::testing::Test {
  protected:
