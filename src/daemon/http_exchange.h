@@ -52,6 +52,20 @@ class Exchange {
   // False when the client has gone away.
   virtual Task<bool> write_chunk(std::string data) = 0;
   virtual Task<void> finish_stream() = 0;
+
+  // The request asked to change protocols (RFC 9110 §7.8: `Connection: upgrade`
+  // and an `Upgrade` header), as a WebSocket handshake does.
+  bool wants_upgrade() const;
+  // Answers 101 Switching Protocols with `extra`; from then on the connection
+  // carries the new protocol's bytes through read_raw_some and write_raw, and
+  // it ends with the handler (no further HTTP request on it).
+  virtual Task<void> switch_protocols(Headers extra) = 0;
+  // The client's next bytes after the switch; "" once it closed or close_raw ran.
+  virtual Task<std::string> read_raw_some() = 0;
+  // False when the client has gone away.
+  virtual Task<bool> write_raw(std::string data) = 0;
+  // Ends the connection: a read_raw_some under way returns "".
+  virtual void close_raw() = 0;
 };
 
 // The whole body, or false in `fits` when it is larger than `limit`.

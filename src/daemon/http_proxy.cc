@@ -1,13 +1,14 @@
 #include "daemon/http_proxy.h"
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <cctype>
 #include <chrono>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,8 @@
 #include <stdexcept>
 
 #include "common/json_text.h"
+#include "daemon/http_request.h"
+#include "daemon/tcp_progress.h"
 
 namespace abx::daemon::http {
 namespace {
@@ -49,12 +52,6 @@ bool is_hop_header(const std::string& lower_name) {
   return kHop.count(lower_name) > 0;
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // The caller's credentials for us (API key, access and traffic tokens, E2B's
 // routing headers) are never the sandbox's business: code in it is untrusted.
 bool is_credential_header(const std::string& lower_name) {
@@ -63,8 +60,9 @@ bool is_credential_header(const std::string& lower_name) {
          lower_name.starts_with("e2b-");
 }
 
-bhttp::request<bhttp::string_body> upstream_request(const Request& request, std::string body,
+bhttp::request<bhttp::string_body> upstream_request(const Exchange& exchange, std::string body,
                                                     const std::string& host) {
+  const Request& request = exchange.request();
   bhttp::request<bhttp::string_body> out;
   out.method_string(request.method);
   out.target(request.target);
@@ -74,7 +72,11 @@ bhttp::request<bhttp::string_body> upstream_request(const Request& request, std:
     if (!is_hop_header(lower_name) && !is_credential_header(lower_name)) out.set(name, value);
   }
   if (!host.empty()) out.set(bhttp::field::host, host);
-  out.set(bhttp::field::connection, "close");
+  // A protocol switch (a WebSocket handshake) is the one thing that keeps the
+  // connection: the upgrade goes on to the server, hop by hop as RFC 9110 says.
+  const bool upgrading = exchange.wants_upgrade();
+  if (upgrading) out.set(bhttp::field::upgrade, request.header("upgrade"));
+  out.set(bhttp::field::connection, upgrading ? "Upgrade" : "close");
   out.body() = std::move(body);
   out.prepare_payload();
   return out;
@@ -128,6 +130,70 @@ Task<void> relay_body(Exchange& exchange, Upstream& socket, beast::flat_buffer& 
   co_await exchange.finish_stream();
 }
 
+// The 101's fields for the client: the server's own (Sec-WebSocket-Accept,
+// -Protocol) and the protocol it switched to.
+Headers switch_headers(const bhttp::response_parser<bhttp::buffer_body>::value_type& res) {
+  Headers out = response_headers(res);
+  out.emplace_back("Upgrade", std::string(res[bhttp::field::upgrade]));
+  out.emplace_back("Connection", "Upgrade");
+  return out;
+}
+
+// The server's bytes to the client, starting with those read past its 101.
+template <class Upstream>
+Task<void> pump_to_client(Exchange& exchange, Upstream& socket, std::string first) {
+  if (!first.empty() && !co_await exchange.write_raw(std::move(first))) co_return;
+  std::string chunk(kReadChunk, '\0');
+  for (;;) {
+    beast::error_code ec;
+    const size_t got = co_await socket.async_read_some(net::buffer(chunk),
+                                                       net::redirect_error(net::use_awaitable, ec));
+    if (got > 0 && !co_await exchange.write_raw(chunk.substr(0, got))) co_return;
+    if (ec) co_return;
+  }
+}
+
+template <class Upstream>
+Task<void> pump_to_server(Exchange& exchange, Upstream& socket) {
+  for (;;) {
+    const std::string data = co_await exchange.read_raw_some();
+    if (data.empty()) co_return;
+    beast::error_code ec;
+    co_await net::async_write(socket, net::buffer(data),
+                              net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return;
+  }
+}
+
+// After a 101: bytes both ways, one chunk in flight each way (a side that
+// stops reading stops the other's sender), until either side closes or
+// fails; then both connections end. No idle limit: a WebSocket may rightly
+// stay quiet for hours; the kernel's keepalive finds a peer that vanished.
+template <class Upstream>
+Task<void> tunnel(Exchange& exchange, Upstream& socket, beast::tcp_stream& timed,
+                  beast::flat_buffer& buffer,
+                  const bhttp::response_parser<bhttp::buffer_body>::value_type& head) {
+  co_await exchange.switch_protocols(switch_headers(head));
+  watch_for_dead_peer(timed.socket().native_handle());
+  const auto executor = co_await net::this_coro::executor;
+  net::steady_timer to_client_ended(executor, net::steady_timer::time_point::max());
+  bool ended = false;
+  // Runs beside this coroutine, which waits for it: the references stay valid.
+  net::co_spawn(executor, pump_to_client(exchange, socket, beast::buffers_to_string(buffer.data())),
+                [&](const std::exception_ptr&) {
+                  ended = true;
+                  to_client_ended.cancel();
+                  exchange.close_raw();
+                });
+  co_await pump_to_server(exchange, socket);
+  beast::error_code ignored;
+  timed.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  timed.socket().cancel(ignored);
+  while (!ended) {
+    co_await to_client_ended.async_wait(net::redirect_error(net::use_awaitable, ignored));
+  }
+}
+
 std::string bad_gateway_json(const std::string& message) {
   return json_text::dump(nlohmann::json{{"code", 502}, {"message", message}});
 }
@@ -157,13 +223,15 @@ Task<void> relay(Exchange& exchange, Upstream& socket, beast::tcp_stream& timed,
                                       net::redirect_error(net::use_awaitable, ec));
     if (!ec) status = static_cast<int>(reading->get().result_int());
   }
-  if (ec || status == 101 || status > 599) {
+  const bool switched = status == 101 && exchange.wants_upgrade();
+  if (ec || (status == 101 && !switched) || status > 599) {
     const std::string why = header_failure(ec, status);
     const std::string message =
         "the server in the sandbox gave no HTTP response the proxy can pass on: " + why;
     co_return co_await exchange.respond(502, "application/json", bad_gateway_json(message));
   }
   timed.expires_never();
+  if (switched) co_return co_await tunnel(exchange, socket, timed, buffer, reading->get());
   auto& parser = *reading;
   const auto& head = parser.get();
   const std::string content_type(head[bhttp::field::content_type]);
@@ -212,7 +280,7 @@ Task<void> forward(Exchange& exchange, Upstream upstream) {
   tcp::socket socket(co_await net::this_coro::executor);
   socket.assign(tcp::v4(), upstream.socket.release());
   beast::tcp_stream stream(std::move(socket));
-  const auto request = upstream_request(exchange.request(), std::move(body), upstream.host);
+  const auto request = upstream_request(exchange, std::move(body), upstream.host);
   if (!upstream.tls) co_return co_await relay(exchange, stream, stream, request);
   net::ssl::stream<beast::tcp_stream&> tls(stream, sandbox_tls_context());
   const std::string name = server_name(upstream.host);

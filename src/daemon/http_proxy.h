@@ -16,7 +16,9 @@ struct Upstream {
 };
 
 // The request goes out with "Connection: close" and the response body is
-// relayed as it arrives.
+// relayed as it arrives; a protocol switch the client asks for (a WebSocket)
+// goes on to the server, and once it answers 101 the connection carries
+// bytes both ways until either side closes.
 Task<void> forward(Exchange& exchange, Upstream upstream);
 
 }  // namespace abx::daemon::http

@@ -32,4 +32,22 @@ std::string Request::header(const std::string& lower_name) const {
   return it == headers.end() ? std::string{} : it->second;
 }
 
+bool lists_token(std::string_view value, std::string_view token) {
+  while (!value.empty()) {
+    const size_t comma = value.find(',');
+    std::string_view item = value.substr(0, comma);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (lower(item) == token) return true;
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+bool Exchange::wants_upgrade() const {
+  return lists_token(request().header("connection"), "upgrade") &&
+         !request().header("upgrade").empty();
+}
+
 }  // namespace abx::daemon::http

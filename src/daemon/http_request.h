@@ -12,6 +12,10 @@ namespace abx::daemon::http {
 
 std::string lower(std::string_view text);
 
+// A comma-separated header value (`Connection: keep-alive, Upgrade`) names
+// `token` (lower case), whatever its case and spacing.
+bool lists_token(std::string_view value, std::string_view token);
+
 // Method, target, percent-decoded path and query, headers with lower-cased
 // names (a repeated header's values joined with ", ").
 Request to_request(const boost::beast::http::request<boost::beast::http::buffer_body>& message);

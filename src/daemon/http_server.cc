@@ -312,6 +312,51 @@ class BeastExchange final : public Exchange {
     check_sent(ec, deadline);
   }
 
+  Task<void> switch_protocols(Headers extra) override {
+    bhttp::response<bhttp::empty_body> res{bhttp::status::switching_protocols, 11};
+    for (auto& [name, value] : extra) res.set(name, value);
+    responded_ = true;
+    keep_alive_ = false;  // the connection belongs to the new protocol now
+    beast::error_code ec;
+    const Deadline deadline = send_deadline();
+    co_await bhttp::async_write(stream_, res, net::redirect_error(net::use_awaitable, ec));
+    check_sent(ec, deadline);
+    stream_.expires_never();
+    watch_for_dead_peer(stream_.socket().native_handle());
+  }
+
+  // What the client sent after the request's header comes first: it may not
+  // have waited for the 101.
+  Task<std::string> read_raw_some() override {
+    std::string out;
+    if (buffer_.size() > 0) {
+      out = beast::buffers_to_string(buffer_.data());
+      buffer_.consume(buffer_.size());
+      co_return out;
+    }
+    out.resize(kReadChunk);
+    beast::error_code ec;
+    const size_t got = co_await stream_.async_read_some(
+        net::buffer(out), net::redirect_error(net::use_awaitable, ec));
+    out.resize(ec ? 0 : got);
+    co_return out;
+  }
+
+  Task<bool> write_raw(std::string data) override {
+    beast::error_code ec;
+    const Deadline deadline = send_deadline();
+    co_await net::async_write(stream_, net::buffer(data),
+                              net::redirect_error(net::use_awaitable, ec));
+    if (deadline.expired()) spdlog::debug("http: {}", not_reading_message());
+    co_return !ec;
+  }
+
+  void close_raw() override {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().cancel(ignored);
+  }
+
   // Reads and drops what the handler left of the body so the connection can
   // serve the next request; gives up (and closes) on a large remainder.
   Task<bool> drain_body() {

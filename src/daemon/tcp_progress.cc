@@ -22,4 +22,14 @@ std::optional<uint64_t> tcp_bytes_acked(int fd) {
   return info.tcpi_bytes_acked;
 }
 
+void watch_for_dead_peer(int fd) {
+  const int on = 1, idle_s = 60, interval_s = 15, probes = 4;
+  const unsigned int unacked_ms = 120'000;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked_ms, sizeof unacked_ms);
+}
+
 }  // namespace abx::daemon
