@@ -8,6 +8,7 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -119,7 +120,14 @@ def _output(process: subprocess.Popen[bytes], timeout: float) -> Iterator[dict[s
 
 def start_background(call: Call) -> dict[str, Any]:
     process = _spawn(call, False, capture=False)  # nobody would read its pipes
+    threading.Thread(target=_reap, args=(_started(call), process), daemon=True).start()
     return {"pid": process.pid}
+
+
+def _reap(table: dict[int, dict[str, Any]], process: subprocess.Popen[bytes]) -> None:
+    """Waits for a background process so that it leaves no zombie."""
+    process.wait()
+    table.pop(process.pid, None)
 
 
 def _kill_group(pid: int, sig: int) -> None:
