@@ -186,6 +186,7 @@ def test_module_entry_point_serves_a_commands_file(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+        proc.stderr.close()
 
 
 def test_module_entry_point_refuses_an_unknown_group():

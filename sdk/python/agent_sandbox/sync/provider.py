@@ -344,7 +344,7 @@ class Terminal:
         from websockets.sync.client import connect
 
         try:
-            self._socket = connect(self.url, additional_headers=self._headers)
+            self._socket = connect(self.url, additional_headers=self._headers).__enter__()
         except (OSError, httpx.HTTPError, Exception) as error:
             raise SandboxException(
                 f"terminal: WebSocket to {self.url} failed ({error}); the provider's port proxy "
