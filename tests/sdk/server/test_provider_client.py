@@ -76,6 +76,7 @@ async def test_async_files_process_and_groups(async_sandbox, tmp_path, monkeypat
     assert "git" in await server.dev_tools.tools()
     assert [t["name"] for t in await server.agents.tools()]
     monkeypatch.setitem(sys.modules, "playwright", None)
+    monkeypatch.setitem(sys.modules, "playwright.sync_api", None)
     with pytest.raises(UnsupportedException, match="Playwright is not installed"):
         await server.browser.screenshot()
 
