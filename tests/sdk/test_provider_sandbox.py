@@ -14,7 +14,6 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 import websockets
-
 from agent_sandbox import (
     InvalidArgumentException,
     ProviderSandbox,
@@ -59,7 +58,7 @@ async def _start_server(sandbox: ProviderSandbox) -> None:
         ">/home/user/server.log 2>&1", background=True, envs={"PYTHONPATH": PKG}, timeout=0)
     try:
         await sandbox.server.wait_ready(60)
-    except Exception:
+    except SandboxException:
         log = await sandbox.commands.run("cat /home/user/server.log", check=False)
         pytest.fail(f"the server did not come up:\n{log.stdout}{log.stderr}")
 

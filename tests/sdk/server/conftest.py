@@ -1,7 +1,7 @@
 """Fixtures: one server with every group for the module's tests."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict
+from typing import Any
 
 import httpx
 from agent_sandbox.server import make_server
 from agent_sandbox.server.commands import Command, register_command
 
 
-def hello(name: str = "world", times: int = 1) -> Dict[str, Any]:
+def hello(name: str = "world", times: int = 1) -> dict[str, Any]:
     """Greets someone"""
     return {"message": f"Hello, {name}!" * times}
 
@@ -26,8 +26,8 @@ def not_json() -> object:
     return object()
 
 
-def sample_commands() -> Dict[str, Command]:
-    registry: Dict[str, Command] = {}
+def sample_commands() -> dict[str, Command]:
+    registry: dict[str, Command] = {}
     register_command(hello, registry=registry)
     register_command(add, description="Adds two numbers", registry=registry)
     register_command(fail, registry=registry)

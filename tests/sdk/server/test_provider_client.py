@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from agent_sandbox import (
     InvalidArgumentException,
     NotFoundException,

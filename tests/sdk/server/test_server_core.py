@@ -4,15 +4,12 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import pytest
-
 from agent_sandbox.server import GROUPS, command, schema
 from agent_sandbox.server.app import parse_groups
 from agent_sandbox.server.commands import REGISTRY
 from agent_sandbox.server.endpoints import ENDPOINTS
-
 from running_server import Running
 
 pytestmark = pytest.mark.offline
@@ -128,7 +125,7 @@ def test_groups_from_argument_and_environment(monkeypatch):
 
 
 def test_schema_from_signature():
-    def f(a: int, b: Optional[str] = None, c: List[int] = [], d=1.5) -> None:  # noqa: B006
+    def f(a: int, b: str | None = None, c: list[int] = [], d=1.5) -> None:  # noqa: B006
         pass
 
     s = schema.from_signature(f)
@@ -191,7 +188,7 @@ def test_module_entry_point_serves_a_commands_file(tmp_path):
 
 def test_module_entry_point_refuses_an_unknown_group():
     done = subprocess.run([sys.executable, "-m", "agent_sandbox.server", "--groups", "nope"],
-                          capture_output=True, text=True, timeout=30)
+                          check=False, capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "unknown capability group 'nope'" in done.stderr
 
 
@@ -204,3 +201,21 @@ def test_server_and_client_versions_agree():
     assert server_version == client_version
     pyproject = (ROOT / "sdk/python/pyproject.toml").read_text()
     assert re.search(r'"agent-sandbox-server==([^"]+)"', pyproject).group(1) == client_version
+
+
+def test_chunked_request_body_and_body_limit(http):
+    def chunks():
+        yield b'{"name": '
+        yield b'"chunked"}'
+
+    r = http.post("/commands/hello", content=chunks())  # no length: httpx sends it chunked
+    assert r.json() == {"result": {"message": "Hello, chunked!"}}
+    import socket
+    from urllib.parse import urlparse
+
+    port = urlparse(str(http.base_url)).port
+    with socket.create_connection(("127.0.0.1", port)) as raw:
+        raw.sendall(b"POST /commands/hello HTTP/1.1\r\nHost: x\r\n"
+                    b"Content-Length: 999999999999\r\n\r\n{}")
+        assert raw.recv(100).startswith(b"HTTP/1.1 413")
+    assert http.get("/health").status_code == 200

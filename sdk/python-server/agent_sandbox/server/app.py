@@ -168,8 +168,7 @@ class Handler(BaseHTTPRequestHandler):
     def _read_body(self) -> bytes:
         length_text = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            self.close_connection = True
-            raise HttpError(400, "chunked request bodies are not supported; send Content-Length")
+            return self._read_chunked()
         if not length_text:
             return b""
         try:
@@ -181,6 +180,25 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise HttpError(413, f"request body of {length} bytes; the limit is {MAX_BODY}")
         return self.rfile.read(length)
+
+    def _read_chunked(self) -> bytes:
+        body = bytearray()
+        while True:
+            size_line = self.rfile.readline(1024).split(b";")[0].strip()
+            try:
+                size = int(size_line, 16)
+            except ValueError:
+                self.close_connection = True
+                raise HttpError(400, "bad chunk size in a chunked request body") from None
+            if len(body) + size > MAX_BODY:
+                self.close_connection = True
+                raise HttpError(413, f"request body over the limit of {MAX_BODY} bytes")
+            if size == 0:
+                while self.rfile.readline(1024).strip():  # trailers
+                    pass
+                return bytes(body)
+            body += self.rfile.read(size)
+            self.rfile.readline(1024)  # the chunk's CRLF
 
     def _arguments(self, endpoint: Endpoint, query: str, body: bytes) -> dict[str, Any]:
         args: dict[str, Any] = from_query(endpoint.schema,
