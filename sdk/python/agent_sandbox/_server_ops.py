@@ -8,6 +8,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from ._http import Call, error_from_response, parse_error_body
 from ._ops import Target
 from .errors import (
@@ -64,13 +66,18 @@ class ProcessOutput:
 
 def server_call(target: Target, port: int, method: str, path: str,
                 params: dict[str, Any] | None = None, body: Any = None,
-                timeout: float | None = None) -> Call:
+                timeout: float | httpx.Timeout | None = None) -> Call:
     """A request to `path` on the server at `port` in the sandbox."""
     query = {name: _query_value(value) for name, value in (params or {}).items()
              if value is not None}
     return Call(method, target.url(port, path), "server", f"server {method} {path}",
                 headers=target.headers(port), params=query or None, json=body,
                 timeout=timeout)
+
+
+def stream_timeout(seconds: float) -> httpx.Timeout:
+    """A streamed run's HTTP timeouts: quiet output may last as long as the command may."""
+    return httpx.Timeout(30.0, read=seconds + 30 if seconds else None)
 
 
 def _query_value(value: Any) -> str:

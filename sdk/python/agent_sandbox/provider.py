@@ -33,6 +33,7 @@ from ._server_ops import (
     png,
     server_call,
     server_error,
+    stream_timeout,
     terminal_url,
 )
 from ._streams import NdjsonMessages
@@ -89,7 +90,7 @@ class Server:
         return self._target.url(self.port, "")
 
     def _call(self, method: str, path: str, params: dict[str, Any] | None = None,
-              body: Any = None, timeout: float | None = None) -> Call:
+              body: Any = None, timeout: float | httpx.Timeout | None = None) -> Call:
         return server_call(self._target, self.port, method, path, params, body, timeout)
 
     async def request(self, method: str, path: str, params: dict[str, Any] | None = None,
@@ -100,7 +101,7 @@ class Server:
         return response.json()
 
     async def stream(self, method: str, path: str, body: Any = None,
-                     timeout: float | None = None) -> AsyncMessageStream:
+                     timeout: float | httpx.Timeout | None = None) -> AsyncMessageStream:
         """An NDJSON endpoint's messages (close the stream, or read it to the end)."""
         call = self._call(method, path, None, body, timeout)
         response = await self._transport.send(call, stream=True, make_error=server_error)
@@ -212,7 +213,7 @@ class ServerProcess(_Part):
         """Runs a command to its end, passing output to the handlers as it comes."""
         body = {"cmd": cmd, "cwd": cwd, "env": env or {}, "timeout": timeout, "stdin": stdin}
         messages = await self._server.stream("POST", "/process/run", body,
-                                             timeout=None if not timeout else timeout + 30)
+                                             timeout=stream_timeout(timeout))
         output = ProcessOutput()
         try:
             async for message in messages:

@@ -31,6 +31,7 @@ from .._server_ops import (
     png,
     server_call,
     server_error,
+    stream_timeout,
     terminal_url,
 )
 from .._streams import NdjsonMessages
@@ -88,18 +89,18 @@ class Server:
         return self._target.url(self.port, "")
 
     def _call(self, method: str, path: str, params: dict[str, Any] | None = None,
-              body: Any = None, timeout: float | None = None) -> Call:
+        body: Any = None, timeout: float | httpx.Timeout | None = None) -> Call:
         return server_call(self._target, self.port, method, path, params, body, timeout)
 
     def request(self, method: str, path: str, params: dict[str, Any] | None = None,
-                      body: Any = None, timeout: float | None = None) -> Any:
+                body: Any = None, timeout: float | None = None) -> Any:
         """Any endpoint: its JSON answer, or the typed error for its JSON error."""
         call = self._call(method, path, params, body, timeout)
         response = self._transport.send(call, make_error=server_error)
         return response.json()
 
     def stream(self, method: str, path: str, body: Any = None,
-                     timeout: float | None = None) -> MessageStream:
+               timeout: float | httpx.Timeout | None = None) -> MessageStream:
         """An NDJSON endpoint's messages (close the stream, or read it to the end)."""
         call = self._call(method, path, None, body, timeout)
         response = self._transport.send(call, stream=True, make_error=server_error)
@@ -205,13 +206,13 @@ class ServerProcess(_Part):
     """The server's process group."""
 
     def run(self, cmd: str | builtins.list[str], cwd: str | None = None,
-                  env: dict[str, str] | None = None, timeout: float = 600,
-                  stdin: str | None = None, on_stdout: OutputHandler | None = None,
-                  on_stderr: OutputHandler | None = None) -> ProcessResult:
+            env: dict[str, str] | None = None, timeout: float = 600,
+            stdin: str | None = None, on_stdout: OutputHandler | None = None,
+            on_stderr: OutputHandler | None = None) -> ProcessResult:
         """Runs a command to its end, passing output to the handlers as it comes."""
         body = {"cmd": cmd, "cwd": cwd, "env": env or {}, "timeout": timeout, "stdin": stdin}
         messages = self._server.stream("POST", "/process/run", body,
-                                             timeout=None if not timeout else timeout + 30)
+                                             timeout=stream_timeout(timeout))
         output = ProcessOutput()
         try:
             for message in messages:
@@ -225,7 +226,7 @@ class ServerProcess(_Part):
         return output.result
 
     def start(self, cmd: str | builtins.list[str], cwd: str | None = None,
-                    env: dict[str, str] | None = None) -> int:
+              env: dict[str, str] | None = None) -> int:
         """Starts a command in the background (output discarded); its pid."""
         answer = self._server.request("POST", "/process/start",
                                             body={"cmd": cmd, "cwd": cwd, "env": env or {}})
@@ -271,8 +272,8 @@ class ServerDevTools(_Part):
         return answer["commits"]  # type: ignore[no-any-return]
 
     def search(self, pattern: str, path: str = ".", regex: bool = False,
-                     case_sensitive: bool = True,
-                     max_results: int = 200) -> builtins.list[dict[str, Any]]:
+               case_sensitive: bool = True,
+               max_results: int = 200) -> builtins.list[dict[str, Any]]:
         """Matching lines: {path, line, text}."""
         answer = self._server.request("POST", "/dev/search", body={
             "pattern": pattern, "path": path, "regex": regex, "case_sensitive": case_sensitive,
@@ -324,7 +325,7 @@ class ServerAgents(_Part):
         return (self._server.request("GET", "/agents/tools"))["tools"]  # type: ignore[no-any-return]
 
     def mcp(self, method: str, params: dict[str, Any] | None = None,
-                  request_id: int = 1) -> dict[str, Any]:
+            request_id: int = 1) -> dict[str, Any]:
         """One MCP JSON-RPC request; the whole response (`result` or `error`)."""
         return self._server.request("POST", "/agents/mcp", body={  # type: ignore[no-any-return]
             "jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
@@ -352,7 +353,7 @@ class Terminal:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> None:
+                  exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
     def send(self, data: str | bytes) -> None:
