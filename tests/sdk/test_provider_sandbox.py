@@ -93,6 +93,9 @@ async def test_call_a_command_through_provider_sandbox(running, conn):
     assert (await sandbox.files.read("/home/user/note.txt")) == "through the server"
     with pytest.raises(UnsupportedException):  # no Playwright in the host's Python
         await sandbox.server.browser.navigate("about:blank")
+    facts = await sandbox.server.system.info()
+    assert facts["cpu"]["count"] >= 1 and facts["memory"]["total"] > 0
+    assert (await sandbox.server.dev_tools.tools())["python3"] == "/usr/bin/python3"
 
 
 def test_sync_provider_sandbox_and_plain_http_via_get_host(running, daemon):
