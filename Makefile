@@ -99,8 +99,9 @@ offline:
 
 # Their caches live in the build dir, not in the source tree.
 lint-python:
-	$(PY) -m ruff check --cache-dir $(BUILD)/ruff-cache sdk/python
+	$(PY) -m ruff check --cache-dir $(BUILD)/ruff-cache sdk/python sdk/python-server
 	cd sdk/python && $(CURDIR)/$(PY) -m mypy --strict --cache-dir $(CURDIR)/$(BUILD)/mypy-cache agent_sandbox
+	cd sdk/python-server && $(CURDIR)/$(PY) -m mypy --strict --cache-dir $(CURDIR)/$(BUILD)/mypy-cache-server agent_sandbox/server
 
 bench: deps build
 	$(PY) bench/run.py --abx $(CURDIR)/$(BUILD)/abx --out bench/RESULTS.md --cold-build \

@@ -31,23 +31,27 @@ fi
 [[ $venv == --build-only ]] && exit 0
 
 stamp="$venv/.deps-stamp"
-reqs=(tests/requirements.txt tests/compat/python/requirements.txt sdk/python/pyproject.toml)
+reqs=(tests/requirements.txt tests/compat/python/requirements.txt sdk/python/pyproject.toml
+  sdk/python-server/pyproject.toml)
 if [[ ! -f $stamp ]] || [[ -n $(find "${reqs[@]}" -newer "$stamp" 2>/dev/null) ]]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
   "$venv/bin/pip" install -q -r tests/requirements.txt
-  [[ -f sdk/python/pyproject.toml ]] && "$venv/bin/pip" install -q -e sdk/python
+  # Both SDK distributions at once: the client requires agent-sandbox-server at its own
+  # version, which only this tree has.
+  "$venv/bin/pip" install -q -e sdk/python-server -e sdk/python
   touch "$stamp"
 fi
 
 # The recipes' agent frameworks (tests/examples), apart: they need newer packages than
 # the test venv pins.
 examples_venv=$(dirname "$venv")/examples-venv
-examples_reqs=(tests/examples/requirements.txt sdk/python/pyproject.toml)
+examples_reqs=(tests/examples/requirements.txt sdk/python/pyproject.toml sdk/python-server/pyproject.toml)
 if [[ ! -f $examples_venv/.deps-stamp ]] ||
   [[ -n $(find "${examples_reqs[@]}" -newer "$examples_venv/.deps-stamp" 2>/dev/null) ]]; then
   python3 -m venv "$examples_venv"
-  "$examples_venv/bin/pip" install -q -r tests/examples/requirements.txt -e sdk/python
+  "$examples_venv/bin/pip" install -q -r tests/examples/requirements.txt -e sdk/python-server \
+    -e sdk/python
   touch "$examples_venv/.deps-stamp"
 fi
 

@@ -88,8 +88,9 @@ if [ "${ABX_NO_SDK:-}" != 1 ]; then
     [ -x "$ABX_SDK_VENV/bin/python" ] || python3 -m venv "$ABX_SDK_VENV" || die "python3 -m venv $ABX_SDK_VENV failed"
     sdk_python=$ABX_SDK_VENV/bin/python
   fi
-  step "installing the Python SDK (agent-sandbox-client) with $sdk_python"
-  "$sdk_python" -m pip install -q ./sdk/python || die "pip install ./sdk/python failed (see above)"
+  step "installing the Python SDK (agent-sandbox-client, agent-sandbox-server) with $sdk_python"
+  "$sdk_python" -m pip install -q ./sdk/python-server ./sdk/python ||
+    die "pip install ./sdk/python-server ./sdk/python failed (see above)"
 fi
 
 # 5. What we have and what to do next.

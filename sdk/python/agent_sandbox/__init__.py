@@ -6,8 +6,14 @@
 The blocking twin with the same names is `agent_sandbox.sync`.
 """
 
+from pkgutil import extend_path
 from typing import Any
 
+# `agent_sandbox.server` comes from another distribution (agent-sandbox-server): look for it
+# in every `agent_sandbox` directory on sys.path (editable installs keep them apart).
+__path__ = extend_path(__path__, __name__)
+
+from ._server_ops import ProcessResult
 from ._version import __version__
 from .commands import CommandHandle, Commands
 from .errors import (
@@ -52,6 +58,7 @@ from .models import (
     WriteEntry,
     WriteInfo,
 )
+from .provider import ProviderSandbox
 from .sandbox import Sandbox
 from .template import Template, TemplateInfo
 
@@ -60,7 +67,8 @@ __all__ = [
     "AuthenticationException", "CommandExitException", "CommandHandle", "CommandResult",
     "Commands", "Context", "EntryInfo", "Execution", "ExecutionError", "FileType", "Filesystem",
     "FilesystemEvent", "FilesystemEventType", "InvalidArgumentError", "InvalidArgumentException",
-    "Logs", "NotFoundError", "NotFoundException", "ProcessInfo", "RateLimitError",
+    "Logs", "NotFoundError", "NotFoundException", "ProcessInfo", "ProcessResult",
+    "ProviderSandbox", "RateLimitError",
     "RateLimitException", "Result", "Sandbox", "SandboxClosedException", "SandboxException",
     "SandboxInfo", "SandboxMetrics", "SandboxNotFound", "SandboxNotFoundException",
     "SandboxQuery", "Template", "TemplateBuildError", "TemplateBuildException", "TemplateInfo",

@@ -25,6 +25,7 @@ from ._streams import ConnectMessages, NdjsonMessages
 from .errors import SandboxException
 
 Decoder = Union[ConnectMessages, NdjsonMessages]
+ErrorMaker = Callable[[Call, int, bytes], SandboxException]
 T = TypeVar("T")
 
 
@@ -98,7 +99,8 @@ class AsyncTransport:
         """True once the sandbox was killed through this transport."""
         return self._closed is not None and self._closed[0]
 
-    async def send(self, call: Call, stream: bool = False) -> httpx.Response:
+    async def send(self, call: Call, stream: bool = False,
+                   make_error: ErrorMaker = error_from_response) -> httpx.Response:
         """Sends `call`, retrying 429s (and a connect refused by a local daemon that moved);
         raises the typed error for any other failure."""
         if self._closed:
@@ -120,7 +122,7 @@ class AsyncTransport:
             await response.aclose()
             delay = retry_delay(response.status_code, response.headers, attempt)
             if delay is None:
-                raise error_from_response(call, response.status_code, body)
+                raise make_error(call, response.status_code, body)
             attempt += 1
             await asyncio.sleep(delay)
 

@@ -6,7 +6,7 @@ import asyncio
 import builtins
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from . import _config, _ops
 from ._async_transport import AsyncTransport, call_handler
@@ -27,6 +27,10 @@ from .models import (
 DEFAULT_TEMPLATE = "base"
 DEFAULT_TIMEOUT = 300
 DEFAULT_CODE_TIMEOUT = 300
+
+
+S = TypeVar("S", bound="Sandbox")
+"""A Sandbox class or subclass (ProviderSandbox): what `create` and `connect` return."""
 
 
 class Sandbox:
@@ -51,13 +55,13 @@ class Sandbox:
         return self._target.envd_version
 
     @classmethod
-    async def create(cls, template: str = DEFAULT_TEMPLATE, timeout: int = DEFAULT_TIMEOUT,
+    async def create(cls: type[S], template: str = DEFAULT_TEMPLATE, timeout: int = DEFAULT_TIMEOUT,
                      envs: dict[str, str] | None = None,
                      metadata: dict[str, str] | None = None, provider: str | None = None,
                      api_key: str | None = None, api_url: str | None = None,
                      domain: str | None = None,
                      request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
-                     allow_internet_access: bool = True) -> Sandbox:
+                     allow_internet_access: bool = True) -> S:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
         :param template: template name or alias ("base", "host", "code-interpreter-v1", ...)
@@ -89,10 +93,10 @@ class Sandbox:
         return cls(transport, target)
 
     @classmethod
-    async def connect(cls, sandbox_id: str, timeout: int = DEFAULT_TIMEOUT,
+    async def connect(cls: type[S], sandbox_id: str, timeout: int = DEFAULT_TIMEOUT,
                       provider: str | None = None, api_key: str | None = None,
                       api_url: str | None = None, domain: str | None = None,
-                      request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> Sandbox:
+                      request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> S:
         """Connects to an existing sandbox (resuming it if paused) and extends its life.
 
         :param sandbox_id: the sandbox's id
@@ -272,7 +276,7 @@ class Sandbox:
         """
         await self._transport.run(_ops.remove_context(self._target, context.id))
 
-    async def __aenter__(self) -> Sandbox:
+    async def __aenter__(self: S) -> S:
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,

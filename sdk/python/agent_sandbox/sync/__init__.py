@@ -6,6 +6,7 @@
 
 from typing import Any
 
+from .._server_ops import ProcessResult
 from .._version import __version__
 from ..errors import (
     AlreadyExistsError,
@@ -51,6 +52,7 @@ from ..models import (
 from ..template import TemplateInfo
 from .commands import CommandHandle, Commands
 from .filesystem import Filesystem, WatchHandle
+from .provider import ProviderSandbox
 from .sandbox import Sandbox
 from .template import Template
 
@@ -59,7 +61,8 @@ __all__ = [
     "AuthenticationException", "CommandExitException", "CommandHandle", "CommandResult",
     "Commands", "Context", "EntryInfo", "Execution", "ExecutionError", "FileType", "Filesystem",
     "FilesystemEvent", "FilesystemEventType", "InvalidArgumentError", "InvalidArgumentException",
-    "Logs", "NotFoundError", "NotFoundException", "ProcessInfo", "RateLimitError",
+    "Logs", "NotFoundError", "NotFoundException", "ProcessInfo", "ProcessResult",
+    "ProviderSandbox", "RateLimitError",
     "RateLimitException", "Result", "Sandbox", "SandboxClosedException", "SandboxException",
     "SandboxInfo", "SandboxMetrics", "SandboxNotFound", "SandboxNotFoundException",
     "SandboxQuery", "Template", "TemplateBuildError", "TemplateBuildException", "TemplateInfo",

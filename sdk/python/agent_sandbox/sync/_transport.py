@@ -23,6 +23,7 @@ from .._streams import ConnectMessages, NdjsonMessages
 from ..errors import SandboxException
 
 Decoder = Union[ConnectMessages, NdjsonMessages]
+ErrorMaker = Callable[[Call, int, bytes], SandboxException]
 T = TypeVar("T")
 
 
@@ -87,7 +88,8 @@ class Transport:
         """True once the sandbox was killed through this transport."""
         return self._closed is not None and self._closed[0]
 
-    def send(self, call: Call, stream: bool = False) -> httpx.Response:
+    def send(self, call: Call, stream: bool = False,
+             make_error: ErrorMaker = error_from_response) -> httpx.Response:
         """Sends `call`, retrying 429s (and a connect refused by a local daemon that moved);
         raises the typed error for any other failure."""
         if self._closed:
@@ -109,7 +111,7 @@ class Transport:
             response.close()
             delay = retry_delay(response.status_code, response.headers, attempt)
             if delay is None:
-                raise error_from_response(call, response.status_code, body)
+                raise make_error(call, response.status_code, body)
             attempt += 1
             time.sleep(delay)
 

@@ -6,7 +6,7 @@ import builtins
 import time
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import httpx
 
@@ -26,6 +26,9 @@ from ..sandbox import DEFAULT_CODE_TIMEOUT, DEFAULT_TEMPLATE, DEFAULT_TIMEOUT
 from ._transport import Transport
 from .commands import Commands
 from .filesystem import Filesystem
+
+S = TypeVar("S", bound="Sandbox")
+"""A Sandbox class or subclass (ProviderSandbox): what `create` and `connect` return."""
 
 
 class Sandbox:
@@ -50,12 +53,12 @@ class Sandbox:
         return self._target.envd_version
 
     @classmethod
-    def create(cls, template: str = DEFAULT_TEMPLATE, timeout: int = DEFAULT_TIMEOUT,
+    def create(cls: type[S], template: str = DEFAULT_TEMPLATE, timeout: int = DEFAULT_TIMEOUT,
                envs: dict[str, str] | None = None, metadata: dict[str, str] | None = None,
                provider: str | None = None, api_key: str | None = None,
                api_url: str | None = None, domain: str | None = None,
                request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
-               allow_internet_access: bool = True) -> Sandbox:
+               allow_internet_access: bool = True) -> S:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
         :param template: template name or alias ("base", "host", "code-interpreter-v1", ...)
@@ -87,10 +90,10 @@ class Sandbox:
         return cls(transport, target)
 
     @classmethod
-    def connect(cls, sandbox_id: str, timeout: int = DEFAULT_TIMEOUT,
+    def connect(cls: type[S], sandbox_id: str, timeout: int = DEFAULT_TIMEOUT,
                 provider: str | None = None, api_key: str | None = None,
                 api_url: str | None = None, domain: str | None = None,
-                request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> Sandbox:
+                request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> S:
         """Connects to an existing sandbox (resuming it if paused) and extends its life.
 
         :param sandbox_id: the sandbox's id
@@ -266,7 +269,7 @@ class Sandbox:
         """
         self._transport.run(_ops.remove_context(self._target, context.id))
 
-    def __enter__(self) -> Sandbox:
+    def __enter__(self: S) -> S:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

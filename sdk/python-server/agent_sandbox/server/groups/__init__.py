@@ -1,0 +1,1 @@
+"""The capability groups' endpoints, one module per group."""
