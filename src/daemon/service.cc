@@ -323,9 +323,7 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   if (!defaults.start_cmd.empty()) {
     const StartCommand command{row.template_id, defaults.start_cmd, defaults.ready_cmd,
                                ready_timeout()};
-    Status started;
-    co_await pool_.run_long(
-        [&] { started = start_and_wait_ready(*live, command, ioc_.get_executor()); });
+    const Status started = co_await start_and_wait_ready(live, command, pool_);
     if (!started) {
       spdlog::info("sandbox {}: {}", row.id, started.error().message());
       co_await kill(row.id);  // nothing of it stays: processes, cgroup, row

@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <csignal>
 #include <cstdlib>
-#include <thread>
 
+#include "daemon/blocking_pool.h"
 #include "daemon/envd_auth.h"
 #include "daemon/output_lines.h"
 #include "daemon/routes.h"
@@ -90,44 +93,24 @@ Error not_ready(const StartCommand& command, const std::string& what, const Outp
                              ETIMEDOUT);
 }
 
-Status wait_ready(LiveSandbox& live, const StartCommand& command, const SandboxRow& row,
-                  const OutputLines& lines) {
-  const auto deadline = Clock::now() + command.timeout;
-  const runtime::ProcessSpec spec = shell_spec(row, command.ready_cmd);
-  for (;;) {
-    // Exit 0 is not a failure: a command may start a daemon and return.
-    if (auto exit = lines.exit(); exit && !(exit->exited && exit->exit_code == 0)) {
-      return not_ready(command, "ended (" + exit->status + ") before it was ready", lines);
-    }
-    auto ready = check_ready(*live.sandbox, spec, deadline);
-    if (!ready) {
-      return not_ready(command, "could not be checked (" + ready.error().message() + ")", lines);
-    }
-    if (*ready) return {};
-    if (Clock::now() >= deadline) {
-      return not_ready(command,
-                       "was not ready within " + std::to_string(command.timeout.count()) +
-                           " s (ready command: " + command.ready_cmd + ")",
-                       lines);
-    }
-    std::this_thread::sleep_for(kCheckPause);
-  }
+// Exit 0 is not a failure: a command may start a daemon and return.
+std::optional<Error> ended_badly(const StartCommand& command, const OutputLines& lines) {
+  const std::optional<runtime::ExitInfo> exit = lines.exit();
+  if (!exit || (exit->exited && exit->exit_code == 0)) return std::nullopt;
+  return not_ready(command, "ended (" + exit->status + ") before it was ready", lines);
 }
 
-}  // namespace
-
-std::chrono::seconds ready_timeout() {
-  const char* text = std::getenv("ABX_READY_TIMEOUT_S");
-  if (!text || !*text) return kDefaultReadyTimeout;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (*end != '\0' || value == 0) return kDefaultReadyTimeout;
-  return std::chrono::seconds(std::min<uint64_t>(value, kMaxTimeoutS));
+Error timed_out(const StartCommand& command, const OutputLines& lines) {
+  return not_ready(command,
+                   "was not ready within " + std::to_string(command.timeout.count()) +
+                       " s (ready command: " + command.ready_cmd + ")",
+                   lines);
 }
 
-Status start_and_wait_ready(LiveSandbox& live, const StartCommand& command,
-                            boost::asio::any_io_executor executor) {
-  const SandboxRow row = live.snapshot();
+// Blocks briefly (one request to the sandbox's init).
+Result<std::shared_ptr<OutputLines>> start_in(LiveSandbox& live, const StartCommand& command,
+                                              const SandboxRow& row,
+                                              boost::asio::any_io_executor executor) {
   auto lines = std::make_shared<OutputLines>(live.log, "start: ");
   StartProcess request;
   request.config.cmd = "/bin/sh";
@@ -144,8 +127,44 @@ Status start_and_wait_ready(LiveSandbox& live, const StartCommand& command,
   }
   // Nobody reads its events: the log has its output.
   live.processes->detach(*started);
-  if (command.ready_cmd.empty()) return {};
-  return wait_ready(live, command, row, *lines);
+  return lines;
+}
+
+}  // namespace
+
+std::chrono::seconds ready_timeout() {
+  const char* text = std::getenv("ABX_READY_TIMEOUT_S");
+  if (!text || !*text) return kDefaultReadyTimeout;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (*end != '\0' || value == 0) return kDefaultReadyTimeout;
+  return std::chrono::seconds(std::min<uint64_t>(value, kMaxTimeoutS));
+}
+
+http::Task<Status> start_and_wait_ready(std::shared_ptr<LiveSandbox> live, StartCommand command,
+                                        BlockingPool& pool) {
+  const SandboxRow row = live->snapshot();
+  auto executor = co_await boost::asio::this_coro::executor;
+  Result<std::shared_ptr<OutputLines>> started = std::shared_ptr<OutputLines>();
+  co_await pool.run([&] { started = start_in(*live, command, row, executor); });
+  if (!started) co_return started.error();
+  const OutputLines& lines = **started;
+  if (command.ready_cmd.empty()) co_return Status{};
+  const auto deadline = Clock::now() + command.timeout;
+  const runtime::ProcessSpec spec = shell_spec(row, command.ready_cmd);
+  boost::asio::steady_timer pause(executor);
+  for (;;) {
+    if (std::optional<Error> ended = ended_badly(command, lines)) co_return *ended;
+    Result<bool> ready = false;
+    co_await pool.run_long([&] { ready = check_ready(*live->sandbox, spec, deadline); });
+    if (!ready) {
+      co_return not_ready(command, "could not be checked (" + ready.error().message() + ")", lines);
+    }
+    if (*ready) co_return Status{};
+    if (Clock::now() >= deadline) co_return timed_out(command, lines);
+    pause.expires_after(kCheckPause);
+    co_await pause.async_wait(boost::asio::use_awaitable);
+  }
 }
 
 }  // namespace abx::daemon

@@ -5,8 +5,8 @@
 // command (readyCmd) exits 0; without one, once the command has started.
 #pragma once
 
-#include <boost/asio/any_io_executor.hpp>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "common/error.h"
@@ -26,10 +26,11 @@ struct StartCommand {
   std::chrono::seconds timeout = kDefaultReadyTimeout;
 };
 
-// Blocks (run it on a pool thread): starts the command in `live` and waits
-// for it to be ready. The error is one line naming what went wrong and the
-// command's last output; the caller kills the sandbox then.
-Status start_and_wait_ready(LiveSandbox& live, const StartCommand& command,
-                            boost::asio::any_io_executor executor);
+// Starts the command in `live` and waits for it to be ready: between
+// checks no thread is held, and each check runs on the pool's long lane (at
+// most 10 s). The error is one line naming what went wrong and the command's
+// last output; the caller kills the sandbox then.
+http::Task<Status> start_and_wait_ready(std::shared_ptr<LiveSandbox> live, StartCommand command,
+                                        BlockingPool& pool);
 
 }  // namespace abx::daemon

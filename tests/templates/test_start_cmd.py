@@ -134,6 +134,20 @@ def test_never_ready_fails_the_create_and_leaves_nothing(svc_daemon, tmp_path):
     assert_daemon_fine(svc_daemon)
 
 
+def test_ready_command_that_hangs_is_cut_off(svc_daemon, tmp_path):
+    """A ready command that never ends is killed at the timeout: the create fails, nothing
+    stays."""
+    build_template(svc_daemon, tmp_path, "svc-hang", "FROM base\nCMD sleep 1000\nREADY sleep 1000\n")
+    r = abx(svc_daemon, "create", "--template", "svc-hang", timeout=120)
+    assert r.returncode != 0
+    assert f"was not ready within {READY_TIMEOUT_S} s (ready command: sleep 1000)" in r.stderr
+    assert "it printed nothing" in r.stderr
+    ids = created_ids(svc_daemon, "svc-hang")
+    assert ids and ids[-1] not in listed_ids(svc_daemon)
+    wait_until(lambda: not sandbox_host_pids(ids[-1]), what="the sandbox's processes to end")
+    assert_daemon_fine(svc_daemon)
+
+
 def test_start_command_that_exits_fails_at_once(svc_daemon, tmp_path):
     """A start command that ends with an error before it is ready fails the create with its exit
     and output, without waiting for the timeout's end."""
