@@ -8,6 +8,21 @@ namespace abx::daemon::envd_auth {
 
 SandboxUser standard_user() { return SandboxUser{"user", 1000, 1000, "/home/user"}; }
 
+std::map<std::string, std::string> default_env(const SandboxUser& user, bool pty) {
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", user.home},
+      {"USER", user.name},
+      {"LOGNAME", user.name},
+      {"SHELL", "/bin/bash"},
+      {"LANG", "C.UTF-8"}};
+  if (pty) {
+    env["TERM"] = "xterm-256color";
+    env["LC_ALL"] = "C.UTF-8";
+  }
+  return env;
+}
+
 std::optional<SandboxUser> user_by_name(const std::string& name, const SandboxUser& fallback) {
   if (name.empty()) return fallback;
   if (name == "user") return standard_user();

@@ -22,6 +22,10 @@ struct SandboxUser {
 // unless the sandbox's template says otherwise.
 SandboxUser standard_user();
 
+// The environment a process of `user` starts with, before the sandbox's and
+// the request's variables (TERM and LC_ALL too with a pty).
+std::map<std::string, std::string> default_env(const SandboxUser& user, bool pty);
+
 // "root" or "user"; "" means `fallback` (the sandbox's default user).
 std::optional<SandboxUser> user_by_name(const std::string& name,
                                         const SandboxUser& fallback = standard_user());

@@ -42,6 +42,7 @@ struct ProcessTable::Managed {
   const int pid;
   const std::string tag;
   const ProcessConfig config;
+  std::shared_ptr<OutputLines> lines;  // may be null
   net::strand<net::io_context::executor_type> strand;
   net::steady_timer deadline;  // Connect-Timeout-Ms: SIGKILL when it fires
 
@@ -109,6 +110,7 @@ net::awaitable<void> drain_output(std::shared_ptr<Managed> process,
     if (n > 0) {
       process->bytes_read += n;
       process->publish({proto_json::data_event(name, std::string_view(buffer.data(), n))});
+      if (process->lines) process->lines->add(name, std::string_view(buffer.data(), n));
     }
     if (process->drain_waiter) process->drain_waiter->cancel();
     if (ec) break;
@@ -220,6 +222,7 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
   log_->add("info", "command started (pid " + std::to_string(proc.pid) +
                         "): " + command_text(request.config));
   auto process = std::make_shared<Managed>(ioc_, proc.pid, request.tag, std::move(request.config));
+  process->lines = std::move(request.lines);
   auto subscription = std::make_shared<Subscription>(std::move(subscriber));
   subscription->push({proto_json::start_event(proc.pid)});
   process->subscribers.push_back(subscription);
@@ -297,6 +300,7 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
     processes_.erase(process->pid);
   }
   const StreamEnd end = end_kind(*process, error);
+  if (process->lines) process->lines->ended(exit);
   log_->add(exit.exited && exit.exit_code == 0 ? "info" : "warn",
             "command " + end_text(exit, end) + " (pid " + std::to_string(process->pid) + ")");
   process->publish({proto_json::end_event(exit, error), true, end});

@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "daemon/blocking_pool.h"
 #include "daemon/http_exchange.h"
+#include "daemon/output_lines.h"
 #include "daemon/sandbox_log.h"
 #include "runtime/runtime.h"
 
@@ -35,6 +36,8 @@ struct StartProcess {
   std::string tag;
   runtime::ProcessSpec spec;             // argv, full env, cwd, uid, pty, stdin
   std::chrono::milliseconds timeout{0};  // process lifetime; 0 = none
+  // When set, hears the output line by line and the end (a template's start command).
+  std::shared_ptr<OutputLines> lines;
 };
 
 // Selects a process by pid, or by tag when pid is 0.

@@ -18,21 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-std::map<std::string, std::string> default_env(const envd_auth::SandboxUser& user, bool pty) {
-  std::map<std::string, std::string> env = {
-      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-      {"HOME", user.home},
-      {"USER", user.name},
-      {"LOGNAME", user.name},
-      {"SHELL", "/bin/bash"},
-      {"LANG", "C.UTF-8"}};
-  if (pty) {
-    env["TERM"] = "xterm-256color";
-    env["LC_ALL"] = "C.UTF-8";
-  }
-  return env;
-}
-
 StartProcess start_process_of(StartRequest request, const envd_auth::SandboxUser& user,
                               const SandboxRow& row) {
   StartProcess out;
@@ -51,7 +36,7 @@ StartProcess start_process_of(StartRequest request, const envd_auth::SandboxUser
   if (request.pty_cols != 0) spec.pty_cols = request.pty_cols;
   if (request.pty_rows != 0) spec.pty_rows = request.pty_rows;
   spec.stdin_pipe = request.stdin_pipe;
-  spec.env = default_env(user, spec.pty);
+  spec.env = envd_auth::default_env(user, spec.pty);
   for (const auto& [key, value] : row.env_vars) spec.env[key] = value;
   for (const auto& [key, value] : out.config.envs) spec.env[key] = value;
   return out;

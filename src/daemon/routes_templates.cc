@@ -28,10 +28,12 @@ namespace fs = std::filesystem;
 constexpr auto kProgressPoll = std::chrono::milliseconds(200);
 
 json info_json(const templates::TemplateInfo& info) {
-  return {{"name", info.name},     {"resolved", info.resolved},    {"source", info.source},
-          {"built", info.built},   {"sizeBytes", info.size_bytes}, {"createdMs", info.created_ms},
-          {"env", info.env},       {"workdir", info.workdir},      {"user", info.user},
-          {"layers", info.layers}, {"owner", info.owner}};
+  return {
+      {"name", info.name},         {"resolved", info.resolved},    {"source", info.source},
+      {"built", info.built},       {"sizeBytes", info.size_bytes}, {"createdMs", info.created_ms},
+      {"env", info.env},           {"workdir", info.workdir},      {"user", info.user},
+      {"layers", info.layers},     {"owner", info.owner},          {"startCmd", info.start_cmd},
+      {"readyCmd", info.ready_cmd}};
 }
 
 json list_json(const std::vector<templates::TemplateInfo>& infos) {

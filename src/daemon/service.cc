@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "daemon/sandbox_trust.h"
+#include "daemon/start_command.h"
 #include "interp/interp.h"
 #include "interp/prestart.h"
 #include "runtime/sandbox_users.h"
@@ -270,8 +271,8 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   std::optional<Error> failure;
   std::unique_ptr<runtime::Sandbox> sandbox;
   std::shared_ptr<void> warm_up;
+  templates::ProcessDefaults defaults;
   co_await pool_.run([&] {
-    templates::ProcessDefaults defaults;
     auto rootfs = templates_.rootfs(request.template_name, &defaults);
     if (!rootfs) {
       failure = Error::with_message(rootfs.error().message(), kErrBadInput);
@@ -313,10 +314,22 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   live->log->add("info", created_text(row, request.timeout_sec));
   live->prestarted = std::static_pointer_cast<interp::Prestarted>(std::move(warm_up));
   usage().note_create(row.owner, row.started_at_ms);
-  std::lock_guard lock(mutex_);
-  live_[row.id] = std::move(live);
+  {
+    std::lock_guard lock(mutex_);
+    live_[row.id] = live;
+  }
   spdlog::info("sandbox {} created from {} for team {} ({}s)", row.id, row.template_id, row.owner,
                request.timeout_sec);
+  if (!defaults.start_cmd.empty()) {
+    const StartCommand command{row.template_id, defaults.start_cmd, defaults.ready_cmd,
+                               ready_timeout()};
+    const Status started = co_await start_and_wait_ready(live, command, pool_);
+    if (!started) {
+      spdlog::info("sandbox {}: {}", row.id, started.error().message());
+      co_await kill(row.id);  // nothing of it stays: processes, cgroup, row
+      co_return started.error();
+    }
+  }
   co_return row;
 }
 

@@ -29,6 +29,8 @@ nlohmann::json to_json(const TemplateMeta& meta) {
   json["user"] = meta.user;
   json["owner"] = meta.owner;
   json["allow_setid"] = meta.allow_setid;
+  json["start_cmd"] = meta.start_cmd;
+  json["ready_cmd"] = meta.ready_cmd;
   return json;
 }
 
@@ -57,6 +59,8 @@ Result<TemplateMeta> read_meta(const fs::path& template_dir) {
     meta.user = json.value("user", "");
     meta.owner = json.value("owner", "");
     meta.allow_setid = json.value("allow_setid", false);
+    meta.start_cmd = json.value("start_cmd", "");
+    meta.ready_cmd = json.value("ready_cmd", "");
     return meta;
   } catch (const nlohmann::json::exception& e) {
     return Error{"template meta", EINVAL, path.string() + ": " + e.what()};

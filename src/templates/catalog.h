@@ -29,6 +29,11 @@ struct TemplateMeta {
   // Set-id programs work in its sandboxes (RootfsSpec::allow_setid): set only
   // from a checked-in spec.toml, and inherited by a Sandboxfile's FROM.
   bool allow_setid = false;
+  // Run by /bin/sh -c when a sandbox is created (E2B's startCmd), and the check that it is
+  // ready (readyCmd: run until it exits 0). Inherited by a Sandboxfile's FROM unless it sets
+  // its own (CMD/ENTRYPOINT, READY).
+  std::string start_cmd;
+  std::string ready_cmd;
 };
 
 Status write_meta(const fs::path& template_dir, const TemplateMeta& meta);

@@ -175,9 +175,7 @@ bool is_proxy_arg(const std::string& name) {
 // Dockerfile that works elsewhere still builds, and the user hears what was dropped.
 const char* skipped_reason(const std::string& keyword) {
   static const std::map<std::string, const char*> kReasons = {
-      {"CMD", "sandboxes have no start command; start processes through the API"},
-      {"ENTRYPOINT", "sandboxes have no start command; start processes through the API"},
-      {"HEALTHCHECK", "sandboxes have no start command to check"},
+      {"HEALTHCHECK", "write the check as READY <shell command> (it must exit 0 when ready)"},
       {"STOPSIGNAL", "sandboxes have no start command to signal"},
       {"EXPOSE", "every port of a sandbox is reachable through get_host(port)"},
       {"LABEL", "templates carry no labels"},
@@ -204,14 +202,15 @@ class Parser {
     }
     using Handler = Status (Parser::*)(const Instruction&);
     static const std::map<std::string, Handler> kHandlers = {
-        {"FROM", &Parser::from}, {"RUN", &Parser::run}, {"COPY", &Parser::copy},
-        {"ADD", &Parser::copy},  {"ENV", &Parser::env}, {"WORKDIR", &Parser::workdir},
-        {"USER", &Parser::user}, {"ARG", &Parser::arg}};
+        {"FROM", &Parser::from},        {"RUN", &Parser::run},    {"COPY", &Parser::copy},
+        {"ADD", &Parser::copy},         {"ENV", &Parser::env},    {"WORKDIR", &Parser::workdir},
+        {"USER", &Parser::user},        {"ARG", &Parser::arg},    {"CMD", &Parser::start},
+        {"ENTRYPOINT", &Parser::start}, {"READY", &Parser::ready}};
     const auto handler = kHandlers.find(in.keyword);
     if (handler == kHandlers.end()) {
       return error_at(in.line, "unknown instruction " + in.keyword +
                                    "; a Sandboxfile supports FROM, RUN, COPY, ADD, ENV, WORKDIR, "
-                                   "USER, ARG");
+                                   "USER, ARG, CMD, ENTRYPOINT, READY");
     }
     if (!from_seen_ && in.keyword != "FROM" && in.keyword != "ARG") return before_from(in);
     return (this->*handler->second)(in);
@@ -228,7 +227,8 @@ class Parser {
       warnings_.push_back("Sandboxfile: --build-arg " + name + " is unused; no ARG " + name +
                           " declares it");
     }
-    return Sandboxfile{std::move(steps_), std::move(warnings_)};
+    Sandboxfile out{std::move(steps_), std::move(warnings_), start_cmd(), ready_cmd_};
+    return out;
   }
 
  private:
@@ -461,6 +461,50 @@ class Parser {
     return {};
   }
 
+  // CMD and ENTRYPOINT: the last of each counts. Docker substitutes no variables in them (the
+  // shell does, at start).
+  Status start(const Instruction& in) {
+    const std::string_view rest = in.rest;
+    if (rest.empty()) {
+      return error_at(in.line, in.keyword + " needs a command, e.g. " + in.keyword +
+                                   " python3 -m http.server 9000");
+    }
+    Result<std::optional<Strings>> exec = json_strings(in, rest, R"(["python3", "app.py"])");
+    if (!exec) return exec.error();
+    if (!*exec) {
+      if (Status st = reject_heredoc(in, rest); !st) return st;
+    }
+    StartForm form{*exec ? std::move(**exec) : Strings{std::string(rest)}, !*exec};
+    (in.keyword == "CMD" ? cmd_ : entrypoint_) = std::move(form);
+    return {};
+  }
+
+  Status ready(const Instruction& in) {
+    if (in.rest.empty() || in.rest.starts_with('[')) {
+      return error_at(in.line,
+                      "READY takes a shell command that exits 0 once the start command is "
+                      "ready, e.g. READY curl -sf http://localhost:9000/");
+    }
+    if (Status st = reject_heredoc(in, in.rest); !st) return st;
+    ready_cmd_ = in.rest;
+    return {};
+  }
+
+  // As Docker: a shell-form ENTRYPOINT ignores CMD; an exec-form one takes CMD as arguments (a
+  // shell-form CMD as /bin/sh -c "<cmd>").
+  std::optional<std::string> start_cmd() const {
+    if (!cmd_ && !entrypoint_) return std::nullopt;
+    if (!entrypoint_) return cmd_->shell ? cmd_->words.front() : exec_line(cmd_->words);
+    if (entrypoint_->shell) return entrypoint_->words.front();
+    Strings argv = entrypoint_->words;
+    if (cmd_ && cmd_->shell) {
+      argv.insert(argv.end(), {"/bin/sh", "-c", cmd_->words.front()});
+    } else if (cmd_) {
+      argv.insert(argv.end(), cmd_->words.begin(), cmd_->words.end());
+    }
+    return exec_line(argv);
+  }
+
   // Before FROM, ARGs only serve FROM, so they make no step.
   Status arg(const Instruction& in) {
     const Strings words = split_words(in.rest);
@@ -555,7 +599,15 @@ class Parser {
     return env;
   }
 
+  struct StartForm {
+    Strings words;  // shell form: the one command line
+    bool shell = false;
+  };
+
   const Vars& build_args_;
+  std::optional<StartForm> cmd_;
+  std::optional<StartForm> entrypoint_;
+  std::optional<std::string> ready_cmd_;
   Vars env_;  // the image's ENV, then the Sandboxfile's
   std::string workdir_;
   bool from_seen_ = false;
@@ -568,6 +620,36 @@ class Parser {
 };
 
 }  // namespace
+
+std::optional<std::string> copied_to(const Sandboxfile& file, const std::string& name) {
+  std::optional<std::string> out;
+  for (const Step& step : file.steps) {
+    if (step.kind != Kind::kCopy || step.add) continue;
+    const std::string& dest = step.args.back();
+    const size_t sources = step.args.size() - 1;
+    for (size_t i = 0; i < sources; ++i) {
+      const std::string source = normalize("/" + step.args[i]);
+      if (source == "/" + name) {
+        out = dest.ends_with('/') ? dest + name : dest;
+      } else if (source == "/") {
+        // The whole context's contents go into dest; the caller checks the file is there.
+        out = (dest.ends_with('/') ? dest : dest + "/") + name;
+      }
+    }
+  }
+  return out;
+}
+
+std::string exec_line(const std::vector<std::string>& argv) {
+  if (argv.empty()) return "";
+  std::string out = "exec";
+  for (const std::string& arg : argv) {
+    out += " '";
+    for (const char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += "'";
+  }
+  return out;
+}
 
 Result<Sandboxfile> parse(const std::string& text,
                           const std::map<std::string, std::string>& build_args,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,9 +46,23 @@ struct Step {
 
 struct Sandboxfile {
   std::vector<Step> steps;            // FROM is always steps[0]
-  std::vector<std::string> warnings;  // "Sandboxfile line 9: CMD is ignored: ..." for skipped
+  std::vector<std::string> warnings;  // "Sandboxfile line 9: LABEL is ignored: ..." for skipped
                                       // instructions, undefined variables, unused build args
+  // The template's start command (run by /bin/sh -c when a sandbox is created), from CMD and
+  // ENTRYPOINT combined as Docker does; the exec form becomes "exec 'a' 'b'". Nothing: neither
+  // was given (the FROM template's start command stays); "": cleared (CMD [] alone).
+  std::optional<std::string> start_cmd;
+  // READY <shell command>: run until it exits 0 before a create returns. Nothing: not given.
+  std::optional<std::string> ready_cmd;
 };
+
+// Where in the template the last COPY that took the build context's top-level file `name`
+// ("commands.py", copied by name or with its whole dir, "COPY . /app/") put it; nothing when no
+// COPY did.
+std::optional<std::string> copied_to(const Sandboxfile& file, const std::string& name);
+
+// "exec 'a' 'b c'": an argv as one /bin/sh command line that runs it as given.
+std::string exec_line(const std::vector<std::string>& argv);
 
 // What the FROM image brings, when the caller knows it. Without it, "ENV PATH=/x:$PATH" expands
 // $PATH to "" and relative paths start from "/". To use it, parse once to learn steps[0] (the

@@ -426,6 +426,8 @@ Result<TemplateMeta> run_steps(const sandboxfile::Sandboxfile& file, const Templ
   state.meta.workdir = from.workdir;
   state.meta.user = from.user;
   state.meta.allow_setid = from.allow_setid;  // a template FROM base keeps base's sudo
+  state.meta.start_cmd = from.start_cmd;
+  state.meta.ready_cmd = from.ready_cmd;
   state.steps = file.steps.size();
   state.key = "FROM";
   for (const auto& layer : from.layers) chain(state, layer);
@@ -434,6 +436,13 @@ Result<TemplateMeta> run_steps(const sandboxfile::Sandboxfile& file, const Templ
     state.step = i + 1;
     if (auto st = run_step(state, file.steps[i], deps); !st) return st.error();
   }
+  // A new start command comes with its own check (or none): the old one may test another
+  // service.
+  if (file.start_cmd) {
+    state.meta.start_cmd = *file.start_cmd;
+    state.meta.ready_cmd.clear();
+  }
+  if (file.ready_cmd) state.meta.ready_cmd = *file.ready_cmd;
   return state.meta;
 }
 

@@ -50,6 +50,22 @@ Error name_image(Error error, const fs::path& image, const std::string& shown_as
   return error;
 }
 
+// A context with a commands.py (the server SDK's user commands) that a COPY put into the
+// template: unless the Sandboxfile (or its FROM) names a start command, the template starts
+// the in-sandbox server with those commands, and is ready once its port answers.
+void start_commands_server(const sandboxfile::Sandboxfile& file, const fs::path& context_dir,
+                           TemplateMeta& meta) {
+  constexpr const char* kCommandsFile = "commands.py";
+  std::error_code ec;
+  if (!meta.start_cmd.empty() || !fs::is_regular_file(context_dir / kCommandsFile, ec)) return;
+  const std::optional<std::string> path = sandboxfile::copied_to(file, kCommandsFile);
+  if (!path) return;
+  meta.start_cmd = sandboxfile::exec_line({"python3", "-m", "agent_sandbox.server", "--port",
+                                           std::to_string(kServerPort), "--commands", *path});
+  meta.ready_cmd = "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", " +
+                   std::to_string(kServerPort) + "), 1).close()'";
+}
+
 }  // namespace
 
 // The layer holding the root filesystem `spec` describes, extracted from
@@ -192,6 +208,7 @@ Result<TemplateInfo> TemplateStore::build_sandboxfile(const SandboxfileRequest& 
   (void)tree::remove_tree(scratch);
   if (!made) return log.failed(made.error());
   TemplateMeta meta = std::move(*made);
+  start_commands_server(*file, request.context_dir, meta);
   meta.name = request.name;
   meta.owner = request.owner;
   meta.source = "Sandboxfile (FROM " + from + ", " + std::to_string(file->steps.size()) + " steps)";

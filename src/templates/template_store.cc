@@ -69,6 +69,8 @@ TemplateInfo info_from(const TemplateMeta& meta) {
   info.owner = meta.owner;
   info.layers = meta.layers.size();
   info.allow_setid = meta.allow_setid;
+  info.start_cmd = meta.start_cmd;
+  info.ready_cmd = meta.ready_cmd;
   return info;
 }
 
@@ -153,7 +155,8 @@ Result<runtime::RootfsSpec> TemplateStore::rootfs(const std::string& name,
   }
   auto meta = read_meta(dir_ / *id);
   if (!meta) return meta.error();
-  if (defaults) *defaults = {meta->env, meta->workdir, meta->user};
+  if (defaults)
+    *defaults = {meta->env, meta->workdir, meta->user, meta->start_cmd, meta->ready_cmd};
   runtime::RootfsSpec spec;
   for (const auto& layer : meta->layers) spec.lower_layers.push_back(layers_.path(layer));
   if (spec.lower_layers.empty()) spec.lower_layers = {dir_ / *id / "rootfs"};

@@ -36,6 +36,8 @@ struct TemplateInfo {
   std::string owner;  // the team that built or imported it; "" for one built on first use
   // Set-id programs (sudo) work in its sandboxes (TemplateMeta::allow_setid).
   bool allow_setid = false;
+  std::string start_cmd;  // TemplateMeta::start_cmd
+  std::string ready_cmd;
 };
 
 // What a template asks of the processes started in it (an image's config, a
@@ -44,6 +46,8 @@ struct ProcessDefaults {
   std::map<std::string, std::string> env;
   std::string workdir;
   std::string user;
+  std::string start_cmd;  // run in the background when a sandbox is created (TemplateMeta)
+  std::string ready_cmd;  // the create waits until it exits 0
 };
 
 // Progress lines of a build ("step: ...", "packages: ...", "extracted: ...").
@@ -53,6 +57,9 @@ struct BuildOptions {
   bool no_cache = false;  // rebuild the rootfs even if the cache holds this spec
   std::string owner;      // the team asking (recorded in meta.json)
 };
+
+// The port the in-sandbox server (agent_sandbox.server) listens on.
+inline constexpr uint16_t kServerPort = 9000;
 
 inline constexpr uint32_t kDefaultStepTimeoutS = 30 * 60;
 inline constexpr uint32_t kMaxStepTimeoutS = 24 * 60 * 60;

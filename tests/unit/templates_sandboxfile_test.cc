@@ -242,8 +242,8 @@ TEST(SandboxfileTest, FromPlatformMustBeTheHost) {
 
 TEST(SandboxfileTest, ContainerOnlyInstructionsAreSkippedWithAWarning) {
   const Sandboxfile file = parse_ok(R"SF(FROM base
-CMD ["python3", "app.py"]
-ENTRYPOINT ["/init"]
+LABEL a=b
+LABEL a=c
 EXPOSE 8080
 LABEL org.opencontainers.image.title=x
 HEALTHCHECK CMD curl -f http://localhost/
@@ -257,9 +257,10 @@ RUN echo kept
   ASSERT_EQ(file.steps.size(), 2u);
   EXPECT_EQ(file.steps[1].args, shell("echo kept"));
   ASSERT_EQ(file.warnings.size(), 10u);
-  EXPECT_EQ(file.warnings[0],
-            "Sandboxfile line 2: CMD is ignored: sandboxes have no start command; start "
-            "processes through the API");
+  EXPECT_EQ(file.warnings[0], "Sandboxfile line 2: LABEL is ignored: templates carry no labels");
+  EXPECT_EQ(file.warnings[4],
+            "Sandboxfile line 6: HEALTHCHECK is ignored: write the check as READY <shell "
+            "command> (it must exit 0 when ready)");
   EXPECT_EQ(file.warnings[2],
             "Sandboxfile line 4: EXPOSE is ignored: every port of a sandbox is reachable "
             "through get_host(port)");
@@ -272,7 +273,7 @@ RUN echo kept
 TEST(SandboxfileTest, UnknownInstructionNamesTheSupportedSet) {
   EXPECT_EQ(parse_error("FROM base\nRUN apt-get update\n  apt-get install jq\n"),
             "Sandboxfile line 3: unknown instruction APT-GET; a Sandboxfile supports FROM, RUN, "
-            "COPY, ADD, ENV, WORKDIR, USER, ARG");
+            "COPY, ADD, ENV, WORKDIR, USER, ARG, CMD, ENTRYPOINT, READY");
 }
 
 // ---- RUN ----
@@ -740,9 +741,83 @@ CMD ["python3", "main.py"]
   EXPECT_EQ(file.steps[5].env, (Args{{"PY_VERSION", "3.12"}}));
   EXPECT_EQ(file.steps[6].args, (Strings{".", "/srv/app/"}));
   EXPECT_EQ(file.steps[7].args, Strings{"user"});
-  EXPECT_EQ(file.warnings,
-            Strings{"Sandboxfile line 14: CMD is ignored: sandboxes have no start command; "
-                    "start processes through the API"});
+  EXPECT_TRUE(file.warnings.empty());
+  EXPECT_EQ(file.start_cmd, "exec 'python3' 'main.py'");
+}
+
+// ---- Start and ready commands ----
+
+TEST(SandboxfileTest, NoCmdLeavesTheStartCommandToTheFromTemplate) {
+  const Sandboxfile file = parse_ok("FROM base\nRUN true\n");
+  EXPECT_EQ(file.start_cmd, std::nullopt);
+  EXPECT_EQ(file.ready_cmd, std::nullopt);
+}
+
+TEST(SandboxfileTest, ShellFormCmdIsTheStartCommandAsWritten) {
+  const Sandboxfile file =
+      parse_ok("FROM base\nENV PORT=9000\nCMD python3 -m http.server $PORT\nRUN true\n");
+  EXPECT_EQ(file.start_cmd, "python3 -m http.server $PORT");  // the shell expands it
+  EXPECT_EQ(file.steps.size(), 3u);                           // CMD makes no step
+}
+
+TEST(SandboxfileTest, ExecFormCmdIsQuotedForTheShell) {
+  EXPECT_EQ(parse_ok("FROM base\nCMD [\"echo\", \"it's\", \"a b\"]\n").start_cmd,
+            "exec 'echo' 'it'\\''s' 'a b'");
+}
+
+TEST(SandboxfileTest, TheLastCmdCounts) {
+  EXPECT_EQ(parse_ok("FROM base\nCMD one\nCMD two\n").start_cmd, "two");
+}
+
+TEST(SandboxfileTest, ExecEntrypointTakesCmdAsArguments) {
+  EXPECT_EQ(parse_ok("FROM base\nCMD [\"--port\", \"9000\"]\nENTRYPOINT [\"server\"]\n").start_cmd,
+            "exec 'server' '--port' '9000'");
+  EXPECT_EQ(parse_ok("FROM base\nENTRYPOINT [\"server\"]\nCMD run it\n").start_cmd,
+            "exec 'server' '/bin/sh' '-c' 'run it'");
+  EXPECT_EQ(parse_ok("FROM base\nENTRYPOINT [\"server\", \"-v\"]\n").start_cmd,
+            "exec 'server' '-v'");
+}
+
+TEST(SandboxfileTest, ShellEntrypointIgnoresCmd) {
+  EXPECT_EQ(parse_ok("FROM base\nENTRYPOINT server --quiet\nCMD [\"x\"]\n").start_cmd,
+            "server --quiet");
+}
+
+TEST(SandboxfileTest, EmptyExecCmdClearsTheStartCommand) {
+  EXPECT_EQ(parse_ok("FROM base\nCMD []\n").start_cmd, "");
+}
+
+TEST(SandboxfileTest, ReadyIsAShellCommand) {
+  const Sandboxfile file =
+      parse_ok("FROM base\nCMD python3 -m http.server 9000\nREADY curl -sf localhost:9000\n");
+  EXPECT_EQ(file.ready_cmd, "curl -sf localhost:9000");
+}
+
+TEST(SandboxfileTest, BadStartAndReadyCommandsAreNamed) {
+  EXPECT_EQ(parse_error("FROM base\nCMD\n"),
+            "Sandboxfile line 2: CMD needs a command, e.g. CMD python3 -m http.server 9000");
+  EXPECT_EQ(parse_error("FROM base\nREADY\n"),
+            "Sandboxfile line 2: READY takes a shell command that exits 0 once the start "
+            "command is ready, e.g. READY curl -sf http://localhost:9000/");
+  EXPECT_EQ(parse_error("FROM base\nREADY [\"true\"]\n").rfind("Sandboxfile line 2: READY", 0), 0u);
+  EXPECT_EQ(parse_error("FROM base\nCMD [1, 2]\n"),
+            "Sandboxfile line 2: CMD [...] must be a JSON array of strings, e.g. CMD "
+            "[\"python3\", \"app.py\"]");
+  EXPECT_EQ(parse_error("CMD x\nFROM base\n").rfind("Sandboxfile line 1: CMD comes before FROM", 0),
+            0u);
+}
+
+TEST(SandboxfileTest, CopiedToFindsWhereACommandsFileWent) {
+  EXPECT_EQ(copied_to(parse_ok("FROM base\nCOPY commands.py /app/\n"), "commands.py"),
+            "/app/commands.py");
+  EXPECT_EQ(copied_to(parse_ok("FROM base\nCOPY ./commands.py /srv/cmds.py\n"), "commands.py"),
+            "/srv/cmds.py");
+  EXPECT_EQ(copied_to(parse_ok("FROM base\nWORKDIR /w\nCOPY . .\n"), "commands.py"),
+            "/w/commands.py");
+  EXPECT_EQ(copied_to(parse_ok("FROM base\nCOPY . /app\n"), "commands.py"), "/app/commands.py");
+  EXPECT_EQ(copied_to(parse_ok("FROM base\nCOPY other.py /app/\n"), "commands.py"), std::nullopt);
+  EXPECT_EQ(copied_to(parse_ok("FROM base\nCOPY sub/commands.py /app/\n"), "commands.py"),
+            std::nullopt);
 }
 
 }  // namespace
