@@ -112,37 +112,8 @@ def test_sync_provider_sandbox_and_plain_http_via_get_host(running, daemon):
     assert daemon.proc.poll() is None
 
 
-def _proxy_relays_websockets(daemon, sandbox_id) -> bool:
-    """Whether the daemon's port proxy passes an Upgrade through (README: not yet)."""
-    host = f"9000-{sandbox_id}.localhost:{urlparse(daemon.url).port}"
-    reply = httpx.get(f"{daemon.url}/terminal", headers={
-        "Host": host, "Connection": "Upgrade", "Upgrade": "websocket",
-        "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
-    return reply.status_code == 101
-
-
 async def test_terminal_over_websocket(running, conn, daemon):
     sandbox = await ProviderSandbox.connect(running, **conn)
-    if not _proxy_relays_websockets(daemon, running):
-        # The server side of the terminal works in the sandbox: a WebSocket client inside it.
-        script = (
-            "import json; from websockets.sync.client import connect\n"
-            "with connect('ws://127.0.0.1:9000/terminal?cmd=/bin/sh') as ws:\n"
-            "    ws.send(b'echo $((6*7)); exit 4\\n'); out = b''\n"
-            "    try:\n"
-            "        while True:\n"
-            "            m = ws.recv(timeout=30)\n"
-            "            out += m if isinstance(m, bytes) else b'|' + m.encode()\n"
-            "    except Exception: pass\n"
-            "print(out.decode())\n")
-        await sandbox.files.write("/home/user/term.py", script)
-        done = await sandbox.commands.run(f"PYTHONPATH={PKG} /usr/bin/python3 /home/user/term.py")
-        assert "42" in done.stdout and '{"type": "exit", "exit_code": 4}' in done.stdout
-        with pytest.raises(SandboxException, match="WebSocket"):
-            async with sandbox.server.terminal():
-                pass
-        pytest.skip("the daemon's port proxy does not relay WebSocket upgrades yet (README "
-                    "'ports' row): terminal checked from inside the sandbox only")
     async with sandbox.server.terminal(cmd="/bin/sh") as term:
         await term.send("echo $((6*7)); exit 4\n")
         output = b"".join([chunk async for chunk in term.output()])
