@@ -14,6 +14,9 @@ using nlohmann::json;
 
 constexpr const char* kSkopeo = "skopeo";
 constexpr size_t kMaxReference = 512;
+// A registry that stops answering mid-blob would hold a pull (and its lane) for
+// ever: skopeo gives up after this, however large the image.
+constexpr const char* kCommandTimeout = "--command-timeout=2h";
 
 bool is_host(const std::string& part) {
   return part == "localhost" || part.find('.') != std::string::npos ||
@@ -133,7 +136,7 @@ Status pull(const Access& access, const fs::path& layout, const fs::path& privat
             const LineFn& progress) {
   auto flags = side_flags("src", access, private_dir);
   if (!flags) return flags.error();
-  std::vector<std::string> argv = {kSkopeo, "copy", "--retry-times=2"};
+  std::vector<std::string> argv = {kSkopeo, kCommandTimeout, "copy", "--retry-times=2"};
   argv.insert(argv.end(), flags->begin(), flags->end());
   argv.push_back("docker://" + access.ref.text());
   argv.push_back("oci:" + layout.string());
@@ -144,7 +147,7 @@ Status push(const fs::path& layout, const Access& access, const fs::path& privat
             const LineFn& progress) {
   auto flags = side_flags("dest", access, private_dir);
   if (!flags) return flags.error();
-  std::vector<std::string> argv = {kSkopeo, "copy", "--retry-times=2"};
+  std::vector<std::string> argv = {kSkopeo, kCommandTimeout, "copy", "--retry-times=2"};
   argv.insert(argv.end(), flags->begin(), flags->end());
   argv.push_back("oci:" + layout.string());
   argv.push_back("docker://" + access.ref.text());
