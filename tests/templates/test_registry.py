@@ -313,6 +313,18 @@ def test_auth_registry_login_push_pull_logout(template_daemon, second_daemon, au
     abx(second_daemon, "template", "rm", "private-src")
     assert leftovers(second_daemon) == []
 
+    # A build's FROM sends the saved entry of the registry its Sandboxfile names.
+    context = template_daemon.data_dir / "auth-from-ctx"
+    context.mkdir(exist_ok=True)
+    (context / "Sandboxfile").write_text(f"FROM {ref}\nRUN echo private > /etc/private.txt\n")
+    r = abx(template_daemon, "template", "build", str(context), "--name", "from-private",
+            "--insecure-registry", timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    abx(template_daemon, "template", "rm", "from-private")
+    r = abx(template_daemon, "template", "search", auth_registry.host, "--insecure")
+    assert r.returncode == 0, r.stderr
+    assert f"{auth_registry.host}/private/src" in r.stdout.splitlines()
+
     r = abx(template_daemon, "registry", "logout", auth_registry.host)
     assert r.returncode == 0, r.stderr
     assert auth_registry.host not in json.loads(saved.read_text())["auths"]
