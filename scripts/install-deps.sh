@@ -11,10 +11,12 @@ build_packages=(cmake ninja-build make g++ pkg-config git help2man dpkg-dev file
   libseccomp-dev libcap-dev libnl-route-3-dev libnftables-dev libsqlite3-dev libarchive-dev libtomlplusplus-dev libssl-dev zlib1g-dev
   # run time: the base template's build, sandboxes' /proc views, rootless id maps
   # and networking, the SDK's venv
-  mmdebstrap lxcfs uidmap slirp4netns python3-venv)
+  mmdebstrap lxcfs uidmap slirp4netns python3-venv
+  # template push/pull: the OCI registry protocol
+  skopeo)
 packages=("${build_packages[@]}" clang-format clang libclang-rt-14-dev libgtest-dev
   bubblewrap hyperfine iproute2
-  umoci busybox-static
+  umoci busybox-static docker-registry
   # tests/net's private internet (tests/net/world.sh) and its checks
   dnsmasq-base microsocks socat iperf3 nftables)
 [[ $venv == --build-only ]] && packages=("${build_packages[@]}")

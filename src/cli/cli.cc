@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
   add_serve(app, commands);
   add_mcp(app, commands);
   add_template(app, commands);
+  add_registry(app, commands);
   add_env(app, commands);
   add_keys(app, commands);
   add_quota(app, commands);

@@ -1,5 +1,5 @@
-// abx template build|list|inspect|rm: templates through the daemon's own
-// API (/abx/v1/templates).
+// abx template build|import|list|inspect|rm (push|pull|search: cmd_registry.cc): templates through
+// the daemon's own API (/abx/v1/templates).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -9,6 +9,7 @@
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/registry_auth.h"
 #include "cli/tar_writer.h"
 #include "cli/terminal.h"
 #include "cli/text.h"
@@ -32,7 +33,8 @@ struct BuildOptions {
   std::vector<std::string> build_args;  // NAME=VALUE
   bool no_cache = false;
   bool no_network = false;
-  uint32_t step_timeout = 0;  // 0: the daemon's default
+  bool insecure_registry = false;  // FROM may pull over plain HTTP
+  uint32_t step_timeout = 0;       // 0: the daemon's default
 };
 
 struct ImportOptions {
@@ -101,7 +103,11 @@ std::optional<Result<int>> show_build_line(const std::string& line, const char* 
     return std::nullopt;
   }
   if (event.contains("error")) {
-    const std::string action = std::string(verb) == "imported" ? "import" : "build";
+    const std::string said = verb;
+    const std::string action = said == "imported" ? "import"
+                               : said == "pushed" ? "push"
+                               : said == "pulled" ? "pull"
+                                                  : "build";
     return Result<int>(
         Error{"template " + action + " failed: " + event["error"].value("message", "")});
   }
@@ -157,7 +163,7 @@ struct TempTar {
 };
 
 Result<int> upload_and_follow(const std::string& target, const fs::path& tar,
-                              const char* verb = "built") {
+                              const char* verb = "built", const std::string& registries = {}) {
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
   UniqueFd fd(::open(tar.c_str(), O_RDONLY | O_CLOEXEC));
@@ -165,6 +171,7 @@ Result<int> upload_and_follow(const std::string& target, const fs::path& tar,
   const http::BodySource source = http::fd_body(fd.get(), tar.string(), kUploadChunk);
   http::Request request = api_request(*endpoint, "POST", target);
   request.headers.emplace_back("Content-Type", "application/x-tar");
+  if (!registries.empty()) request.headers.emplace_back("X-Registry-Config", registries);
   return open_and_follow(*endpoint, request, &source, verb);
 }
 
@@ -212,14 +219,22 @@ Result<int> run_context_build(const BuildOptions& options) {
     return Error{context.string() + " is not a directory; give the build context dir"};
   std::vector<TarExtra> extras;
   std::string file_in_tar = "Sandboxfile";
+  std::string recipe;  // its text, to find the registries its FROM lines name
   if (!options.file.empty()) {
     auto text = read_text_file(options.file);
     if (!text) return text.error();
+    recipe = *text;
     extras.push_back({kUploadedSandboxfile, std::move(*text)});
     file_in_tar = kUploadedSandboxfile;
   } else if (!fs::exists(context / "Sandboxfile", ec) && !fs::exists(context / "Dockerfile", ec)) {
     return Error{"no Sandboxfile (or Dockerfile) in " + context.string() + "; give one with -f"};
+  } else {
+    auto text = read_file(fs::exists(context / "Sandboxfile", ec) ? context / "Sandboxfile"
+                                                                  : context / "Dockerfile");
+    if (text) recipe = std::move(*text);
   }
+  auto registries = registry_auth::config_header_for(recipe);
+  if (!registries) return registries.error();
   auto args = build_args_json(options.build_args);
   if (!args) return args.error();
   TempTar tar;
@@ -230,8 +245,9 @@ Result<int> run_context_build(const BuildOptions& options) {
   if (options.no_cache) target += "&noCache=true";
   if (options.no_network) target += "&network=false";
   if (options.step_timeout) target += "&stepTimeout=" + std::to_string(options.step_timeout);
+  if (options.insecure_registry) target += "&insecureRegistry=true";
   std::cerr << "building " << options.name << " from " << context.string() << "\n";
-  return upload_and_follow(target, tar.path);
+  return upload_and_follow(target, tar.path, "built", *registries);
 }
 
 Result<int> run_build(const BuildOptions& options) {
@@ -270,6 +286,8 @@ void add_build(CLI::App& parent, Commands& commands) {
   app->add_option("--build-arg", options->build_args, "NAME=VALUE for an ARG (repeatable)");
   app->add_flag("--no-cache", options->no_cache, "Rebuild every step, ignoring the cache");
   app->add_flag("--no-network", options->no_network, "Refuse network access to build steps");
+  app->add_flag("--insecure-registry", options->insecure_registry,
+                "Let FROM pull from a registry over plain HTTP or unverified TLS");
   app->add_option("--step-timeout", options->step_timeout,
                   "Seconds one RUN step may take (default 1800)")
       ->check(CLI::Range(1, 86400));
@@ -288,6 +306,11 @@ void add_import(CLI::App& parent, Commands& commands) {
 
 }  // namespace
 
+Result<int> follow_template_job(const Endpoint& endpoint, const http::Request& request,
+                                const char* verb) {
+  return open_and_follow(endpoint, request, nullptr, verb);
+}
+
 Status build_first(const Endpoint& endpoint, const std::string& name) {
   std::cerr << "template " << name
             << " is not built yet; building it once (later creates reuse it)\n";
@@ -302,6 +325,7 @@ void add_template(CLI::App& root, Commands& commands) {
   group->require_subcommand(1);
   add_build(*group, commands);
   add_import(*group, commands);
+  add_template_registry(*group, commands);
 
   auto as_json = std::make_shared<bool>(false);
   auto* list = group->add_subcommand("list", "List templates (name, size, created, source)");

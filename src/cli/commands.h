@@ -35,6 +35,13 @@ void add_daemon(CLI::App& root, Commands& commands);  // daemon start|stop|statu
 void add_serve(CLI::App& root, Commands& commands);
 void add_mcp(CLI::App& root, Commands& commands);       // mcp serve|install|uninstall
 void add_template(CLI::App& root, Commands& commands);  // template build|list|inspect|rm
+void add_registry(CLI::App& root, Commands& commands);  // registry login|logout
+// template push|pull|search, under `template_group`.
+void add_template_registry(CLI::App& template_group, Commands& commands);
+// Sends `request` and follows its NDJSON progress stream (template build,
+// import, push, pull) to the outcome: "<verb> NAME (size)".
+Result<int> follow_template_job(const e2b::Endpoint& endpoint, const http::Request& request,
+                                const char* verb);
 
 // Builds template `name` from its spec with a progress display, the outcome
 // line on stderr (a first `abx create --template base`, whose stdout is the id).

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 
+#include "common/base64.h"
 #include "common/fd_io.h"
 #include "common/json_text.h"
 #include "common/unique_fd.h"
@@ -220,6 +221,61 @@ std::map<std::string, std::string> build_args_of(const http::Request& request) {
   return args;
 }
 
+// The caller's credentials for one registry: X-Registry-Auth carries one
+// entry of Docker's config.json "auths" (as Docker's does), base64-encoded;
+// none: anonymous. Never logged.
+Result<std::string> registry_credentials(const http::Request& request) {
+  const std::string header = request.header("x-registry-auth");
+  if (header.empty()) return std::string();
+  auto decoded = base64::decode(header);
+  if (!decoded) return Error::with_message("X-Registry-Auth: not base64", kErrBadInput);
+  if (auto st = templates::registry::check_credentials(*decoded); !st)
+    return Error::with_message(st.error().message(), kErrBadInput);
+  return *decoded;
+}
+
+// X-Registry-Config (a build's FROM may name any registry): base64 of
+// {"host": <auths entry>, ...}, as Docker sends for builds.
+Result<std::map<std::string, std::string>> registry_config(const http::Request& request) {
+  std::map<std::string, std::string> out;
+  const std::string header = request.header("x-registry-config");
+  if (header.empty()) return out;
+  auto decoded = base64::decode(header);
+  const json doc = decoded ? json::parse(*decoded, nullptr, false) : json();
+  if (!doc.is_object())
+    return Error::with_message("X-Registry-Config: not base64 of a JSON object", kErrBadInput);
+  for (const auto& [host, entry] : doc.items()) {
+    const std::string text = entry.dump();
+    if (auto st = templates::registry::check_credentials(text); !st)
+      return Error::with_message(st.error().message(), kErrBadInput);
+    out[host] = text;
+  }
+  return out;
+}
+
+// {"ref": "HOST/REPO[:TAG]", "insecure": false} and the caller's credentials.
+Task<Result<templates::registry::Access>> registry_access(Exchange& exchange) {
+  auto body = co_await read_json_body(exchange, 1 << 16);
+  if (!body) co_return body.error();
+  auto request = json_text::parse_object(*body);
+  if (!request) co_return request.error();
+  const auto ref_it = request->find("ref");
+  if (ref_it == request->end() || !ref_it->is_string())
+    co_return Error::with_message("ref: give the image as HOST/REPO[:TAG]", kErrBadInput);
+  auto ref = templates::registry::parse_reference(ref_it->get<std::string>());
+  if (!ref) co_return Error::with_message(ref.error().message(), kErrBadInput);
+  const auto insecure = request->find("insecure");
+  if (insecure != request->end() && !insecure->is_boolean())
+    co_return Error::with_message("insecure: must be true or false", kErrBadInput);
+  auto credentials = registry_credentials(exchange.request());
+  if (!credentials) co_return credentials.error();
+  templates::registry::Access access;
+  access.ref = std::move(*ref);
+  access.credentials_json = std::move(*credentials);
+  access.insecure = insecure != request->end() && insecure->get<bool>();
+  co_return access;
+}
+
 Task<void> build_sandboxfile(ControlCall& call, Exchange& exchange) {
   Service& service = call.service;
   const auto& req = exchange.request();
@@ -234,6 +290,10 @@ Task<void> build_sandboxfile(ControlCall& call, Exchange& exchange) {
   if (!step_timeout) co_return co_await respond_error(exchange, step_timeout.error());
   request.step_timeout_s = *step_timeout;
   request.build_args = build_args_of(req);
+  request.registry_insecure = query_flag(req, "insecureRegistry", false);
+  auto registries = registry_config(req);
+  if (!registries) co_return co_await respond_error(exchange, registries.error());
+  request.registry_credentials = std::move(*registries);
   const auto file_it = req.query.find("file");
   const std::string file = file_it == req.query.end() ? "Sandboxfile" : file_it->second;
   auto upload = co_await receive_upload(service, exchange);
@@ -285,6 +345,32 @@ Task<void> import(ControlCall& call, Exchange& exchange) {
     return store.import_image(name, upload->path / "upload.tar", origin, owner, progress);
   };
   co_await stream_job(service, exchange, std::move(job));
+}
+
+Task<void> push(ControlCall& call, Exchange& exchange) {
+  const std::string& name = call.params.at("name");
+  if (!visible(call, name))
+    co_return co_await respond_error(exchange, templates::TemplateStore::no_such_template(name));
+  auto access = co_await registry_access(exchange);
+  if (!access) co_return co_await respond_error(exchange, access.error());
+  BuildJob job = [&store = call.service.templates(), name,
+                  access = std::move(*access)](const templates::BuildProgressFn& progress) {
+    return store.push(name, access, progress);
+  };
+  co_await stream_job(call.service, exchange, std::move(job));
+}
+
+Task<void> pull(ControlCall& call, Exchange& exchange) {
+  const std::string& name = call.params.at("name");
+  if (auto refused = refuse_build(call, name, true))
+    co_return co_await respond_error(exchange, refused->first, refused->second);
+  auto access = co_await registry_access(exchange);
+  if (!access) co_return co_await respond_error(exchange, access.error());
+  BuildJob job = [&store = call.service.templates(), name, owner = call.caller.team,
+                  access = std::move(*access)](const templates::BuildProgressFn& progress) {
+    return store.pull(name, access, owner, progress);
+  };
+  co_await stream_job(call.service, exchange, std::move(job));
 }
 
 bool in_use(Service& service, const std::string& name) {
@@ -368,5 +454,9 @@ Task<void> template_build(ControlCall& call, Exchange& exchange) { co_await buil
 Task<void> template_import(ControlCall& call, Exchange& exchange) {
   co_await import(call, exchange);
 }
+
+Task<void> template_push(ControlCall& call, Exchange& exchange) { co_await push(call, exchange); }
+
+Task<void> template_pull(ControlCall& call, Exchange& exchange) { co_await pull(call, exchange); }
 
 }  // namespace abx::daemon::routes

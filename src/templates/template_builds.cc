@@ -141,7 +141,8 @@ Result<TemplateInfo> TemplateStore::build_from_spec_dir(const std::string& name,
 }
 
 // What a Sandboxfile's FROM names: a template (built first if it has a spec),
-// `debian:<suite>`, or an image archive in the build context.
+// `debian:<suite>`, a registry image (HOST/REPO[:TAG], registry.h's rule), or
+// an image archive in the build context (prefix "./" where a dir name has a dot).
 Result<TemplateMeta> TemplateStore::from_image(const std::string& image,
                                                const SandboxfileRequest& request,
                                                const BuildProgressFn& progress) {
@@ -155,6 +156,14 @@ Result<TemplateMeta> TemplateStore::from_image(const std::string& image,
     TemplateMeta meta;
     meta.layers = {*layer};
     return meta;
+  }
+  if (registry::is_reference(image) && !image.ends_with(".tar")) {
+    auto ref = registry::parse_reference(image);
+    if (!ref) return ref.error();
+    const auto creds = request.registry_credentials.find(ref->host);
+    registry::Access access{*ref, creds == request.registry_credentials.end() ? "" : creds->second,
+                            request.registry_insecure};
+    return pull_layer(access, progress);
   }
   if (image.find('/') != std::string::npos || image.ends_with(".tar")) {
     // The name and any symlink in the context must stay inside it: never a host file.

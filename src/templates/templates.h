@@ -16,6 +16,7 @@
 #include "runtime/runtime.h"
 #include "templates/catalog.h"
 #include "templates/layer_store.h"
+#include "templates/registry.h"
 #include "templates/spec.h"
 
 namespace abx::templates {
@@ -74,6 +75,10 @@ struct SandboxfileRequest {
   bool network = true;    // RUN steps get a network (NAT out, never the host); false: loopback
   std::string owner;      // the team asking (recorded in meta.json)
   uint32_t step_timeout_s = kDefaultStepTimeoutS;  // a RUN running longer fails the build
+  // For a FROM naming a registry image: the caller's credentials entry per
+  // registry host (registry::Access), and whether plain HTTP is allowed.
+  std::map<std::string, std::string> registry_credentials;
+  bool registry_insecure = false;
 };
 
 // A private dir for one upload (a build context, an image); removed with
@@ -142,6 +147,13 @@ class TemplateStore {
                                     const std::string& origin, const std::string& owner,
                                     const BuildProgressFn& progress);
   Result<UploadDir> upload_dir();
+  // Sends stored template `name` to a registry as an OCI image: its layers
+  // bottom-up, its env, workdir and user in the image config.
+  Result<TemplateInfo> push(const std::string& name, const registry::Access& access,
+                            const BuildProgressFn& progress);
+  // Makes template `name` from a registry's image (as import_image does).
+  Result<TemplateInfo> pull(const std::string& name, const registry::Access& access,
+                            const std::string& owner, const BuildProgressFn& progress);
   // Removes a stored template and the layers no other template uses. One
   // that live sandboxes use (`in_use`) is retired instead: it no longer
   // resolves or lists, but its layers stay until release_retired() finds no
@@ -167,6 +179,8 @@ class TemplateStore {
                                     const BuildProgressFn& progress);
   // Removes the layers no stored or retired template names.
   void collect_layer_garbage();
+  // A FROM's registry image, pulled and unpacked into one layer.
+  Result<TemplateMeta> pull_layer(const registry::Access& access, const BuildProgressFn& progress);
   Result<TemplateMeta> from_image(const std::string& image, const SandboxfileRequest& request,
                                   const BuildProgressFn& progress);
 

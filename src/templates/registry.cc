@@ -1,0 +1,157 @@
+#include "templates/registry.h"
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "templates/child_process.h"
+#include "templates/tree_ops.h"
+
+namespace abx::templates::registry {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kSkopeo = "skopeo";
+constexpr size_t kMaxReference = 512;
+// A registry that stops answering mid-blob would hold a pull (and its lane) for
+// ever: skopeo gives up after this, however large the image.
+constexpr const char* kCommandTimeout = "--command-timeout=2h";
+
+bool is_host(const std::string& part) {
+  return part == "localhost" || part.find('.') != std::string::npos ||
+         part.find(':') != std::string::npos;
+}
+
+// A reference's characters: what Docker's grammar allows, nothing a shell or
+// skopeo's "transport:" syntax could read otherwise.
+bool plain_chars(const std::string& text) {
+  for (const char c : text) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '-' || c == '_' || c == '/' || c == ':' || c == '@' ||
+                    c == '[' || c == ']';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// The credentials file skopeo reads: Docker's config.json with one entry.
+Result<fs::path> write_authfile(const Access& access, const fs::path& private_dir) {
+  if (access.credentials_json.empty()) return fs::path();
+  json entry = json::parse(access.credentials_json, nullptr, false);
+  const json doc = {{"auths", {{access.ref.host, entry}}}};
+  const fs::path path = private_dir / "auth.json";
+  if (auto st = tree::write_text(path, doc.dump(), 0600); !st) return st.error();
+  return path;
+}
+
+// skopeo's last lines say what went wrong; the usual causes get our words.
+Error copy_failed(const char* verb, const Access& access, const ChildResult& result) {
+  std::string last = result.tail.empty() ? "" : result.tail.back();
+  std::string all;
+  for (const auto& line : result.tail) all += line + "\n";
+  const std::string where = access.ref.text();
+  if (all.find("unauthorized") != std::string::npos ||
+      all.find("authentication required") != std::string::npos ||
+      all.find("401 Unauthorized") != std::string::npos || all.find("denied") != std::string::npos)
+    return Error{std::string(verb) + " " + where, EACCES,
+                 "the registry refused access; run `abx registry login " + access.ref.host + "`"};
+  if (all.find("did not match") != std::string::npos ||
+      all.find("digest mismatch") != std::string::npos)
+    return Error{
+        std::string(verb) + " " + where, EBADMSG,
+        "a blob's digest did not match what the registry promised; refused (" + last + ")"};
+  if (all.find("manifest unknown") != std::string::npos ||
+      all.find("name unknown") != std::string::npos)
+    return Error{std::string(verb) + " " + where, ENOENT, "the registry has no such image"};
+  if (all.find("http: server gave HTTP response to HTTPS client") != std::string::npos)
+    return Error{std::string(verb) + " " + where, EPROTO,
+                 "the registry speaks plain HTTP; pass --insecure if you trust the network"};
+  return Error{std::string(verb) + " " + where, EIO, "skopeo: " + last};
+}
+
+Status run_skopeo(const char* verb, const Access& access, std::vector<std::string> argv,
+                  const LineFn& progress) {
+  auto result = run_child(argv, [&](const std::string& line) {
+    if (progress) progress(line);
+  });
+  if (!result && result.error().errnum == ENOENT)
+    return Error{std::string(verb) + " " + access.ref.text(), ENOENT,
+                 "skopeo is not installed; install it (apt install skopeo) on the daemon's host"};
+  if (!result) return result.error();
+  if (result->exit_code != 0) return copy_failed(verb, access, *result);
+  return {};
+}
+
+// The flags for one side ("src" or "dest") of a copy.
+Result<std::vector<std::string>> side_flags(const char* side, const Access& access,
+                                            const fs::path& private_dir) {
+  auto authfile = write_authfile(access, private_dir);
+  if (!authfile) return authfile.error();
+  const std::string prefix = std::string("--") + side + "-";
+  std::vector<std::string> flags;
+  // Never the daemon host's own credentials (root's auth.json): the caller's or none.
+  if (authfile->empty())
+    flags.push_back(prefix + "no-creds");
+  else
+    flags.push_back(prefix + "authfile=" + authfile->string());
+  flags.push_back(prefix + "tls-verify=" + (access.insecure ? "false" : "true"));
+  return flags;
+}
+
+}  // namespace
+
+bool is_reference(const std::string& text) {
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos || slash == 0) return false;
+  const std::string first = text.substr(0, slash);
+  return first != "." && first != ".." && is_host(first);
+}
+
+Result<Reference> parse_reference(const std::string& text) {
+  if (text.size() > kMaxReference || !is_reference(text) || !plain_chars(text) ||
+      text.ends_with("/") || text.find("//") != std::string::npos)
+    return Error{"registry reference", EINVAL,
+                 "'" + text + "' is not a registry reference; use HOST[:PORT]/REPO[:TAG], e.g. " +
+                     "registry.example.com/team/app:1.0 or localhost:5000/app"};
+  const size_t slash = text.find('/');
+  return Reference{text.substr(0, slash), text.substr(slash + 1)};
+}
+
+Status check_credentials(const std::string& credentials_json) {
+  if (credentials_json.empty()) return {};
+  const json entry = json::parse(credentials_json, nullptr, false);
+  bool ok = entry.is_object() && !entry.empty();
+  if (ok)
+    for (const auto& [key, value] : entry.items())
+      ok = ok && (key == "auth" || key == "identitytoken") && value.is_string();
+  if (!ok)
+    return Error{"X-Registry-Auth", EINVAL,
+                 "not a credentials entry; expected base64 of {\"auth\": ...} or "
+                 "{\"identitytoken\": ...} (abx registry login writes them)"};
+  return {};
+}
+
+Status pull(const Access& access, const fs::path& layout, const fs::path& private_dir,
+            const LineFn& progress) {
+  auto flags = side_flags("src", access, private_dir);
+  if (!flags) return flags.error();
+  std::vector<std::string> argv = {kSkopeo, kCommandTimeout, "copy", "--retry-times=2"};
+  argv.insert(argv.end(), flags->begin(), flags->end());
+  argv.push_back("docker://" + access.ref.text());
+  argv.push_back("oci:" + layout.string());
+  return run_skopeo("pull", access, std::move(argv), progress);
+}
+
+Status push(const fs::path& layout, const Access& access, const fs::path& private_dir,
+            const LineFn& progress) {
+  auto flags = side_flags("dest", access, private_dir);
+  if (!flags) return flags.error();
+  std::vector<std::string> argv = {kSkopeo, kCommandTimeout, "copy", "--retry-times=2"};
+  argv.insert(argv.end(), flags->begin(), flags->end());
+  argv.push_back("oci:" + layout.string());
+  argv.push_back("docker://" + access.ref.text());
+  return run_skopeo("push", access, std::move(argv), progress);
+}
+
+}  // namespace abx::templates::registry

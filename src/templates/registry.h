@@ -1,0 +1,55 @@
+// Templates to and from OCI distribution registries, through skopeo (which
+// speaks the distribution protocol, its bearer-token and basic auth, and
+// checks every blob's digest as it copies). Our side is the OCI image layout
+// skopeo reads from or writes to, and the credentials file it is handed.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "common/error.h"
+
+namespace abx::templates::registry {
+
+namespace fs = std::filesystem;
+
+// "host[:port]/repo[:tag|@digest]" (a Docker reference naming its registry).
+struct Reference {
+  std::string host;  // "localhost:5000", "registry.example.com"
+  std::string rest;  // "team/app:1.0"
+  std::string text() const { return host + "/" + rest; }
+};
+
+// Whether `text` names an image in a registry rather than a template or a
+// path: it has a '/', and what comes before the first one is "localhost" or
+// contains a '.' or a ':' (a host name or a port), as Docker tells them apart.
+// "./x.tar" and "../x.tar" are paths.
+bool is_reference(const std::string& text);
+// The reference, or an error saying what a reference looks like.
+Result<Reference> parse_reference(const std::string& text);
+
+struct Access {
+  Reference ref;
+  // The caller's credentials for ref.host as one entry of Docker's
+  // config.json "auths" ({"auth": base64(user:pass)} or {"identitytoken": T});
+  // empty: anonymous.
+  std::string credentials_json;
+  bool insecure = false;  // plain HTTP or an unverified certificate is allowed
+};
+
+using LineFn = std::function<void(const std::string& line)>;
+
+// Checks `credentials_json` is one auths entry of string fields.
+Status check_credentials(const std::string& credentials_json);
+
+// Copies the image `access.ref` names into a new OCI layout at `layout`
+// (the host's platform of a multi-platform image). `private_dir` (0700, the
+// caller's, removed by it) holds the credentials file while skopeo runs.
+Status pull(const Access& access, const fs::path& layout, const fs::path& private_dir,
+            const LineFn& progress);
+// Copies the single image of the OCI layout at `layout` to `access.ref`.
+Status push(const fs::path& layout, const Access& access, const fs::path& private_dir,
+            const LineFn& progress);
+
+}  // namespace abx::templates::registry

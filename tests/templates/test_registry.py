@@ -1,0 +1,478 @@
+"""Templates through OCI registries: Debian's docker-registry (distribution 2.8) on a
+loopback port, with and without htpasswd auth (2.8 takes basic auth over plain HTTP),
+and skopeo to check that what `abx template push` sends is an image other tools read and
+that `abx template pull` takes images other tools pushed. Nothing leaves the machine."""
+from __future__ import annotations
+
+import base64
+import crypt  # deprecated, still in 3.11: bcrypt for htpasswd without a package
+import json
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from harness import Daemon, private_state_dir, start_daemon, stop_daemon
+from helpers import abx, sandbox
+from test_import import (
+    TAG,
+    add_layer,
+    assert_is_the_image,
+    lower_layer,
+    probe,
+    umoci,
+    upper_layer,
+)
+
+REGISTRY_BIN = "/usr/bin/docker-registry"
+TIMEOUT = 300
+USER, PASSWORD = "alice", "s3cret-pw"
+
+pytestmark = pytest.mark.skipif(
+    not (Path(REGISTRY_BIN).exists() and shutil.which("skopeo")),
+    reason="docker-registry and skopeo are needed: run scripts/install-deps.sh")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Registry:
+    host: str  # 127.0.0.1:PORT
+    storage: Path
+    proc: subprocess.Popen
+
+
+def start_registry(work: Path, auth: bool) -> Registry:
+    port = free_port()
+    work.mkdir(parents=True, exist_ok=True)
+    config = [
+        "version: 0.1",
+        "log:\n  level: warn",
+        f"storage:\n  filesystem:\n    rootdirectory: {work / 'data'}\n  delete:\n    enabled: true",
+        f"http:\n  addr: 127.0.0.1:{port}\n  secret: test-only-secret",
+    ]
+    if auth:
+        hashed = crypt.crypt(PASSWORD, crypt.mksalt(crypt.METHOD_BLOWFISH))
+        (work / "htpasswd").write_text(f"{USER}:{hashed}\n")
+        config.append(f"auth:\n  htpasswd:\n    realm: abx-test\n    path: {work / 'htpasswd'}")
+    (work / "config.yml").write_text("\n".join(config) + "\n")
+    with open(work / "registry.log", "ab") as log:
+        proc = subprocess.Popen([REGISTRY_BIN, "serve", str(work / "config.yml")], stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, (work / "registry.log").read_text()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return Registry(f"127.0.0.1:{port}", work / "data", proc)
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("docker-registry did not start")
+
+
+def stop_registry(registry: Registry) -> None:
+    registry.proc.terminate()
+    try:
+        registry.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        registry.proc.kill()
+        registry.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory) -> Iterator[Registry]:
+    r = start_registry(tmp_path_factory.mktemp("registry"), auth=False)
+    yield r
+    stop_registry(r)
+
+
+@pytest.fixture(scope="module")
+def auth_registry(tmp_path_factory) -> Iterator[Registry]:
+    r = start_registry(tmp_path_factory.mktemp("auth-registry"), auth=True)
+    yield r
+    stop_registry(r)
+
+
+@pytest.fixture(scope="module")
+def layout(tmp_path_factory) -> Path:
+    """test_import's two-layer busybox image (a whiteout in the second) as an OCI layout."""
+    work = tmp_path_factory.mktemp("image")
+    out = work / "layout"
+    umoci("init", "--layout", out)
+    umoci("new", "--image", f"{out}:{TAG}")
+    add_layer(out, work / "bundle", lower_layer)
+    add_layer(out, work / "bundle", upper_layer)
+    umoci("config", "--image", f"{out}:{TAG}", "--config.env", "FOO=bar",
+          "--config.workingdir", "/data", "--config.user", "0")
+    return out
+
+
+@pytest.fixture(scope="module")
+def second_daemon() -> Iterator[Daemon]:
+    """A daemon with an empty templates dir of its own: what it has came from a registry."""
+    state = private_state_dir("abx-reg2-")
+    d = start_daemon(state / "state", shared_templates=False)
+    yield d
+    stop_daemon(d)
+    shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def source_template(template_daemon: Daemon, layout: Path) -> Iterator[str]:
+    """The umoci image imported, then a Sandboxfile layer that deletes one of its files
+    (an overlay whiteout in the layer, an OCI .wh. entry once pushed) and adds one."""
+    name = "reg-src-import"
+    r = abx(template_daemon, "template", "import", str(layout), "--name", name,
+            timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    context = template_daemon.data_dir / "reg-ctx"
+    context.mkdir(exist_ok=True)
+    (context / "Sandboxfile").write_text(
+        f"FROM {name}\nRUN rm /etc/layer1.txt && echo built > /etc/built.txt\nENV BAR=baz\n")
+    r = abx(template_daemon, "template", "build", str(context), "--name", "reg-src",
+            timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    yield "reg-src"
+    abx(template_daemon, "template", "rm", "reg-src")
+    abx(template_daemon, "template", "rm", name)
+
+
+def skopeo(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["skopeo", *args], check=False, capture_output=True, text=True, timeout=120)
+
+
+def push(daemon: Daemon, name: str, ref: str, *extra: str) -> subprocess.CompletedProcess:
+    return abx(daemon, "template", "push", name, ref, *extra, timeout=TIMEOUT)
+
+
+def pull(daemon: Daemon, ref: str, name: str, *extra: str) -> subprocess.CompletedProcess:
+    return abx(daemon, "template", "pull", ref, "--name", name, *extra, timeout=TIMEOUT)
+
+
+def templates_dir(daemon: Daemon) -> Path:
+    return daemon.data_dir / "templates"
+
+
+def leftovers(daemon: Daemon) -> list[str]:
+    """What a failed pull must not leave: upload or staging dirs."""
+    return sorted(p.name for p in templates_dir(daemon).iterdir() if p.name.startswith(".building"))
+
+
+def layer_ids(daemon: Daemon) -> set[str]:
+    layers = templates_dir(daemon) / ".layers"
+    return {p.name for p in layers.iterdir()} if layers.exists() else set()
+
+
+def listed(daemon: Daemon) -> set[str]:
+    r = abx(daemon, "template", "list", "--json")
+    return {t["name"] for t in json.loads(r.stdout)}
+
+
+def daemon_alive(daemon: Daemon) -> None:
+    assert daemon.proc.poll() is None
+    with daemon.api() as api:
+        assert api.get("/health").status_code in (200, 204)
+
+
+def test_pushed_template_is_an_image_skopeo_and_umoci_read(template_daemon, registry,
+                                                          source_template, tmp_path):
+    ref = f"{registry.host}/abx/src:1"
+    r = push(template_daemon, source_template, ref, "--insecure")
+    assert r.returncode == 0, r.stderr
+    assert f"pushed {source_template}" in r.stdout
+
+    inspected = skopeo("inspect", "--tls-verify=false", f"docker://{ref}")
+    assert inspected.returncode == 0, inspected.stderr
+    info = json.loads(inspected.stdout)
+    assert "FOO=bar" in info["Env"] and "BAR=baz" in info["Env"]
+    assert len(info["Layers"]) == 2, "the imported layer and the RUN step's layer"
+
+    layout = tmp_path / "copied"
+    copied = skopeo("copy", "--src-tls-verify=false", f"docker://{ref}", f"oci:{layout}:{TAG}")
+    assert copied.returncode == 0, copied.stderr
+    bundle = tmp_path / "bundle"
+    umoci("unpack", "--rootless", "--image", f"{layout}:{TAG}", bundle)
+    etc = bundle / "rootfs" / "etc"
+    assert (etc / "built.txt").read_text() == "built\n"
+    assert (etc / "layer2.txt").exists()
+    assert not (etc / "layer1.txt").exists(), "the RUN's rm must travel as a whiteout"
+    assert not any(p.name.startswith(".wh.") for p in etc.iterdir())
+    config = json.loads((bundle / "config.json").read_text())
+    assert config["process"]["cwd"] == "/data"
+    daemon_alive(template_daemon)
+
+
+def test_pull_on_a_daemon_with_no_templates_runs_the_image(template_daemon, second_daemon,
+                                                            registry, source_template):
+    ref = f"{registry.host}/abx/src:2"
+    assert push(template_daemon, source_template, ref, "--insecure").returncode == 0
+    assert "pulled-src" not in listed(second_daemon)
+    r = pull(second_daemon, ref, "pulled-src", "--insecure")
+    assert r.returncode == 0, r.stderr
+    with sandbox(second_daemon, "pulled-src") as sandbox_id:
+        r = abx(second_daemon, "exec", sandbox_id, "--", "sh", "-c",
+                'cat /etc/built.txt; echo "$FOO $BAR"; pwd; ls /etc')
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:3] == ["built", "bar baz", "/data"]
+    assert "layer1.txt" not in lines and "layer2.txt" in lines
+    info = json.loads(abx(second_daemon, "template", "inspect", "pulled-src").stdout)
+    assert ref in info["source"]
+    abx(second_daemon, "template", "rm", "pulled-src")
+    daemon_alive(second_daemon)
+
+
+def test_pull_takes_an_image_skopeo_pushed(second_daemon, registry, layout):
+    ref = f"{registry.host}/other/busybox:{TAG}"
+    pushed = skopeo("copy", "--dest-tls-verify=false", f"oci:{layout}:{TAG}", f"docker://{ref}")
+    assert pushed.returncode == 0, pushed.stderr
+    r = pull(second_daemon, ref, "from-skopeo", "--insecure")
+    assert r.returncode == 0, r.stderr
+    try:
+        assert_is_the_image(probe(second_daemon, "from-skopeo"))
+    finally:
+        abx(second_daemon, "template", "rm", "from-skopeo")
+
+
+def test_sandboxfile_from_a_registry_image(second_daemon, registry, layout, tmp_path):
+    ref = f"{registry.host}/other/busybox:{TAG}"
+    assert skopeo("copy", "--dest-tls-verify=false", f"oci:{layout}:{TAG}",
+                  f"docker://{ref}").returncode == 0
+    (tmp_path / "Sandboxfile").write_text(f"FROM {ref}\nRUN echo on-top > /etc/top.txt\n")
+    r = abx(second_daemon, "template", "build", str(tmp_path), "--name", "from-reg",
+            "--insecure-registry", timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    try:
+        seen = probe(second_daemon, "from-reg")
+        assert_is_the_image(seen)
+        assert "top.txt" in seen["etc"].split()
+    finally:
+        abx(second_daemon, "template", "rm", "from-reg")
+
+
+def test_plain_http_needs_insecure(template_daemon, registry, source_template):
+    r = push(template_daemon, source_template, f"{registry.host}/abx/no-tls:1")
+    assert r.returncode != 0
+    assert "--insecure" in r.stderr.strip().splitlines()[-1], r.stderr
+
+
+def test_bad_reference_is_a_one_line_error(template_daemon, source_template):
+    r = push(template_daemon, source_template, "not-a-registry-ref")
+    assert r.returncode != 0
+    assert len(r.stderr.strip().splitlines()) <= 2, r.stderr
+    assert "HOST[:PORT]/REPO[:TAG]" in r.stderr
+
+
+def auth_file(daemon: Daemon) -> Path:
+    return daemon.data_dir / "config" / "registry-auth.json"
+
+
+def test_auth_registry_login_push_pull_logout(template_daemon, second_daemon, auth_registry,
+                                              source_template):
+    ref = f"{auth_registry.host}/private/src:1"
+    r = push(template_daemon, source_template, ref, "--insecure")
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert f"abx registry login {auth_registry.host}" in last, r.stderr
+
+    r = abx(template_daemon, "registry", "login", auth_registry.host, "-u", USER, "-p", "wrong")
+    assert r.returncode == 0, r.stderr
+    r = push(template_daemon, source_template, ref, "--insecure")
+    assert r.returncode != 0
+    assert f"abx registry login {auth_registry.host}" in r.stderr.strip().splitlines()[-1]
+
+    r = abx(template_daemon, "registry", "login", auth_registry.host, "-u", USER,
+            "--password-stdin", input=PASSWORD + "\n")
+    assert r.returncode == 0, r.stderr
+    saved = auth_file(template_daemon)
+    assert saved.stat().st_mode & 0o777 == 0o600
+    entry = json.loads(saved.read_text())["auths"][auth_registry.host]
+    assert base64.b64decode(entry["auth"]).decode() == f"{USER}:{PASSWORD}"
+    r = push(template_daemon, source_template, ref, "--insecure")
+    assert r.returncode == 0, r.stderr
+    log = (template_daemon.data_dir / "daemon.log").read_text(errors="replace")
+    assert PASSWORD not in log and entry["auth"] not in log, "credentials must never be logged"
+
+    # The second daemon's CLI has its own config dir: anonymous until it logs in.
+    r = pull(second_daemon, ref, "private-src", "--insecure")
+    assert r.returncode != 0 and "abx registry login" in r.stderr
+    r = abx(second_daemon, "registry", "login", auth_registry.host, "-u", USER, "-p", PASSWORD)
+    assert r.returncode == 0, r.stderr
+    r = pull(second_daemon, ref, "private-src", "--insecure")
+    assert r.returncode == 0, r.stderr
+    abx(second_daemon, "template", "rm", "private-src")
+    assert leftovers(second_daemon) == []
+
+    # A build's FROM sends the saved entry of the registry its Sandboxfile names.
+    context = template_daemon.data_dir / "auth-from-ctx"
+    context.mkdir(exist_ok=True)
+    (context / "Sandboxfile").write_text(f"FROM {ref}\nRUN echo private > /etc/private.txt\n")
+    r = abx(template_daemon, "template", "build", str(context), "--name", "from-private",
+            "--insecure-registry", timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    abx(template_daemon, "template", "rm", "from-private")
+    r = abx(template_daemon, "template", "search", auth_registry.host, "--insecure")
+    assert r.returncode == 0, r.stderr
+    assert f"{auth_registry.host}/private/src" in r.stdout.splitlines()
+
+    r = abx(template_daemon, "registry", "logout", auth_registry.host)
+    assert r.returncode == 0, r.stderr
+    assert auth_registry.host not in json.loads(saved.read_text())["auths"]
+    daemon_alive(template_daemon)
+    daemon_alive(second_daemon)
+
+
+def test_search_lists_the_catalog(template_daemon, registry, source_template):
+    assert push(template_daemon, source_template, f"{registry.host}/abx/searchable:1",
+                "--insecure").returncode == 0
+    r = abx(template_daemon, "template", "search", registry.host, "search", "--insecure")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [f"{registry.host}/abx/searchable"]
+    r = abx(template_daemon, "template", "search", registry.host)
+    assert r.returncode != 0 and "--insecure" in r.stderr
+
+
+def layer_blobs(registry: Registry, ref: str) -> list[Path]:
+    inspected = skopeo("inspect", "--tls-verify=false", f"docker://{ref}")
+    assert inspected.returncode == 0, inspected.stderr
+    blobs = registry.storage / "docker" / "registry" / "v2" / "blobs" / "sha256"
+    return [blobs / d.split(":")[1][:2] / d.split(":")[1] / "data"
+            for d in json.loads(inspected.stdout)["Layers"]]
+
+
+def test_digest_mismatch_is_refused_and_leaves_nothing(template_daemon, second_daemon, registry,
+                                                       source_template):
+    ref = f"{registry.host}/abx/tampered:1"
+    assert push(template_daemon, source_template, ref, "--insecure").returncode == 0
+    data = layer_blobs(registry, ref)[0]
+    original = data.read_bytes()
+    tampered = bytearray(original)
+    tampered[len(tampered) // 2] ^= 0xFF  # same size: only the digest can tell
+    data.write_bytes(bytes(tampered))
+    layers_before = layer_ids(second_daemon)
+    try:
+        r = pull(second_daemon, ref, "tampered", "--insecure")
+    finally:
+        data.write_bytes(original)  # blobs are shared by every repo of the registry
+    assert r.returncode != 0
+    assert "digest" in r.stderr.strip().splitlines()[-1], r.stderr
+    assert "tampered" not in listed(second_daemon)
+    assert leftovers(second_daemon) == []
+    assert layer_ids(second_daemon) == layers_before
+    daemon_alive(second_daemon)
+
+
+class CuttingProxy:
+    """Forwards a loopback port to the registry, but cuts every blob download after
+    `cut_after` bytes of its answer: a pull interrupted mid-layer."""
+
+    def __init__(self, upstream: str, cut_after: int):
+        self.upstream = upstream
+        self.cut_after = cut_after
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.host = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.stopping = False
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while not self.stopping:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.relay, args=(client,), daemon=True).start()
+
+    def relay(self, client: socket.socket) -> None:
+        host, port = self.upstream.split(":")
+        try:
+            server = socket.create_connection((host, int(port)))
+        except OSError:
+            client.close()
+            return
+        cutting = threading.Event()
+
+        def upstream_to_client() -> None:
+            sent = 0
+            try:
+                while data := server.recv(65536):
+                    if cutting.is_set() and sent + len(data) > self.cut_after:
+                        client.sendall(data[: max(0, self.cut_after - sent)])
+                        # shutdown, not just close: the other thread's recv keeps the
+                        # socket open, and the client must see the connection end.
+                        client.shutdown(socket.SHUT_RDWR)
+                        break
+                    client.sendall(data)
+                    sent += len(data)
+            except OSError:
+                pass
+            client.close()
+            server.close()
+
+        threading.Thread(target=upstream_to_client, daemon=True).start()
+        try:
+            while data := client.recv(65536):
+                if b"GET /v2/" in data and b"/blobs/sha256:" in data:
+                    cutting.set()
+                server.sendall(data)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.stopping = True
+        self.listener.close()
+
+
+def test_interrupted_pull_leaves_nothing(template_daemon, second_daemon, registry,
+                                         source_template):
+    ref = "/abx/interrupted:1"
+    assert push(template_daemon, source_template, registry.host + ref, "--insecure").returncode == 0
+    proxy = CuttingProxy(registry.host, cut_after=4096)
+    try:
+        layers_before = layer_ids(second_daemon)
+        r = pull(second_daemon, proxy.host + ref, "interrupted", "--insecure")
+    finally:
+        proxy.close()
+    assert r.returncode != 0, r.stdout
+    last = r.stderr.strip().splitlines()[-1]
+    assert "template pull failed" in last and "EOF" in last, r.stderr
+    assert "interrupted" not in listed(second_daemon)
+    assert leftovers(second_daemon) == []
+    assert layer_ids(second_daemon) == layers_before
+    daemon_alive(second_daemon)
+
+
+def test_another_teams_template_is_not_pushed_nor_replaced_by_a_pull(template_daemon, registry,
+                                                                     source_template):
+    """Tenancy as for import: another team's template is unknown to push (404) and its name
+    is taken for pull (409); nothing reaches the registry."""
+    with template_daemon.api() as admin:
+        made = admin.post("/abx/v1/keys", json={"team": "other-team", "name": "registry test"})
+        assert made.status_code == 201, made.text
+    try:
+        headers = {"X-API-KEY": made.json()["key"]}
+        body = {"ref": f"{registry.host}/stolen/src:1", "insecure": True}
+        with template_daemon.api() as api:
+            r = api.post(f"/abx/v1/templates/{source_template}/push", json=body, headers=headers)
+            assert r.status_code == 404, r.text
+            r = api.post(f"/abx/v1/templates/{source_template}/pull", json=body, headers=headers)
+            assert r.status_code == 409, r.text
+            r = api.post(f"/abx/v1/templates/{source_template}/push", json=body,
+                         headers={"X-Registry-Auth": "%%%"})
+            assert r.status_code == 400, r.text
+    finally:
+        with template_daemon.api() as admin:
+            admin.delete(f"/abx/v1/keys/{made.json()['id']}")
+    missing = skopeo("inspect", "--tls-verify=false", f"docker://{registry.host}/stolen/src:1")
+    assert missing.returncode != 0
+    daemon_alive(template_daemon)
