@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kPrefix = "/abx/v1/templates";
+constexpr const char* kTemplatesApi = "/abx/v1/templates";
 
 struct LoginOptions {
   std::string registry;
@@ -30,7 +30,7 @@ struct LoginOptions {
   bool password_stdin = false;
 };
 
-struct TransferOptions {
+struct RegistryTransfer {
   std::string name;
   std::string ref;
   bool insecure = false;
@@ -118,12 +118,12 @@ Result<int> run_logout(const std::string& registry) {
   return 0;
 }
 
-Result<int> run_transfer(const TransferOptions& options, const char* action, const char* verb) {
+Result<int> run_transfer(const RegistryTransfer& options, const char* action, const char* verb) {
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
   const json body = {{"ref", options.ref}, {"insecure", options.insecure}};
   const std::string target =
-      std::string(kPrefix) + "/" + http::url_encode(options.name) + "/" + action;
+      std::string(kTemplatesApi) + "/" + http::url_encode(options.name) + "/" + action;
   http::Request request = api_request(*endpoint, "POST", target, body.dump());
   auto credentials = registry_auth::entry_for(ref_host(options.ref));
   if (!credentials) return credentials.error();
@@ -202,25 +202,25 @@ void add_registry(CLI::App& root, Commands& commands) {
 }
 
 void add_template_registry(CLI::App& group, Commands& commands) {
-  auto push = std::make_shared<TransferOptions>();
+  auto push = std::make_shared<RegistryTransfer>();
   auto* ps = group.add_subcommand("push", "Send a template to an OCI registry as an image");
   ps->add_option("name", push->name, "Template name")->required();
   ps->add_option("ref", push->ref, "HOST[:PORT]/REPO[:TAG]")->required();
   ps->add_flag("--insecure", push->insecure, "Allow plain HTTP and unverified TLS");
   commands.push_back({ps, [push] { return run_transfer(*push, "push", "pushed"); }});
 
-  auto pull = std::make_shared<TransferOptions>();
+  auto pull = std::make_shared<RegistryTransfer>();
   auto* pl = group.add_subcommand("pull", "Make a template from an image in an OCI registry");
   pl->add_option("ref", pull->ref, "HOST[:PORT]/REPO[:TAG]")->required();
   pl->add_option("--name", pull->name, "Name of the new template (default: the repo's name)");
   pl->add_flag("--insecure", pull->insecure, "Allow plain HTTP and unverified TLS");
   commands.push_back({pl, [pull] {
-                        TransferOptions options = *pull;
+                        RegistryTransfer options = *pull;
                         if (options.name.empty()) options.name = default_name(options.ref);
                         return run_transfer(options, "pull", "pulled");
                       }});
 
-  auto search = std::make_shared<TransferOptions>();
+  auto search = std::make_shared<RegistryTransfer>();
   auto* sr = group.add_subcommand("search", "List a registry's repositories (its catalog API)");
   sr->add_option("registry", search->ref, "HOST[:PORT]")->required();
   sr->add_option("term", search->name, "Show only repositories whose name contains this");

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace abx::templates::testing {
+namespace abx::testing {
 
 struct TarEntry {
   std::string path;
@@ -58,4 +58,4 @@ inline void write_tar(const std::filesystem::path& tar,
   write_tar(tar, entries);
 }
 
-}  // namespace abx::templates::testing
+}  // namespace abx::testing

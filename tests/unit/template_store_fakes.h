@@ -14,7 +14,7 @@
 #include "runtime/runtime.h"
 #include "tar_fixture.h"
 
-namespace abx::templates::testing {
+namespace abx::testing {
 
 namespace fs = std::filesystem;
 
@@ -41,4 +41,4 @@ inline std::string read_bytes(const fs::path& path) {
   return bytes.str();
 }
 
-}  // namespace abx::templates::testing
+}  // namespace abx::testing
