@@ -39,6 +39,11 @@ Result<ImageConfig> config_from(const json& doc) {
     }
     out.workdir = string_or_empty(*defaults, "WorkingDir");
     out.user = string_or_empty(*defaults, "User");
+    if (const auto labels = defaults->find("Labels");
+        labels != defaults->end() && labels->is_object()) {
+      out.start_cmd = string_or_empty(*labels, kStartCmdLabel);
+      out.ready_cmd = string_or_empty(*labels, kReadyCmdLabel);
+    }
   } catch (const json::exception& e) {
     return invalid(std::string("the image config is malformed (") + e.what() + ")");
   }

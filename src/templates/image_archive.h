@@ -16,10 +16,18 @@ namespace abx::templates {
 namespace fs = std::filesystem;
 
 // What an image's config says the template's processes should get by default.
+// Where a pushed template keeps its start and ready commands (config.Labels).
+inline constexpr const char* kStartCmdLabel = "org.agent-sandbox.start-cmd";
+inline constexpr const char* kReadyCmdLabel = "org.agent-sandbox.ready-cmd";
+
 struct ImageConfig {
   std::map<std::string, std::string> env;  // from config.Env ("K=V" entries)
   std::string workdir;                     // config.WorkingDir, "" if unset
-  std::string user;    // config.User as written ("1000", "app", "1000:1000"), "" if unset
+  std::string user;  // config.User as written ("1000", "app", "1000:1000"), "" if unset
+  // From the labels abx's own push writes (kStartCmdLabel, kReadyCmdLabel): an image's Cmd
+  // is not a service to wait for (python:3's is an interactive python3).
+  std::string start_cmd;
+  std::string ready_cmd;
   size_t layers = 0;   // how many layers were applied
   std::string format;  // "oci layout" or "docker save"
 };

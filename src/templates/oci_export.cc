@@ -20,6 +20,7 @@
 #include "common/unique_fd.h"
 #include "templates/archive_io.h"
 #include "templates/host_arch.h"
+#include "templates/image_archive.h"
 #include "templates/tree_ops.h"
 
 namespace abx::templates {
@@ -202,6 +203,10 @@ json image_config(const ExportConfig& config, const json& diff_ids) {
   json process = {{"Env", env}};
   if (!config.workdir.empty()) process["WorkingDir"] = config.workdir;
   if (!config.user.empty()) process["User"] = config.user;
+  json labels = json::object();
+  if (!config.start_cmd.empty()) labels[kStartCmdLabel] = config.start_cmd;
+  if (!config.ready_cmd.empty()) labels[kReadyCmdLabel] = config.ready_cmd;
+  if (!labels.empty()) process["Labels"] = labels;
   json doc = {{"architecture", host_goarch()},
               {"os", "linux"},
               {"config", process},

@@ -24,6 +24,8 @@ struct ExportConfig {
   std::string workdir;
   std::string user;
   int64_t created_ms = 0;
+  std::string start_cmd;  // TemplateMeta's, as image labels (kStartCmdLabel, kReadyCmdLabel)
+  std::string ready_cmd;
 };
 
 // `layers` are template layer dirs, lowest first; `shift` is what was added to

@@ -264,6 +264,8 @@ Result<TemplateMeta> TemplateStore::import_layer(const fs::path& image, const st
   meta.env = config->env;
   meta.workdir = config->workdir;
   meta.user = config->user;
+  meta.start_cmd = config->start_cmd;
+  meta.ready_cmd = config->ready_cmd;
   return meta;
 }
 

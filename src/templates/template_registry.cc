@@ -33,7 +33,8 @@ Result<TemplateInfo> TemplateStore::push(const std::string& name, const registry
     for (auto it = meta->layers.rbegin(); it != meta->layers.rend(); ++it)
       layers.push_back(layers_.path(*it));
     if (layers.empty()) layers.push_back(dir_ / *id / "rootfs");
-    const ExportConfig config{meta->env, meta->workdir, meta->user, meta->created_ms};
+    const ExportConfig config{meta->env,        meta->workdir,   meta->user,
+                              meta->created_ms, meta->start_cmd, meta->ready_cmd};
     const IdShift shift{runtime_.host_uid(0), runtime_.host_gid(0)};
     if (auto st = tree::make_dir(layout, 0700); !st) return st.error();
     progress("step: exporting " + name + " as an OCI image");

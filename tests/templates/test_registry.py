@@ -130,7 +130,8 @@ def second_daemon() -> Iterator[Daemon]:
 @pytest.fixture(scope="module")
 def source_template(template_daemon: Daemon, layout: Path) -> Iterator[str]:
     """The umoci image imported, then a Sandboxfile layer that deletes one of its files
-    (an overlay whiteout in the layer, an OCI .wh. entry once pushed) and adds one."""
+    (an overlay whiteout in the layer, an OCI .wh. entry once pushed) and adds one, with a
+    start command and its ready check (image labels once pushed)."""
     name = "reg-src-import"
     r = abx(template_daemon, "template", "import", str(layout), "--name", name,
             timeout=TIMEOUT)
@@ -138,13 +139,17 @@ def source_template(template_daemon: Daemon, layout: Path) -> Iterator[str]:
     context = template_daemon.data_dir / "reg-ctx"
     context.mkdir(exist_ok=True)
     (context / "Sandboxfile").write_text(
-        f"FROM {name}\nRUN rm /etc/layer1.txt && echo built > /etc/built.txt\nENV BAR=baz\n")
+        f"FROM {name}\nRUN rm /etc/layer1.txt && echo built > /etc/built.txt\nENV BAR=baz\n"
+        f"CMD echo up > /tmp/up; exec sleep 100000\nREADY {READY}\n")
     r = abx(template_daemon, "template", "build", str(context), "--name", "reg-src",
             timeout=TIMEOUT)
     assert r.returncode == 0, r.stderr
     yield "reg-src"
     abx(template_daemon, "template", "rm", "reg-src")
     abx(template_daemon, "template", "rm", name)
+
+
+READY = "test -f /tmp/up"
 
 
 def skopeo(*args: str) -> subprocess.CompletedProcess:
@@ -196,6 +201,8 @@ def test_pushed_template_is_an_image_skopeo_and_umoci_read(template_daemon, regi
     info = json.loads(inspected.stdout)
     assert "FOO=bar" in info["Env"] and "BAR=baz" in info["Env"]
     assert len(info["Layers"]) == 2, "the imported layer and the RUN step's layer"
+    assert info["Labels"]["org.agent-sandbox.ready-cmd"] == READY
+    assert "exec sleep" in info["Labels"]["org.agent-sandbox.start-cmd"]
 
     layout = tmp_path / "copied"
     copied = skopeo("copy", "--src-tls-verify=false", f"docker://{ref}", f"oci:{layout}:{TAG}")
@@ -221,13 +228,15 @@ def test_pull_on_a_daemon_with_no_templates_runs_the_image(template_daemon, seco
     assert r.returncode == 0, r.stderr
     with sandbox(second_daemon, "pulled-src") as sandbox_id:
         r = abx(second_daemon, "exec", sandbox_id, "--", "sh", "-c",
-                'cat /etc/built.txt; echo "$FOO $BAR"; pwd; ls /etc')
+                'cat /etc/built.txt; echo "$FOO $BAR"; pwd; cat /tmp/up; ls /etc')
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[:3] == ["built", "bar baz", "/data"]
+    assert lines[:4] == ["built", "bar baz", "/data", "up"], "the start command came along"
+
     assert "layer1.txt" not in lines and "layer2.txt" in lines
     info = json.loads(abx(second_daemon, "template", "inspect", "pulled-src").stdout)
     assert ref in info["source"]
+    assert info["readyCmd"] == READY and "exec sleep" in info["startCmd"]
     abx(second_daemon, "template", "rm", "pulled-src")
     daemon_alive(second_daemon)
 
