@@ -10,6 +10,7 @@
 #include "cli/api.h"
 #include "cli/commands.h"
 #include "cli/registry_auth.h"
+#include "cli/server_template.h"
 #include "cli/tar_writer.h"
 #include "cli/terminal.h"
 #include "cli/text.h"
@@ -226,8 +227,13 @@ Result<int> run_context_build(const BuildOptions& options) {
     recipe = *text;
     extras.push_back({kUploadedSandboxfile, std::move(*text)});
     file_in_tar = kUploadedSandboxfile;
+  } else if (is_commands_only_context(context)) {
+    extras = server_template_extras(kUploadedSandboxfile);
+    file_in_tar = kUploadedSandboxfile;
+    std::cerr << "no Sandboxfile: base + the in-sandbox server + commands.py on port 9000\n";
   } else if (!fs::exists(context / "Sandboxfile", ec) && !fs::exists(context / "Dockerfile", ec)) {
-    return Error{"no Sandboxfile (or Dockerfile) in " + context.string() + "; give one with -f"};
+    return Error{"no Sandboxfile, Dockerfile or commands.py in " + context.string() +
+                 "; give a Sandboxfile with -f"};
   } else {
     auto text = read_file(fs::exists(context / "Sandboxfile", ec) ? context / "Sandboxfile"
                                                                   : context / "Dockerfile");

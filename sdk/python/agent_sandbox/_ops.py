@@ -71,6 +71,20 @@ class Target:
         return headers
 
 
+def host_of(target: Target, port: int) -> str:
+    """`{port}-{id}.{domain}`: the domain from the create response, the configured one, or
+    the API's own host and port (a local daemon routes on the Host header; names under
+    `localhost` reach loopback in browsers and curl, a bare IP cannot take the prefix)."""
+    domain = target.domain or target.config.domain
+    if not domain:
+        api = urllib.parse.urlsplit(target.config.api_url)
+        host = "localhost" if api.hostname in ("127.0.0.1", "::1") else api.hostname
+        domain = f"{host}:{api.port}" if api.port else str(host)
+    for prefix in ("http://", "https://"):
+        domain = domain.removeprefix(prefix)
+    return f"{port}-{target.sandbox_id}.{domain}"
+
+
 def absolute_path(path: str, user: str | None = None) -> str:
     """Resolves a path relative to the user's home, as a shell in the sandbox would."""
     if path.startswith("/"):

@@ -52,6 +52,11 @@ class Sandbox:
         """Version of the in-sandbox API the server reported."""
         return self._target.envd_version
 
+    def get_host(self, port: int) -> str:
+        """Host (no scheme) that reaches `port` in the sandbox, as E2B's `get_host`:
+        `{port}-{sandbox_id}.{domain}`."""
+        return _ops.host_of(self._target, port)
+
     @classmethod
     def create(cls: type[S], template: str = DEFAULT_TEMPLATE, timeout: int = DEFAULT_TIMEOUT,
                envs: dict[str, str] | None = None, metadata: dict[str, str] | None = None,

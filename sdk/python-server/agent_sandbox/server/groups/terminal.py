@@ -56,7 +56,10 @@ def terminal(call: Call) -> Upgraded:
         raise bad_input("cwd", f"{cwd} is not a directory")
     try:
         from websockets.http11 import Request
-        from websockets.server import ServerProtocol
+        try:
+            from websockets.server import ServerProtocol
+        except ImportError:  # websockets 10 (Debian bookworm's) names it ServerConnection
+            from websockets.server import ServerConnection as ServerProtocol
     except ImportError:
         raise HttpError(503, "the terminal needs the websockets package (pip install "
                         "websockets)") from None

@@ -1,0 +1,17 @@
+# cmake -P script: writes OUTPUT, a .cc whose server_sdk_files() lists every
+# file in FILES by its path relative to ROOT (agent_sandbox/server/...).
+set(code "// Generated from sdk/python-server by embed_server_sdk.cmake; do not edit.\n")
+string(APPEND code "#include \"cli/server_sdk.h\"\n\nnamespace abx::cli {\n\n")
+string(APPEND code "std::span<const EmbeddedFile> server_sdk_files() {\n")
+string(APPEND code "  static constexpr EmbeddedFile kFiles[] = {\n")
+foreach(file ${FILES})
+  file(READ ${file} text)
+  if(text MATCHES "\\)abx_file\"")
+    message(FATAL_ERROR "${file} contains the raw string delimiter )abx_file\"")
+  endif()
+  file(RELATIVE_PATH rel ${ROOT} ${file})
+  string(APPEND code "      {\"${rel}\", R\"abx_file(${text})abx_file\"},\n")
+endforeach()
+string(APPEND code "  };\n  return kFiles;\n}\n\n}  // namespace abx::cli\n")
+file(WRITE ${OUTPUT}.tmp "${code}")
+file(COPY_FILE ${OUTPUT}.tmp ${OUTPUT} ONLY_IF_DIFFERENT)
