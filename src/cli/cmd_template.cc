@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -11,11 +12,11 @@
 #include "cli/commands.h"
 #include "cli/registry_auth.h"
 #include "cli/server_template.h"
-#include "cli/tar_writer.h"
 #include "cli/terminal.h"
 #include "cli/text.h"
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
+#include "templates/dir_tar.h"
 
 namespace abx::cli {
 namespace {
@@ -163,17 +164,92 @@ struct TempTar {
   }
 };
 
+Result<int> upload_and_follow(const Endpoint& endpoint, const std::string& target,
+                              const fs::path& tar, const char* verb,
+                              const std::string& registries = {}) {
+  UniqueFd fd(::open(tar.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno("open " + tar.string());
+  const http::BodySource source = http::fd_body(fd.get(), tar.string(), kUploadChunk);
+  http::Request request = api_request(endpoint, "POST", target);
+  request.headers.emplace_back("Content-Type", "application/x-tar");
+  if (!registries.empty()) request.headers.emplace_back("X-Registry-Config", registries);
+  return open_and_follow(endpoint, request, &source, verb);
+}
+
 Result<int> upload_and_follow(const std::string& target, const fs::path& tar,
                               const char* verb = "built", const std::string& registries = {}) {
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
-  UniqueFd fd(::open(tar.c_str(), O_RDONLY | O_CLOEXEC));
+  return upload_and_follow(*endpoint, target, tar, verb, registries);
+}
+
+struct DeployOptions {
+  std::string name;
+  std::string to;       // the other daemon's API URL
+  std::string api_key;  // a key of that daemon
+  std::string as;       // the name there (default: the same)
+};
+
+// The local daemon's export of `name` (an OCI layout tar) into `tar`.
+Status download_export(const Endpoint& endpoint, const std::string& name, const fs::path& tar) {
+  const std::string target = std::string(kPrefix) + "/" + http::url_encode(name) + "/export";
+  auto stream = http::Client(endpoint.url).open(api_request(endpoint, "GET", target));
+  if (!stream) return stream.error();
+  if ((*stream)->status() != 200) {
+    auto rest = (*stream)->read_all();
+    http::Response response{(*stream)->status(), (*stream)->headers(), rest ? *rest : ""};
+    return Error{describe_failure(response)};
+  }
+  UniqueFd fd(::open(tar.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
   if (!fd.valid()) return Error::from_errno("open " + tar.string());
-  const http::BodySource source = http::fd_body(fd.get(), tar.string(), kUploadChunk);
-  http::Request request = api_request(*endpoint, "POST", target);
-  request.headers.emplace_back("Content-Type", "application/x-tar");
-  if (!registries.empty()) request.headers.emplace_back("X-Registry-Config", registries);
-  return open_and_follow(*endpoint, request, &source, verb);
+  while (!(*stream)->done()) {
+    auto piece = (*stream)->read_some();
+    if (!piece) return piece.error();
+    if (auto st = write_all(fd.get(), *piece, "write", tar.string()); !st) return st;
+  }
+  return {};
+}
+
+// Before a template is exported for it: the other daemon answers and takes the key.
+Status check_remote_key(const Endpoint& remote) {
+  auto response =
+      http::Client(remote.url).send(api_request(remote, "GET", kPrefix), std::chrono::seconds(30));
+  if (!response)
+    return Error{"no abx daemon answers at " + remote.url.str() + ": " +
+                 response.error().message()};
+  if (response->status == 401 || response->status == 403)
+    return Error{"the daemon at " + remote.url.str() +
+                 " refused the key; give one of its keys with --api-key"};
+  if (response->status != 200) return Error{describe_failure(*response)};
+  return {};
+}
+
+// Copies a local template to another daemon: this daemon exports it as an OCI
+// image layout, that one imports it (as `abx template import` would).
+Result<int> run_deploy(const DeployOptions& options) {
+  auto url = http::Url::parse(options.to);
+  if (!url) return Error{"--to " + options.to + ": " + url.error().message()};
+  std::string key = options.api_key;
+  if (key.empty()) {
+    const char* env = std::getenv("ABX_DEPLOY_API_KEY");
+    key = env ? env : "";
+  }
+  if (key.empty())
+    return Error{"give a key of the daemon at " + options.to +
+                 ": --api-key KEY (or ABX_DEPLOY_API_KEY)"};
+  const Endpoint remote{*url, key};
+  if (auto st = check_remote_key(remote); !st) return st.error();
+  auto local = resolve_endpoint();
+  if (!local) return local.error();
+  TempTar tar;
+  std::cerr << "exporting " << options.name << "\n";
+  if (auto st = download_export(*local, options.name, tar.path); !st) return st.error();
+  const std::string as = options.as.empty() ? options.name : options.as;
+  const std::string target =
+      std::string(kPrefix) + "/" + http::url_encode(as) + "/import?origin=" +
+      http::url_encode("deployed from " + local->url.str() + " (" + options.name + ")");
+  std::cerr << "deploying " << options.name << " to " << url->str() << " as " << as << "\n";
+  return upload_and_follow(remote, target, tar.path, "deployed");
 }
 
 // The outcome line goes to `out`: stdout for `abx template build`, stderr
@@ -218,7 +294,7 @@ Result<int> run_context_build(const BuildOptions& options) {
   std::error_code ec;
   if (!fs::is_directory(context, ec))
     return Error{context.string() + " is not a directory; give the build context dir"};
-  std::vector<TarExtra> extras;
+  std::vector<templates::TarExtra> extras;
   std::string file_in_tar = "Sandboxfile";
   std::string recipe;  // its text, to find the registries its FROM lines name
   if (!options.file.empty()) {
@@ -244,7 +320,7 @@ Result<int> run_context_build(const BuildOptions& options) {
   auto args = build_args_json(options.build_args);
   if (!args) return args.error();
   TempTar tar;
-  if (auto st = write_tar(context, extras, tar.path); !st) return st.error();
+  if (auto st = templates::write_dir_tar(context, extras, tar.path); !st) return st.error();
   std::string target = std::string(kPrefix) + "/" + http::url_encode(options.name) +
                        "/build?file=" + http::url_encode(file_in_tar) +
                        "&buildArgs=" + http::url_encode(args->dump());
@@ -272,7 +348,7 @@ Result<int> run_import(const ImportOptions& options) {
   TempTar packed;
   fs::path tar = image;
   if (fs::is_directory(image, ec)) {
-    if (auto st = write_tar(image, {}, packed.path); !st) return st.error();
+    if (auto st = templates::write_dir_tar(image, {}, packed.path); !st) return st.error();
     tar = packed.path;
   }
   const std::string target = std::string(kPrefix) + "/" + http::url_encode(options.name) +
@@ -298,6 +374,18 @@ void add_build(CLI::App& parent, Commands& commands) {
                   "Seconds one RUN step may take (default 1800)")
       ->check(CLI::Range(1, 86400));
   commands.push_back({app, [options] { return run_build(*options); }});
+}
+
+void add_deploy(CLI::App& parent, Commands& commands) {
+  auto options = std::make_shared<DeployOptions>();
+  auto* app = parent.add_subcommand(
+      "deploy", "Copy a template to another abx daemon through its template API");
+  app->add_option("name", options->name, "Local template name")->required();
+  app->add_option("--to", options->to, "The other daemon's API URL (http://HOST:PORT)")->required();
+  app->add_option("--api-key", options->api_key,
+                  "A key of that daemon (default: $ABX_DEPLOY_API_KEY)");
+  app->add_option("--as", options->as, "Name there (default: the same)");
+  commands.push_back({app, [options] { return run_deploy(*options); }});
 }
 
 void add_import(CLI::App& parent, Commands& commands) {
@@ -331,6 +419,7 @@ void add_template(CLI::App& root, Commands& commands) {
   group->require_subcommand(1);
   add_build(*group, commands);
   add_import(*group, commands);
+  add_deploy(*group, commands);
   add_template_registry(*group, commands);
 
   auto as_json = std::make_shared<bool>(false);

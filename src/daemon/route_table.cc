@@ -39,6 +39,7 @@ const std::array kRoutes = {
     ROW("POST",   "/abx/v1/templates/{name}/import",   P::control, C::api_key, template_import),
     ROW("POST",   "/abx/v1/templates/{name}/push",     P::control, C::api_key, template_push),
     ROW("POST",   "/abx/v1/templates/{name}/pull",     P::control, C::api_key, template_pull),
+    ROW("GET",    "/abx/v1/templates/{name}/export",   P::control, C::api_key, template_export),
     ROW("GET",    "/abx/v1/keys",                      P::control, C::admin_key, keys_list),
     ROW("POST",   "/abx/v1/keys",                      P::control, C::admin_key, key_create),
     ROW("DELETE", "/abx/v1/keys/{id}",                 P::control, C::admin_key, key_revoke),

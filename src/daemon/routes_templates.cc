@@ -1,7 +1,9 @@
 // Our own API (not E2B's): /abx/v1/templates — list, inspect, build (an
 // NDJSON progress stream) and remove templates.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -373,6 +375,27 @@ Task<void> pull(ControlCall& call, Exchange& exchange) {
   co_await stream_job(call.service, exchange, std::move(job));
 }
 
+constexpr size_t kExportChunk = 1u << 20;
+
+// Streams the file at `path` with its length; a pool thread reads each chunk.
+Task<void> stream_file(Service& service, Exchange& exchange, const fs::path& path,
+                       const std::string& content_type) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0)
+    co_return co_await respond_error(exchange, Error::from_errno("open", path.string()));
+  co_await exchange.start_stream(200, content_type, {}, static_cast<uint64_t>(st.st_size));
+  for (;;) {
+    std::string chunk(kExportChunk, '\0');
+    ssize_t got = -1;
+    co_await service.pool().run([&] { got = ::read(fd.get(), chunk.data(), chunk.size()); });
+    if (got <= 0) break;  // the end, or a read error: the client sees a short body
+    chunk.resize(static_cast<size_t>(got));
+    if (!co_await exchange.write_chunk(std::move(chunk))) co_return;
+  }
+  co_await exchange.finish_stream();
+}
+
 bool in_use(Service& service, const std::string& name) {
   for (const auto& row : service.list()) {
     if (row.template_id == name) return true;
@@ -458,5 +481,19 @@ Task<void> template_import(ControlCall& call, Exchange& exchange) {
 Task<void> template_push(ControlCall& call, Exchange& exchange) { co_await push(call, exchange); }
 
 Task<void> template_pull(ControlCall& call, Exchange& exchange) { co_await pull(call, exchange); }
+
+Task<void> template_export(ControlCall& call, Exchange& exchange) {
+  const std::string& name = call.params.at("name");
+  if (!visible(call, name))
+    co_return co_await respond_error(exchange, templates::TemplateStore::no_such_template(name));
+  Service& service = call.service;
+  auto dir = service.templates().upload_dir();  // removed when the stream ends
+  if (!dir) co_return co_await respond_error(exchange, dir.error());
+  std::optional<Result<fs::path>> tar;
+  co_await service.pool().run_long(
+      [&] { tar = service.templates().export_image(name, dir->path, [](const std::string&) {}); });
+  if (!*tar) co_return co_await respond_error(exchange, tar->error());
+  co_await stream_file(service, exchange, tar->value(), "application/x-tar");
+}
 
 }  // namespace abx::daemon::routes

@@ -151,6 +151,11 @@ class TemplateStore {
   // bottom-up, its env, workdir and user in the image config.
   Result<TemplateInfo> push(const std::string& name, const registry::Access& access,
                             const BuildProgressFn& progress);
+  // Template `name` as a tar of an OCI image layout (what push sends), in
+  // `into` (a private dir, see upload_dir); `abx template deploy` copies it to
+  // another daemon's import.
+  Result<fs::path> export_image(const std::string& name, const fs::path& into,
+                                const BuildProgressFn& progress);
   // Makes template `name` from a registry's image (as import_image does).
   Result<TemplateInfo> pull(const std::string& name, const registry::Access& access,
                             const std::string& owner, const BuildProgressFn& progress);
@@ -179,6 +184,9 @@ class TemplateStore {
                                     const BuildProgressFn& progress);
   // Removes the layers no stored or retired template names.
   void collect_layer_garbage();
+  // Writes template `name` as an OCI image layout into `layout` (made here).
+  Status export_layout(const std::string& name, const fs::path& layout,
+                       const BuildProgressFn& progress);
   // A FROM's registry image, pulled and unpacked into one layer.
   Result<TemplateMeta> pull_layer(const registry::Access& access, const BuildProgressFn& progress);
   Result<TemplateMeta> from_image(const std::string& image, const SandboxfileRequest& request,

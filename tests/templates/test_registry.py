@@ -485,3 +485,42 @@ def test_another_teams_template_is_not_pushed_nor_replaced_by_a_pull(template_da
     missing = skopeo("inspect", "--tls-verify=false", f"docker://{registry.host}/stolen/src:1")
     assert missing.returncode != 0
     daemon_alive(template_daemon)
+
+
+def test_deploy_copies_a_template_to_another_daemon(template_daemon, second_daemon,
+                                                    source_template):
+    assert "deployed-src" not in listed(second_daemon)
+    r = abx(template_daemon, "template", "deploy", source_template, "--to", second_daemon.url,
+            "--api-key", second_daemon.api_key, "--as", "deployed-src", timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert "deployed" in r.stdout
+    with sandbox(second_daemon, "deployed-src") as sandbox_id:
+        r = abx(second_daemon, "exec", sandbox_id, "--", "sh", "-c",
+                'cat /etc/built.txt; echo "$FOO $BAR"; cat /tmp/up; ls /etc')
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:3] == ["built", "bar baz", "up"]
+    assert "layer1.txt" not in r.stdout, "the deletion came along"
+    info = json.loads(abx(second_daemon, "template", "inspect", "deployed-src").stdout)
+    assert "deployed from" in info["source"] and info["readyCmd"] == READY
+    assert leftovers(template_daemon) == [], "the export's temp dir must go"
+    abx(second_daemon, "template", "rm", "deployed-src")
+    daemon_alive(template_daemon)
+    daemon_alive(second_daemon)
+
+
+def test_deploy_errors_are_one_line(template_daemon, second_daemon, source_template):
+    r = abx(template_daemon, "template", "deploy", source_template, "--to", second_daemon.url,
+            env={"ABX_DEPLOY_API_KEY": ""})
+    assert r.returncode != 0 and "--api-key" in r.stderr
+    r = abx(template_daemon, "template", "deploy", source_template, "--to", second_daemon.url,
+            "--api-key", "not-a-key")
+    assert r.returncode != 0 and "refused the key" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, "refused before any export"
+    r = abx(template_daemon, "template", "deploy", source_template, "--to",
+            "http://127.0.0.1:9", "--api-key", "k")
+    assert r.returncode != 0 and "no abx daemon answers at" in r.stderr, r.stderr
+    r = abx(template_daemon, "template", "deploy", "no-such-template", "--to", second_daemon.url,
+            "--api-key", second_daemon.api_key)
+    assert r.returncode != 0 and "no-such-template" in r.stderr
+    assert "deployed-src" not in listed(second_daemon)
+    daemon_alive(template_daemon)

@@ -1,4 +1,4 @@
-#include "cli/tar_writer.h"
+#include "templates/dir_tar.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -12,14 +12,14 @@
 #include "common/unique_fd.h"
 #include "templates/archive_io.h"
 
-namespace abx::cli {
+namespace abx::templates {
 namespace {
 
 using Entry = std::unique_ptr<archive_entry, decltype(&archive_entry_free)>;
 
 Error tar_error(archive* a, const std::string& what) {
   const char* text = archive_error_string(a);
-  return Error{"pack " + what, templates::archive_io::error_number(a), text ? text : ""};
+  return Error{"pack " + what, archive_io::error_number(a), text ? text : ""};
 }
 
 Status write_file_data(archive* out, const fs::path& path) {
@@ -63,10 +63,10 @@ Status add_extra(archive* out, const TarExtra& extra) {
 
 }  // namespace
 
-Status write_tar(const fs::path& dir, const std::vector<TarExtra>& extras, const fs::path& out) {
-  templates::archive_io::Writer tar = templates::archive_io::tar_file_writer();
-  if (!templates::archive_io::open_file_for_writing(tar.get(), out))
-    return tar_error(tar.get(), out.string());
+Status write_dir_tar(const fs::path& dir, const std::vector<TarExtra>& extras,
+                     const fs::path& out) {
+  archive_io::Writer tar = archive_io::tar_file_writer();
+  if (!archive_io::open_file_for_writing(tar.get(), out)) return tar_error(tar.get(), out.string());
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = fs::relative(it->path(), dir).string();
@@ -79,4 +79,4 @@ Status write_tar(const fs::path& dir, const std::vector<TarExtra>& extras, const
   return {};
 }
 
-}  // namespace abx::cli
+}  // namespace abx::templates
