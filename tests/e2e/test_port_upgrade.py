@@ -54,6 +54,13 @@ while True:
 @pytest.fixture
 def sandbox(state_dir):
     d = start_daemon(state_dir / "state", shared_templates=False, extra_args=("--warm-pool", "0"))
+    try:
+        yield d, start_server(d, state_dir)
+    finally:
+        stop_daemon(d)  # also when the server never came up
+
+
+def start_server(d, state_dir) -> str:
     with d.api() as api:
         r = api.post("/sandboxes", json={"templateID": "host"})
         assert r.status_code == 201, r.text
@@ -69,8 +76,7 @@ def sandbox(state_dir):
     wait_until(lambda: "port is not open" not in httpx.get(d.url + "/bye", headers=headers,
                                                            timeout=30).text,
                what="the server in the sandbox")
-    yield d, sandbox_id
-    stop_daemon(d)
+    return sandbox_id
 
 
 def open_tunnel(d, sandbox_id: str, path: str, early: bytes = b"") -> tuple[socket.socket, bytes]:
