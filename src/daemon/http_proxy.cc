@@ -10,6 +10,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <exception>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -197,7 +198,13 @@ Task<void> tunnel(Exchange& exchange, Upstream& socket, beast::tcp_stream& timed
                   to_client_ended.cancel();
                   end_tunnel(exchange, timed);
                 });
-  co_await pump_to_server(exchange, socket);
+  // Whatever happens here, this frame outlives the pump that refers into it.
+  std::exception_ptr failed;
+  try {
+    co_await pump_to_server(exchange, socket);
+  } catch (...) {
+    failed = std::current_exception();
+  }
   // And this end ends both too: pump_to_client may be blocked writing to a
   // client that half-closed and does not read.
   end_tunnel(exchange, timed);
@@ -205,6 +212,7 @@ Task<void> tunnel(Exchange& exchange, Upstream& socket, beast::tcp_stream& timed
   while (!ended) {
     co_await to_client_ended.async_wait(net::redirect_error(net::use_awaitable, ignored));
   }
+  if (failed) std::rethrow_exception(failed);
 }
 
 std::string bad_gateway_json(const std::string& message) {
