@@ -9,11 +9,11 @@ import os
 import socket
 import subprocess
 import threading
+import time
 from urllib.parse import urlparse
 
 import httpx
 import pytest
-
 from harness import ABX_BIN, start_daemon, stop_daemon
 from helpers import wait_until
 
@@ -51,6 +51,13 @@ def socket_fds(pid: int) -> int:
     return fds
 
 
+def settled_socket_fds(pid: int) -> int | None:
+    """The daemon's socket count once it holds still for a moment."""
+    before = socket_fds(pid)
+    time.sleep(0.2)
+    return before if before and socket_fds(pid) == before else None
+
+
 @pytest.fixture
 def sandbox(state_dir):
     d = start_daemon(state_dir / "state", shared_templates=False, extra_args=("--warm-pool", "0"))
@@ -84,8 +91,7 @@ def test_the_servers_close_ends_both_sides_even_while_it_does_not_read(sandbox):
     d, sandbox_id = sandbox
     url = urlparse(d.url)
     # Every probe connection above is closed by now: what the daemon holds without a tunnel.
-    baseline = wait_until(lambda: (lambda n: n if n else None)(socket_fds(d.proc.pid)),
-                          what="the daemon's sockets")
+    baseline = wait_until(lambda: settled_socket_fds(d.proc.pid), what="the daemon's sockets")
     sock = socket.create_connection((url.hostname, url.port), timeout=30)
     sock.sendall(f"GET /stall HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: {sandbox_id}\r\n"
                  "E2b-Sandbox-Port: 8000\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n"

@@ -9,7 +9,6 @@ import socket
 import threading
 
 import pytest
-
 from harness import start_daemon, stop_daemon
 
 pytestmark = [pytest.mark.offline,

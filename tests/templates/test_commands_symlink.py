@@ -10,7 +10,6 @@ import json
 import tarfile
 
 import pytest
-
 from harness import start_daemon, stop_daemon
 
 pytestmark = pytest.mark.offline  # an image archive in the context: nothing to build first

@@ -11,15 +11,14 @@ import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tarfile
-import socket
 import threading
 import time
 from pathlib import Path
 
 import pytest
-
 from harness import private_state_dir, start_daemon, stop_daemon
 from test_registry import REGISTRY_BIN, skopeo, start_registry, stop_registry
 
