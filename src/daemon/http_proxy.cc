@@ -10,6 +10,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <exception>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -165,6 +166,15 @@ Task<void> pump_to_server(Exchange& exchange, Upstream& socket) {
   }
 }
 
+// Ends both connections: whichever pump is still blocked (a write to a side
+// that stopped reading included) returns at once.
+void end_tunnel(Exchange& exchange, beast::tcp_stream& timed) {
+  beast::error_code ignored;
+  timed.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  timed.socket().cancel(ignored);
+  exchange.close_raw();
+}
+
 // After a 101: bytes both ways, one chunk in flight each way (a side that
 // stops reading stops the other's sender), until either side closes or
 // fails; then both connections end. No idle limit: a WebSocket may rightly
@@ -179,19 +189,30 @@ Task<void> tunnel(Exchange& exchange, Upstream& socket, beast::tcp_stream& timed
   net::steady_timer to_client_ended(executor, net::steady_timer::time_point::max());
   bool ended = false;
   // Runs beside this coroutine, which waits for it: the references stay valid.
+  // Its end ends both sides: pump_to_server may be blocked writing to a server
+  // that closed its sending side but never reads (only the client's side
+  // ending left it there, holding both sockets for as long as the server liked).
   net::co_spawn(executor, pump_to_client(exchange, socket, beast::buffers_to_string(buffer.data())),
                 [&](const std::exception_ptr&) {
                   ended = true;
                   to_client_ended.cancel();
-                  exchange.close_raw();
+                  end_tunnel(exchange, timed);
                 });
-  co_await pump_to_server(exchange, socket);
+  // Whatever happens here, this frame outlives the pump that refers into it.
+  std::exception_ptr failed;
+  try {
+    co_await pump_to_server(exchange, socket);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  // And this end ends both too: pump_to_client may be blocked writing to a
+  // client that half-closed and does not read.
+  end_tunnel(exchange, timed);
   beast::error_code ignored;
-  timed.socket().shutdown(tcp::socket::shutdown_both, ignored);
-  timed.socket().cancel(ignored);
   while (!ended) {
     co_await to_client_ended.async_wait(net::redirect_error(net::use_awaitable, ignored));
   }
+  if (failed) std::rethrow_exception(failed);
 }
 
 std::string bad_gateway_json(const std::string& message) {

@@ -37,6 +37,11 @@ std::optional<runtime::ExitInfo> OutputLines::exit() const {
 
 void OutputLines::emit(const std::string& stream, std::string line) {
   log_->add(stream == "stderr" ? "warn" : "info", prefix_ + line);
+  // The tail goes into an error message, the daemon's log and the caller's
+  // terminal: the sandbox's escape sequences must not (the log's entries are
+  // cleaned by SandboxLog).
+  for (char& c : line)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   tail_.push_back(std::move(line));
   if (tail_.size() > kTailLines) tail_.pop_front();
 }

@@ -1,6 +1,8 @@
 #include "templates/child_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +16,7 @@ namespace abx::templates {
 namespace {
 
 constexpr size_t kTailLines = 20;
+constexpr int kKeepGoingPollMs = 100;
 
 class LineSplitter {
  public:
@@ -50,7 +53,8 @@ int exit_code_of(int status) {
 
 }  // namespace
 
-Result<ChildResult> run_child(const std::vector<std::string>& argv, const LineFn& on_line) {
+Result<ChildResult> run_child(const std::vector<std::string>& argv, const LineFn& on_line,
+                              const KeepGoingFn& keep_going) {
   auto pipe = make_pipe(argv[0]);
   if (!pipe) return pipe.error();
   UniqueFd read_end = std::move(pipe->read);
@@ -74,13 +78,22 @@ Result<ChildResult> run_child(const std::vector<std::string>& argv, const LineFn
   ChildResult result;
   LineSplitter lines(on_line, result);
   // A read error ends the output just as EOF does; the exit code still tells.
-  (void)read_to_end(
-      read_end.get(),
-      [&](std::string_view piece) {
-        lines.feed(piece.data(), piece.size());
-        return Status{};
-      },
-      argv[0]);
+  bool killed = false;
+  char buffer[4096];
+  for (;;) {
+    pollfd readable{read_end.get(), POLLIN, 0};
+    const int ready = ::poll(&readable, 1, keep_going ? kKeepGoingPollMs : -1);
+    if (ready < 0 && errno != EINTR) break;
+    if (!killed && keep_going && !keep_going()) {
+      (void)::kill(pid, SIGKILL);
+      killed = true;
+    }
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(read_end.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    lines.feed(buffer, static_cast<size_t>(n));
+  }
   lines.flush();
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {

@@ -18,7 +18,11 @@ struct ChildResult {
   std::deque<std::string> tail;  // the last lines of its output
 };
 
+// Asked a few times a second while the child runs: false kills it (SIGKILL).
+using KeepGoingFn = std::function<bool()>;
+
 // stdout and stderr both go to `on_line`; stdin is /dev/null.
-Result<ChildResult> run_child(const std::vector<std::string>& argv, const LineFn& on_line);
+Result<ChildResult> run_child(const std::vector<std::string>& argv, const LineFn& on_line,
+                              const KeepGoingFn& keep_going = {});
 
 }  // namespace abx::templates

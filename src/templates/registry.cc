@@ -1,5 +1,7 @@
 #include "templates/registry.h"
 
+#include <sys/statvfs.h>
+
 #include <cerrno>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -17,6 +19,10 @@ constexpr size_t kMaxReference = 512;
 // A registry that stops answering mid-blob would hold a pull (and its lane) for
 // ever: skopeo gives up after this, however large the image.
 constexpr const char* kCommandTimeout = "--command-timeout=2h";
+// The templates filesystem (usually also the state db's and every sandbox's)
+// keeps this share free, as an upload does: a registry's blobs are as large
+// as it says, and skopeo writes them there.
+constexpr double kFreeReserve = 0.10;
 
 bool is_host(const std::string& part) {
   return part == "localhost" || part.find('.') != std::string::npos ||
@@ -70,11 +76,36 @@ Error copy_failed(const char* verb, const Access& access, const ChildResult& res
   return Error{std::string(verb) + " " + where, EIO, "skopeo: " + last};
 }
 
+// Whether the filesystem holding `dir` keeps kFreeReserve free.
+bool room_left(const fs::path& dir) {
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) != 0 || vfs.f_blocks == 0) return true;
+  return static_cast<double>(vfs.f_bavail) >= static_cast<double>(vfs.f_blocks) * kFreeReserve;
+}
+
+// `watched`: the dir skopeo writes into, when it does; it is stopped before
+// that filesystem runs under the reserve.
 Status run_skopeo(const char* verb, const Access& access, std::vector<std::string> argv,
-                  const LineFn& progress) {
-  auto result = run_child(argv, [&](const std::string& line) {
-    if (progress) progress(line);
-  });
+                  const LineFn& progress, const fs::path& watched = {}) {
+  bool out_of_room = false;
+  KeepGoingFn keep_going;
+  if (!watched.empty()) {
+    keep_going = [&] {
+      out_of_room = !room_left(watched);
+      return !out_of_room;
+    };
+  }
+  auto result = run_child(
+      argv,
+      [&](const std::string& line) {
+        if (progress) progress(line);
+      },
+      keep_going);
+  if (out_of_room)
+    return Error{std::string(verb) + " " + access.ref.text(), ENOSPC,
+                 "the image would leave the templates filesystem under " +
+                     std::to_string(static_cast<int>(kFreeReserve * 100)) +
+                     " % free; free some space (abx template rm) or pull a smaller image"};
   if (!result && result.error().errnum == ENOENT)
     return Error{std::string(verb) + " " + access.ref.text(), ENOENT,
                  "skopeo is not installed; install it (apt install skopeo) on the daemon's host"};
@@ -140,7 +171,7 @@ Status pull(const Access& access, const fs::path& layout, const fs::path& privat
   argv.insert(argv.end(), flags->begin(), flags->end());
   argv.push_back("docker://" + access.ref.text());
   argv.push_back("oci:" + layout.string());
-  return run_skopeo("pull", access, std::move(argv), progress);
+  return run_skopeo("pull", access, std::move(argv), progress, private_dir);
 }
 
 Status push(const fs::path& layout, const Access& access, const fs::path& private_dir,

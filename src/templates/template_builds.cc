@@ -57,7 +57,11 @@ void start_commands_server(const sandboxfile::Sandboxfile& file, const fs::path&
                            TemplateMeta& meta) {
   constexpr const char* kCommandsFile = "commands.py";
   std::error_code ec;
-  if (!meta.start_cmd.empty() || !fs::is_regular_file(context_dir / kCommandsFile, ec)) return;
+  // symlink_status: the context is the caller's, and a commands.py symlink followed here
+  // (as root, on the host) would tell them whether any host path is a file.
+  if (!meta.start_cmd.empty() ||
+      !fs::is_regular_file(fs::symlink_status(context_dir / kCommandsFile, ec)))
+    return;
   const std::optional<std::string> path = sandboxfile::copied_to(file, kCommandsFile);
   if (!path) return;
   meta.start_cmd = sandboxfile::exec_line({"python3", "-m", "agent_sandbox.server", "--port",
