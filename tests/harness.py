@@ -1,6 +1,7 @@
 """A real `abx serve` daemon in a private data dir, for tests and benchmarks."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -113,3 +114,13 @@ def private_state_dir(prefix: str = "abx-test-") -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     path.chmod(0o755)
     return path
+
+
+def open_loopback_registries(data_dir: Path) -> None:
+    """Lets the daemon at `data_dir` reach registries on 127.0.0.0/8 (the tests' own
+    docker-registry): its config's registries.openPrivate, written before it starts."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    config_file = data_dir / "config.json"
+    config = json.loads(config_file.read_text()) if config_file.exists() else {}
+    config.setdefault("registries", {})["openPrivate"] = ["127.0.0.0/8"]
+    config_file.write_text(json.dumps(config))

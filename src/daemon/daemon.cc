@@ -229,7 +229,11 @@ int serve(const ServeOptions& options) {
   if (egress) egress->use(runtime->get());
   const fs::path templates_dir =
       options.templates_dir.empty() ? options.data_dir / "templates" : options.templates_dir;
-  templates::TemplateStore templates(templates_dir, **runtime);
+  auto registry_open = load_registry_open_private(config_file);
+  if (!registry_open) return fail(registry_open.error());
+  templates::TemplateStore templates(
+      templates_dir, **runtime,
+      egress::never_dialed(std::move(*registry_open), egress::HostAddresses::unless_opened));
   auto store = Store::open(options.data_dir / "abx.db");
   if (!store) return fail(store.error());
 

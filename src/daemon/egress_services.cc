@@ -1,7 +1,6 @@
 #include "daemon/egress_services.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,32 +9,12 @@
 namespace abx::daemon {
 namespace {
 
-// The host's own addresses, asked each time: they change (DHCP, links).
-bool is_host_address(uint32_t ip) {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return true;  // cannot tell: deny
-  bool found = false;
-  for (ifaddrs* a = list; a && !found; a = a->ifa_next)
-    found = a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
-            ntohl(reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr) == ip;
-  ::freeifaddrs(list);
-  return found;
-}
-
-// What the proxy may never dial for a sandbox: the always-denied ranges
-// (less those an admin opened) and the host itself.
+// What the proxy may never dial for a sandbox.
 std::function<bool(uint32_t)> always_denied(const runtime::NetworkConfig& network) {
   std::vector<egress::Cidr> opened;
   for (const std::string& text : network.open_private)
     if (auto cidr = egress::parse_cidr(text)) opened.push_back(*cidr);
-  return [opened](uint32_t ip) {
-    auto in = [ip](const egress::Cidr& c) { return c.contains(ip); };
-    const auto& ranges = egress::always_denied_ranges();
-    if (std::any_of(ranges.begin(), ranges.end(), in) &&
-        !std::any_of(opened.begin(), opened.end(), in))
-      return true;
-    return is_host_address(ip);
-  };
+  return egress::never_dialed(std::move(opened));
 }
 
 }  // namespace

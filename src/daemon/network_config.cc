@@ -46,4 +46,27 @@ Result<runtime::NetworkConfig> load_network_config(const std::filesystem::path& 
   return config;
 }
 
+Result<std::vector<egress::Cidr>> load_registry_open_private(const std::filesystem::path& file) {
+  std::vector<egress::Cidr> opened;
+  auto text = read_file(file);
+  if (!text)
+    return text.error().errnum == ENOENT ? Result<std::vector<egress::Cidr>>(opened) : text.error();
+  const json doc = json::parse(*text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("registries")) return opened;
+  const json& registries = doc["registries"];
+  const auto bad = Error::with_message(
+      "config " + file.string() +
+          ": registries.openPrivate must be a list of IPv4 CIDRs such as \"10.1.2.0/24\"",
+      kErrBadInput);
+  if (!registries.is_object()) return bad;
+  if (!registries.contains("openPrivate")) return opened;
+  if (!registries["openPrivate"].is_array()) return bad;
+  for (const json& cidr : registries["openPrivate"]) {
+    auto parsed = cidr.is_string() ? egress::parse_cidr(cidr.get<std::string>()) : std::nullopt;
+    if (!parsed) return bad;
+    opened.push_back(*parsed);
+  }
+  return opened;
+}
+
 }  // namespace abx::daemon

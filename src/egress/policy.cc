@@ -1,6 +1,8 @@
 #include "egress/policy.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <cctype>
@@ -50,6 +52,32 @@ const std::vector<Cidr>& always_denied_ranges() {
 }
 
 bool Cidr::contains(uint32_t ip) const { return (ip & mask_of(prefix)) == network; }
+
+namespace {
+
+bool is_host_address(uint32_t ip) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return true;  // cannot tell: deny
+  bool found = false;
+  for (ifaddrs* a = list; a && !found; a = a->ifa_next)
+    found = a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+            ntohl(reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr) == ip;
+  ::freeifaddrs(list);
+  return found;
+}
+
+}  // namespace
+
+std::function<bool(uint32_t)> never_dialed(std::vector<Cidr> opened, HostAddresses host) {
+  return [opened = std::move(opened), host](uint32_t ip) {
+    auto in = [ip](const Cidr& c) { return c.contains(ip); };
+    const auto& ranges = always_denied_ranges();
+    const bool is_opened = std::any_of(opened.begin(), opened.end(), in);
+    if (std::any_of(ranges.begin(), ranges.end(), in) && !is_opened) return true;
+    if (is_opened && host == HostAddresses::unless_opened) return false;
+    return is_host_address(ip);
+  };
+}
 
 std::string Cidr::text() const {
   in_addr a{htonl(network)};

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,6 +80,16 @@ struct Policy {
 // own addresses and the sandboxes' pool are denied besides (where they are
 // known: the runtime's input chain, the proxy's host check).
 const std::vector<Cidr>& always_denied_ranges();
+
+// What the daemon never dials on another's behalf (a sandbox's proxied
+// connection, a registry an API caller names): the always-denied ranges less
+// those an admin opened, and the host's own addresses (asked at each call:
+// DHCP and links change them) — for a sandbox even inside an opened range,
+// for a registry (HostAddresses::unless_opened) not there: an admin who opens
+// 127.0.0.0/8 for registries means the host's own. IPv4, host byte order.
+enum class HostAddresses { denied, unless_opened };
+std::function<bool(uint32_t)> never_dialed(std::vector<Cidr> opened,
+                                           HostAddresses host = HostAddresses::denied);
 
 // "*.example.com" matches "a.example.com" and "a.b.example.com", not
 // "example.com"; other patterns match exactly. Case-insensitive; a trailing

@@ -1,9 +1,14 @@
 #include "templates/registry.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/statvfs.h>
 
 #include <cerrno>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "templates/child_process.h"
@@ -161,6 +166,53 @@ Status check_credentials(const std::string& credentials_json) {
                  "not a credentials entry; expected base64 of {\"auth\": ...} or "
                  "{\"identitytoken\": ...} (abx registry login writes them)"};
   return {};
+}
+
+namespace {
+
+// The host part of "host[:port]" or "[v6]:port".
+std::string host_name(const std::string& host) {
+  if (!host.empty() && host.front() == '[') return host.substr(1, host.find(']') - 1);
+  const size_t colon = host.find(':');
+  return colon == std::string::npos ? host : host.substr(0, colon);
+}
+
+// An IPv6 address as what it means for `denied` (IPv4): ::1 is loopback,
+// ::ffff:a.b.c.d is a.b.c.d; other local ones (link-local, unique local) are
+// always denied: 127.0.0.1 stands for them.
+std::optional<uint32_t> as_ipv4(const in6_addr& a) {
+  if (IN6_IS_ADDR_LOOPBACK(&a) || IN6_IS_ADDR_LINKLOCAL(&a) || (a.s6_addr[0] & 0xfe) == 0xfc)
+    return 0x7f000001;
+  if (IN6_IS_ADDR_V4MAPPED(&a))
+    return (uint32_t{a.s6_addr[12]} << 24) | (uint32_t{a.s6_addr[13]} << 16) |
+           (uint32_t{a.s6_addr[14]} << 8) | a.s6_addr[15];
+  return std::nullopt;
+}
+
+}  // namespace
+
+Status check_host(const Reference& ref, const std::function<bool(uint32_t)>& denied) {
+  const std::string name = host_name(ref.host);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) != 0) return {};
+  std::optional<uint32_t> refused;
+  for (addrinfo* a = found; a && !refused; a = a->ai_next) {
+    std::optional<uint32_t> ip;
+    if (a->ai_family == AF_INET)
+      ip = ntohl(reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr);
+    else if (a->ai_family == AF_INET6)
+      ip = as_ipv4(reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    if (ip && denied(*ip)) refused = ip;
+  }
+  ::freeaddrinfo(found);
+  if (!refused) return {};
+  return Error::with_message(
+      "registry " + ref.host + " is on this host or a private network (" + name +
+          "), which the daemon does not reach for API callers; an admin opens it with "
+          "\"registries\": {\"openPrivate\": [\"CIDR\"]} in the daemon's config",
+      EACCES);
 }
 
 Status pull(const Access& access, const fs::path& layout, const fs::path& private_dir,

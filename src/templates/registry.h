@@ -4,6 +4,7 @@
 // skopeo reads from or writes to, and the credentials file it is handed.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -48,6 +49,12 @@ Status check_credentials(const std::string& credentials_json);
 // caller's, removed by it) holds the credentials file while skopeo runs.
 Status pull(const Access& access, const fs::path& layout, const fs::path& private_dir,
             const LineFn& progress);
+// Refuses a registry whose host resolves to an address `denied` names (the
+// daemon's loopback, private networks, cloud metadata: what an API caller
+// must not reach through skopeo, which runs in the host's network). A name
+// that does not resolve is left to skopeo to report. Names resolve again
+// when skopeo dials: a DNS answer that changes in between is not caught.
+Status check_host(const Reference& ref, const std::function<bool(uint32_t)>& denied);
 // Copies the single image of the OCI layout at `layout` to `access.ref`.
 Status push(const fs::path& layout, const Access& access, const fs::path& private_dir,
             const LineFn& progress);

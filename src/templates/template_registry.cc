@@ -39,8 +39,13 @@ Status TemplateStore::export_layout(const std::string& name, const fs::path& lay
   return write_oci_layout(layers, config, shift, layout, progress);
 }
 
+Status TemplateStore::check_registry(const registry::Reference& ref) const {
+  return registry_denied_ ? registry::check_host(ref, registry_denied_) : Status{};
+}
+
 Result<TemplateInfo> TemplateStore::push(const std::string& name, const registry::Access& access,
                                          const BuildProgressFn& progress) {
+  if (auto st = check_registry(access.ref); !st) return st.error();
   auto private_dir = upload_dir();
   if (!private_dir) return private_dir.error();
   const fs::path layout = private_dir->path / "image";
@@ -64,6 +69,7 @@ Result<TemplateInfo> TemplateStore::pull(const std::string& name, const registry
                                          const std::string& owner,
                                          const BuildProgressFn& progress) {
   if (auto st = check_buildable_name(name); !st) return st.error();
+  if (auto st = check_registry(access.ref); !st) return st.error();
   auto private_dir = upload_dir();
   if (!private_dir) return private_dir.error();
   const fs::path layout = private_dir->path / "image";
@@ -74,6 +80,7 @@ Result<TemplateInfo> TemplateStore::pull(const std::string& name, const registry
 
 Result<TemplateMeta> TemplateStore::pull_layer(const registry::Access& access,
                                                const BuildProgressFn& progress) {
+  if (auto st = check_registry(access.ref); !st) return st.error();
   auto private_dir = upload_dir();
   if (!private_dir) return private_dir.error();
   const fs::path layout = private_dir->path / "image";

@@ -136,8 +136,12 @@ void sweep_interrupted(const fs::path& templates_dir, const LayerStore& layers) 
 
 }  // namespace
 
-TemplateStore::TemplateStore(std::filesystem::path templates_dir, runtime::Runtime& runtime)
-    : dir_(std::move(templates_dir)), runtime_(runtime), layers_(dir_) {
+TemplateStore::TemplateStore(std::filesystem::path templates_dir, runtime::Runtime& runtime,
+                             std::function<bool(uint32_t)> registry_denied)
+    : dir_(std::move(templates_dir)),
+      runtime_(runtime),
+      layers_(dir_),
+      registry_denied_(std::move(registry_denied)) {
   sweep_interrupted(dir_, layers_);
 }
 

@@ -100,7 +100,10 @@ class TemplateStore {
   // what an interrupted build left behind.
   // Runs build steps in sandboxes of `runtime`; `templates_dir` holds the
   // templates and their layers and may be shared by several daemons.
-  TemplateStore(std::filesystem::path templates_dir, runtime::Runtime& runtime);
+  // `registry_denied`: the addresses a registry may not resolve to (see
+  // registry::check_host); none denied when empty.
+  TemplateStore(std::filesystem::path templates_dir, runtime::Runtime& runtime,
+                std::function<bool(uint32_t)> registry_denied = {});
   // Resolve a name ("base", "host", "code-interpreter-v1") and make sure its
   // files exist, building them on first use. Fills `defaults` when given.
   Result<runtime::RootfsSpec> rootfs(const std::string& name, ProcessDefaults* defaults = nullptr);
@@ -192,9 +195,13 @@ class TemplateStore {
   Result<TemplateMeta> from_image(const std::string& image, const SandboxfileRequest& request,
                                   const BuildProgressFn& progress);
 
+  // Before skopeo dials `ref`: refused where registry_denied_ says.
+  Status check_registry(const registry::Reference& ref) const;
+
   std::filesystem::path dir_;
   runtime::Runtime& runtime_;
   LayerStore layers_;
+  std::function<bool(uint32_t)> registry_denied_;
 };
 
 }  // namespace abx::templates

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import Daemon, private_state_dir, start_daemon, stop_daemon
+from harness import Daemon, open_loopback_registries, private_state_dir, start_daemon, stop_daemon
 from helpers import abx
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,6 +19,7 @@ BASE_BUILD_TIMEOUT = 900
 @pytest.fixture(scope="session")
 def template_daemon() -> Daemon:
     state = private_state_dir("abx-tpl-")
+    open_loopback_registries(state / "state")  # tests/templates/test_registry.py's
     d = start_daemon(state / "state", shared_templates=False)
     yield d
     stop_daemon(d)

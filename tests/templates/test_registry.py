@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from harness import Daemon, private_state_dir, start_daemon, stop_daemon
+from harness import Daemon, open_loopback_registries, private_state_dir, start_daemon, stop_daemon
 from helpers import abx, sandbox
 from test_import import (
     TAG,
@@ -121,6 +121,7 @@ def layout(tmp_path_factory) -> Path:
 def second_daemon() -> Iterator[Daemon]:
     """A daemon with an empty templates dir of its own: what it has came from a registry."""
     state = private_state_dir("abx-reg2-")
+    open_loopback_registries(state / "state")
     d = start_daemon(state / "state", shared_templates=False)
     yield d
     stop_daemon(d)

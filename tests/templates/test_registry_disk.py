@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness import private_state_dir, start_daemon, stop_daemon
+from harness import open_loopback_registries, private_state_dir, start_daemon, stop_daemon
 from test_registry import REGISTRY_BIN, skopeo, start_registry, stop_registry
 
 pytestmark = pytest.mark.skipif(
@@ -118,6 +118,7 @@ def test_a_pull_keeps_the_uploads_free_space_reserve(tmp_path):
         assert pushed.returncode == 0, pushed.stderr
         proxy = SlowProxy(registry.host, rate=20 << 20)
         ref = f"{proxy.host}/big/image:1"
+        open_loopback_registries(state / "state")
         d = start_daemon(state / "state", shared_templates=False,
                          extra_args=("--templates-dir", str(templates), "--warm-pool", "0"))
         least_free = [1.0]
