@@ -32,6 +32,13 @@ while True:
 @pytest.fixture
 def sandbox(state_dir):
     d = start_daemon(state_dir / "state", shared_templates=False, extra_args=("--warm-pool", "0"))
+    try:
+        yield d, start_server(d, state_dir)
+    finally:
+        stop_daemon(d)  # also when the server could not be started
+
+
+def start_server(d, state_dir) -> str:
     with d.api() as api:
         r = api.post("/sandboxes", json={"templateID": "host"})
         assert r.status_code == 201, r.text
@@ -42,8 +49,7 @@ def sandbox(state_dir):
     subprocess.run([str(ABX_BIN), "exec", sandbox_id, "--", "sh", "-c",
                     "nohup python3 /tmp/server.py >/dev/null 2>&1 &"],
                    env=d.env(), check=True, timeout=60)
-    yield d, sandbox_id
-    stop_daemon(d)
+    return sandbox_id
 
 
 def test_interim_responses_are_skipped_and_endless_ones_refused(sandbox):
