@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Awaitable, Callable, Iterator, TypeVar
+from urllib.parse import urlparse
 
-from harness import ABX_BIN, Daemon
+from harness import ABX_BIN, Daemon, start_daemon, stop_daemon
 
 T = TypeVar("T")
 
@@ -91,3 +93,41 @@ def envd_headers(sb: dict) -> dict[str, str]:
     if sb.get("envdAccessToken"):
         headers["X-Access-Token"] = sb["envdAccessToken"]
     return headers
+
+
+def _port_open_through_proxy(d: Daemon, sandbox_id: str, port: int) -> bool:
+    """Whether the port proxy reaches a listener on `port` (any answer but the daemon's
+    own "port is not open"; the server need not speak HTTP well)."""
+    url = urlparse(d.url)
+    try:
+        with socket.create_connection((url.hostname, url.port), timeout=5) as s:
+            s.sendall(f"GET / HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: {sandbox_id}\r\n"
+                      f"E2b-Sandbox-Port: {port}\r\nConnection: close\r\n\r\n".encode())
+            return b"port is not open" not in s.recv(65536)
+    except OSError:
+        return False
+
+
+@contextmanager
+def host_sandbox_serving(state_dir: Path, script: str,
+                         port: int = 8000) -> Iterator[tuple[Daemon, str]]:
+    """A daemon of its own with a `host` sandbox running the Python `script` in the
+    background, once `port` answers through the port proxy: (daemon, sandbox id). The daemon
+    is stopped afterwards, also when the server never came up."""
+    d = start_daemon(state_dir / "state", shared_templates=False, extra_args=("--warm-pool", "0"))
+    try:
+        with d.api() as api:
+            r = api.post("/sandboxes", json={"templateID": "host"})
+            assert r.status_code == 201, r.text
+        sandbox_id = r.json()["sandboxID"]
+        (state_dir / "server.py").write_text(script)
+        subprocess.run([str(ABX_BIN), "upload", sandbox_id, str(state_dir / "server.py"),
+                        "/tmp/server.py"], env=d.env(), check=True, timeout=60)
+        subprocess.run([str(ABX_BIN), "exec", sandbox_id, "--", "sh", "-c",
+                        "nohup python3 /tmp/server.py >/dev/null 2>&1 &"],
+                       env=d.env(), check=True, timeout=60)
+        wait_until(lambda: _port_open_through_proxy(d, sandbox_id, port), timeout=30,
+                   what="the server in the sandbox")
+        yield d, sandbox_id
+    finally:
+        stop_daemon(d)

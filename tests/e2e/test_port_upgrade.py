@@ -7,15 +7,12 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import threading
 from urllib.parse import urlparse
 
 import httpx
 import pytest
-
-from harness import ABX_BIN, start_daemon, stop_daemon
-from helpers import wait_until
+from helpers import host_sandbox_serving
 
 pytestmark = pytest.mark.offline  # the `host` template needs no build
 
@@ -53,30 +50,8 @@ while True:
 
 @pytest.fixture
 def sandbox(state_dir):
-    d = start_daemon(state_dir / "state", shared_templates=False, extra_args=("--warm-pool", "0"))
-    try:
-        yield d, start_server(d, state_dir)
-    finally:
-        stop_daemon(d)  # also when the server never came up
-
-
-def start_server(d, state_dir) -> str:
-    with d.api() as api:
-        r = api.post("/sandboxes", json={"templateID": "host"})
-        assert r.status_code == 201, r.text
-    sandbox_id = r.json()["sandboxID"]
-    (state_dir / "server.py").write_text(SERVER)
-    subprocess.run([str(ABX_BIN), "upload", sandbox_id, str(state_dir / "server.py"),
-                    "/tmp/server.py"], env=d.env(), check=True, timeout=60)
-    subprocess.run([str(ABX_BIN), "exec", sandbox_id, "--", "sh", "-c",
-                    "nohup python3 /tmp/server.py >/dev/null 2>&1 &"],
-                   env=d.env(), check=True, timeout=60)
-    headers = {"E2b-Sandbox-Id": sandbox_id, "E2b-Sandbox-Port": "8000"}
-    # Until the server listens, the port is closed (a 502 of its own).
-    wait_until(lambda: "port is not open" not in httpx.get(d.url + "/bye", headers=headers,
-                                                           timeout=30).text,
-               what="the server in the sandbox")
-    return sandbox_id
+    with host_sandbox_serving(state_dir, SERVER) as served:
+        yield served
 
 
 def open_tunnel(d, sandbox_id: str, path: str, early: bytes = b"") -> tuple[socket.socket, bytes]:

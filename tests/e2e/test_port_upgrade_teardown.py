@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import threading
 import time
 from urllib.parse import urlparse
 
 import httpx
 import pytest
-from harness import ABX_BIN, start_daemon, stop_daemon
-from helpers import wait_until
+from helpers import host_sandbox_serving, wait_until
 
 pytestmark = pytest.mark.offline  # the `host` template needs no build
 
@@ -60,31 +58,8 @@ def settled_socket_fds(pid: int) -> int | None:
 
 @pytest.fixture
 def sandbox(state_dir):
-    d = start_daemon(state_dir / "state", shared_templates=False, extra_args=("--warm-pool", "0"))
-    with d.api() as api:
-        r = api.post("/sandboxes", json={"templateID": "host"})
-        assert r.status_code == 201, r.text
-    sandbox_id = r.json()["sandboxID"]
-    (state_dir / "server.py").write_text(SERVER)
-    subprocess.run([str(ABX_BIN), "upload", sandbox_id, str(state_dir / "server.py"),
-                    "/tmp/server.py"], env=d.env(), check=True, timeout=60)
-    subprocess.run([str(ABX_BIN), "exec", sandbox_id, "--", "sh", "-c",
-                    "nohup python3 /tmp/server.py >/dev/null 2>&1 &"],
-                   env=d.env(), check=True, timeout=60)
-    url = urlparse(d.url)
-
-    def listening() -> bool:
-        try:
-            with socket.create_connection((url.hostname, url.port), timeout=5) as s:
-                s.sendall(f"GET / HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: {sandbox_id}\r\n"
-                          "E2b-Sandbox-Port: 8000\r\nConnection: close\r\n\r\n".encode())
-                return b"port is not open" not in s.recv(65536)
-        except OSError:
-            return False
-
-    wait_until(listening, timeout=30, what="the server in the sandbox")
-    yield d, sandbox_id
-    stop_daemon(d)
+    with host_sandbox_serving(state_dir, SERVER) as served:
+        yield served
 
 
 def test_the_servers_close_ends_both_sides_even_while_it_does_not_read(sandbox):

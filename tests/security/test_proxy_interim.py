@@ -3,13 +3,9 @@ response (never a "100" that would desynchronise its connection), endless 1xx an
 in a 502, and the daemon keeps serving."""
 from __future__ import annotations
 
-import subprocess
-
 import httpx
 import pytest
-
-from harness import ABX_BIN, start_daemon, stop_daemon
-from helpers import wait_until
+from helpers import host_sandbox_serving, wait_until
 
 pytestmark = pytest.mark.offline  # the `host` template needs no build
 
@@ -31,25 +27,8 @@ while True:
 
 @pytest.fixture
 def sandbox(state_dir):
-    d = start_daemon(state_dir / "state", shared_templates=False, extra_args=("--warm-pool", "0"))
-    try:
-        yield d, start_server(d, state_dir)
-    finally:
-        stop_daemon(d)  # also when the server could not be started
-
-
-def start_server(d, state_dir) -> str:
-    with d.api() as api:
-        r = api.post("/sandboxes", json={"templateID": "host"})
-        assert r.status_code == 201, r.text
-    sandbox_id = r.json()["sandboxID"]
-    (state_dir / "server.py").write_text(SERVER)
-    subprocess.run([str(ABX_BIN), "upload", sandbox_id, str(state_dir / "server.py"),
-                    "/tmp/server.py"], env=d.env(), check=True, timeout=60)
-    subprocess.run([str(ABX_BIN), "exec", sandbox_id, "--", "sh", "-c",
-                    "nohup python3 /tmp/server.py >/dev/null 2>&1 &"],
-                   env=d.env(), check=True, timeout=60)
-    return sandbox_id
+    with host_sandbox_serving(state_dir, SERVER) as served:
+        yield served
 
 
 def test_interim_responses_are_skipped_and_endless_ones_refused(sandbox):
