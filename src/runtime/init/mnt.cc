@@ -81,7 +81,7 @@ unsigned long locked_flags(const std::string& path) {
   return flags;
 }
 
-Status bind(const std::string& source, const std::string& target, bool read_only) {
+Status bind_mount(const std::string& source, const std::string& target, bool read_only) {
   if (auto s = sys(::mount(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr),
                    "bind mount", source + " -> " + target);
       !s)
@@ -164,7 +164,7 @@ Status bind_read_only(const InitConfig& config) {
     const std::string source = source_path(config, config.lower_layers.size() + i);
     const std::string target = kNew + config.binds[i].second;
     if (auto s = make_mount_point(source, target); !s) return s;
-    if (auto s = bind(source, target, true); !s) return s;
+    if (auto s = bind_mount(source, target, true); !s) return s;
   }
   return {};
 }
@@ -184,7 +184,7 @@ Status bind_proc_views(const InitConfig& config) {
   const std::string source = source_path(config, index);
   for (const std::string& name : config.proc_views) {
     if (name.empty() || name.find('/') != std::string::npos) continue;
-    (void)bind(source + "/" + name, std::string(kNew) + "/proc/" + name, true);
+    (void)bind_mount(source + "/" + name, std::string(kNew) + "/proc/" + name, true);
   }
   return {};
 }
@@ -192,11 +192,12 @@ Status bind_proc_views(const InitConfig& config) {
 Status make_dev(const InitConfig& config) {
   const std::string dev = std::string(kNew) + "/dev";
   if (auto s = make_dirs(dev, 0755); !s) return s;
-  if (auto s = bind(kStagedDev, dev, false); !s) return s;
+  if (auto s = bind_mount(kStagedDev, dev, false); !s) return s;
   if (auto s = remount_bind(dev, MS_NOSUID | MS_NOEXEC); !s) return s;
   for (const char* name : kDevices) {
     if (auto s = make_file(dev + "/" + name); !s) return s;
-    if (auto s = bind(std::string(kOld) + "/dev/" + name, dev + "/" + name, false); !s) return s;
+    if (auto s = bind_mount(std::string(kOld) + "/dev/" + name, dev + "/" + name, false); !s)
+      return s;
   }
   if (auto s = sys(::mkdir((dev + "/pts").c_str(), 0755), "mkdir /dev/pts"); !s) return s;
   // gid 5 is `tty` in Debian; only usable when more than root is mapped.
@@ -238,13 +239,13 @@ Status mask_proc(const InitConfig&) {
     const std::string path = proc + name;
     if (::stat(path.c_str(), &st) != 0) continue;  // not on this kernel
     const Status masked =
-        S_ISDIR(st.st_mode) ? bind(kStagedEmpty, path, true) : bind(null, path, false);
+        S_ISDIR(st.st_mode) ? bind_mount(kStagedEmpty, path, true) : bind_mount(null, path, false);
     if (!masked) return masked;
   }
   for (const char* name : kReadOnlyProc) {
     const std::string path = proc + name;
     if (::access(path.c_str(), F_OK) != 0) continue;
-    if (auto s = bind(path, path, true); !s) return s;
+    if (auto s = bind_mount(path, path, true); !s) return s;
   }
   return {};
 }
