@@ -87,6 +87,7 @@ def kill_during_a_create_burst(data_dir: Path) -> Daemon:
 
 
 @pytest.mark.offline
+@pytest.mark.slow  # about 22 s even on an idle machine
 def test_sigkill_during_a_create_burst_leaves_no_clone_of_the_daemon(state_dir):
     data_dir = state_dir / "state"
     for trial in range(8):
