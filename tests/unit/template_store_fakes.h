@@ -13,6 +13,7 @@
 
 #include "runtime/runtime.h"
 #include "tar_fixture.h"
+#include "templates/templates.h"
 
 namespace abx::testing {
 
@@ -33,6 +34,19 @@ class NoSandboxRuntime : public runtime::Runtime {
   gid_t host_gid(uint32_t) const override { return ::getegid(); }
   std::vector<std::string> warnings() const override { return {}; }
 };
+
+// Builds `name` from `sandboxfile` with `context` (made here, empty) as its context.
+inline Result<templates::TemplateInfo> build_sandboxfile(templates::TemplateStore& store,
+                                                         const std::string& name,
+                                                         const std::string& sandboxfile,
+                                                         const fs::path& context) {
+  templates::SandboxfileRequest request;
+  request.name = name;
+  request.context_dir = context;
+  fs::create_directories(request.context_dir);
+  request.sandboxfile = sandboxfile;
+  return store.build_sandboxfile(request, [](const std::string&) {});
+}
 
 inline std::string read_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

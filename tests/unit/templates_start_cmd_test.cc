@@ -32,12 +32,7 @@ class TemplateStartCmdTest : public ::testing::Test {
   }
   Result<TemplateInfo> build(TemplateStore& store, const std::string& name,
                              const std::string& sandboxfile) {
-    SandboxfileRequest request;
-    request.name = name;
-    request.context_dir = temp_.path() / "context";
-    fs::create_directories(request.context_dir);
-    request.sandboxfile = sandboxfile;
-    return store.build_sandboxfile(request, [](const std::string&) {});
+    return testing::build_sandboxfile(store, name, sandboxfile, temp_.path() / "context");
   }
 
   abx::testing::TempDir temp_{"abx-start-cmd-test"};
