@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 from harness import Daemon, open_loopback_registries, private_state_dir, start_daemon, stop_daemon
 from helpers import abx, sandbox
@@ -480,6 +481,15 @@ def test_another_teams_template_is_not_pushed_nor_replaced_by_a_pull(template_da
             r = api.post(f"/abx/v1/templates/{source_template}/push", json=body,
                          headers={"X-Registry-Auth": "%%%"})
             assert r.status_code == 400, r.text
+            # The export (what deploy downloads) as well: unknown to another team, refused
+            # without a key, and no name reaches outside the templates dir or the host view.
+            r = api.get(f"/abx/v1/templates/{source_template}/export", headers=headers)
+            assert r.status_code == 404, r.text
+            r = httpx.get(f"{template_daemon.url}/abx/v1/templates/{source_template}/export")
+            assert r.status_code == 401, r.text
+            for name in ("..", "%2e%2e%2f%2e%2e%2fetc", "host", "x" * 5000):
+                r = api.get(f"/abx/v1/templates/{name}/export")
+                assert r.status_code in (400, 404, 414, 431), (name[:20], r.status_code, r.text)
     finally:
         with template_daemon.api() as admin:
             admin.delete(f"/abx/v1/keys/{made.json()['id']}")
