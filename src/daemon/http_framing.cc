@@ -54,6 +54,9 @@ beast::error_code put_header(Parser& parser, beast::flat_buffer& buffer, size_t*
     const size_t used = parser.put(buffer.data(), ec);
     buffer.consume(used);
     *parsed += used;
+    // Beast's own limit bounds one put: a header that arrived in two reads
+    // can end past kHeaderLimit without it noticing.
+    if (*parsed > kHeaderLimit) return bhttp::error::header_limit;
     if (ec != bhttp::error::need_more && (ec || parser.is_header_done())) return ec;
   }
   if (*parsed + buffer.size() >= kHeaderLimit) return bhttp::error::header_limit;
