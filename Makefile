@@ -13,6 +13,11 @@ FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= $(shell nproc)
 FUZZ_TARGETS := $(patsubst fuzz/%_fuzzer.cc,%,$(wildcard fuzz/*_fuzzer.cc))
 VENV := $(BUILD)/venv
+# ccache (when installed, see CMakeLists.txt): paths under the tree are hashed
+# relative to it, so a fresh clone elsewhere hits what another tree compiled.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+export CCACHE_MAXSIZE ?= 20G
 PY := $(VENV)/bin/python
 
 .PHONY: all build deps demo check test unit unit-quick unit-tsan e2e offline lint-python \
