@@ -43,8 +43,13 @@ bool any_cidr(const std::vector<Cidr>& cidrs, uint32_t ip) {
 const std::vector<Cidr>& always_denied_ranges() {
   static const std::vector<Cidr> ranges = [] {
     std::vector<Cidr> out;
-    for (const char* text : {"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",
-                             "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/3"})
+    // RFC 6890's ranges that are never a public host: this network, private,
+    // CGNAT, loopback, link-local and metadata, IETF protocol assignments
+    // (192.0.0.0/24), benchmarking (198.18.0.0/15, also where proxies put
+    // their fake-IP DNS answers), multicast, reserved and broadcast.
+    for (const char* text :
+         {"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+          "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/3"})
       out.push_back(*parse_cidr(text));
     return out;
   }();

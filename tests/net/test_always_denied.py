@@ -1,10 +1,11 @@
 """Issue 13, "always denied, whatever the policy": from a sandbox with internet access the
 daemon's machine (its world address on any port, the daemon's API port, the sandbox's own
-gateway on a port other than DNS), another sandbox, cloud metadata, RFC 1918 and CGNAT
-addresses are unreachable. Each of these destinations answers when asked from elsewhere
-(servers in the daemon's namespace, in the world, in the other sandbox), so only the
-sandbox policy can be what stops them; and in each case the same sandbox reaches the
-world (the control), so a sandbox without any network cannot pass."""
+gateway on a port other than DNS), another sandbox, cloud metadata, RFC 1918, CGNAT and
+the other non-public ranges (192.0.0.0/24, 198.18.0.0/15) are unreachable. Each of these
+destinations answers when asked from elsewhere (servers in the daemon's namespace, in the
+world, in the other sandbox), so only the sandbox policy can be what stops them; and in
+each case the same sandbox reaches the world (the control), so a sandbox without any
+network cannot pass."""
 from __future__ import annotations
 
 import pytest
@@ -20,7 +21,7 @@ from netcheck import (
     link,
     sh,
 )
-from world import CGNAT, DAEMON_ADDR, METADATA, PRIVATE, WWW
+from world import BENCHMARK, CGNAT, DAEMON_ADDR, IETF, METADATA, PRIVATE, WWW
 
 pytestmark = pytest.mark.net
 
@@ -30,8 +31,8 @@ WIDE_OPEN = {"network": {"allowOut": ["0.0.0.0/0"]}}
 
 
 @pytest.mark.parametrize("body", [{}, WIDE_OPEN], ids=["default", "allowOut-everything"])
-@pytest.mark.parametrize("target", [METADATA, PRIVATE, CGNAT],
-                         ids=["metadata", "rfc1918", "cgnat"])
+@pytest.mark.parametrize("target", [METADATA, PRIVATE, CGNAT, IETF, BENCHMARK],
+                         ids=["metadata", "rfc1918", "cgnat", "ietf", "benchmark"])
 def test_served_private_and_link_local_addresses(net_world, net_daemon, target, body):
     sandbox = create(net_daemon, **body)
     denied, control = fetch_all(net_daemon, sandbox, f"http://{target}/", CONTROL)

@@ -36,8 +36,10 @@ SOCKS = "203.0.113.20"   # :1080 open, :1081 abx/secret
 PRIVATE = "10.99.0.1"    # private.example.test
 METADATA = "169.254.169.254"
 CGNAT = "100.64.0.1"
+IETF = "192.0.0.8"           # IETF protocol assignments (RFC 6890)
+BENCHMARK = "198.18.0.1"     # benchmarking; proxies' fake-IP DNS answers
 DNS_SERVERS = ("8.8.8.8", "1.1.1.1")
-SERVED = (*DNS_SERVERS, WWW, API, SOCKS, PRIVATE, METADATA, CGNAT)
+SERVED = (*DNS_SERVERS, WWW, API, SOCKS, PRIVATE, METADATA, CGNAT, IETF, BENCHMARK)
 SOCKS_USER, SOCKS_PASSWORD = "abx", "secret"
 
 

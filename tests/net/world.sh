@@ -34,7 +34,8 @@ set -eEuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=${ABX_NET_WORLD_DIR:-/run/abx-net-world}
-servers=(1.1.1.1 8.8.8.8 203.0.113.10 203.0.113.11 203.0.113.20 10.99.0.1 169.254.169.254 100.64.0.1)
+servers=(1.1.1.1 8.8.8.8 203.0.113.10 203.0.113.11 203.0.113.20 10.99.0.1 169.254.169.254 100.64.0.1
+  192.0.0.8 198.18.0.1)
 python=/usr/bin/python3  # not a pyenv shim: it runs as root in the world
 
 die() { echo "world.sh: $*" >&2; exit 1; }

@@ -21,6 +21,19 @@ TEST(EgressPolicy, ParsesAddressesAndCidrs) {
   EXPECT_TRUE(kAllTraffic.contains(ip("255.255.255.255")));
 }
 
+TEST(EgressPolicy, NeverDialsNonPublicRangesUnlessOpened) {
+  const auto closed = never_dialed({}, HostAddresses::unless_opened);
+  for (const char* denied : {"0.1.2.3", "10.0.0.1", "100.64.0.1", "127.0.0.1", "169.254.169.254",
+                             "172.16.0.1", "192.0.0.8", "192.168.1.1", "198.18.0.1", "198.19.255.1",
+                             "224.0.0.1", "240.0.0.1", "255.255.255.255"})
+    EXPECT_TRUE(closed(ip(denied))) << denied;
+  for (const char* open : {"1.1.1.1", "8.8.8.8", "192.0.2.1", "198.20.0.1", "203.0.113.10"})
+    EXPECT_FALSE(closed(ip(open))) << open;
+  const auto opened = never_dialed({*parse_cidr("198.18.0.0/24")}, HostAddresses::unless_opened);
+  EXPECT_FALSE(opened(ip("198.18.0.5")));
+  EXPECT_TRUE(opened(ip("198.18.1.5")));
+}
+
 TEST(EgressPolicy, MatchesHostsExactlyOrBySuffixIgnoringCasePortAndTrailingDot) {
   EXPECT_TRUE(host_matches("example.com", "Example.COM."));
   EXPECT_TRUE(host_matches("example.com", "example.com:443"));
