@@ -1,5 +1,8 @@
-"""Sandbox lifecycle over the control plane: create, connect, list, timeout, info, kill."""
+"""Sandbox lifecycle over the control plane: create, connect, list, timeout, info, pause,
+resume, kill."""
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 from agent_sandbox import Sandbox, SandboxNotFound, SandboxQuery
@@ -70,3 +73,39 @@ async def test_async_with_kills_when_the_body_raises(conn):
 async def test_envs_given_at_create_reach_commands(conn):
     async with await Sandbox.create(envs={"GREETING": "hello"}, **conn) as sandbox:
         assert (await sandbox.commands.run("echo $GREETING")).stdout == "hello\n"
+
+
+async def test_pause_freezes_and_resume_continues(conn):
+    async with await Sandbox.create(**conn) as sandbox:
+        await sandbox.commands.run(
+            "while :; do date +%s%N >> /tmp/ticks; sleep 0.05; done", background=True)
+        await asyncio.sleep(0.3)
+        assert await sandbox.pause() is True
+        assert await sandbox.pause() is False  # already paused
+        info = await sandbox.get_info()
+        assert info.state == "paused"
+        assert not await sandbox.is_running()
+        assert [s.state for s in await Sandbox.list(**conn)
+                if s.sandbox_id == sandbox.sandbox_id] == ["paused"]
+        await asyncio.sleep(0.5)
+        assert await sandbox.resume(timeout=120) is True
+        assert await sandbox.resume() is False  # running again
+        ticks = [int(t) for t in (await sandbox.files.read("/tmp/ticks")).split()]
+        gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+        # The loop stood still while paused (one gap of at least the pause's 0.5 s) ...
+        assert max(gaps) >= 400_000_000
+        await asyncio.sleep(0.3)
+        # ... and goes on after the resume.
+        assert len((await sandbox.files.read("/tmp/ticks")).split()) > len(ticks)
+        ended = (await sandbox.get_info()).end_at
+        assert ended is not None and info.end_at != ended
+
+
+def test_pause_and_resume_sync(conn):
+    from agent_sandbox.sync import Sandbox as SyncSandbox
+
+    with SyncSandbox.create(**conn) as sandbox:
+        assert sandbox.pause() is True
+        assert sandbox.get_info().state == "paused"
+        assert sandbox.resume() is True
+        assert sandbox.commands.run("echo back").stdout == "back\n"

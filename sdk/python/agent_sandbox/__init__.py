@@ -22,6 +22,7 @@ from .errors import (
     AuthenticationError,
     AuthenticationException,
     CommandExitException,
+    ConflictException,
     InvalidArgumentError,
     InvalidArgumentException,
     NotFoundError,
@@ -63,7 +64,7 @@ from .sandbox import Sandbox
 from .template import Template, TemplateInfo
 
 __all__ = [
-    "AlreadyExistsError", "AlreadyExistsException", "AuthenticationError",
+    "AlreadyExistsError", "AlreadyExistsException", "AuthenticationError", "ConflictException",
     "AuthenticationException", "CommandExitException", "CommandHandle", "CommandResult",
     "Commands", "Context", "EntryInfo", "Execution", "ExecutionError", "FileType", "Filesystem",
     "FilesystemEvent", "FilesystemEventType", "InvalidArgumentError", "InvalidArgumentException",

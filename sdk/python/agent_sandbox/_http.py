@@ -14,6 +14,7 @@ from ._config import ConnectionConfig, follow_moved_daemon, notice_moved_daemon
 from .errors import (
     AlreadyExistsException,
     AuthenticationException,
+    ConflictException,
     InvalidArgumentException,
     NotFoundException,
     RateLimitException,
@@ -138,6 +139,8 @@ def _control_error(call: Call, status: int, message: str) -> SandboxException:
         return NotFoundException(f"{call.subject}: not found ({message})")
     if status == 400:
         return InvalidArgumentException(f"{call.subject}: {message}")
+    if status == 409:
+        return ConflictException(f"{call.subject}: {message}")
     if status in (502, 504):
         return TimeoutException(f"{call.subject}: the server timed out ({message}); retry later")
     return SandboxException(f"{call.subject}: HTTP {status}: {message}")

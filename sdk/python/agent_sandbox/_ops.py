@@ -20,7 +20,12 @@ import httpx
 from ._config import ENVD_PORT, JUPYTER_PORT, ConnectionConfig, sandbox_headers
 from ._connect import encode_envelope
 from ._http import Call
-from .errors import AlreadyExistsException, NotFoundException, SandboxNotFoundException
+from .errors import (
+    AlreadyExistsException,
+    ConflictException,
+    NotFoundException,
+    SandboxNotFoundException,
+)
 from .models import (
     Context,
     EntryInfo,
@@ -143,6 +148,30 @@ def kill_sandbox(config: ConnectionConfig, sandbox_id: str) -> Op[bool]:
 def set_timeout(config: ConnectionConfig, sandbox_id: str, seconds: int) -> Op[None]:
     """POST /sandboxes/{id}/timeout: the sandbox now ends `seconds` from now."""
     yield _about(config, "POST", sandbox_id, "/timeout", json={"timeout": seconds})
+
+
+def pause_sandbox(config: ConnectionConfig, sandbox_id: str) -> Op[bool]:
+    """POST /sandboxes/{id}/pause; False if it was already paused."""
+    try:
+        yield _about(config, "POST", sandbox_id, "/pause")
+    except ConflictException:
+        info = yield from get_info(config, sandbox_id)
+        if info.state == "paused":
+            return False
+        raise
+    return True
+
+
+def resume_sandbox(config: ConnectionConfig, sandbox_id: str, timeout: int) -> Op[bool]:
+    """POST /sandboxes/{id}/resume, to end `timeout` seconds from now; False if it was running."""
+    try:
+        yield _about(config, "POST", sandbox_id, "/resume", json={"timeout": timeout})
+    except ConflictException:
+        info = yield from get_info(config, sandbox_id)
+        if info.state == "running":
+            return False
+        raise
+    return True
 
 
 def get_info(config: ConnectionConfig, sandbox_id: str) -> Op[SandboxInfo]:

@@ -54,6 +54,10 @@ class AlreadyExistsException(SandboxException):
     """The path (or object) to create already exists."""
 
 
+class ConflictException(SandboxException):
+    """The sandbox is in a state that refuses the call now (a pause or resume under way)."""
+
+
 class TemplateBuildException(SandboxException):
     """A template build failed; the message holds the failing step and its last output lines."""
 

@@ -184,6 +184,27 @@ class Sandbox:
         config = self._transport.config
         await self._transport.run(_ops.set_timeout(config, self.sandbox_id, seconds))
 
+    async def pause(self) -> bool:
+        """Freezes the sandbox where it stands: its processes, memory and files are kept,
+        its timeout stops running. Calls into it fail until `resume()` or `connect`.
+
+        :return: True if it got paused, False if it was already paused
+        :raises SandboxNotFoundException: it is gone
+        :raises ConflictException: a pause or resume is under way
+        """
+        return await self._transport.run(_ops.pause_sandbox(self._transport.config,
+                                                            self.sandbox_id))
+
+    async def resume(self, timeout: int = DEFAULT_TIMEOUT) -> bool:
+        """Resumes a paused sandbox as it was; it then ends `timeout` seconds from now.
+
+        :param timeout: its remaining life once resumed
+        :return: True if it got resumed, False if it was running already
+        :raises SandboxNotFoundException: it is gone
+        """
+        return await self._transport.run(_ops.resume_sandbox(self._transport.config,
+                                                             self.sandbox_id, timeout))
+
     async def get_info(self) -> SandboxInfo:
         """Template, metadata, start and end time of the sandbox.
 

@@ -179,6 +179,25 @@ class Sandbox:
         """
         self._transport.run(_ops.set_timeout(self._transport.config, self.sandbox_id, seconds))
 
+    def pause(self) -> bool:
+        """Freezes the sandbox where it stands (see the async `Sandbox.pause`).
+
+        :return: True if it got paused, False if it was already paused
+        :raises SandboxNotFoundException: it is gone
+        :raises ConflictException: a pause or resume is under way
+        """
+        return self._transport.run(_ops.pause_sandbox(self._transport.config, self.sandbox_id))
+
+    def resume(self, timeout: int = DEFAULT_TIMEOUT) -> bool:
+        """Resumes a paused sandbox; it then ends `timeout` seconds from now.
+
+        :param timeout: its remaining life once resumed
+        :return: True if it got resumed, False if it was running already
+        :raises SandboxNotFoundException: it is gone
+        """
+        return self._transport.run(_ops.resume_sandbox(self._transport.config, self.sandbox_id,
+                                                       timeout))
+
     def get_info(self) -> SandboxInfo:
         """Template, metadata, start and end time of the sandbox.
 
