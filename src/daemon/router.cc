@@ -142,9 +142,14 @@ class Router {
   }
 
   // A request to a paused sandbox created with autoResume wakes it, for the
-  // default timeout (E2B's auto-resume). False when it could not be resumed.
+  // default timeout (E2B's auto-resume), or the team's longest when that is
+  // shorter. False when it could not be resumed.
   Task<bool> resume_for_request(const std::shared_ptr<LiveSandbox>& live) {
-    auto resumed = co_await service_.resume(live, kDefaultTimeoutSec);
+    const uint32_t longest = service_.quotas().quota_for(live->snapshot().owner).max_timeout_sec;
+    const int seconds = longest > 0 && longest < static_cast<uint32_t>(kDefaultTimeoutSec)
+                            ? static_cast<int>(longest)
+                            : kDefaultTimeoutSec;
+    auto resumed = co_await service_.resume(live, seconds);
     if (!resumed) {
       spdlog::warn("sandbox {}: auto-resume: {}", live->snapshot().id, resumed.error().message());
       co_return false;

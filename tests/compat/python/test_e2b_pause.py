@@ -151,3 +151,33 @@ def test_pause_racing_kill_leaves_the_daemon_answering(e2b_env):
         assert httpx.get(f"{e2b_env.url}/health").status_code == 204
     finally:
         api.close()
+
+
+def test_auto_resume_within_a_teams_shorter_max_timeout(e2b_env, monkeypatch):
+    """Auto-resume gives 300 s, or the team's longest timeout when that is shorter (a team
+    limited to 60 s would otherwise never wake)."""
+    team = "short-lived"
+    with e2b_env.api() as admin:
+        made = admin.post("/abx/v1/keys", json={"team": team, "name": "auto-resume test"})
+        assert made.status_code == 201, made.text
+        assert admin.put(f"/abx/v1/teams/{team}/quota",
+                         json={"maxTimeoutSec": 60}).status_code == 200
+    monkeypatch.setenv("E2B_API_KEY", made.json()["key"])
+    try:
+        sb = Sandbox.create(timeout=2, lifecycle={"on_timeout": "pause", "auto_resume": True})
+        try:
+            for _ in range(50):
+                if Sandbox.get_info(sb.sandbox_id).state == SandboxState.PAUSED:
+                    break
+                time.sleep(0.2)
+            assert Sandbox.get_info(sb.sandbox_id).state == SandboxState.PAUSED
+            assert sb.commands.run("echo awake").stdout == "awake\n"
+            info = Sandbox.get_info(sb.sandbox_id)
+            assert info.state == SandboxState.RUNNING
+            assert info.end_at.timestamp() - time.time() <= 60
+        finally:
+            sb.kill()
+    finally:
+        with e2b_env.api() as admin:
+            admin.put(f"/abx/v1/teams/{team}/quota", json={"maxTimeoutSec": 0})
+            admin.delete(f"/abx/v1/keys/{made.json()['id']}")
