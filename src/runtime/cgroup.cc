@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -122,10 +123,25 @@ Status enable_v2_controllers(const std::string& available, const std::vector<fs:
   return {};
 }
 
-void kill_members(const fs::path& dir) {
+std::set<pid_t> members(const fs::path& dir) {
   std::istringstream procs(read_text(dir / "cgroup.procs"));
+  std::set<pid_t> out;
   pid_t pid;
-  while (procs >> pid) ::kill(pid, SIGKILL);
+  while (procs >> pid) out.insert(pid);
+  return out;
+}
+
+// SIGKILLs the group's processes through pidfds opened before the group is
+// read again: a pid that left it in between (exited, and was reused by a
+// host process) is never signalled.
+void kill_members(const fs::path& dir) {
+  std::vector<std::pair<pid_t, UniqueFd>> opened;
+  for (const pid_t pid : members(dir))
+    if (UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))); fd.valid())
+      opened.emplace_back(pid, std::move(fd));
+  const std::set<pid_t> still = members(dir);
+  for (const auto& [pid, fd] : opened)
+    if (still.contains(pid)) (void)::syscall(SYS_pidfd_send_signal, fd.get(), SIGKILL, nullptr, 0);
 }
 
 bool has_members(const fs::path& dir) { return !read_text(dir / "cgroup.procs").empty(); }
@@ -264,6 +280,103 @@ fs::path workload_dir(const Layout& layout, const std::string& id) {
 fs::path workload_procs(const Layout& layout, const std::string& id) {
   const fs::path dir = workload_dir(layout, id);
   return dir.empty() ? dir : dir / "cgroup.procs";
+}
+
+namespace {
+
+constexpr std::string_view kCommandPrefix = "cmd-";
+
+// Where command groups go: the sandbox's pids group on v1. On v2 a group
+// with a process (init) cannot have children with controllers.
+fs::path commands_dir(const Layout& layout, const std::string& id) {
+  const Hierarchy* h = layout.version == Version::kV1 ? owning(layout, "pids") : nullptr;
+  return h ? h->base / id : fs::path();
+}
+
+std::vector<fs::path> command_groups(const Layout& layout, const std::string& id) {
+  std::vector<fs::path> out;
+  const fs::path dir = commands_dir(layout, id);
+  if (dir.empty()) return out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().filename().string().starts_with(kCommandPrefix) && entry.is_directory(ec))
+      out.push_back(entry.path());
+  return out;
+}
+
+// The command's share of the sandbox's pids: all but the headroom, or half
+// of a limit too small for it.
+uint64_t command_pids(uint64_t sandbox_pids) {
+  return sandbox_pids - std::min(kCommandHeadroom, sandbox_pids / 2);
+}
+
+fs::path command_group_path(const fs::path& parent, int pid) {
+  return parent / (std::string(kCommandPrefix) + std::to_string(pid));
+}
+
+// Kills what is in `dir` until it is empty (a process may be forking while
+// its group is read), then removes it.
+Status empty_and_remove(const fs::path& dir) {
+  for (int round = 0; round < 100 && has_members(dir); ++round) {
+    kill_members(dir);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return remove_dir(dir);
+}
+
+}  // namespace
+
+Result<CommandGroup> open_command_group(const Layout& layout, const std::string& id,
+                                        const Limits& limits, uint64_t unique) {
+  const fs::path parent = commands_dir(layout, id);
+  if (parent.empty()) return CommandGroup{};
+  CommandGroup group;
+  group.dir = parent / (std::string(kCommandPrefix) + "new-" + std::to_string(unique));
+  if (::mkdir(group.dir.c_str(), 0755) != 0)
+    return Error::from_errno("cgroup mkdir", group.dir.string());
+  Status made;
+  if (limits.pids > 0)
+    made = write_file(group.dir / "pids.max", std::to_string(command_pids(limits.pids)));
+  if (made) {
+    group.procs = UniqueFd(::open((group.dir / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+    if (!group.procs.valid()) made = Error::from_errno("cgroup open", group.dir.string());
+  }
+  if (!made) {
+    ::rmdir(group.dir.c_str());
+    return made.error();
+  }
+  return group;
+}
+
+Status name_command_group(const CommandGroup& group, int pid, uint64_t unique) {
+  if (group.dir.empty()) return {};
+  const fs::path named = command_group_path(group.dir.parent_path(), pid);
+  // The pid may be reused: an earlier command's group under that name holds
+  // what it left running (or nothing). It keeps living under another name.
+  if (::rmdir(named.c_str()) != 0 && errno == EBUSY)
+    (void)::rename(named.c_str(), (named.string() + "-" + std::to_string(unique)).c_str());
+  if (::rename(group.dir.c_str(), named.c_str()) != 0)
+    return Error::from_errno("cgroup rename", named.string());
+  return {};
+}
+
+void discard_command_group(const CommandGroup& group) {
+  if (!group.dir.empty()) (void)empty_and_remove(group.dir);
+}
+
+Status kill_command_group(const Layout& layout, const std::string& id, int pid) {
+  const fs::path parent = commands_dir(layout, id);
+  if (parent.empty()) return {};
+  const fs::path dir = command_group_path(parent, pid);
+  if (::access(dir.c_str(), F_OK) != 0) return {};
+  return empty_and_remove(dir);
+}
+
+void remove_ended_command_groups(const Layout& layout, const std::string& id) {
+  // Not the groups of spawns under way: no process has joined them yet.
+  const std::string unnamed = std::string(kCommandPrefix) + "new-";
+  for (const auto& dir : command_groups(layout, id))
+    if (!dir.filename().string().starts_with(unnamed)) ::rmdir(dir.c_str());  // EBUSY: running
 }
 
 namespace {
@@ -425,6 +538,7 @@ Status remove(const Layout& layout, const std::string& id) {
   // Children first: a group with a child cannot be removed.
   if (const fs::path workload = workload_dir(layout, id); !workload.empty())
     all.insert(all.begin(), workload);
+  for (const auto& command : command_groups(layout, id)) all.insert(all.begin(), command);
   for (const auto& dir : all) {
     if (layout.version == Version::kV2 && ::access((dir / "cgroup.kill").c_str(), F_OK) == 0)
       (void)write_file(dir / "cgroup.kill", "1");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/unique_fd.h"
 #include "runtime/runtime.h"
 
 namespace abx::runtime::cgroup {
@@ -44,6 +45,30 @@ std::vector<fs::path> dirs(const Layout& layout, const std::string& id);
 // is that group's cgroup.procs, or "" where there is none (v2, where a group
 // with a process cannot have children with controllers; no cgroups).
 fs::path workload_procs(const Layout& layout, const std::string& id);
+
+// A group of its own for each command the API starts (v1: under the
+// sandbox's pids group), which the command and everything it spawns join
+// before exec. Its pids limit leaves kCommandHeadroom of the sandbox's, so
+// however many processes one command makes, a new command can still start;
+// and a kill reaches what it spawned, escaped, daemonized or not.
+inline constexpr uint64_t kCommandHeadroom = 16;
+struct CommandGroup {
+  fs::path dir;    // empty: no command groups here (v2, no pids controller)
+  UniqueFd procs;  // its cgroup.procs, for the child to write itself into
+};
+// Made under a name of its own (`unique`) until the command's pid is known.
+Result<CommandGroup> open_command_group(const Layout& layout, const std::string& id,
+                                        const Limits& limits, uint64_t unique);
+// Renames the group to the one name kill_command_group finds: cmd-<pid>.
+Status name_command_group(const CommandGroup& group, int pid, uint64_t unique);
+// Removes a group no process joined (the spawn failed).
+void discard_command_group(const CommandGroup& group);
+// SIGKILLs every process in the group of the command whose pid (in the
+// sandbox) is `pid`, until none is left, and removes the group. Nothing
+// to do when there is none.
+Status kill_command_group(const Layout& layout, const std::string& id, int pid);
+// Removes the groups of commands whose processes have all ended.
+void remove_ended_command_groups(const Layout& layout, const std::string& id);
 
 Status create(const Layout& layout, const std::string& id, const Limits& limits);
 Status attach(const Layout& layout, const std::string& id, pid_t pid);

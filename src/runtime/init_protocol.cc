@@ -213,6 +213,7 @@ std::string encode(const Request& q) {
   w.u8(static_cast<uint8_t>(q.type));
   if (q.type == RequestType::kSpawn) {
     write_spec(w, q.spec);
+    if (q.command_group) w.u8(1);  // absent: what an older daemon sends
   } else if (q.type == RequestType::kOpen) {
     w.str(q.open.path);
     w.u32(q.open.uid);
@@ -232,8 +233,12 @@ bool decode(const std::string& bytes, Request* q) {
   if (!r.u8(&type)) return false;
   q->type = static_cast<RequestType>(type);
   switch (q->type) {
-    case RequestType::kSpawn:
-      return read_spec(r, &q->spec) && r.done();
+    case RequestType::kSpawn: {
+      uint8_t group = 0;
+      if (!read_spec(r, &q->spec) || (!r.done() && (!r.u8(&group) || group != 1))) return false;
+      q->command_group = group == 1;
+      return r.done();
+    }
     case RequestType::kSignal:
       return r.i32(&q->pid) && r.i32(&q->signo) && r.done();
     case RequestType::kOpen:

@@ -90,6 +90,9 @@ struct Request {
   int32_t signo = 0;
   OpenRequest open;  // kOpen
   FileRequest file;  // kFile
+  // kSpawn: the last fd is the cgroup.procs of the command's own group
+  // (cgroup::open_command_group), which the process joins before exec.
+  bool command_group = false;
 };
 
 // errnum == 0 and an empty step mean success.

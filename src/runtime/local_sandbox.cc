@@ -6,12 +6,22 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
 
 #include "common/fd_io.h"
 #include "runtime/file_client.h"
 
 namespace abx::runtime {
+namespace {
+
+// An init from before command groups (a sandbox adopted across an upgrade)
+// cannot decode a spawn that carries one: it is asked again without.
+bool is_older_init(const proto::Reply& reply) {
+  return reply.errnum == EPROTO && reply.step == "decode request";
+}
+
+}  // namespace
 
 LocalSandbox::LocalSandbox(SandboxRecord record, UniqueFd control, Held held, user::IdMap ids,
                            cgroup::Layout cgroups, std::shared_ptr<Networks> networks,
@@ -125,14 +135,29 @@ Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
   }
   if (!piped) return piped.error();
 
+  const uint64_t unique = (uint64_t{static_cast<uint32_t>(::getpid())} << 32) | ++groups_made_;
+  auto group = cgroup::open_command_group(cgroups_, record_.id, record_.limits, unique);
+  if (!group) return group.error();
+  cgroup::remove_ended_command_groups(cgroups_, record_.id);
   std::vector<int> fds;
   for (const auto& fd : child_ends) fds.push_back(fd.get());
   proto::Request request{proto::RequestType::kSpawn, spec, 0, 0};
+  request.command_group = group->procs.valid();
+  if (request.command_group) fds.push_back(group->procs.get());
   std::vector<UniqueFd> received;
   auto reply = call(request, fds, &received);
+  if (reply && request.command_group && is_older_init(*reply)) {
+    request.command_group = false;
+    fds.pop_back();
+    reply = call(request, fds, &received);
+  }
   child_ends.clear();
+  if (!reply || !reply->ok() || !request.command_group) cgroup::discard_command_group(*group);
   if (!reply) return reply.error();
   if (!reply->ok()) return proto::error_from(*reply);
+  // Unnamed (cannot fail but for a vanished sandbox), the group still
+  // bounds the command's processes; only a kill would not find it.
+  if (request.command_group) (void)cgroup::name_command_group(*group, reply->pid, unique);
   if (spec.pty) {
     if (received.size() != 1) return Error{"spawn", EPROTO, "init sent no pty master"};
     process.pty_fd = std::move(received.front());
@@ -141,13 +166,19 @@ Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
   return process;
 }
 
+// A SIGKILL ends the command and everything it started: its process group
+// through init, then whatever left the group (setsid, double forks) through
+// its cgroup.
 Status LocalSandbox::signal(int pid, int signo) {
   proto::Request request{proto::RequestType::kSignal, {}, pid, signo};
   std::vector<UniqueFd> received;
   auto reply = call(request, {}, &received);
+  Status group_killed;
+  if (signo == SIGKILL && !frozen_)
+    group_killed = cgroup::kill_command_group(cgroups_, record_.id, pid);
   if (!reply) return reply.error();
   if (!reply->ok()) return proto::error_from(*reply);
-  return {};
+  return group_killed;
 }
 
 Result<UniqueFd> LocalSandbox::open_as(const std::string& path, uint32_t uid, uint32_t gid) const {

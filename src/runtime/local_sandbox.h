@@ -64,6 +64,7 @@ class LocalSandbox final : public Sandbox {
   // Paused: init answers nothing, so nothing is asked of it (EBUSY at once)
   // rather than a daemon thread waiting for the resume.
   std::atomic<bool> frozen_{false};
+  std::atomic<uint32_t> groups_made_{0};  // names command groups until their pid is known
   UniqueFd control_;
   Held held_;
   user::IdMap ids_;

@@ -111,6 +111,22 @@ TEST(InitProtocol, RejectsTruncatedAndTrailingBytes) {
   EXPECT_FALSE(proto::decode(std::string("\x09", 1), &out));  // unknown type
 }
 
+TEST(InitProtocol, ASpawnSaysWhetherItCarriesACommandGroup) {
+  proto::Request in{proto::RequestType::kSpawn, {}, 0, 0};
+  in.spec.argv = {"true"};
+  proto::Request out;
+  ASSERT_TRUE(proto::decode(proto::encode(in), &out));  // as an older daemon sends it
+  EXPECT_FALSE(out.command_group);
+  in.command_group = true;
+  const std::string grouped = proto::encode(in);
+  ASSERT_TRUE(proto::decode(grouped, &out));
+  EXPECT_TRUE(out.command_group);
+  EXPECT_FALSE(proto::decode(grouped + "\x01", &out));
+  std::string other = grouped;
+  other.back() = '\x02';
+  EXPECT_FALSE(proto::decode(other, &out));
+}
+
 TEST(InitProtocol, FileRequestAndRepliesRoundTrip) {
   proto::Request in;
   in.type = proto::RequestType::kFile;

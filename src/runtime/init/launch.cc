@@ -40,6 +40,7 @@ struct Prepared {
   std::string pty_slave;
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
   int workload_procs = -1;
+  int command_procs = -1;
 };
 
 std::vector<std::string> exec_candidates(const ProcessSpec& spec) {
@@ -122,6 +123,9 @@ void setup_stdio(const Prepared& p, int report) {
     errno = s.error().errnum;
     fail(report, s.error().step);
   }
+  // Before exec, so nothing the command starts is outside its group.
+  if (p.command_procs >= 0 && ::write(p.command_procs, "0", 1) != 1)
+    fail(report, "join the command's cgroup");
   reset_open_files_limit();
   if (::setsid() < 0) fail(report, "setsid");
   setup_stdio(p, report);
@@ -210,12 +214,13 @@ Status become_user(uid_t uid, gid_t gid, bool set_groups) {
 }
 
 Result<Launched> launch(const ProcessSpec& spec, bool full_id_map, int workload_procs,
-                        const std::vector<UniqueFd>& stdio) {
+                        int command_procs, const std::vector<UniqueFd>& stdio) {
   const size_t expected = spec.pty ? 0 : (spec.stdin_pipe ? 3 : 2);
   if (spec.argv.empty() || stdio.size() != expected)
     return Error{"spawn", EINVAL, "malformed spawn request"};
   Prepared p = prepare(spec, full_id_map, stdio);
   p.workload_procs = workload_procs;
+  p.command_procs = command_procs;
   Launched launched;
   if (spec.pty) {
     auto master = open_pty(spec, &p.pty_slave);

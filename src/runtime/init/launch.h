@@ -30,8 +30,9 @@ Status become_user(uid_t uid, gid_t gid, bool set_groups);
 
 // `stdio` is what the runtime passed after the exit pipe: nothing with a pty,
 // else [stdin read end (if stdin_pipe)], stdout write end, stderr write end.
-// `workload_procs`: the cgroup.procs the child joins first, or -1.
+// `workload_procs`: the cgroup.procs the child joins first, or -1;
+// `command_procs`: its own command group's (the request's last fd), or -1.
 Result<Launched> launch(const ProcessSpec& spec, bool full_id_map, int workload_procs,
-                        const std::vector<UniqueFd>& stdio);
+                        int command_procs, const std::vector<UniqueFd>& stdio);
 
 }  // namespace abx::runtime::init

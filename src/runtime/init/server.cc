@@ -80,17 +80,26 @@ class Server {
       reply = open_file(request.open, &opened);
       if (opened.valid()) reply_fds.push_back(opened.get());
     } else {
-      reply = spawn(request.spec, std::move(fds), &pty_master);
+      reply = spawn(request, std::move(fds), &pty_master);
       if (pty_master.valid()) reply_fds.push_back(pty_master.get());
     }
     if (!proto::send_message(fd, proto::encode(reply), reply_fds)) drop(fd);
   }
 
-  proto::Reply spawn(const ProcessSpec& spec, std::vector<UniqueFd> fds, UniqueFd* pty_master) {
-    if (fds.empty()) return proto::reply_from(Error{"spawn", EINVAL, "no exit pipe"});
+  // fds: the exit pipe, the stdio ends, then the command group's procs file.
+  proto::Reply spawn(const proto::Request& request, std::vector<UniqueFd> fds,
+                     UniqueFd* pty_master) {
+    if (fds.size() < (request.command_group ? 2u : 1u))
+      return proto::reply_from(Error{"spawn", EINVAL, "malformed spawn request"});
     UniqueFd exit_pipe = std::move(fds.front());
     fds.erase(fds.begin());
-    auto launched = launch(spec, config_.full_id_map, config_.workload_procs_fd, fds);
+    UniqueFd command_procs;
+    if (request.command_group) {
+      command_procs = std::move(fds.back());
+      fds.pop_back();
+    }
+    auto launched = launch(request.spec, config_.full_id_map, config_.workload_procs_fd,
+                           command_procs.get(), fds);
     if (!launched) return proto::reply_from(launched.error());
     exit_pipes_[launched->pid] = std::move(exit_pipe);
     *pty_master = std::move(launched->pty_master);
