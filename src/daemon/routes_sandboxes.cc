@@ -6,6 +6,7 @@
 #include "daemon/codec.h"
 #include "daemon/control_requests.h"
 #include "daemon/routes.h"
+#include "daemon/sandbox_ops.h"
 
 namespace abx::daemon::routes {
 namespace {
@@ -361,6 +362,30 @@ Task<void> sandbox_logs(ControlCall& call, Exchange& exchange) {
   if (!query) co_return co_await respond_error(exchange, query.error());
   co_await respond_json(exchange, 200,
                         logs_json((*live)->log->since(query->start_ms, query->limit)));
+}
+
+namespace {
+
+nlohmann::json command_processes_json(const sandbox_ops::CommandProcesses& groups) {
+  nlohmann::json commands = nlohmann::json::array();
+  for (const auto& [pid, entries] : groups) {
+    nlohmann::json processes = nlohmann::json::array();
+    for (const auto& entry : entries)
+      processes.push_back({{"pid", entry.pid}, {"ppid", entry.ppid}, {"command", entry.command}});
+    commands.push_back({{"pid", pid}, {"processes", std::move(processes)}});
+  }
+  return {{"commands", std::move(commands)}};
+}
+
+}  // namespace
+
+// Each API command and what it started, for `abx ps`: {"commands": [{"pid",
+// "processes": [{"pid", "ppid", "command"}]}]}, pids as the sandbox sees them.
+Task<void> sandbox_processes(ControlCall& call, Exchange& exchange) {
+  auto live = sandbox_of(call);
+  if (!live) co_return co_await respond_error(exchange, live.error());
+  const auto groups = co_await sandbox_ops::command_processes(call.service, *(*live)->sandbox);
+  co_await respond_json(exchange, 200, command_processes_json(groups));
 }
 
 nlohmann::json sandbox_metric(LiveSandbox& live) {

@@ -94,6 +94,10 @@ Task<Status> signal(Service& service, ProcessTable& table, ProcessSelector selec
   co_return co_await short_lane<Status>(service, [&] { return table.signal(selector, signo); });
 }
 
+Task<CommandProcesses> command_processes(Service& service, const runtime::Sandbox& sb) {
+  co_return co_await short_lane<CommandProcesses>(service, [&] { return sb.command_processes(); });
+}
+
 Task<Status> close_stdin(Service& service, ProcessTable& table, ProcessSelector selector) {
   co_return co_await short_lane<Status>(service, [&] { return table.close_stdin(selector); });
 }

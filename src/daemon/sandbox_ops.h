@@ -8,6 +8,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,9 @@ Task<Result<std::shared_ptr<Subscription>>> start_process(Service& service, Proc
 Task<Status> send_input(Service& service, ProcessTable& table, ProcessSelector selector,
                         std::string bytes, bool to_pty);
 Task<Status> signal(Service& service, ProcessTable& table, ProcessSelector selector, int signo);
+// Each API command's processes (runtime::Sandbox::command_processes).
+using CommandProcesses = std::map<int, std::vector<runtime::ProcessEntry>>;
+Task<CommandProcesses> command_processes(Service& service, const runtime::Sandbox& sb);
 Task<Status> close_stdin(Service& service, ProcessTable& table, ProcessSelector selector);
 Task<Status> resize_pty(Service& service, ProcessTable& table, ProcessSelector selector,
                         uint16_t cols, uint16_t rows);

@@ -372,6 +372,20 @@ Status kill_command_group(const Layout& layout, const std::string& id, int pid) 
   return empty_and_remove(dir);
 }
 
+std::map<int, std::vector<pid_t>> command_members(const Layout& layout, const std::string& id) {
+  std::map<int, std::vector<pid_t>> out;
+  for (const auto& dir : command_groups(layout, id)) {
+    const std::string suffix = dir.filename().string().substr(kCommandPrefix.size());
+    // cmd-<pid> only: not a spawn's group under way, nor one moved aside.
+    if (suffix.empty() || suffix.find_first_not_of("0123456789") != std::string::npos ||
+        suffix.size() > 9)
+      continue;
+    const std::set<pid_t> pids = members(dir);
+    if (!pids.empty()) out[std::stoi(suffix)] = {pids.begin(), pids.end()};
+  }
+  return out;
+}
+
 void remove_ended_command_groups(const Layout& layout, const std::string& id) {
   // Not the groups of spawns under way: no process has joined them yet.
   const std::string unnamed = std::string(kCommandPrefix) + "new-";

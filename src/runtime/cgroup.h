@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,8 @@ void discard_command_group(const CommandGroup& group);
 // sandbox) is `pid`, until none is left, and removes the group. Nothing
 // to do when there is none.
 Status kill_command_group(const Layout& layout, const std::string& id, int pid);
+// The host pids in each named command group, by the command's pid.
+std::map<int, std::vector<pid_t>> command_members(const Layout& layout, const std::string& id);
 // Removes the groups of commands whose processes have all ended.
 void remove_ended_command_groups(const Layout& layout, const std::string& id);
 

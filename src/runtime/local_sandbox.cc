@@ -11,6 +11,7 @@
 
 #include "common/fd_io.h"
 #include "runtime/file_client.h"
+#include "runtime/process_tree.h"
 
 namespace abx::runtime {
 namespace {
@@ -179,6 +180,17 @@ Status LocalSandbox::signal(int pid, int signo) {
   if (!reply) return reply.error();
   if (!reply->ok()) return proto::error_from(*reply);
   return group_killed;
+}
+
+std::map<int, std::vector<ProcessEntry>> LocalSandbox::command_processes() const {
+  static const size_t level = process_tree::own_pid_namespace_level();
+  std::map<int, std::vector<ProcessEntry>> out;
+  for (const auto& [command, host_pids] : cgroup::command_members(cgroups_, record_.id)) {
+    auto& entries = out[command];
+    for (const pid_t host_pid : host_pids)
+      if (auto entry = process_tree::describe(host_pid, level)) entries.push_back(*entry);
+  }
+  return out;
 }
 
 Result<UniqueFd> LocalSandbox::open_as(const std::string& path, uint32_t uid, uint32_t gid) const {

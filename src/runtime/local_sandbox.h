@@ -48,6 +48,7 @@ class LocalSandbox final : public Sandbox {
   gid_t host_gid(uint32_t sandbox_gid) const override { return ids_.host_gid(sandbox_gid); }
   Usage usage() const override;
   Status set_frozen(bool frozen) override;
+  std::map<int, std::vector<ProcessEntry>> command_processes() const override;
 
  private:
   Result<proto::Reply> call(const proto::Request& request, const std::vector<int>& fds,

@@ -119,6 +119,14 @@ struct ExitInfo {
 };
 ExitInfo decode_wait_status(int status);
 
+// A process of a sandbox, as its pid namespace numbers it (ppid 0: its
+// parent is outside the sandbox, or gone).
+struct ProcessEntry {
+  int pid = 0;
+  int ppid = 0;
+  std::string command;  // its command line, arguments joined by spaces
+};
+
 class Sandbox {
  public:
   virtual ~Sandbox() = default;
@@ -189,6 +197,10 @@ class Sandbox {
     uint64_t disk_used_bytes = 0;
   };
   virtual Usage usage() const = 0;
+
+  // Every process of each command started through spawn() (the command and
+  // what it started, by command pid), where the runtime keeps them apart.
+  virtual std::map<int, std::vector<ProcessEntry>> command_processes() const { return {}; }
 
   // What RuntimeConfig::warm_up made for this sandbox while it waited in the
   // warm pool (null otherwise), handed over once. It must not refer to the

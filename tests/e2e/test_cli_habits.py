@@ -68,6 +68,37 @@ def test_ps_lists_a_running_command_with_its_pid_and_tag(daemon, sandbox):
         p.communicate()
 
 
+def test_ps_shows_what_each_command_started_as_a_tree(daemon, sandbox):
+    p = subprocess.Popen(
+        [str(ABX_BIN), "exec", sandbox, "--", "sh", "-c",
+         "sh -c 'sleep 1020; true' & setsid sleep 1021 & echo up; wait"],
+        env=daemon.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "up\n"
+        for _ in range(50):
+            r = abx(daemon, "ps", sandbox)
+            if "sleep 1020" in r.stdout and "sleep 1021" in r.stdout:
+                break
+            time.sleep(0.1)
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        top = next(i for i, line in enumerate(lines) if "echo up; wait" in line)
+        below = lines[top + 1:top + 4]
+        # The inner sh under the command, its sleep under it; the setsid one too.
+        assert [line.split()[0] for line in below] == ["\\_"] * 3, r.stdout
+        inner = next(line for line in below if "sh -c sleep 1020; true" in line)
+        sleeper = next(line for line in below if line.split()[2:] == ["sleep", "1020"])
+        assert len(sleeper) - len(sleeper.lstrip()) > len(inner) - len(inner.lstrip())
+        assert any(line.endswith("sleep 1021") for line in below)
+        # The route behind it, with the sandbox's pids.
+        tree = daemon.api().get(f"/abx/v1/sandboxes/{sandbox}/processes").json()["commands"]
+        commands = {c["pid"]: {p["command"] for p in c["processes"]} for c in tree}
+        assert any({"sleep 1020", "sleep 1021"} <= names for names in commands.values())
+    finally:
+        p.kill()
+        p.communicate()
+
+
 def test_logs_show_creation_and_each_command_with_its_exit(daemon, sandbox):
     assert abx(daemon, "exec", sandbox, "--", "sh", "-c", "exit 3").returncode == 3
     r = abx(daemon, "logs", sandbox)
