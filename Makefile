@@ -21,7 +21,7 @@ export CCACHE_MAXSIZE ?= 20G
 PY := $(VENV)/bin/python
 
 .PHONY: all build deps demo check test unit unit-quick unit-tsan e2e offline lint-python \
-	format format-check bench clean fuzz fuzz-build fuzz-smoke e2b-suites \
+	format format-check bench clean fuzz fuzz-build fuzz-smoke e2b-suites soak \
 	release install uninstall deb
 
 all: build
@@ -96,6 +96,13 @@ e2e:
 # `tests/e2b-suites/run.sh --help` for more.
 e2b-suites: build
 	ABX_BIN=$(CURDIR)/$(BUILD)/abx tests/e2b-suites/run.sh
+
+# Issue 15's soak: 3000 create/exec/kill cycles one after another and 2000 with 8
+# clients, checking that the daemon's mounts, cgroups, links, processes, descriptors,
+# files, store rows and RSS are as before (make test runs 200 + 200 of them).
+soak: deps build
+	ABX_BIN=$(CURDIR)/$(BUILD)/abx ABX_SOAK_SEQUENTIAL=3000 ABX_SOAK_CONCURRENT=2000 \
+	  $(PY) -m pytest -q tests/e2e/test_soak.py
 
 # The pytest tests marked `offline`: they start real daemons but need no built template.
 # Those also marked `slow` (each over ~15 s) run in `make test` only.
