@@ -12,19 +12,6 @@ namespace {
 constexpr const char* kPoolFile = "network-pool";  // in the state dir: the pool to reclaim
 constexpr const char* kLockDir = "/run/abx/net";
 
-Status enable_forwarding(std::vector<std::string>* warnings) {
-  const char* path = "/proc/sys/net/ipv4/ip_forward";
-  auto now = read_file(path);
-  if (now && now->rfind('1', 0) == 0) return {};
-  UniqueFd fd(::open(path, O_WRONLY | O_CLOEXEC));
-  if (!fd.valid()) return Error::from_errno("open", path);
-  if (auto s = write_all(fd.get(), "1", "enable IPv4 forwarding", path); !s) return s;
-  warnings->push_back(
-      "turned on IPv4 forwarding (net.ipv4.ip_forward=1) for sandbox NAT; abx's nftables table "
-      "forwards only its sandboxes' traffic, other interfaces follow the host's own rules");
-  return {};
-}
-
 }  // namespace
 
 Networks::Networks(NetPool pool) : pool_(std::move(pool)) {}
@@ -46,8 +33,10 @@ Result<std::unique_ptr<Networks>> Networks::open(const NetworkConfig& config,
                    "'" + text + "' in network.open_private is not an IPv4 address or CIDR"};
     opened.push_back(*cidr);
   }
-  if (auto s = enable_forwarding(warnings); !s) return s.error();
+  auto forwarding = ForwardingHold::acquire(kLockDir, warnings);
+  if (!forwarding) return forwarding.error();
   std::unique_ptr<Networks> networks(new Networks(std::move(*pool)));
+  networks->forwarding_ = std::move(*forwarding);
   // The rules keep a reference to the pool: made once it is in its place.
   auto rules = NftRules::open(networks->pool_, {config.dns_port, config.proxy_port},
                               std::move(opened), config.max_connections);
@@ -63,7 +52,9 @@ Result<std::unique_ptr<Networks>> Networks::open(const NetworkConfig& config,
 Networks::~Networks() {
   if (!rules_) return;
   auto links = net_links::links_with_prefix(pool_.link_prefix());
-  if (links && links->empty()) (void)rules_->remove();
+  if (!links || !links->empty()) return;  // sandboxes outlive the daemon: keep their way out
+  (void)rules_->remove();
+  forwarding_.release();
 }
 
 Status Networks::attach(uint32_t slot, int net_ns_fd) {

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "egress/policy.h"
+#include "runtime/forwarding.h"
 #include "runtime/net_pool.h"
 #include "runtime/nft_rules.h"
 #include "runtime/runtime.h"
@@ -48,6 +49,7 @@ class Networks {
   void remove_stale_tables();
 
   NetPool pool_;
+  ForwardingHold forwarding_;
   std::unique_ptr<NftRules> rules_;
   mutable std::shared_mutex policies_mutex_;
   std::map<uint32_t, std::shared_ptr<const egress::Policy>> policies_;  // by slot
