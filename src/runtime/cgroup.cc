@@ -133,15 +133,22 @@ std::set<pid_t> members(const fs::path& dir) {
 
 // SIGKILLs the group's processes through pidfds opened before the group is
 // read again: a pid that left it in between (exited, and was reused by a
-// host process) is never signalled.
+// host process) is never signalled. A batch at a time, so that a group of
+// thousands does not take as many of the daemon's descriptors at once.
 void kill_members(const fs::path& dir) {
+  constexpr size_t kBatch = 256;
+  const std::set<pid_t> listed = members(dir);
   std::vector<std::pair<pid_t, UniqueFd>> opened;
-  for (const pid_t pid : members(dir))
-    if (UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))); fd.valid())
-      opened.emplace_back(pid, std::move(fd));
-  const std::set<pid_t> still = members(dir);
-  for (const auto& [pid, fd] : opened)
-    if (still.contains(pid)) (void)::syscall(SYS_pidfd_send_signal, fd.get(), SIGKILL, nullptr, 0);
+  for (auto next = listed.begin(); next != listed.end();) {
+    opened.clear();
+    for (; next != listed.end() && opened.size() < kBatch; ++next)
+      if (UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, *next, 0))); fd.valid())
+        opened.emplace_back(*next, std::move(fd));
+    const std::set<pid_t> still = members(dir);
+    for (const auto& [pid, fd] : opened)
+      if (still.contains(pid))
+        (void)::syscall(SYS_pidfd_send_signal, fd.get(), SIGKILL, nullptr, 0);
+  }
 }
 
 bool has_members(const fs::path& dir) { return !read_text(dir / "cgroup.procs").empty(); }
@@ -332,7 +339,8 @@ Result<CommandGroup> open_command_group(const Layout& layout, const std::string&
   if (parent.empty()) return CommandGroup{};
   CommandGroup group;
   group.dir = parent / (std::string(kCommandPrefix) + "new-" + std::to_string(unique));
-  if (::mkdir(group.dir.c_str(), 0755) != 0)
+  // EEXIST: a daemon killed mid-spawn left this name (a new one has it by chance).
+  if (::mkdir(group.dir.c_str(), 0755) != 0 && (errno != EEXIST || has_members(group.dir)))
     return Error::from_errno("cgroup mkdir", group.dir.string());
   Status made;
   if (limits.pids > 0)
@@ -369,6 +377,9 @@ Status kill_command_group(const Layout& layout, const std::string& id, int pid) 
   if (parent.empty()) return {};
   const fs::path dir = command_group_path(parent, pid);
   if (::access(dir.c_str(), F_OK) != 0) return {};
+  // No fork in the group succeeds from now on: a fork bomb stops growing
+  // while it is killed.
+  (void)write_file(dir / "pids.max", "0");
   return empty_and_remove(dir);
 }
 

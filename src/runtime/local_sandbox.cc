@@ -136,7 +136,7 @@ Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
   }
   if (!piped) return piped.error();
 
-  const uint64_t unique = (uint64_t{static_cast<uint32_t>(::getpid())} << 32) | ++groups_made_;
+  const uint64_t unique = groups_made_.fetch_add(1);
   auto group = cgroup::open_command_group(cgroups_, record_.id, record_.limits, unique);
   if (!group) return group.error();
   cgroup::remove_ended_command_groups(cgroups_, record_.id);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <random>
 #include <vector>
 
 #include "runtime/cgroup.h"
@@ -65,7 +66,9 @@ class LocalSandbox final : public Sandbox {
   // Paused: init answers nothing, so nothing is asked of it (EBUSY at once)
   // rather than a daemon thread waiting for the resume.
   std::atomic<bool> frozen_{false};
-  std::atomic<uint32_t> groups_made_{0};  // names command groups until their pid is known
+  // Names command groups until their pid is known: random, so a daemon that
+  // adopts this sandbox after a crash does not pick its predecessor's names.
+  std::atomic<uint64_t> groups_made_{std::random_device{}() * 0x100000000ull};
   UniqueFd control_;
   Held held_;
   user::IdMap ids_;
