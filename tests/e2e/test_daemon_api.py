@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness import start_daemon, stop_daemon
+from harness import SHARED_TEMPLATES, start_daemon, stop_daemon
 from helpers import sandbox_host_pids, wait_until
 
 
@@ -67,10 +67,17 @@ def leftovers(data_dir: Path) -> dict[str, object]:
     mounts and network devices. Counts, not ids: the runtime's warm pool
     replaces the sandboxes it hands out with new ones."""
     ids = {p.name for p in (data_dir / "sandboxes").glob("*")}
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    # Only what this daemon could have made: other tests' and builds' mounts and links on
+    # the same host come and go meanwhile.
+    mounts = [line for line in Path("/proc/mounts").read_text().splitlines()
+              if str(data_dir) in line or str(SHARED_TEMPLATES) in line]
+    # Its sandboxes' veths: "ab" + the pool's first two octets in hex (src/runtime/net_pool.cc).
+    pool_file = data_dir / "sandboxes" / "network-pool"
+    pool = pool_file.read_text().split(".") if pool_file.exists() else None
+    prefix = f"ab{int(pool[0]):02x}{int(pool[1]):02x}-" if pool else "\0"
     return {
-        "mounts": Path("/proc/mounts").read_text().count("\n"),
-        "links": len(links.splitlines()),
+        "mounts": len(mounts),
+        "links": sum(1 for name in os.listdir("/sys/class/net") if name.startswith(prefix)),
         "sandbox_dirs": len(ids),
         "cgroups": sum(1 for p in cgroup_dirs() if p.name in ids),
     }
