@@ -17,6 +17,8 @@ build_packages=(cmake ninja-build make g++ pkg-config git help2man dpkg-dev file
 packages=("${build_packages[@]}" clang-format clang libclang-rt-14-dev libgtest-dev
   bubblewrap hyperfine iproute2
   umoci busybox-static docker-registry
+  # the server SDK's browser group, driven by Playwright (tests/requirements.txt)
+  chromium
   # tests/net's private internet (tests/net/world.sh) and its checks
   dnsmasq-base microsocks socat iperf3 nftables)
 [[ $venv == --build-only ]] && packages=("${build_packages[@]}")

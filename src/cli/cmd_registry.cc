@@ -141,7 +141,48 @@ std::string default_name(const std::string& ref) {
   return name.substr(0, name.find(':'));
 }
 
-// GET /v2/_catalog over plain HTTP (the CLI's HTTP client speaks no TLS).
+Error login_needed(const std::string& host, const std::string& what) {
+  return Error{"registry " + host + " refused " + what + "; run `abx registry login " + host + "`"};
+}
+
+// The OCI bearer-token flow for `challenge`: a token from its realm, bought with the saved
+// entry (an identity token as an OAuth2 refresh token, else user and password as basic
+// auth, else anonymously).
+Result<std::string> bearer_token(const registry_auth::BearerChallenge& challenge,
+                                 const std::string& host, const json& entry) {
+  auto realm = http::Url::parse(challenge.realm);
+  if (!realm)
+    return Error{"registry " + host + " sends clients to " + challenge.realm +
+                 " for a token, which the CLI cannot reach: " + realm.error().message()};
+  const std::string scope = challenge.scope.empty() ? "registry:catalog:*" : challenge.scope;
+  const std::string params =
+      "service=" + http::url_encode(challenge.service) + "&scope=" + http::url_encode(scope);
+  const std::string path = realm->prefix.empty() ? "/" : "";
+  http::Request request{"GET", path + "?" + params, {}, {}};
+  if (entry.contains("identitytoken")) {
+    request = {"POST",
+               path,
+               {{"Content-Type", "application/x-www-form-urlencoded"}},
+               params + "&grant_type=refresh_token&client_id=abx&refresh_token=" +
+                   http::url_encode(entry["identitytoken"].get<std::string>())};
+  } else if (entry.contains("auth")) {
+    request.headers.emplace_back("Authorization", "Basic " + entry["auth"].get<std::string>());
+  }
+  auto response = http::Client(*realm).send(request);
+  if (!response) return response.error();
+  if (response->status == 401 || response->status == 403)
+    return login_needed(host, "the token for its catalog");
+  const json doc = json::parse(response->body, nullptr, false);
+  for (const char* field : {"token", "access_token"})
+    if (response->status == 200 && doc.is_object() && doc.contains(field) &&
+        doc[field].is_string() && !doc[field].get<std::string>().empty())
+      return doc[field].get<std::string>();
+  return Error{"registry " + host + "'s token service answered " +
+               std::to_string(response->status) + " without a token"};
+}
+
+// GET /v2/_catalog over plain HTTP (the CLI's HTTP client speaks no TLS), with basic auth or
+// a bearer token, whichever the registry asks for.
 Result<int> run_search(const std::string& registry, const std::string& term, bool insecure) {
   const std::string host = registry_host(registry);
   if (!insecure)
@@ -153,16 +194,22 @@ Result<int> run_search(const std::string& registry, const std::string& term, boo
   http::Request request{"GET", "/v2/_catalog?n=1000", {}, {}};
   auto credentials = registry_auth::entry_for(host);
   if (!credentials) return credentials.error();
-  if (!credentials->empty()) {
-    const json entry = json::parse(*credentials, nullptr, false);
-    if (entry.contains("auth"))
-      request.headers.emplace_back("Authorization", "Basic " + entry["auth"].get<std::string>());
-  }
+  json entry = json::object();
+  if (!credentials->empty()) entry = json::parse(*credentials, nullptr, false);
+  if (entry.contains("auth"))
+    request.headers.emplace_back("Authorization", "Basic " + entry["auth"].get<std::string>());
   auto response = http::Client(*url).send(request);
   if (!response) return response.error();
-  if (response->status == 401)
-    return Error{"registry " + host + " refused the catalog; run `abx registry login " + host +
-                 "` (a registry with token auth may not offer the catalog at all)"};
+  const auto challenge =
+      registry_auth::parse_bearer_challenge(response->header("WWW-Authenticate"));
+  if (response->status == 401 && challenge) {
+    auto token = bearer_token(*challenge, host, entry);
+    if (!token) return token.error();
+    request.headers = {{"Authorization", "Bearer " + *token}};
+    response = http::Client(*url).send(request);
+    if (!response) return response.error();
+  }
+  if (response->status == 401 || response->status == 403) return login_needed(host, "the catalog");
   if (response->status == 404 || response->status == 405)
     return Error{"registry " + host + " does not offer the catalog API (/v2/_catalog)"};
   if (response->status != 200)

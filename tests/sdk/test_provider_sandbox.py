@@ -70,8 +70,10 @@ def running(daemon):
         pytest.skip("the host template needs the host's /usr/bin/python3")
 
     async def create() -> str:
-        sandbox = await ProviderSandbox.create(template="host", api_url=daemon.url,
-                                               api_key=daemon.api_key, timeout=600)
+        # The shape: create(template=..., provider=...).
+        sandbox = await ProviderSandbox.create(template="host", provider="local",
+                                               api_url=daemon.url, api_key=daemon.api_key,
+                                               timeout=600)
         await _start_server(sandbox)
         return sandbox.sandbox_id
 

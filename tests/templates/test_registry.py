@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import base64
 import crypt  # deprecated, still in 3.11: bcrypt for htpasswd without a package
+import http.server
 import json
 import shutil
 import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,7 @@ from test_import import (
 REGISTRY_BIN = "/usr/bin/docker-registry"
 TIMEOUT = 300
 USER, PASSWORD = "alice", "s3cret-pw"
+IDENTITY_TOKEN = "refresh-me-0123"
 
 pytestmark = pytest.mark.skipif(
     not (Path(REGISTRY_BIN).exists() and shutil.which("skopeo")),
@@ -52,7 +55,8 @@ class Registry:
     proc: subprocess.Popen
 
 
-def start_registry(work: Path, auth: bool) -> Registry:
+def start_registry(work: Path, auth: bool, auth_config: str | None = None) -> Registry:
+    """`auth`: htpasswd basic auth; `auth_config`: another `auth:` section (token auth)."""
     port = free_port()
     work.mkdir(parents=True, exist_ok=True)
     config = [
@@ -65,6 +69,8 @@ def start_registry(work: Path, auth: bool) -> Registry:
         hashed = crypt.crypt(PASSWORD, crypt.mksalt(crypt.METHOD_BLOWFISH))
         (work / "htpasswd").write_text(f"{USER}:{hashed}\n")
         config.append(f"auth:\n  htpasswd:\n    realm: abx-test\n    path: {work / 'htpasswd'}")
+    if auth_config:
+        config.append(auth_config)
     (work / "config.yml").write_text("\n".join(config) + "\n")
     with open(work / "registry.log", "ab") as log:
         proc = subprocess.Popen([REGISTRY_BIN, "serve", str(work / "config.yml")], stdout=log,
@@ -102,6 +108,105 @@ def auth_registry(tmp_path_factory) -> Iterator[Registry]:
     r = start_registry(tmp_path_factory.mktemp("auth-registry"), auth=True)
     yield r
     stop_registry(r)
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+class TokenServer:
+    """The registry's OCI bearer-token service (distribution's `auth: token`): a GET of the
+    realm with basic auth answers a JWT granting the scopes asked for, signed RS256 with a
+    self-signed certificate the registry trusts (openssl makes and signs: no package)."""
+
+    SERVICE, ISSUER = "abx-test-registry", "abx-test-issuer"
+
+    def __init__(self, work: Path):
+        self.key, self.cert = work / "token.key", work / "token.crt"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=abx-test-token", "-keyout", self.key, "-out", self.cert],
+                       check=True, capture_output=True, timeout=60)
+        der = subprocess.run(["openssl", "x509", "-in", self.cert, "-outform", "DER"],
+                             check=True, capture_output=True, timeout=60).stdout
+        self.x5c = base64.b64encode(der).decode()
+        self.requests: list[tuple[str | None, list[str]]] = []  # (user, scopes) asked
+        token_server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                self.answer(token_server.user(self.headers.get("Authorization", "")), query)
+
+            def do_POST(self) -> None:  # OAuth2: an identity token as the refresh token
+                length = int(self.headers.get("Content-Length", "0"))
+                form = urllib.parse.parse_qs(self.rfile.read(length).decode())
+                known = form.get("refresh_token") == [IDENTITY_TOKEN]
+                self.answer(USER if known and form.get("grant_type") == ["refresh_token"]
+                            else None, form)
+
+            def answer(self, user: str | None, query: dict[str, list[str]]) -> None:
+                scopes = [s for value in query.get("scope", []) for s in value.split(" ")]
+                token_server.requests.append((user, scopes))
+                if user is None:
+                    self.send_response(401)
+                    self.end_headers()
+                    return
+                body = json.dumps({"token": token_server.token(user, scopes),
+                                   "expires_in": 300}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.realm = f"http://127.0.0.1:{self.server.server_address[1]}/token"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @staticmethod
+    def user(authorization: str) -> str | None:
+        if not authorization.startswith("Basic "):
+            return None
+        user, _, password = base64.b64decode(authorization[6:]).decode().partition(":")
+        return user if (user, password) == (USER, PASSWORD) else None
+
+    def token(self, user: str, scopes: list[str]) -> str:
+        access = []
+        for scope in scopes:  # type:name:actions, e.g. repository:private/src:pull,push
+            kind, rest = scope.split(":", 1)
+            name, actions = rest.rsplit(":", 1)
+            access.append({"type": kind, "name": name, "actions": actions.split(",")})
+        now = int(time.time())
+        header = {"typ": "JWT", "alg": "RS256", "x5c": [self.x5c]}
+        claims = {"iss": self.ISSUER, "sub": user, "aud": self.SERVICE, "iat": now,
+                  "nbf": now - 10, "exp": now + 300, "jti": str(time.monotonic_ns()),
+                  "access": access}
+        signed = f"{b64url(json.dumps(header).encode())}.{b64url(json.dumps(claims).encode())}"
+        signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", self.key],
+                                   input=signed.encode(), check=True, capture_output=True,
+                                   timeout=60).stdout
+        return f"{signed}.{b64url(signature)}"
+
+    def auth_config(self) -> str:
+        return (f"auth:\n  token:\n    realm: {self.realm}\n    service: {self.SERVICE}\n"
+                f"    issuer: {self.ISSUER}\n    rootcertbundle: {self.cert}")
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def token_registry(tmp_path_factory) -> Iterator[tuple[Registry, TokenServer]]:
+    work = tmp_path_factory.mktemp("token-registry")
+    tokens = TokenServer(work)
+    r = start_registry(work, auth=False, auth_config=tokens.auth_config())
+    yield r, tokens
+    stop_registry(r)
+    tokens.close()
 
 
 @pytest.fixture(scope="module")
@@ -535,3 +640,50 @@ def test_deploy_errors_are_one_line(template_daemon, second_daemon, source_templ
     assert r.returncode != 0 and "no-such-template" in r.stderr
     assert "deployed-src" not in listed(second_daemon)
     daemon_alive(template_daemon)
+
+
+def test_bearer_token_registry_push_pull(template_daemon, second_daemon, token_registry,
+                                         source_template):
+    """The OCI bearer-token flow: the registry answers 401 with a Bearer challenge, the
+    saved login buys a token at its realm, the token opens the repository."""
+    registry, tokens = token_registry
+    ref = f"{registry.host}/tokened/src:1"
+    abx(template_daemon, "registry", "logout", registry.host)
+    r = push(template_daemon, source_template, ref, "--insecure")
+    assert r.returncode != 0
+    assert f"abx registry login {registry.host}" in r.stderr.strip().splitlines()[-1], r.stderr
+
+    r = abx(template_daemon, "registry", "login", registry.host, "-u", USER, "-p", PASSWORD)
+    assert r.returncode == 0, r.stderr
+    r = push(template_daemon, source_template, ref, "--insecure")
+    assert r.returncode == 0, r.stderr
+    assert (USER, ["repository:tokened/src:pull,push"]) in tokens.requests, tokens.requests
+
+    r = abx(second_daemon, "registry", "login", registry.host, "-u", USER, "-p", PASSWORD)
+    assert r.returncode == 0, r.stderr
+    r = pull(second_daemon, ref, "tokened-src", "--insecure")
+    assert r.returncode == 0, r.stderr
+    with sandbox(second_daemon, "tokened-src") as sandbox_id:
+        r = abx(second_daemon, "exec", sandbox_id, "--", "cat", "/etc/built.txt")
+    assert r.stdout == "built\n", r.stderr
+    abx(second_daemon, "template", "rm", "tokened-src")
+    assert leftovers(second_daemon) == []
+
+    # search: the catalog's own challenge, a token for registry:catalog:* bought with the
+    # saved password, then with a saved identity token (OAuth2 refresh), else refused.
+    r = abx(template_daemon, "template", "search", registry.host, "tokened", "--insecure")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [f"{registry.host}/tokened/src"]
+    assert (USER, ["registry:catalog:*"]) in tokens.requests, tokens.requests
+    r = abx(template_daemon, "registry", "login", registry.host, "--token", IDENTITY_TOKEN)
+    assert r.returncode == 0, r.stderr
+    r = abx(template_daemon, "template", "search", registry.host, "--insecure")
+    assert r.returncode == 0 and f"{registry.host}/tokened/src" in r.stdout.splitlines(), r.stderr
+    r = abx(template_daemon, "registry", "login", registry.host, "--token", "stale")
+    assert r.returncode == 0, r.stderr
+    r = abx(template_daemon, "template", "search", registry.host, "--insecure")
+    assert r.returncode != 0
+    assert f"abx registry login {registry.host}" in r.stderr.strip().splitlines()[-1], r.stderr
+    abx(template_daemon, "registry", "logout", registry.host)
+    daemon_alive(template_daemon)
+    daemon_alive(second_daemon)

@@ -54,6 +54,7 @@ def test_build_from_a_sandboxfile_streams_steps_and_makes_a_usable_template(buil
             assert info.env == {"MODE": "sdk"} and info.workdir == "/srv"
             assert info.size_bytes > 0
             assert info.layers == 4, info  # base, COPY, RUN, WORKDIR
+            assert info.start_cmd == "" and info.ready_cmd == ""  # no CMD, no READY
             assert (await Template.get("sdk-sandboxfile", **kw)).workdir == "/srv"
             sandbox = await Sandbox.create(template="sdk-sandboxfile", **kw)
             try:

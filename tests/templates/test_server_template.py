@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import httpx
 import pytest
-from agent_sandbox import ProviderSandbox, UnsupportedException
+from agent_sandbox import ProviderSandbox, Template, UnsupportedException
 from harness import Daemon, private_state_dir, start_daemon, stop_daemon
 from helpers import abx
 
@@ -89,3 +89,41 @@ def test_a_dir_without_sandboxfile_or_commands_py_is_refused(server_daemon: Daem
     r = abx(server_daemon, "template", "build", str(tmp_path), "--name", "nothing")
     assert r.returncode != 0
     assert "no Sandboxfile, Dockerfile or commands.py" in r.stderr
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "templates"
+
+
+def test_the_shipped_example_templates_build_and_answer(server_daemon: Daemon):
+    """examples/templates as the README tells users to build them: `server` (a lone
+    commands.py) answers its command, `http-service` (a Sandboxfile with CMD and READY) its
+    page, each right after the create returns."""
+    for name in ("server", "http-service"):
+        r = abx(server_daemon, "template", "build", str(EXAMPLES / name), "--name",
+                f"example-{name}", timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+
+    async def scenario():
+        conn = {"api_key": server_daemon.api_key, "api_url": server_daemon.url}
+        sandbox = await ProviderSandbox.create(template="example-server", **conn)
+        try:
+            assert await sandbox.server.call("hello", name="abx") == {"greeting": "hello, abx"}
+        finally:
+            await sandbox.kill()
+        info = await Template.get("example-http-service", **conn)
+        assert "http.server" in info.start_cmd and info.ready_cmd.startswith("curl -sf"), info
+        assert "agent_sandbox.server" in (await Template.get("example-server", **conn)).start_cmd
+        sandbox = await ProviderSandbox.create(template="example-http-service", **conn)
+        try:
+            reply = httpx.get(f"{server_daemon.url}/", headers={"Host": sandbox.get_host(9000)},
+                              timeout=30)
+            expected = (EXAMPLES / "http-service" / "index.html").read_text()
+            assert reply.status_code == 200 and reply.text == expected
+        finally:
+            await sandbox.kill()
+
+    import asyncio
+    asyncio.run(scenario())
+    for name in ("server", "http-service"):
+        abx(server_daemon, "template", "rm", f"example-{name}")
+

@@ -59,6 +59,8 @@ class TemplateInfo:
     workdir: str = ""
     user: str = ""
     layers: int = 0  # overlay layers it is made of (0 for templates that are not layered)
+    start_cmd: str = ""  # run at every create (a Sandboxfile's CMD/ENTRYPOINT, a commands.py)
+    ready_cmd: str = ""  # the create returns once this exits 0
 
     @staticmethod
     def from_json(body: dict[str, Any]) -> TemplateInfo:
@@ -67,7 +69,8 @@ class TemplateInfo:
             source=body.get("source", ""), built=bool(body.get("built", True)),
             size_bytes=int(body.get("sizeBytes", 0)), created_ms=int(body.get("createdMs", 0)),
             env=dict(body.get("env") or {}), workdir=body.get("workdir", ""),
-            user=body.get("user", ""), layers=int(body.get("layers", 0) or 0))
+            user=body.get("user", ""), layers=int(body.get("layers", 0) or 0),
+            start_cmd=body.get("startCmd") or "", ready_cmd=body.get("readyCmd") or "")
 
 
 def _raise_for(response: httpx.Response, what: str) -> None:

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from agent_sandbox.server.groups import browser
+from running_server import Running
 
 pytestmark = pytest.mark.offline
 
@@ -237,6 +238,27 @@ def test_browser_drives_chromium(http):
     assert http.get("/browser/content").json()["title"] == "clicked"
     png = base64.b64decode(http.get("/browser/screenshot").json()["data"])
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+@pytest.mark.skipif(_browser_missing() is not None, reason=str(_browser_missing()))
+def test_browser_that_cannot_start_is_503_and_stop_closes_it(monkeypatch):
+    monkeypatch.setattr(browser, "executable", lambda: "/bin/false")
+    broken = Running("browser")
+    try:
+        r = broken.http.post("/browser/navigate", json={"url": "about:blank"})
+        assert r.status_code == 503, r.text
+        assert r.json()["message"].startswith("the browser did not start: ")
+        assert "\n" not in r.json()["message"]
+    finally:
+        broken.stop()
+    monkeypatch.undo()
+    working = Running("browser")
+    try:
+        assert working.http.post("/browser/navigate", json={"url": "about:blank"}).status_code == 200
+        worker = working.server.app.state["browser"].thread
+    finally:
+        working.stop()
+    assert not worker.is_alive() and "browser" not in working.server.app.state
 
 
 # ---------------------------------------------------------------- agents

@@ -63,6 +63,13 @@ class App:
         self.state: dict[str, Any] = {}  # per-group state (processes, browser), by group
         self.state_lock = threading.Lock()
 
+    def close(self) -> None:
+        """Stops what the groups keep running for later requests (the browser)."""
+        with self.state_lock:
+            browser = self.state.pop("browser", None)
+        if browser is not None:
+            browser.stop()
+
     def enabled_groups(self) -> list[str]:
         return [name for name in GROUPS if name in self.groups]
 
@@ -256,6 +263,10 @@ class Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], app: App) -> None:
         self.app = app
         super().__init__(address, Handler)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.app.close()
 
 
 def make_server(port: int = 9000, groups: Iterable[str] | str | None = None,

@@ -14,6 +14,7 @@ import queue
 import shutil
 import threading
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable
 
 from ..api import Call, row
@@ -22,6 +23,11 @@ from ..errors import HttpError, bad_input
 EXECUTABLE_ENV = "ABX_BROWSER_EXECUTABLE"
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 TIMEOUT_MS = 30_000
+# Chromium's own sandbox needs user namespaces or setuid, which a sandbox's (or root's)
+# Chromium does not get; the rest keeps a headless browser from dialing Google's services
+# (updates, sync, safe browsing, QUIC probes) and from looking for a GPU it has not got.
+LAUNCH_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run", "--disable-gpu", "--disable-quic"]
 
 
 def executable() -> str | None:
@@ -50,10 +56,13 @@ def unavailable_reason() -> str | None:
 
 
 class Browser:
-    """The worker thread owning Playwright, its browser and its one page."""
+    """The worker thread owning Playwright, its browser and its one page. When the browser
+    cannot start, every waiting and later request fails with a 503 naming why (a request
+    would otherwise wait for ever on a thread that is gone)."""
 
     def __init__(self) -> None:
         self.jobs: queue.Queue[tuple[Callable[[Any], Any], Future[Any]] | None] = queue.Queue()
+        self.failure: str | None = None
         self.thread = threading.Thread(target=self._work, name="browser", daemon=True)
         self.thread.start()
 
@@ -61,14 +70,37 @@ class Browser:
         """`job(page)` on the worker thread; its result or its exception."""
         future: Future[Any] = Future()
         self.jobs.put((job, future))
-        return future.result()
+        while True:
+            try:
+                return future.result(timeout=1.0)
+            except FutureTimeout:
+                if not self.thread.is_alive() and not future.done():
+                    raise HttpError(503, self.failure or "the browser stopped") from None
+
+    def stop(self) -> None:
+        """Closes the browser and ends the worker (after the requests already queued)."""
+        self.jobs.put(None)
+        self.thread.join(timeout=30)
 
     def _work(self) -> None:
+        try:
+            self._serve()
+        except BaseException as error:  # the launch failed: say why to whoever waits
+            self.failure = "the browser did not start: " + first_line(error)
+        while True:
+            try:
+                item = self.jobs.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                item[1].set_exception(HttpError(503, self.failure or "the browser stopped"))
+
+    def _serve(self) -> None:
         sync_playwright = importlib.import_module("playwright.sync_api").sync_playwright
 
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=executable(), headless=True,
-                                                 args=["--no-sandbox"])
+                                                 args=LAUNCH_ARGS)
             page = browser.new_page()
             page.set_default_timeout(TIMEOUT_MS)
             while True:
@@ -81,6 +113,12 @@ class Browser:
                 except BaseException as error:
                     future.set_exception(error)
             browser.close()
+
+
+def first_line(error: BaseException) -> str:
+    """An exception's message as one line (Playwright's carry the browser's log after it)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
 
 
 def _browser(call: Call) -> Browser:
