@@ -176,7 +176,12 @@ void write_file(int root, const FileRequest& request) {
   const int file = created->file.get();
   proto::FileReply opened;
   opened.done = false;
-  send(opened);
+  // The daemon may be gone already (killed right after it asked): what was
+  // made goes with it, as for an upload it abandons.
+  if (!proto::send_message(kSessionFd, proto::encode(opened), {})) {
+    fs_ops::remove_created(*created);
+    ::_exit(1);
+  }
   auto written = copy_in(file);
   if (!written) {  // out of disk, say: tell the daemon now, it is still sending
     fs_ops::remove_created(*created);
