@@ -18,7 +18,9 @@ packages=("${build_packages[@]}" clang-format clang libclang-rt-14-dev libgtest-
   bubblewrap hyperfine iproute2
   umoci busybox-static docker-registry
   # tests/net's private internet (tests/net/world.sh) and its checks
-  dnsmasq-base microsocks socat iperf3 nftables)
+  dnsmasq-base microsocks socat iperf3 nftables
+  # the dashboard's browser tests (Playwright drives it; its own download needs the internet)
+  chromium)
 [[ $venv == --build-only ]] && packages=("${build_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do

@@ -2,6 +2,7 @@
 
 #include "daemon/cookies.h"
 #include "daemon/dashboard_sessions.h"
+#include "dashboard/assets.h"
 
 namespace abx::daemon {
 namespace {
@@ -52,6 +53,17 @@ TEST(DashboardSessions, LoggingInInALoopEvictsTheOldestInsteadOfGrowing) {
     sessions.open("key-1", static_cast<int64_t>(i));
   EXPECT_EQ(sessions.size(), DashboardSessions::kMaxSessions);
   EXPECT_FALSE(sessions.find(first.id, 5000));
+}
+
+TEST(DashboardAssets, ThePageAndItsModulesAreEmbeddedByExactName) {
+  const dashboard::Asset* page = dashboard::find_asset("index.html");
+  ASSERT_NE(page, nullptr);
+  EXPECT_EQ(page->content_type, "text/html; charset=utf-8");
+  EXPECT_NE(page->body.find("app.js"), std::string_view::npos);
+  ASSERT_NE(dashboard::find_asset("app.js"), nullptr);
+  EXPECT_EQ(dashboard::find_asset("app.js")->content_type, "text/javascript; charset=utf-8");
+  EXPECT_EQ(dashboard::find_asset("../index.html"), nullptr);
+  EXPECT_EQ(dashboard::find_asset(""), nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+// The dashboard's entry: resumes the session (or shows the login page) and
+// routes by the URL's hash: #/ the sandboxes.
+import { currentSession, logout, resume } from "./api.js";
+import { showError } from "./dom.js";
+import { renderLogin } from "./login.js";
+import { leaveSandboxes, renderSandboxes, stopEvents } from "./sandboxes.js";
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+
+function route() {
+  leaveSandboxes();
+  renderSandboxes(main);
+}
+
+function loggedIn() {
+  const session = currentSession();
+  document.getElementById("who").textContent = `team ${session.team}${session.admin ? " · admin" : ""}`;
+  nav.hidden = false;
+  route();
+}
+
+function loggedOut() {
+  stopEvents();
+  nav.hidden = true;
+  renderLogin(main, loggedIn);
+}
+
+document.getElementById("logout").addEventListener("click", async () => {
+  try {
+    await logout();
+  } catch (error) {
+    showError(error);
+  }
+  loggedOut();
+});
+
+window.addEventListener("hashchange", () => {
+  if (!nav.hidden) route();
+});
+
+resume().then(loggedIn, loggedOut);
