@@ -1,16 +1,19 @@
 // The dashboard's entry: resumes the session (or shows the login page) and
-// routes by the URL's hash: #/ the sandboxes.
+// routes by the URL's hash: #/ the sandboxes, #/sandbox/<id> one sandbox.
 import { currentSession, logout, resume } from "./api.js";
 import { showError } from "./dom.js";
 import { renderLogin } from "./login.js";
+import { renderSandbox } from "./sandbox.js";
 import { leaveSandboxes, renderSandboxes, stopEvents } from "./sandboxes.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 
 function route() {
+  const match = location.hash.match(/^#\/sandbox\/([a-z0-9]{1,64})$/);
   leaveSandboxes();
-  renderSandboxes(main);
+  if (match) renderSandbox(main, match[1]);
+  else renderSandboxes(main);
 }
 
 function loggedIn() {

@@ -41,9 +41,35 @@ def test_login_create_watch_and_kill_without_a_reload(page, dash_daemon):
     page.fill("#filter", "")
     screenshot(page, "sandboxes")
 
+    page.click(f"a[href='#/sandbox/{sandbox_id}']")
+    page.wait_for_selector("#files")
+    page.wait_for_selector("#logs")
+    screenshot(page, "sandbox")
+    page.click("a[href='#/']")
+
     for sid in (sandbox_id, other):
         page.click(f"#sandboxes tr[data-id='{sid}'] [data-action='kill']")
         page.wait_for_selector(f"#sandboxes tr[data-id='{sid}']", state="detached", timeout=15000)
+
+
+def test_upload_list_download_and_delete_a_file(page, dash_daemon, tmp_path):
+    sandbox_id = _create_host_sandbox(dash_daemon, dash_daemon.api_key)
+    log_in(page, dash_daemon)
+    page.goto(f"{dash_daemon.url}/dashboard#/sandbox/{sandbox_id}")
+    page.wait_for_selector("#files")
+    page.fill("#dir", "/tmp")
+    page.press("#dir", "Enter")
+    local = tmp_path / f"hello-{page.scheme}.txt"
+    local.write_text("hi from the dashboard\n")
+    page.set_input_files("#upload", str(local))
+    row = page.wait_for_selector(f"#files tr[data-name='{local.name}']", timeout=15000)
+    with page.expect_download() as download:
+        row.query_selector("button:has-text('Download')").click()
+    assert open(download.value.path()).read() == "hi from the dashboard\n"
+    row.query_selector("button:has-text('Delete')").click()
+    page.wait_for_selector(f"#files tr[data-name='{local.name}']", state="detached")
+    httpx.delete(f"{dash_daemon.url}/sandboxes/{sandbox_id}",
+                 headers={"X-API-KEY": dash_daemon.api_key}, timeout=60)
 
 
 def test_a_wrong_key_is_refused_with_one_line(page, dash_daemon):
@@ -62,6 +88,8 @@ def test_another_teams_sandboxes_are_invisible(page, dash_daemon, second_team_ke
     log_in(page, dash_daemon)
     page.wait_for_selector(f"#sandboxes tr[data-id='{mine}']")
     assert page.locator(f"#sandboxes tr[data-id='{theirs}']").count() == 0
+    page.goto(f"{dash_daemon.url}/dashboard#/sandbox/{theirs}")
+    page.wait_for_selector("#error:not([hidden])")
     for sid, key in ((theirs, second_team_key), (mine, dash_daemon.api_key)):
         httpx.delete(f"{dash_daemon.url}/sandboxes/{sid}", headers={"X-API-KEY": key}, timeout=60)
 
