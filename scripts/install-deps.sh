@@ -59,6 +59,14 @@ if [[ ! -f $examples_venv/.deps-stamp ]] ||
   touch "$examples_venv/.deps-stamp"
 fi
 
+# xterm.js, which the build embeds in abx for the dashboard's terminal
+# (src/dashboard/assets.cmake), reinstalled when its lock changes.
+dash=src/dashboard
+if command -v npm >/dev/null && { [[ ! -d $dash/node_modules ]] || [[ $dash/package-lock.json -nt $dash/node_modules ]]; }; then
+  npm ci --prefix "$dash" --no-audit --no-fund >/dev/null
+  touch "$dash/node_modules"
+fi
+
 # The JavaScript E2B SDKs for tests/compat/js, reinstalled when the lock changes.
 js=tests/compat/js
 if command -v npm >/dev/null && { [[ ! -d $js/node_modules ]] || [[ $js/package-lock.json -nt $js/node_modules ]]; }; then

@@ -15,12 +15,14 @@ using nlohmann::json;
 
 constexpr size_t kMaxLoginBody = 4096;
 
-// What every dashboard response carries: scripts and styles only from the
-// daemon (no inline script an injected string could become), never framed
-// (no clickjacking), nothing guessed about content types, no referrer.
+// What every dashboard response carries: scripts only from the daemon (no
+// inline script an injected string could become), never framed (no
+// clickjacking), nothing guessed about content types, no referrer. Inline
+// styles are allowed: xterm.js sizes its rows with <style> elements it makes.
 http::Headers page_headers(std::string cache) {
   return {{"Content-Security-Policy",
-           "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+           "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src "
+           "'self' data:; "
            "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"},
           {"X-Content-Type-Options", "nosniff"},
           {"X-Frame-Options", "DENY"},

@@ -27,7 +27,7 @@ async function failure(response) {
 
 // fetch() against the daemon. `sandbox` names a sandbox: the request then goes
 // to its envd (port 49983) by E2B's routing headers.
-export async function request(method, path, { json, body, sandbox, headers = {} } = {}) {
+export async function request(method, path, { json, body, sandbox, headers = {}, signal } = {}) {
   const sent = { "X-ABX-CSRF": session.csrf, ...headers };
   if (sandbox) {
     sent["E2b-Sandbox-Id"] = sandbox;
@@ -37,7 +37,7 @@ export async function request(method, path, { json, body, sandbox, headers = {} 
     sent["Content-Type"] = "application/json";
     body = JSON.stringify(json);
   }
-  const response = await fetch(path, { method, headers: sent, body, credentials: "same-origin" });
+  const response = await fetch(path, { method, headers: sent, body, signal, credentials: "same-origin" });
   if (!response.ok) throw await failure(response);
   return response;
 }

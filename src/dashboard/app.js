@@ -5,6 +5,7 @@ import { showError } from "./dom.js";
 import { renderLogin } from "./login.js";
 import { renderSandbox } from "./sandbox.js";
 import { leaveSandboxes, renderSandboxes, stopEvents } from "./sandboxes.js";
+import { closeTerminal } from "./terminal.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -12,6 +13,7 @@ const nav = document.getElementById("nav");
 function route() {
   const match = location.hash.match(/^#\/sandbox\/([a-z0-9]{1,64})$/);
   leaveSandboxes();
+  closeTerminal();
   if (match) renderSandbox(main, match[1]);
   else renderSandboxes(main);
 }
@@ -25,11 +27,13 @@ function loggedIn() {
 
 function loggedOut() {
   stopEvents();
+  closeTerminal();
   nav.hidden = true;
   renderLogin(main, loggedIn);
 }
 
 document.getElementById("logout").addEventListener("click", async () => {
+  closeTerminal(); // while the session can still end its shell
   try {
     await logout();
   } catch (error) {

@@ -6,6 +6,15 @@ file(GLOB ABX_DASHBOARD_ASSETS CONFIGURE_DEPENDS
      ${CMAKE_SOURCE_DIR}/src/dashboard/*.html
      ${CMAKE_SOURCE_DIR}/src/dashboard/*.js
      ${CMAKE_SOURCE_DIR}/src/dashboard/*.css)
+# xterm.js for the terminal, from npm (package.json and its lock beside this
+# file; `make deps` runs npm ci). A tree without it builds a dashboard whose
+# sandbox page says the terminal was left out.
+set(ABX_XTERM_DIR ${CMAKE_SOURCE_DIR}/src/dashboard/node_modules/@xterm/xterm)
+if(EXISTS ${ABX_XTERM_DIR}/lib/xterm.mjs)
+  list(APPEND ABX_DASHBOARD_ASSETS ${ABX_XTERM_DIR}/lib/xterm.mjs ${ABX_XTERM_DIR}/css/xterm.css)
+else()
+  message(WARNING "dashboard: no ${ABX_XTERM_DIR} (run make deps): the terminal is left out")
+endif()
 set(ABX_DASHBOARD_ASSETS_CC ${CMAKE_BINARY_DIR}/generated/dashboard/assets.cc)
 add_custom_command(
   OUTPUT ${ABX_DASHBOARD_ASSETS_CC}

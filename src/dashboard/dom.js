@@ -40,7 +40,8 @@ export function bytes(n) {
 export function when(text) {
   const date = new Date(text);
   if (Number.isNaN(date.getTime())) return "–";
-  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit",
+    hourCycle: "h23" });
 }
 
 // "in 4m 10s" / "3m ago": how far `text` is from now.

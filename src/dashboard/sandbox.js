@@ -2,6 +2,7 @@
 // sandbox's envd routes (Connect RPCs and /files) and GET /sandboxes/{id}/logs.
 import { call, request, rpc } from "./api.js";
 import { bytes, el, showError, when } from "./dom.js";
+import { terminalSection } from "./terminal.js";
 
 async function attempt(work) {
   try {
@@ -119,10 +120,11 @@ export async function renderSandbox(main, id) {
     main.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← Sandboxes")));
     return;
   }
-  const sections = await Promise.all([processesSection(id), filesSection(id), logsSection(id)]);
+  const sections = await Promise.all([terminalSection(id), processesSection(id), filesSection(id),
+    logsSection(id)]);
   main.replaceChildren(
     el("p", {}, el("a", { href: "#/" }, "← Sandboxes")),
-    el("div", { class: "bar" }, el("h1", { class: "mono" }, id),
+    el("div", { class: "bar" }, el("h1", { class: "mono title" }, id),
       el("span", { class: `state ${info.state}` }, info.state),
       el("span", { class: "muted" }, `${info.alias || info.templateID} · ${info.cpuCount} CPU · ${info.memoryMB} MiB`)),
     el("div", { class: "grid" }, ...sections));

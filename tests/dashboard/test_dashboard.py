@@ -7,6 +7,7 @@ import httpx
 import pytest
 
 from conftest import log_in, screenshot
+from helpers import wait_until
 
 pytestmark = pytest.mark.offline
 
@@ -16,6 +17,13 @@ def _create_host_sandbox(daemon, key: str, metadata: dict | None = None) -> str:
                    json={"templateID": "host", "metadata": metadata or {}})
     assert r.status_code == 201, r.text
     return r.json()["sandboxID"]
+
+
+def _processes(daemon, sandbox_id: str) -> list:
+    r = httpx.post(daemon.url + "/process.Process/List", json={}, timeout=10,
+                   headers={"X-API-KEY": daemon.api_key, "E2b-Sandbox-Id": sandbox_id})
+    assert r.status_code == 200, r.text
+    return r.json().get("processes", [])
 
 
 def test_login_create_watch_and_kill_without_a_reload(page, dash_daemon):
@@ -34,8 +42,7 @@ def test_login_create_watch_and_kill_without_a_reload(page, dash_daemon):
     # One made elsewhere (the API) shows up too, pushed by the event stream.
     other = _create_host_sandbox(dash_daemon, dash_daemon.api_key, {"made": "by-api"})
     page.wait_for_selector(f"#sandboxes tr[data-id='{other}']", timeout=15000)
-    page.wait_for_function("document.querySelector('#sandboxes td.num').textContent.includes('%')",
-                           timeout=10000)  # a metrics tick arrived
+    page.wait_for_selector("#sandboxes td.num:has-text('%')", timeout=10000)  # a metrics tick
     page.fill("#filter", "by-api")
     assert page.locator("#sandboxes tbody tr").count() == 1
     page.fill("#filter", "")
@@ -68,6 +75,25 @@ def test_upload_list_download_and_delete_a_file(page, dash_daemon, tmp_path):
     assert open(download.value.path()).read() == "hi from the dashboard\n"
     row.query_selector("button:has-text('Delete')").click()
     page.wait_for_selector(f"#files tr[data-name='{local.name}']", state="detached")
+    httpx.delete(f"{dash_daemon.url}/sandboxes/{sandbox_id}",
+                 headers={"X-API-KEY": dash_daemon.api_key}, timeout=60)
+
+
+def test_the_terminal_runs_what_is_typed(page, dash_daemon):
+    sandbox_id = _create_host_sandbox(dash_daemon, dash_daemon.api_key)
+    log_in(page, dash_daemon)
+    page.goto(f"{dash_daemon.url}/dashboard#/sandbox/{sandbox_id}")
+    page.wait_for_selector("#terminal[data-pid]", timeout=15000)
+    page.click("#terminal")
+    page.keyboard.type("echo hi-$((6*7))\n")
+    # The shell's answer, not the echo of what was typed: 42 is only in the output.
+    # (Selectors, not wait_for_function: the page's CSP forbids the eval that polls it.)
+    page.wait_for_selector("#terminal .xterm-rows:has-text('hi-42')", timeout=15000)
+    screenshot(page, "terminal")
+    # Leaving the page ends the shell: nothing is left running in the sandbox.
+    assert [p["config"]["cmd"] for p in _processes(dash_daemon, sandbox_id)] == ["/bin/bash"]
+    page.click("a[href='#/']")
+    wait_until(lambda: not _processes(dash_daemon, sandbox_id), timeout=10, what="the shell to end")
     httpx.delete(f"{dash_daemon.url}/sandboxes/{sandbox_id}",
                  headers={"X-API-KEY": dash_daemon.api_key}, timeout=60)
 
