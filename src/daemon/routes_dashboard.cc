@@ -21,9 +21,9 @@ constexpr size_t kMaxLoginBody = 4096;
 // styles are allowed: xterm.js sizes its rows with <style> elements it makes.
 http::Headers page_headers(std::string cache) {
   return {{"Content-Security-Policy",
-           "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src "
-           "'self' data:; "
-           "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"},
+           "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+           "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; "
+           "frame-ancestors 'none'"},
           {"X-Content-Type-Options", "nosniff"},
           {"X-Frame-Options", "DENY"},
           {"Referrer-Policy", "no-referrer"},
