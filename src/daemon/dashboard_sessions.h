@@ -23,9 +23,10 @@ struct DashboardSession {
 
 class DashboardSessions {
  public:
-  // Bounded: a caller logging in in a loop evicts the oldest sessions, it
-  // cannot grow the daemon's memory.
+  // Bounded: a caller logging in in a loop cannot grow the daemon's memory,
+  // and evicts its own key's oldest sessions, not other callers'.
   static constexpr size_t kMaxSessions = 1024;
+  static constexpr size_t kMaxPerKey = 32;
   static constexpr int64_t kLifetimeMs = int64_t{12} * 3600 * 1000;
 
   struct Opened {
@@ -39,7 +40,7 @@ class DashboardSessions {
   size_t size() const;
 
  private:
-  void evict_for_one_more(int64_t now_ms);
+  void evict_for_one_more(const std::string& key_id, int64_t now_ms);
 
   mutable std::mutex mutex_;
   // Keyed by the sha256 of the id: a lookup's timing tells nothing about
