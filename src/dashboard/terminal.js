@@ -1,7 +1,7 @@
 // A terminal into a sandbox: xterm.js over envd's PTY RPCs. Start is a
 // Connect server stream (JSON messages in 5-byte envelopes) read from fetch's
 // body; keystrokes go back by SendInput and size changes by Update.
-import { request, rpc } from "./api.js";
+import { ApiError, request, rpc } from "./api.js";
 import { el, showError } from "./dom.js";
 
 const encoder = new TextEncoder();
@@ -127,6 +127,23 @@ export async function terminalSection(id) {
   return section;
 }
 
+// SIGKILL to the shell, tried again when the request is lost on the way (a
+// host whose network interfaces change, as sandboxes come and go, makes
+// Chromium drop or stall requests in flight); the daemon's answer, even an
+// error, is final.
+async function killShell(id, pid) {
+  const message = { process: { pid }, signal: "SIGNAL_SIGKILL" };
+  for (let attempt = 0; attempt < 8; attempt += 1) {
+    try {
+      await request("POST", "/process.Process/SendSignal",
+        { sandbox: id, json: message, signal: AbortSignal.timeout(2500) });
+      return;
+    } catch (error) {
+      if (error instanceof ApiError) return;
+    }
+  }
+}
+
 // Leaving the page ends its shell: the stream is cut and the shell killed,
 // so no login shell is left behind in the sandbox.
 export function closeTerminal() {
@@ -134,6 +151,10 @@ export function closeTerminal() {
   const { term, abort, id, pid } = current;
   current = null;
   abort.abort();
-  term.dispose();
-  if (pid) rpc(id, "process.Process/SendSignal", { process: { pid }, signal: "SIGNAL_SIGKILL" }).catch(() => {});
+  if (pid) killShell(id, pid);
+  try {
+    term.dispose();
+  } catch {
+    // a terminal torn down mid-render may throw; its shell is ended already
+  }
 }

@@ -5,17 +5,15 @@ import subprocess
 
 import httpx
 import pytest
-
 from harness import ABX_BIN
 
 pytestmark = pytest.mark.offline
 
 
 def test_abx_dashboard_prints_the_address_the_daemon_serves(dash_daemon):
-    env = {**dash_daemon.env(), "DISPLAY": "", "WAYLAND_DISPLAY": ""}
-    env.pop("DISPLAY")
-    env.pop("WAYLAND_DISPLAY")
-    r = subprocess.run([str(ABX_BIN), "dashboard"], env=env, capture_output=True, text=True,
+    # No desktop: nothing to open a browser on.
+    env = {k: v for k, v in dash_daemon.env().items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    r = subprocess.run([str(ABX_BIN), "dashboard"], env=env, capture_output=True, text=True, check=False,
                        timeout=30)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == dash_daemon.url + "/dashboard"
