@@ -46,6 +46,12 @@ std::optional<Caller> session_caller(const http::Request& request, const CallerS
 
 }  // namespace
 
+bool uses_session_cookie(const http::Request& request) {
+  const std::string header = request.header("cookie");
+  return !request.headers.contains("x-api-key") &&
+         !cookies::value_of(header, cookies::kSessionCookie).empty();
+}
+
 std::optional<Caller> caller_of(const http::Request& request, const CallerSources& sources) {
   // A request with a key is judged by the key alone: a wrong key is not
   // rescued by a cookie the browser happened to send along.

@@ -24,6 +24,12 @@ struct CallerSources {
 
 inline constexpr const char* kCsrfHeader = "x-abx-csrf";
 
+// The request relies on a dashboard session cookie (it names no API key).
+bool uses_session_cookie(const http::Request& request);
+inline constexpr const char* kSessionRefused =
+    "the dashboard session has ended or this request lacks its X-ABX-CSRF token: reload the "
+    "dashboard (log in again if asked)";
+
 // The caller a request's API key or dashboard session stands for.
 std::optional<Caller> caller_of(const http::Request& request, const CallerSources& sources);
 

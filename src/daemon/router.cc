@@ -54,6 +54,7 @@ Task<void> unmatched(Exchange& exchange, Plane plane, const RouteMatch& match) {
 // it ("signature is already expired").
 std::string unauthenticated_message(Credential need, const http::Request& request,
                                     const SandboxRow& row) {
+  if (uses_session_cookie(request)) return kSessionRefused;
   if (need == Credential::token_or_signature && !row.access_token.empty()) {
     std::string refusal = envd_auth::signed_url_refusal(request.query, request.method,
                                                         row.access_token, now_ms() / 1000);
@@ -117,9 +118,12 @@ class Router {
     const Credential need = match.route ? match.route->credential : Credential::api_key;
     auto caller = authenticate_control(need, request, sources());
     if (!caller) {
-      co_return co_await routes::respond_error(
-          exchange, 401,
-          "Invalid API key: set ABX_SANDBOX_API_KEY (or E2B_API_KEY) to the key in " + key_path_);
+      const std::string message =
+          uses_session_cookie(request)
+              ? std::string(kSessionRefused)
+              : "Invalid API key: set ABX_SANDBOX_API_KEY (or E2B_API_KEY) to the key in " +
+                    key_path_;
+      co_return co_await routes::respond_error(exchange, 401, message);
     }
     if (!match.route) co_return co_await unmatched(exchange, Plane::control, match);
     if (match.route->credential == Credential::admin_key && !caller->admin) {

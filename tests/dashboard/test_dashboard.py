@@ -142,10 +142,13 @@ def test_the_cookie_is_httponly_samesite_strict_and_gone_after_logout(page, dash
 
 def test_a_state_changing_request_without_the_csrf_header_is_refused(page, dash_daemon):
     log_in(page, dash_daemon)
-    status = page.evaluate("""async () => (await fetch('/sandboxes', {method: 'POST',
-        headers: {'Content-Type': 'application/json'},
-        body: JSON.stringify({templateID: 'host'})})).status""")
-    assert status == 401
+    refused = page.evaluate("""async () => {
+        const r = await fetch('/sandboxes', {method: 'POST',
+            headers: {'Content-Type': 'application/json'},
+            body: JSON.stringify({templateID: 'host'})});
+        return [r.status, (await r.json()).message]; }""")
+    assert refused[0] == 401
+    assert "X-ABX-CSRF" in refused[1]
     # A sandbox's envd: the same rule through E2B's routing headers.
     sandbox_id = _create_host_sandbox(dash_daemon, dash_daemon.api_key)
     [cookie] = page.context.cookies()
