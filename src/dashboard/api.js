@@ -38,7 +38,15 @@ export async function request(method, path, { json, body, sandbox, headers = {},
     body = JSON.stringify(json);
   }
   const response = await fetch(path, { method, headers: sent, body, signal, credentials: "same-origin" });
-  if (!response.ok) throw await failure(response);
+  if (!response.ok) {
+    const error = await failure(response);
+    // An ended session (expired, logged out in another tab, key revoked):
+    // the app shows the login page again, with this error as its line.
+    if (error.status === 401 && session.csrf && !path.startsWith("/dashboard/")) {
+      window.dispatchEvent(new CustomEvent("abx:session-ended"));
+    }
+    throw error;
+  }
   return response;
 }
 

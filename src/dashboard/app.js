@@ -42,6 +42,10 @@ document.getElementById("logout").addEventListener("click", async () => {
   loggedOut();
 });
 
+window.addEventListener("abx:session-ended", () => {
+  if (!nav.hidden) loggedOut();
+});
+
 window.addEventListener("hashchange", () => {
   if (!nav.hidden) route();
 });

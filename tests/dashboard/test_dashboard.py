@@ -140,6 +140,20 @@ def test_the_cookie_is_httponly_samesite_strict_and_gone_after_logout(page, dash
     assert r.status_code == 401
 
 
+def test_an_ended_session_brings_the_login_page_back(page, dash_daemon):
+    log_in(page, dash_daemon)
+    [cookie] = page.context.cookies()
+    jar = {"abx_session": cookie["value"]}
+    csrf = httpx.get(dash_daemon.url + "/dashboard/session", cookies=jar, timeout=10).json()["csrf"]
+    r = httpx.post(dash_daemon.url + "/dashboard/logout", cookies=jar, headers={"X-ABX-CSRF": csrf},
+                   timeout=10)  # as another tab would
+    assert r.status_code == 204
+    page.fill("#new-template", "host")
+    page.click("#create")
+    page.wait_for_selector("#api-key")
+    assert "session has ended" in page.text_content("#error")
+
+
 def test_a_state_changing_request_without_the_csrf_header_is_refused(page, dash_daemon):
     log_in(page, dash_daemon)
     refused = page.evaluate("""async () => {
