@@ -17,7 +17,8 @@ build_packages=(cmake ninja-build make g++ pkg-config git help2man dpkg-dev file
 packages=("${build_packages[@]}" clang-format clang libclang-rt-14-dev libgtest-dev
   bubblewrap hyperfine iproute2
   umoci busybox-static docker-registry
-  # the server SDK's browser group, driven by Playwright (tests/requirements.txt)
+  # the server SDK's browser group and the dashboard's browser tests, driven by
+  # Playwright (tests/requirements.txt; its own browser download needs the internet)
   chromium
   # tests/net's private internet (tests/net/world.sh) and its checks
   dnsmasq-base microsocks socat iperf3 nftables)
@@ -57,6 +58,14 @@ if [[ ! -f $examples_venv/.deps-stamp ]] ||
   "$examples_venv/bin/pip" install -q -r tests/examples/requirements.txt -e sdk/python-server \
     -e sdk/python
   touch "$examples_venv/.deps-stamp"
+fi
+
+# xterm.js, which the build embeds in abx for the dashboard's terminal
+# (src/dashboard/assets.cmake), reinstalled when its lock changes.
+dash=src/dashboard
+if command -v npm >/dev/null && { [[ ! -d $dash/node_modules ]] || [[ $dash/package-lock.json -nt $dash/node_modules ]]; }; then
+  npm ci --prefix "$dash" --no-audit --no-fund >/dev/null
+  touch "$dash/node_modules"
 fi
 
 # The JavaScript E2B SDKs for tests/compat/js, reinstalled when the lock changes.

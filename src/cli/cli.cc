@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
   add_quota(app, commands);
   add_usage(app, commands);
   add_version(app, commands);
+  add_dashboard(app, commands);
   add_completion(app, commands);
   add_help(app, commands);
   // CLI11 would only say "A subcommand is required" for a typo.

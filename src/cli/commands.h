@@ -49,13 +49,14 @@ Status build_first(const e2b::Endpoint& endpoint, const std::string& name);
 
 // What the daemon says when a create would have to build its template first.
 inline constexpr const char* kNotBuiltYet = "is not built yet";
-void add_env(CLI::App& root, Commands& commands);      // env e2b
-void add_keys(CLI::App& root, Commands& commands);     // keys create|list|revoke
-void add_quota(CLI::App& root, Commands& commands);    // quota [set]
-void add_usage(CLI::App& root, Commands& commands);    // usage
-void add_network(CLI::App& root, Commands& commands);  // network show|update
-void add_secrets(CLI::App& root, Commands& commands);  // secrets set|list|rm
-void add_version(CLI::App& root, Commands& commands);  // version (client and daemon)
+void add_env(CLI::App& root, Commands& commands);        // env e2b
+void add_keys(CLI::App& root, Commands& commands);       // keys create|list|revoke
+void add_quota(CLI::App& root, Commands& commands);      // quota [set]
+void add_usage(CLI::App& root, Commands& commands);      // usage
+void add_network(CLI::App& root, Commands& commands);    // network show|update
+void add_secrets(CLI::App& root, Commands& commands);    // secrets set|list|rm
+void add_version(CLI::App& root, Commands& commands);    // version (client and daemon)
+void add_dashboard(CLI::App& root, Commands& commands);  // dashboard [--no-open]
 // completion bash|zsh|fish: a script made from `root`'s command tree.
 void add_completion(CLI::App& root, Commands& commands);
 

@@ -124,6 +124,15 @@ std::optional<Caller> ApiKeys::caller_for(const std::string& key) const {
   return Caller{Caller::Kind::api_key, it->second.id, it->second.team, it->second.admin, {}};
 }
 
+std::optional<Caller> ApiKeys::caller_for_id(const std::string& key_id) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [hash, record] : by_hash_) {
+    if (record.id == key_id)
+      return Caller{Caller::Kind::api_key, record.id, record.team, record.admin, {}};
+  }
+  return std::nullopt;
+}
+
 Result<NewApiKey> ApiKeys::create(const std::string& team, bool admin, const std::string& name) {
   if (Status s = check_team_name(team); !s) return s.error();
   if (name.size() > kMaxNameLength || !is_printable_label(name)) {

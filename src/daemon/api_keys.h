@@ -48,6 +48,9 @@ class ApiKeys {
 
   // Who `key` is, or nothing for an unknown or revoked key.
   std::optional<Caller> caller_for(const std::string& key) const;
+  // Who the key with this id is (a dashboard session names its key by id, so
+  // revoking the key ends the session), or nothing once it is revoked.
+  std::optional<Caller> caller_for_id(const std::string& key_id) const;
   Result<NewApiKey> create(const std::string& team, bool admin, const std::string& name);
   std::vector<ApiKeyRecord> list() const;
   // ENOENT for an unknown id; refuses to revoke the last admin key.

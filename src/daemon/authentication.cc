@@ -1,6 +1,7 @@
 #include "daemon/authentication.h"
 
 #include "common/secrets.h"
+#include "daemon/cookies.h"
 #include "daemon/envd_auth.h"
 #include "daemon/service.h"
 
@@ -28,21 +29,50 @@ bool traffic_token_matches(const http::Request& request, const SandboxRow& row) 
 
 SandboxAuthentication granted(Caller caller) { return {SandboxAccess::granted, std::move(caller)}; }
 
+bool is_safe_method(const std::string& method) { return method == "GET" || method == "HEAD"; }
+
+// A session cookie's caller, if the session lives, its key is not revoked
+// and (for a method that changes state) the page's CSRF token came along.
+std::optional<Caller> session_caller(const http::Request& request, const CallerSources& sources) {
+  const std::string header = request.header("cookie");
+  const auto id = cookies::value_of(header, cookies::kSessionCookie);
+  if (id.empty()) return std::nullopt;
+  const auto session = sources.sessions.find(id, now_ms());
+  if (!session) return std::nullopt;
+  if (!is_safe_method(request.method) && !secrets_equal(request.header(kCsrfHeader), session->csrf))
+    return std::nullopt;
+  return sources.keys.caller_for_id(session->key_id);
+}
+
 }  // namespace
 
+bool uses_session_cookie(const http::Request& request) {
+  const std::string header = request.header("cookie");
+  return !request.headers.contains("x-api-key") &&
+         !cookies::value_of(header, cookies::kSessionCookie).empty();
+}
+
+std::optional<Caller> caller_of(const http::Request& request, const CallerSources& sources) {
+  // A request with a key is judged by the key alone: a wrong key is not
+  // rescued by a cookie the browser happened to send along.
+  if (request.headers.contains("x-api-key"))
+    return sources.keys.caller_for(request.header("x-api-key"));
+  return session_caller(request, sources);
+}
+
 std::optional<Caller> authenticate_control(Credential need, const http::Request& request,
-                                           const ApiKeys& keys) {
-  auto caller = keys.caller_for(request.header("x-api-key"));
+                                           const CallerSources& sources) {
+  auto caller = caller_of(request, sources);
   if (need == Credential::none) return caller.value_or(Caller{});
   return caller;
 }
 
 SandboxAuthentication authenticate_sandbox(Credential need, const http::Request& request,
-                                           const SandboxRow& row, const ApiKeys& keys) {
+                                           const SandboxRow& row, const CallerSources& sources) {
   if (token_matches(request, row)) {
     return granted(Caller{Caller::Kind::access_token, {}, row.owner, false, row.id});
   }
-  const auto key = keys.caller_for(request.header("x-api-key"));
+  const auto key = caller_of(request, sources);
   if (key && key->team != row.owner) return {SandboxAccess::foreign, *key};
   if (key) return granted(*key);
   switch (need) {

@@ -53,6 +53,14 @@ const std::array kRoutes = {
     ROW("DELETE", "/abx/v1/secrets/{name}",            P::control, C::api_key, secret_remove),
     ROW("POST",   "/mcp",                              P::control, C::api_key, mcp_post),
     ROW("DELETE", "/mcp",                              P::control, C::api_key, mcp_delete),
+    // The web dashboard: its page and assets are public, its session cookie
+    // counts as an api key here and on every route above.
+    ROW("GET",    "/dashboard",                        P::control, C::none,    dashboard_page),
+    ROW("GET",    "/dashboard/assets/{name}",          P::control, C::none,    dashboard_asset),
+    ROW("POST",   "/dashboard/login",                  P::control, C::none,    dashboard_login),
+    ROW("POST",   "/dashboard/logout",                 P::control, C::api_key, dashboard_logout),
+    ROW("GET",    "/dashboard/session",                P::control, C::api_key, dashboard_session),
+    ROW("GET",    "/dashboard/events",                 P::control, C::api_key, dashboard_events),
     // Sandbox plane, port 49983: envd's plain HTTP endpoints and Connect RPCs.
     ROW("GET",    "/health",                           P::envd, C::none,               envd_health),
     ROW("GET",    "/envs",                             P::envd, C::access_token,       envd_envs),

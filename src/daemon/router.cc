@@ -54,6 +54,7 @@ Task<void> unmatched(Exchange& exchange, Plane plane, const RouteMatch& match) {
 // it ("signature is already expired").
 std::string unauthenticated_message(Credential need, const http::Request& request,
                                     const SandboxRow& row) {
+  if (uses_session_cookie(request)) return kSessionRefused;
   if (need == Credential::token_or_signature && !row.access_token.empty()) {
     std::string refusal = envd_auth::signed_url_refusal(request.query, request.method,
                                                         row.access_token, now_ms() / 1000);
@@ -86,6 +87,8 @@ class Router {
   }
 
  private:
+  CallerSources sources() { return {*keys_, service_.dashboard_sessions()}; }
+
   static bool is_signed_files_url(const http::Request& request) {
     return request.path == "/files" && request.query.contains("signature");
   }
@@ -113,11 +116,14 @@ class Router {
     // Without a row, a caller without a key still hears 401 first, as before
     // the table: which paths exist is told only to callers with a key.
     const Credential need = match.route ? match.route->credential : Credential::api_key;
-    auto caller = authenticate_control(need, request, *keys_);
+    auto caller = authenticate_control(need, request, sources());
     if (!caller) {
-      co_return co_await routes::respond_error(
-          exchange, 401,
-          "Invalid API key: set ABX_SANDBOX_API_KEY (or E2B_API_KEY) to the key in " + key_path_);
+      const std::string message =
+          uses_session_cookie(request)
+              ? std::string(kSessionRefused)
+              : "Invalid API key: set ABX_SANDBOX_API_KEY (or E2B_API_KEY) to the key in " +
+                    key_path_;
+      co_return co_await routes::respond_error(exchange, 401, message);
     }
     if (!match.route) co_return co_await unmatched(exchange, Plane::control, match);
     if (match.route->credential == Credential::admin_key && !caller->admin) {
@@ -134,7 +140,7 @@ class Router {
     auto stopped = service_.stopped(id);
     if (!stopped) return sandbox_missing(id);
     const auto access =
-        authenticate_sandbox(Credential::access_token, request, stopped->row, *keys_);
+        authenticate_sandbox(Credential::access_token, request, stopped->row, sources());
     if (access.access != SandboxAccess::granted) return sandbox_missing(id);
     nlohmann::json answer = sandbox_missing(id);
     answer["message"] = stopped->message();
@@ -169,7 +175,7 @@ class Router {
     routes::SandboxCall call{service_, live, live->snapshot(), std::move(match.params)};
     // Without a row, the sandbox's credential is still asked for first.
     const Credential need = match.route ? match.route->credential : Credential::access_token;
-    auto authenticated = authenticate_sandbox(need, request, call.row, *keys_);
+    auto authenticated = authenticate_sandbox(need, request, call.row, sources());
     // Another team's key learns nothing: its sandboxes look like unknown ones.
     if (authenticated.access == SandboxAccess::foreign) {
       co_return co_await routes::respond_json(exchange, 502, sandbox_missing(target.sandbox_id));

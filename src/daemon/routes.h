@@ -60,6 +60,16 @@ Task<void> sandbox_processes(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_network_update(ControlCall& call, Exchange& exchange);
 // The newest SandboxMetric sample (the control plane's camelCase shape).
 nlohmann::json sandbox_metric(LiveSandbox& live);
+// A sandbox as GET /sandboxes lists it (ListedSandbox).
+nlohmann::json sandbox_listing(const SandboxRow& row);
+// routes_dashboard.cc: the web dashboard's page, assets and login sessions.
+Task<void> dashboard_page(ControlCall& call, Exchange& exchange);
+Task<void> dashboard_asset(ControlCall& call, Exchange& exchange);
+Task<void> dashboard_login(ControlCall& call, Exchange& exchange);
+Task<void> dashboard_logout(ControlCall& call, Exchange& exchange);
+Task<void> dashboard_session(ControlCall& call, Exchange& exchange);
+// routes_dashboard_events.cc: its live feed (server-sent events).
+Task<void> dashboard_events(ControlCall& call, Exchange& exchange);
 // routes_keys.cc: /abx/v1/keys (admin keys only).
 Task<void> keys_list(ControlCall& call, Exchange& exchange);
 Task<void> key_create(ControlCall& call, Exchange& exchange);

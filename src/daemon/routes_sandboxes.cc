@@ -259,6 +259,8 @@ json metrics_of_many(Service& service, const Caller& caller, const std::string& 
 
 }  // namespace
 
+json sandbox_listing(const SandboxRow& row) { return listed_json(row); }
+
 Task<void> sandboxes_list(ControlCall& call, Exchange& exchange) {
   co_await list(call, exchange, false);
 }

@@ -16,6 +16,7 @@
 #include "daemon/blocking_pool.h"
 #include "daemon/caller.h"
 #include "daemon/control_requests.h"
+#include "daemon/dashboard_sessions.h"
 #include "daemon/dir_watch.h"
 #include "daemon/metrics_history.h"
 #include "daemon/process_table.h"
@@ -146,6 +147,7 @@ class Service : private runtime::StopListener {
   Quotas& quotas() { return *tenancy_.quotas; }
   Usage& usage() { return *tenancy_.usage; }
   SecretStore& secrets() { return *tenancy_.secrets; }
+  DashboardSessions& dashboard_sessions() { return dashboard_sessions_; }
   // The team whose live sandbox has `address` on its network; empty: none.
   std::string owner_at(uint32_t address) const;
 
@@ -188,6 +190,7 @@ class Service : private runtime::StopListener {
   templates::TemplateStore& templates_;
   Store& store_;
   Tenancy tenancy_;
+  DashboardSessions dashboard_sessions_;  // in memory: a restart logs browsers out
   uint32_t host_cores_;
   ListenAddress listen_address_;
   std::function<void(uint32_t)> egress_changed_;

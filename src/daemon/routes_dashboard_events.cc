@@ -1,0 +1,94 @@
+// GET /dashboard/events: the dashboard's live feed, as server-sent events.
+// Once a second it compares the caller's sandboxes with what it last sent:
+// a new or changed one is a `sandbox` event, a gone one `ended`; every other
+// second a `metrics` event carries each sandbox's newest sample. The page
+// keeps no timer of its own.
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <map>
+
+#include "daemon/authentication.h"
+#include "daemon/routes.h"
+
+namespace abx::daemon::routes {
+namespace {
+
+using nlohmann::json;
+
+constexpr auto kTick = std::chrono::seconds(1);
+constexpr int kMetricsEveryTicks = 2;
+constexpr int kKeepaliveEveryTicks = 15;  // a comment line, so idle proxies keep the stream
+
+std::string event(std::string_view name, const json& data) {
+  return "event: " + std::string(name) + "\ndata: " + data.dump() + "\n\n";
+}
+
+std::map<std::string, json> listings(Service& service, const Caller& caller) {
+  std::map<std::string, json> out;
+  for (const SandboxRow& row : service.list_for(caller)) out[row.id] = sandbox_listing(row);
+  return out;
+}
+
+// The events that turn what the page was sent into what is live now.
+std::string changes(const std::map<std::string, json>& sent,
+                    const std::map<std::string, json>& now) {
+  std::string out;
+  for (const auto& [id, listing] : now) {
+    const auto it = sent.find(id);
+    if (it == sent.end() || it->second != listing) out += event("sandbox", listing);
+  }
+  for (const auto& [id, listing] : sent) {
+    if (!now.contains(id)) out += event("ended", json{{"sandboxID", id}});
+  }
+  return out;
+}
+
+std::string metrics(Service& service, const Caller& caller,
+                    const std::map<std::string, json>& shown) {
+  json out = json::object();
+  for (const auto& [id, listing] : shown) {
+    if (auto live = service.find_for(caller, id)) out[id] = sandbox_metric(*live);
+  }
+  return event("metrics", out);
+}
+
+std::string snapshot(const std::map<std::string, json>& shown) {
+  json all = json::array();
+  for (const auto& [id, listing] : shown) all.push_back(listing);
+  return "retry: 2000\n\n" + event("snapshot", all);
+}
+
+// The caller is asked for again at every tick: a logout, an expired session
+// or a revoked key ends the feed.
+bool still_admitted(Service& service, const http::Request& request) {
+  return caller_of(request, {service.keys(), service.dashboard_sessions()}).has_value();
+}
+
+}  // namespace
+
+Task<void> dashboard_events(ControlCall& call, Exchange& exchange) {
+  // Arguments are built before each co_await (g++ 12 and temporaries there).
+  http::Headers headers = {{"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}};
+  std::string type = "text/event-stream";
+  co_await exchange.start_stream(200, std::move(type), std::move(headers));
+  std::map<std::string, json> shown = listings(call.service, call.caller);
+  std::string first = snapshot(shown);
+  if (!co_await exchange.write_chunk(std::move(first))) co_return;
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  for (int tick = 1;; ++tick) {
+    timer.expires_after(kTick);
+    co_await timer.async_wait(boost::asio::use_awaitable);
+    if (!still_admitted(call.service, exchange.request())) break;
+    auto now = listings(call.service, call.caller);
+    std::string out = changes(shown, now);
+    shown = std::move(now);
+    if (tick % kMetricsEveryTicks == 0 && !shown.empty())
+      out += metrics(call.service, call.caller, shown);
+    if (out.empty() && tick % kKeepaliveEveryTicks == 0) out = ": keepalive\n\n";
+    if (!out.empty() && !co_await exchange.write_chunk(std::move(out))) co_return;
+  }
+  co_await exchange.finish_stream();
+}
+
+}  // namespace abx::daemon::routes

@@ -1,0 +1,169 @@
+// The sandboxes page: a table the daemon's event stream keeps live, a filter,
+// and create / extend / pause / resume / kill.
+import { call } from "./api.js";
+import { bytes, el, relative, showError, when } from "./dom.js";
+
+const rows = new Map();    // sandboxID → listing (GET /sandboxes shape)
+const metrics = new Map(); // sandboxID → newest SandboxMetric
+let view = null;           // the elements of the page while it is shown
+
+// metadata "a=1, b=2" → {a: "1", b: "2"}
+function parseMetadata(text) {
+  const out = {};
+  for (const pair of text.split(",")) {
+    const [key, ...rest] = pair.split("=");
+    if (key.trim()) out[key.trim()] = rest.join("=").trim();
+  }
+  return out;
+}
+
+function metadataText(metadata) {
+  return Object.entries(metadata || {}).map(([k, v]) => `${k}=${v}`).join(", ");
+}
+
+async function act(work) {
+  try {
+    await work();
+    showError(null);
+  } catch (error) {
+    showError(error);
+  }
+}
+
+function actions(row) {
+  const id = row.sandboxID;
+  const paused = row.state === "paused";
+  return el("td", { class: "actions" },
+    el("button", { class: "ghost", title: "Add 5 minutes", "data-action": "extend",
+      onclick: () => act(() => call("POST", `/sandboxes/${id}/timeout`, { json: { timeout: 300 } })) }, "+5m"),
+    paused
+      ? el("button", { class: "ghost", "data-action": "resume",
+        onclick: () => act(() => call("POST", `/sandboxes/${id}/resume`, { json: { timeout: 300 } })) }, "Resume")
+      : el("button", { class: "ghost", "data-action": "pause",
+        onclick: () => act(() => call("POST", `/sandboxes/${id}/pause`)) }, "Pause"),
+    el("button", { class: "danger", "data-action": "kill",
+      onclick: () => act(() => call("DELETE", `/sandboxes/${id}`)) }, "Kill"));
+}
+
+function rowElement(row) {
+  const m = metrics.get(row.sandboxID);
+  const cpu = m ? `${m.cpuUsedPct.toFixed(1)}% of ${m.cpuCount}` : `– of ${row.cpuCount}`;
+  const memory = m ? `${bytes(m.memUsed)} / ${bytes(m.memTotal)}` : `– / ${row.memoryMB} MiB`;
+  return el("tr", { "data-id": row.sandboxID },
+    el("td", {}, el("a", { href: `#/sandbox/${row.sandboxID}`, class: "mono" }, row.sandboxID)),
+    el("td", {}, row.alias || row.templateID),
+    el("td", {}, el("span", { class: `state ${row.state}` }, row.state)),
+    el("td", { title: row.startedAt, class: "nowrap" }, when(row.startedAt)),
+    el("td", { title: row.endAt, class: "nowrap" }, row.state === "paused" ? "–" : relative(row.endAt)),
+    el("td", { class: "num" }, cpu),
+    el("td", { class: "num" }, memory),
+    el("td", { class: "meta" }, metadataText(row.metadata)),
+    actions(row));
+}
+
+function matches(row, filter) {
+  if (!filter) return true;
+  const text = [row.sandboxID, row.templateID, row.alias, row.state, metadataText(row.metadata)]
+    .join(" ").toLowerCase();
+  return filter.toLowerCase().split(/\s+/).every((word) => text.includes(word));
+}
+
+function render() {
+  if (!view) return;
+  const filter = view.filter.value.trim();
+  const shown = [...rows.values()].filter((row) => matches(row, filter))
+    .sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+  view.body.replaceChildren(...shown.map(rowElement));
+  view.count.textContent = `${rows.size} running` + (filter ? `, ${shown.length} shown` : "");
+  view.empty.hidden = rows.size !== 0;
+  view.table.hidden = rows.size === 0;
+}
+
+// The daemon's server-sent events: a snapshot, then every change.
+let events = null;
+function listen() {
+  if (events) return;
+  events = new EventSource("/dashboard/events");
+  events.addEventListener("snapshot", (e) => {
+    rows.clear();
+    for (const row of JSON.parse(e.data)) rows.set(row.sandboxID, row);
+    render();
+  });
+  events.addEventListener("sandbox", (e) => {
+    const row = JSON.parse(e.data);
+    rows.set(row.sandboxID, row);
+    render();
+  });
+  events.addEventListener("ended", (e) => {
+    const { sandboxID } = JSON.parse(e.data);
+    rows.delete(sandboxID);
+    metrics.delete(sandboxID);
+    render();
+  });
+  events.addEventListener("metrics", (e) => {
+    for (const [id, sample] of Object.entries(JSON.parse(e.data))) metrics.set(id, sample);
+    render();
+  });
+}
+
+export function stopEvents() {
+  if (events) events.close();
+  events = null;
+}
+
+function createForm() {
+  const template = el("input", { id: "new-template", value: "base", list: "templates", required: true, size: 14 });
+  const timeout = el("input", { id: "new-timeout", type: "number", min: 1, value: 300, size: 6 });
+  const metadata = el("input", { id: "new-metadata", placeholder: "owner=me, task=42", size: 22 });
+  const names = el("datalist", { id: "templates" });
+  call("GET", "/abx/v1/templates").then((list) => {
+    const items = Array.isArray(list) ? list : list.templates || [];
+    names.replaceChildren(...items.map((t) => el("option", { value: t.name || t.templateID })));
+  }).catch(() => {});
+  return el("form", { class: "create", onsubmit: (event) => {
+    event.preventDefault();
+    act(() => call("POST", "/sandboxes", { json: {
+      templateID: template.value.trim(), timeout: Number(timeout.value) || 300,
+      metadata: parseMetadata(metadata.value),
+    } }));
+  } },
+  el("label", {}, "Template ", template), names,
+  el("label", {}, "Timeout (s) ", timeout),
+  el("label", {}, "Metadata ", metadata),
+  el("button", { type: "submit", id: "create" }, "Create sandbox"));
+}
+
+export function renderSandboxes(main) {
+  const filter = el("input", { id: "filter", type: "search", placeholder: "Filter by id, template, state, metadata  ( / )",
+    oninput: render });
+  const body = el("tbody");
+  const table = el("table", { id: "sandboxes" },
+    el("thead", {}, el("tr", {}, ...["ID", "Template", "State", "Started", "Ends", "CPU", "Memory",
+      "Metadata", ""].map((h) => el("th", {}, h)))), body);
+  const empty = el("div", { class: "empty", id: "empty" },
+    el("p", {}, "No sandboxes are running for this team."),
+    el("p", { class: "muted" }, "Create one above, or from a terminal: ",
+      el("code", {}, "abx create --template base")));
+  const count = el("span", { class: "muted" });
+  view = { filter, body, table, empty, count };
+  main.replaceChildren(
+    el("div", { class: "bar" }, el("h1", {}, "Sandboxes"), count),
+    createForm(),
+    el("div", { class: "bar" }, filter),
+    el("div", { class: "card flush" }, table, empty));
+  render();
+  listen();
+}
+
+export function leaveSandboxes() {
+  view = null;
+}
+
+// "/" focuses the filter, as on most tools' list pages.
+document.addEventListener("keydown", (event) => {
+  if (event.key === "/" && view && document.activeElement !== view.filter
+      && !(document.activeElement instanceof HTMLInputElement)) {
+    event.preventDefault();
+    view.filter.focus();
+  }
+});
