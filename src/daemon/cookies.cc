@@ -29,6 +29,22 @@ std::string_view value_of(std::string_view header, std::string_view name) {
   return seen == 1 ? found : std::string_view();
 }
 
+std::string without(std::string_view header, std::string_view name) {
+  std::string kept;
+  while (!header.empty()) {
+    const size_t semicolon = header.find(';');
+    const std::string_view pair = trim(header.substr(0, semicolon));
+    header =
+        semicolon == std::string_view::npos ? std::string_view() : header.substr(semicolon + 1);
+    const size_t equals = pair.find('=');
+    const std::string_view key = trim(pair.substr(0, equals));
+    if (pair.empty() || key == name) continue;
+    if (!kept.empty()) kept += "; ";
+    kept += pair;
+  }
+  return kept;
+}
+
 std::string session_set_cookie(std::string_view id, int64_t max_age_s) {
   return std::string(kSessionCookie) + "=" + std::string(id) +
          "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(max_age_s);

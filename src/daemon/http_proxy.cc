@@ -18,6 +18,8 @@
 #include <stdexcept>
 
 #include "common/json_text.h"
+#include "daemon/authentication.h"
+#include "daemon/cookies.h"
 #include "daemon/http_request.h"
 #include "daemon/tcp_progress.h"
 
@@ -55,10 +57,12 @@ bool is_hop_header(const std::string& lower_name) {
 
 // The caller's credentials for us (API key, access and traffic tokens, E2B's
 // routing headers) are never the sandbox's business: code in it is untrusted.
+// The dashboard's session cookie and CSRF token are a key's worth: the
+// cookie goes on without its session pair, the token not at all.
 bool is_credential_header(const std::string& lower_name) {
   return lower_name == "x-api-key" || lower_name == "x-access-token" ||
          lower_name == "authorization" || lower_name == "e2b-traffic-access-token" ||
-         lower_name.starts_with("e2b-");
+         lower_name == kCsrfHeader || lower_name.starts_with("e2b-");
 }
 
 bhttp::request<bhttp::string_body> upstream_request(const Exchange& exchange, std::string body,
@@ -70,7 +74,13 @@ bhttp::request<bhttp::string_body> upstream_request(const Exchange& exchange, st
   out.version(11);
   for (const auto& [name, value] : request.headers) {
     const std::string lower_name = lower(name);
-    if (!is_hop_header(lower_name) && !is_credential_header(lower_name)) out.set(name, value);
+    if (is_hop_header(lower_name) || is_credential_header(lower_name)) continue;
+    if (lower_name == "cookie") {
+      const std::string kept = cookies::without(value, cookies::kSessionCookie);
+      if (!kept.empty()) out.set(name, kept);
+      continue;
+    }
+    out.set(name, value);
   }
   if (!host.empty()) out.set(bhttp::field::host, host);
   // A protocol switch (a WebSocket handshake) is the one thing that keeps the

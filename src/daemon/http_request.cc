@@ -20,8 +20,10 @@ Request to_request(const boost::beast::http::request<boost::beast::http::buffer_
   url::split_target(req.target, &req.path, &raw_query);
   req.query = url::parse_query(raw_query);
   for (const auto& field : message) {
-    std::string& value = req.headers[lower(std::string(field.name_string()))];
-    if (!value.empty()) value += ", ";
+    const std::string name = lower(std::string(field.name_string()));
+    std::string& value = req.headers[name];
+    // Cookie lines join with "; " (RFC 9113 8.2.3), every other field with ", ".
+    if (!value.empty()) value += name == "cookie" ? "; " : ", ";
     value += std::string(field.value());
   }
   return req;

@@ -487,7 +487,10 @@ Task<void> files_download(SandboxCall& call, Exchange& exchange) {
                                             input->user.uid, input->user.gid);
   if (!fd) co_return co_await respond_failure(exchange, fd.error());
   std::unique_ptr<Gzip> gzip;
-  http::Headers headers;
+  // The sandbox's bytes on the daemon's own origin (a signed URL opened in
+  // a browser): never sniffed into a page, never run as one.
+  http::Headers headers = {{"X-Content-Type-Options", "nosniff"},
+                           {"Content-Security-Policy", "sandbox"}};
   std::optional<uint64_t> length;
   if (wants_gzip(exchange.request().header("accept-encoding"))) {
     gzip = std::make_unique<Gzip>();

@@ -11,9 +11,14 @@ import pytest
 from harness import ABX_BIN, REPO, Daemon, private_state_dir, start_daemon, stop_daemon
 
 CHROMIUM = Path("/usr/bin/chromium")
+# Every request but to loopback goes to a proxy that is not there (port 9, discard; Chromium
+# never proxies loopback), and no name resolves: nothing leaves the machine. Not Playwright's
+# request routing: it holds each request until the test's thread next calls Playwright, so a
+# page's request made while the test waited in httpx or a sleep stalled.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
+                 "--disable-sync", "--proxy-server=http://127.0.0.1:9",
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 SCREENSHOTS = REPO / "build" / "dashboard-screenshots"
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -53,17 +58,9 @@ def browser():
         b.close()
 
 
-def _refuse_other_hosts(route, daemon_url: str) -> None:
-    if route.request.url.startswith(daemon_url):
-        route.continue_()
-    else:
-        route.abort()
-
-
 @pytest.fixture(params=["light", "dark"])
 def page(request, browser, dash_daemon: Daemon):
     context = browser.new_context(color_scheme=request.param, viewport={"width": 1280, "height": 800})
-    context.route("**/*", lambda route: _refuse_other_hosts(route, dash_daemon.url))
     p = context.new_page()
     p.scheme = request.param
     yield p
