@@ -11,37 +11,44 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
+// Calls visit(pair, name, value) for each non-empty "name=value" pair of a
+// Cookie header, trimmed; a pair without '=' has an empty value.
+template <class Visit>
+void for_each_pair(std::string_view header, Visit visit) {
+  while (!header.empty()) {
+    const size_t semicolon = header.find(';');
+    const std::string_view pair = trim(header.substr(0, semicolon));
+    header =
+        semicolon == std::string_view::npos ? std::string_view() : header.substr(semicolon + 1);
+    if (pair.empty()) continue;
+    const size_t equals = pair.find('=');
+    const std::string_view value =
+        equals == std::string_view::npos ? std::string_view() : trim(pair.substr(equals + 1));
+    visit(pair, trim(pair.substr(0, equals)), value, equals != std::string_view::npos);
+  }
+}
+
 }  // namespace
 
 std::string_view value_of(std::string_view header, std::string_view name) {
   std::string_view found;
   int seen = 0;
-  while (!header.empty()) {
-    const size_t semicolon = header.find(';');
-    const std::string_view pair = trim(header.substr(0, semicolon));
-    header =
-        semicolon == std::string_view::npos ? std::string_view() : header.substr(semicolon + 1);
-    const size_t equals = pair.find('=');
-    if (equals == std::string_view::npos || trim(pair.substr(0, equals)) != name) continue;
-    found = trim(pair.substr(equals + 1));
-    ++seen;
-  }
+  for_each_pair(
+      header, [&](std::string_view, std::string_view key, std::string_view value, bool has_value) {
+        if (!has_value || key != name) return;
+        found = value;
+        ++seen;
+      });
   return seen == 1 ? found : std::string_view();
 }
 
 std::string without(std::string_view header, std::string_view name) {
   std::string kept;
-  while (!header.empty()) {
-    const size_t semicolon = header.find(';');
-    const std::string_view pair = trim(header.substr(0, semicolon));
-    header =
-        semicolon == std::string_view::npos ? std::string_view() : header.substr(semicolon + 1);
-    const size_t equals = pair.find('=');
-    const std::string_view key = trim(pair.substr(0, equals));
-    if (pair.empty() || key == name) continue;
+  for_each_pair(header, [&](std::string_view pair, std::string_view key, std::string_view, bool) {
+    if (key == name) return;
     if (!kept.empty()) kept += "; ";
     kept += pair;
-  }
+  });
   return kept;
 }
 

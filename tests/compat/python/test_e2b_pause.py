@@ -12,6 +12,15 @@ import pytest
 from e2b import Sandbox, SandboxQuery, SandboxState
 
 
+def wait_until_paused(sb: Sandbox) -> None:
+    """Until its timeout has paused the sandbox (autoPause), at most 10 s."""
+    for _ in range(50):
+        if Sandbox.get_info(sb.sandbox_id).state == SandboxState.PAUSED:
+            break
+        time.sleep(0.2)
+    assert Sandbox.get_info(sb.sandbox_id).state == SandboxState.PAUSED
+
+
 def test_pause_freezes_and_connect_resumes_as_it_was(e2b_env):
     sb = Sandbox.create(timeout=120, envs={"TEST_VAR": "sfisback"})
     try:
@@ -72,11 +81,7 @@ def test_auto_pause_at_the_timeout_then_connect_wakes_it(e2b_env):
     sb = Sandbox.create(timeout=2, lifecycle={"on_timeout": "pause", "auto_resume": False})
     try:
         sb.files.write("kept.txt", "x")
-        for _ in range(50):
-            if Sandbox.get_info(sb.sandbox_id).state == SandboxState.PAUSED:
-                break
-            time.sleep(0.2)
-        assert Sandbox.get_info(sb.sandbox_id).state == SandboxState.PAUSED
+        wait_until_paused(sb)
         assert not sb.is_running()
         time.sleep(3)  # paused: no timeout kills it
         sb.connect(timeout=30)
@@ -88,11 +93,7 @@ def test_auto_pause_at_the_timeout_then_connect_wakes_it(e2b_env):
 def test_auto_resume_wakes_on_a_request(e2b_env):
     sb = Sandbox.create(timeout=2, lifecycle={"on_timeout": "pause", "auto_resume": True})
     try:
-        for _ in range(50):
-            if Sandbox.get_info(sb.sandbox_id).state == SandboxState.PAUSED:
-                break
-            time.sleep(0.2)
-        assert Sandbox.get_info(sb.sandbox_id).state == SandboxState.PAUSED
+        wait_until_paused(sb)
         assert sb.commands.run("echo awake").stdout == "awake\n"
         assert Sandbox.get_info(sb.sandbox_id).state == SandboxState.RUNNING
     finally:
@@ -166,11 +167,7 @@ def test_auto_resume_within_a_teams_shorter_max_timeout(e2b_env, monkeypatch):
     try:
         sb = Sandbox.create(timeout=2, lifecycle={"on_timeout": "pause", "auto_resume": True})
         try:
-            for _ in range(50):
-                if Sandbox.get_info(sb.sandbox_id).state == SandboxState.PAUSED:
-                    break
-                time.sleep(0.2)
-            assert Sandbox.get_info(sb.sandbox_id).state == SandboxState.PAUSED
+            wait_until_paused(sb)
             assert sb.commands.run("echo awake").stdout == "awake\n"
             info = Sandbox.get_info(sb.sandbox_id)
             assert info.state == SandboxState.RUNNING
