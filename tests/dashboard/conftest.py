@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from harness import ABX_BIN, REPO, Daemon, private_state_dir, start_daemon, stop_daemon
+from dashboard_pages import SCREENSHOTS
+from harness import ABX_BIN, Daemon, private_state_dir, start_daemon, stop_daemon
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Every request but to loopback goes to a proxy that is not there (port 9, discard; Chromium
@@ -19,7 +20,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--proxy-server=http://127.0.0.1:9",
                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
-SCREENSHOTS = REPO / "build" / "dashboard-screenshots"
 
 sync_api = pytest.importorskip("playwright.sync_api")
 if not CHROMIUM.exists():
@@ -66,14 +66,3 @@ def page(request, browser, dash_daemon: Daemon):
     yield p
     context.close()
 
-
-def screenshot(page, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}-{page.scheme}.png"), full_page=True)
-
-
-def log_in(page, daemon: Daemon, key: str | None = None) -> None:
-    page.goto(daemon.url + "/dashboard")
-    page.fill("#api-key", key or daemon.api_key)
-    page.click("#login")
-    page.wait_for_selector("#nav:not([hidden])")

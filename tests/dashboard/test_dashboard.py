@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import log_in, screenshot
+from dashboard_pages import log_in, screenshot
 
 pytestmark = pytest.mark.offline
 
