@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import time
@@ -131,3 +132,35 @@ def host_sandbox_serving(state_dir: Path, script: str,
         yield d, sandbox_id
     finally:
         stop_daemon(d)
+
+
+def make_test_ca(work: Path, name: str = "abx test CA") -> tuple[Path, Path]:
+    """A throwaway CA (certificate, key) in `work`, made by openssl."""
+    cert, key = work / "ca.crt", work / "ca.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", f"/CN={name}",
+                    "-addext", "basicConstraints=critical,CA:TRUE",
+                    "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                    "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def make_server_cert(work: Path, ca: tuple[Path, Path], names: list[str],
+                     stem: str = "server") -> tuple[Path, Path]:
+    """A server certificate (certificate, key) signed by `ca` for `names` (DNS names, or
+    IP:addr entries)."""
+    cert, key, csr, ext = (work / f"{stem}.crt", work / f"{stem}.key", work / f"{stem}.csr",
+                           work / f"{stem}.ext")
+    subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-subj", f"/CN={names[0]}",
+                    "-keyout", str(key), "-out", str(csr)],
+                   check=True, capture_output=True, timeout=60)
+    alt = ",".join(n if n.startswith("IP:") else f"DNS:{n}" for n in names)
+    ext.write_text("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+                   f"extendedKeyUsage=serverAuth\nsubjectAltName={alt}\n")
+    subprocess.run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca[0]), "-CAkey",
+                    str(ca[1]), "-set_serial", "0x" + os.urandom(16).hex(), "-days", "2",
+                    "-extfile", str(ext), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key

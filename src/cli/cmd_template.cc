@@ -381,7 +381,8 @@ void add_deploy(CLI::App& parent, Commands& commands) {
   auto* app = parent.add_subcommand(
       "deploy", "Copy a template to another abx daemon through its template API");
   app->add_option("name", options->name, "Local template name")->required();
-  app->add_option("--to", options->to, "The other daemon's API URL (http://HOST:PORT)")->required();
+  app->add_option("--to", options->to, "The other daemon's API URL (http[s]://HOST:PORT)")
+      ->required();
   app->add_option("--api-key", options->api_key,
                   "A key of that daemon (default: $ABX_DEPLOY_API_KEY)");
   app->add_option("--as", options->as, "Name there (default: the same)");

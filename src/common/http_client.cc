@@ -7,7 +7,9 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -20,6 +22,7 @@
 namespace abx::http {
 namespace net = boost::asio;
 namespace beast_http = boost::beast::http;
+namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
@@ -96,15 +99,14 @@ Result<Url> Url::parse(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
     text.remove_suffix(1);
   }
-  if (text.starts_with("https://")) {
-    return Error::with_message("https URLs are not supported yet (" + std::string(text) +
-                               "): use an http:// URL");
-  }
-  if (!text.starts_with("http://")) {
-    return Error::with_message("bad URL '" + std::string(text) + "': expected http://HOST:PORT");
-  }
-  text.remove_prefix(7);
   Url url;
+  url.tls = text.starts_with("https://");
+  if (!url.tls && !text.starts_with("http://")) {
+    return Error::with_message("bad URL '" + std::string(text) +
+                               "': expected http://HOST:PORT or https://HOST[:PORT]");
+  }
+  const std::string scheme = url.tls ? "https://" : "http://";
+  text.remove_prefix(scheme.size());
   const auto slash = text.find('/');
   std::string_view authority = text.substr(0, slash);
   if (slash != std::string_view::npos) url.prefix = std::string(text.substr(slash));
@@ -113,30 +115,70 @@ Result<Url> Url::parse(std::string_view text) {
   const bool has_port =
       colon != std::string_view::npos && authority.find(']', colon) == authority.npos;
   url.host = std::string(has_port ? authority.substr(0, colon) : authority);
-  url.port = has_port ? std::string(authority.substr(colon + 1)) : "80";
+  url.port = has_port ? std::string(authority.substr(colon + 1)) : (url.tls ? "443" : "80");
   if (url.host.starts_with('[') && url.host.ends_with(']'))
     url.host = url.host.substr(1, url.host.size() - 2);
   if (url.host.empty() || url.port.empty()) {
-    return Error::with_message("bad URL 'http://" + std::string(text) +
-                               "': expected http://HOST:PORT");
+    return Error::with_message("bad URL '" + scheme + std::string(text) + "': expected " + scheme +
+                               "HOST:PORT");
   }
   return url;
 }
 
-std::string Url::str() const {
+std::string Url::authority() const {
   const bool v6 = host.find(':') != std::string::npos;
-  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + port + prefix;
+  return (v6 ? "[" + host + "]" : host) + ":" + port;
 }
+
+std::string Url::str() const { return (tls ? "https://" : "http://") + authority() + prefix; }
+
+namespace {
+
+// One verifying client context per process: loading the CA bundle (the
+// system's, or SSL_CERT_FILE / SSL_CERT_DIR as OpenSSL reads them) costs
+// milliseconds, and only https URLs pay it.
+ssl::context& tls_context() {
+  static ssl::context context = [] {
+    ssl::context made(ssl::context::tls_client);
+    boost::system::error_code ignored;  // no bundle: every handshake then fails to verify
+    made.set_default_verify_paths(ignored);
+    made.set_verify_mode(ssl::verify_peer, ignored);
+    SSL_CTX_set_min_proto_version(made.native_handle(), TLS1_2_VERSION);
+    return made;
+  }();
+  return context;
+}
+
+// SNI and the name (or address) the server's certificate must carry.
+Status expect_peer(SSL* session, const std::string& host) {
+  boost::system::error_code not_ip;
+  (void)net::ip::make_address(host, not_ip);
+  if (!not_ip) {
+    if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(session), host.c_str()) != 1)
+      return Error{"TLS: cannot check the address " + host};
+    return {};
+  }
+  if (SSL_set_tlsext_host_name(session, host.c_str()) != 1 ||
+      SSL_set1_host(session, host.c_str()) != 1)
+    return Error{"TLS: cannot check the name " + host};
+  return {};
+}
+
+}  // namespace
 
 struct ResponseStream::Impl {
   net::io_context io;
   tcp::socket socket{io};
+  std::unique_ptr<ssl::stream<tcp::socket&>> tls;  // https only
   boost::beast::flat_buffer buffer;
   beast_http::response_parser<PendingBody> parser;
   std::optional<Clock::time_point> deadline;
 
+  // Bytes OpenSSL has read off the socket but not handed out yet.
+  bool tls_pending() const { return tls && SSL_has_pending(tls->native_handle()) == 1; }
+
   Status wait_readable() {
-    if (!deadline) return {};
+    if (!deadline || tls_pending()) return {};
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
     pollfd pfd{socket.native_handle(), POLLIN, 0};
@@ -163,8 +205,17 @@ struct ResponseStream::Impl {
   Status read_more() {
     if (auto st = wait_readable(); !st) return st;
     boost::system::error_code ec;
-    const auto n = socket.read_some(buffer.prepare(64 * 1024), ec);
+    const auto space = buffer.prepare(64 * 1024);
+    const auto n = tls ? tls->read_some(space, ec) : socket.read_some(space, ec);
     buffer.commit(n);
+    // A TLS peer that closes without close_notify: the end, unless only the
+    // close could say where the body ends (then it may have been cut).
+    if (ec == ssl::error::stream_truncated) {
+      const bool close_delimited =
+          parser.is_header_done() && !parser.chunked() && !parser.content_length();
+      if (close_delimited) return Error{"the TLS connection was cut mid-response"};
+      ec = net::error::eof;
+    }
     if (ec == net::error::eof) {
       if (!parser.got_some()) return Error{"the server closed the connection without an answer"};
       parser.put_eof(ec);
@@ -199,7 +250,9 @@ Headers ResponseStream::headers() const {
 
 int ResponseStream::fd() const { return impl_->socket.native_handle(); }
 
-bool ResponseStream::has_buffered() const { return !impl_->parser.get().body().empty(); }
+bool ResponseStream::has_buffered() const {
+  return !impl_->parser.get().body().empty() || impl_->tls_pending();
+}
 
 bool ResponseStream::done() const { return impl_->parser.is_done() && !has_buffered(); }
 
@@ -223,7 +276,8 @@ Result<std::string> ResponseStream::read_all() {
 
 namespace {
 
-Status write_chunked_body(tcp::socket& socket, const BodySource& source) {
+template <class Stream>
+Status write_chunked_body(Stream& socket, const BodySource& source) {
   boost::system::error_code ec;
   while (true) {
     auto piece = source();
@@ -242,13 +296,14 @@ void fill_header(beast_http::request<Body>& req, const Url& base, const Request&
   req.method_string(request.method);
   req.target(base.prefix + request.target);
   req.version(11);
-  req.set(beast_http::field::host, base.host + ":" + base.port);
+  req.set(beast_http::field::host, base.authority());
   req.set(beast_http::field::connection, "close");
   req.set(beast_http::field::user_agent, "abx/" ABX_VERSION);
   for (const auto& [key, value] : request.headers) req.set(key, value);
 }
 
-Status send_request(tcp::socket& socket, const Url& base, const Request& request,
+template <class Stream>
+Status send_request(Stream& socket, const Url& base, const Request& request,
                     const BodySource* body_source) {
   boost::system::error_code ec;
   if (body_source) {
@@ -287,6 +342,36 @@ void connect_cloexec(tcp::socket& socket, const tcp::resolver::results_type& end
   }
 }
 
+// The handshake, bounded by the stream's deadline when it has one (a server
+// that takes the connection and never answers must not hang the CLI).
+Status start_tls(ResponseStream::Impl& impl, const Url& base) {
+  impl.tls = std::make_unique<ssl::stream<tcp::socket&>>(impl.socket, tls_context());
+  SSL* session = impl.tls->native_handle();
+  if (auto st = expect_peer(session, base.host); !st) return st;
+  boost::system::error_code ec = net::error::would_block;
+  impl.tls->async_handshake(ssl::stream_base::client,
+                            [&ec](const boost::system::error_code& done) { ec = done; });
+  if (impl.deadline) {
+    impl.io.run_until(*impl.deadline);
+  } else {
+    impl.io.run();
+  }
+  if (ec == net::error::would_block) {
+    boost::system::error_code ignored;
+    impl.socket.close(ignored);
+    impl.io.run();  // lets the handshake's handler see the close
+    return Error{"no TLS handshake from " + base.str() + " in time", ETIMEDOUT};
+  }
+  impl.io.restart();
+  if (ec && SSL_get_verify_result(session) != X509_V_OK)
+    return Error::with_message("cannot reach " + base.str() +
+                               ": its TLS certificate is not trusted (" +
+                               X509_verify_cert_error_string(SSL_get_verify_result(session)) +
+                               "); set SSL_CERT_FILE to a CA bundle that signs it");
+  if (ec) return network_error("cannot reach " + base.str() + ": TLS handshake", ec);
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ResponseStream>> Client::open(const Request& request,
@@ -302,7 +387,10 @@ Result<std::unique_ptr<ResponseStream>> Client::open(const Request& request,
   const auto endpoints = resolver.resolve(base_.host, base_.port, ec);
   if (!ec) connect_cloexec(impl->socket, endpoints, ec);
   if (ec) return Error::with_message("cannot reach " + base_.str() + ": " + ec.message());
-  const Status sent = send_request(impl->socket, base_, request, body_source);
+  if (base_.tls)
+    if (auto st = start_tls(*impl, base_); !st) return st.error();
+  const Status sent = impl->tls ? send_request(*impl->tls, base_, request, body_source)
+                                : send_request(impl->socket, base_, request, body_source);
   // A server may answer (e.g. 404) and close before taking the whole body;
   // its answer says more than the broken pipe does.
   while (!impl->parser.is_header_done()) {

@@ -27,10 +27,12 @@ struct Url {
   std::string host;
   std::string port;
   std::string prefix;  // path the base URL carries, without a trailing '/'
+  bool tls = false;    // https: the server's certificate is verified, with its name
 
-  // "http://host[:port][/prefix]"; https is refused with a clear error.
+  // "http://host[:port][/prefix]" or "https://host[:port][/prefix]".
   static Result<Url> parse(std::string_view text);
   std::string str() const;
+  std::string authority() const;  // host:port, an IPv6 host in brackets
 };
 
 struct Request {

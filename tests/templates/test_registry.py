@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 from harness import Daemon, open_loopback_registries, private_state_dir, start_daemon, stop_daemon
-from helpers import abx, sandbox
+from helpers import abx, make_server_cert, make_test_ca, sandbox
 from test_import import (
     TAG,
     add_layer,
@@ -55,15 +55,18 @@ class Registry:
     proc: subprocess.Popen
 
 
-def start_registry(work: Path, auth: bool, auth_config: str | None = None) -> Registry:
-    """`auth`: htpasswd basic auth; `auth_config`: another `auth:` section (token auth)."""
+def start_registry(work: Path, auth: bool, auth_config: str | None = None,
+                   tls: tuple[Path, Path] | None = None) -> Registry:
+    """`auth`: htpasswd basic auth; `auth_config`: another `auth:` section (token auth);
+    `tls`: (certificate, key) it serves HTTPS with."""
     port = free_port()
     work.mkdir(parents=True, exist_ok=True)
     config = [
         "version: 0.1",
         "log:\n  level: warn",
         f"storage:\n  filesystem:\n    rootdirectory: {work / 'data'}\n  delete:\n    enabled: true",
-        f"http:\n  addr: 127.0.0.1:{port}\n  secret: test-only-secret",
+        f"http:\n  addr: 127.0.0.1:{port}\n  secret: test-only-secret" +
+        (f"\n  tls:\n    certificate: {tls[0]}\n    key: {tls[1]}" if tls else ""),
     ]
     if auth:
         hashed = crypt.crypt(PASSWORD, crypt.mksalt(crypt.METHOD_BLOWFISH))
@@ -454,8 +457,28 @@ def test_search_lists_the_catalog(template_daemon, registry, source_template):
     r = abx(template_daemon, "template", "search", registry.host, "search", "--insecure")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [f"{registry.host}/abx/searchable"]
-    r = abx(template_daemon, "template", "search", registry.host)
-    assert r.returncode != 0 and "--insecure" in r.stderr
+    r = abx(template_daemon, "template", "search", registry.host)  # TLS to a plain port
+    assert r.returncode != 0 and r.stderr.strip()
+
+
+def test_search_speaks_verified_tls(template_daemon, layout, tmp_path):
+    ca = make_test_ca(tmp_path)
+    tls_registry = start_registry(tmp_path / "registry", auth=False,
+                                  tls=make_server_cert(tmp_path, ca, ["IP:127.0.0.1"]))
+    try:
+        ref = f"{tls_registry.host}/tls/busybox:{TAG}"
+        pushed = skopeo("copy", "--dest-tls-verify=false", f"oci:{layout}:{TAG}",
+                        f"docker://{ref}")
+        assert pushed.returncode == 0, pushed.stderr
+        r = abx(template_daemon, "template", "search", tls_registry.host,
+                env={"SSL_CERT_FILE": str(ca[0])})
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines() == [f"{tls_registry.host}/tls/busybox"]
+        r = abx(template_daemon, "template", "search", tls_registry.host)  # the system's CAs
+        assert r.returncode != 0
+        assert "not trusted" in r.stderr and "SSL_CERT_FILE" in r.stderr, r.stderr
+    finally:
+        stop_registry(tls_registry)
 
 
 def layer_blobs(registry: Registry, ref: str) -> list[Path]:

@@ -148,8 +148,16 @@ TEST(Url, Parses) {
   ASSERT_TRUE(v6.ok());
   EXPECT_EQ(v6->host, "::1");
   EXPECT_EQ(v6->str(), "http://[::1]:8080");
-  EXPECT_FALSE(http::Url::parse("https://api.e2b.app").ok());
+  EXPECT_EQ(v6->authority(), "[::1]:8080");  // the Host header's form
+  auto tls = http::Url::parse("https://api.e2b.app");
+  ASSERT_TRUE(tls.ok());
+  EXPECT_TRUE(tls->tls);
+  EXPECT_EQ(tls->port, "443");
+  EXPECT_EQ(tls->str(), "https://api.e2b.app:443");
+  EXPECT_FALSE(with_path->tls);
   EXPECT_FALSE(http::Url::parse("127.0.0.1:49980").ok());
+  EXPECT_FALSE(http::Url::parse("ftp://127.0.0.1:49980").ok());
+  EXPECT_FALSE(http::Url::parse("https://:443").ok());
 }
 
 TEST(Url, Encodes) {
