@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import socket
 import subprocess
@@ -164,3 +165,21 @@ def make_server_cert(work: Path, ca: tuple[Path, Path], names: list[str],
                     "-extfile", str(ext), "-out", str(cert)],
                    check=True, capture_output=True, timeout=60)
     return cert, key
+
+
+def cgroup_instance_name(sandboxes_dir: Path) -> str:
+    """A runtime's cgroup instance: FNV-1a of its state dir (src/runtime/cgroup.cc)."""
+    value = 0xCBF29CE484222325
+    for byte in os.path.normpath(str(sandboxes_dir)).encode():
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{value:016x}"[:12]
+
+
+def veth_prefix(sandboxes_dir: Path) -> str | None:
+    """A runtime's veths' names: "ab" + its pool's first two octets in hex
+    (src/runtime/net_pool.cc); None before it has a pool."""
+    pool_file = sandboxes_dir / "network-pool"
+    if not pool_file.exists():
+        return None
+    pool = ipaddress.ip_network(pool_file.read_text().strip())
+    return f"ab{int(pool.network_address) >> 16:04x}-"

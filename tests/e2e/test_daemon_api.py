@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from harness import SHARED_TEMPLATES, start_daemon, stop_daemon
-from helpers import sandbox_host_pids, wait_until
+from helpers import sandbox_host_pids, veth_prefix, wait_until
 
 
 def create(api: httpx.Client, **body) -> dict:
@@ -71,10 +71,7 @@ def leftovers(data_dir: Path) -> dict[str, object]:
     # the same host come and go meanwhile.
     mounts = [line for line in Path("/proc/mounts").read_text().splitlines()
               if str(data_dir) in line or str(SHARED_TEMPLATES) in line]
-    # Its sandboxes' veths: "ab" + the pool's first two octets in hex (src/runtime/net_pool.cc).
-    pool_file = data_dir / "sandboxes" / "network-pool"
-    pool = pool_file.read_text().split(".") if pool_file.exists() else None
-    prefix = f"ab{int(pool[0]):02x}{int(pool[1]):02x}-" if pool else "\0"
+    prefix = veth_prefix(data_dir / "sandboxes") or "\0"  # its sandboxes' veths
     return {
         "mounts": len(mounts),
         "links": sum(1 for name in os.listdir("/sys/class/net") if name.startswith(prefix)),

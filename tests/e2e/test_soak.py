@@ -7,7 +7,6 @@ make test runs 200 cycles each way; `make soak` the long run (3000 sequential, 2
 clients), or set ABX_SOAK_SEQUENTIAL / ABX_SOAK_CONCURRENT."""
 from __future__ import annotations
 
-import ipaddress
 import os
 import shutil
 import sqlite3
@@ -20,6 +19,7 @@ import pytest
 from agent_sandbox import _clients
 from agent_sandbox.sync import Sandbox
 from harness import Daemon, private_state_dir, start_daemon, stop_daemon
+from helpers import cgroup_instance_name, veth_prefix
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_template]
 
@@ -39,29 +39,15 @@ def soak_daemon() -> Iterator[Daemon]:
     shutil.rmtree(state, ignore_errors=True)
 
 
-def instance_name(state_dir: Path) -> str:
-    """The runtime's cgroup instance: FNV-1a of its state dir (src/runtime/cgroup.cc)."""
-    value = 0xCBF29CE484222325
-    for byte in os.path.normpath(str(state_dir)).encode():
-        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{value:016x}"[:12]
-
-
-def link_prefix(state_dir: Path) -> str:
-    """Its veths' names: "ab" + the pool's first two octets in hex (src/runtime/net_pool.cc)."""
-    pool = ipaddress.ip_network((state_dir / "network-pool").read_text().strip())
-    return f"ab{int(pool.network_address) >> 16:04x}-"
-
-
 def footprint(d: Daemon) -> dict[str, int]:
     pid = d.proc.pid
-    instance = instance_name(d.data_dir / "sandboxes")
+    instance = cgroup_instance_name(d.data_dir / "sandboxes")
     groups = [p for root in Path("/sys/fs/cgroup").iterdir()
               for p in (root / "abx" / instance).rglob("*") if p.is_dir()]
     in_groups = set()
     for group in groups:
         in_groups.update((group / "cgroup.procs").read_text().split())
-    prefix = link_prefix(d.data_dir / "sandboxes")
+    prefix = veth_prefix(d.data_dir / "sandboxes") or "\0"
     # lxcfs's mount in the data dir shows the host's cgroups, every daemon's.
     lxcfs = d.data_dir / "lxcfs"
     files = [p for p in d.data_dir.rglob("*") if not p.is_relative_to(lxcfs)
