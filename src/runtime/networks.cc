@@ -1,6 +1,7 @@
 #include "runtime/networks.h"
 
 #include <fcntl.h>
+#include <net/if.h>
 
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
@@ -51,6 +52,7 @@ Result<std::unique_ptr<Networks>> Networks::open(const NetworkConfig& config,
 
 Networks::~Networks() {
   if (!rules_) return;
+  sweep();  // veths of killed sandboxes the kernel has not deleted yet
   auto links = net_links::links_with_prefix(pool_.link_prefix());
   if (!links || !links->empty()) return;  // sandboxes outlive the daemon: keep their way out
   (void)rules_->remove();
@@ -97,8 +99,18 @@ void Networks::release(uint32_t slot) {
     policies_.erase(slot);
   }
   (void)rules_->remove_sandbox(slot);
-  (void)net_links::delete_link(pool_.link_name(slot));
+  // The veth goes with the sandbox's network namespace, which the kernel
+  // tears down in the background, many at once: deleting it here cost each
+  // kill ~16 ms (the RTNL lock and an RCU grace period per link). One that
+  // outlives its namespace is deleted by reserve() or sweep().
   pool_.give_back(slot);
+}
+
+uint32_t Networks::reserve() {
+  const uint32_t slot = pool_.take();
+  const std::string link = slot ? pool_.link_name(slot) : std::string();
+  if (slot && ::if_nametoindex(link.c_str()) != 0) (void)net_links::delete_link(link);
+  return slot;
 }
 
 // A daemon killed once its sandboxes were gone left its table: nothing holds

@@ -28,14 +28,15 @@ class Networks {
                                                 std::vector<std::string>* warnings);
   ~Networks();  // removes the table when no sandbox of this pool is left
 
-  // A slot for a sandbox about to start; 0 when the pool is exhausted.
-  uint32_t reserve() { return pool_.take(); }
+  // A slot for a sandbox about to start; 0 when the pool is exhausted. A
+  // veth left of the slot's last sandbox goes first.
+  uint32_t reserve();
   // Its veth, addresses and a refuse-all chain; on failure nothing is left.
   Status attach(uint32_t slot, int net_ns_fd);
   // An adopted sandbox's slot and chain (its veth lives on in its namespace).
   Status adopt(uint32_t slot);
   Status set_policy(uint32_t slot, const egress::Policy& policy);
-  // Chain, veth and slot go; idempotent.
+  // Chain and slot go (the veth with the sandbox's namespace); idempotent.
   void release(uint32_t slot);
   // Deletes veths of this pool whose slot no sandbox holds.
   void sweep();
