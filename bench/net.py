@@ -595,11 +595,11 @@ def measure(args) -> str:
         return section(times, memory, loaded, rates, args, nd.notes)
 
 
-def splice_section(text: str, new: str, before: tuple[str, ...]) -> str:
-    """`text` with its networking section replaced by `new`, or `new` put in before the
-    first of the `before` headers (or at the end)."""
-    if NET_HEADER in text:
-        start = text.index(NET_HEADER)
+def splice_section(text: str, new: str, before: tuple[str, ...], header: str = NET_HEADER) -> str:
+    """`text` with its `header` section (networking by default) replaced by `new`, or `new`
+    put in before the first of the `before` headers (or at the end)."""
+    if header in text:
+        start = text.index(header)
         end = text.find("\n## ", start + 1)
         return text[:start] + new.rstrip("\n") + "\n" + (text[end:] if end != -1 else "")
     ends = [text.index(h) for h in before if h in text]

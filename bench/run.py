@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from harness import private_state_dir, start_daemon, stop_daemon  # noqa: E402
 
 import net  # noqa: E402  (bench/net.py: the networking figures, in tests/net's test world)
+import sdk  # noqa: E402  (bench/sdk.py: the Python SDK's one-shot and cycles per second)
 
 BWRAP = ["bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
          "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin", "--ro-bind",
@@ -378,11 +379,7 @@ def pooled_section(interp: dict[str, list[float]], memory: dict[str, tuple[float
 def record_pooled_only(args) -> None:
     """--only-pooled-interp: measure the warm pool's code-interpreter section and put
     it into the existing results, after the code interpreter's."""
-    state = private_state_dir("abx-bench-")
-    (state / "config.json").write_text(json.dumps({"hostCaps": {"memoryPercent": 1000},
-                                                   **LOOPBACK_ONLY}))
-    daemon = start_daemon(state, extra_args=("--config", str(state / "config.json")),
-                          binary=Path(args.abx))
+    state, daemon = bench_daemon(args)
     try:
         section = pooled_section(interpreter_pooled(daemon, args.rounds),
                                  idle_memory_with_kernels(daemon, args.kernel_idle), args.kernel_idle)
@@ -546,6 +543,8 @@ def main() -> None:
                     help="measure just the networking section (in tests/net's test world; "
                     "needs root) and put it into --out")
     ap.add_argument("--no-net", action="store_true", help="leave the networking section out")
+    ap.add_argument("--only-sdk", action="store_true",
+                    help="measure just the Python SDK's section and put it into --out")
     ap.add_argument("--net-rounds", type=int, default=5,
                     help="rounds of the networking transfers (iperf3, HTTPS)")
     ap.add_argument("--net-seconds", type=int, default=3, help="seconds of each iperf3 run")
@@ -569,24 +568,46 @@ def record_net_only(args) -> None:
     print(section)
 
 
+def bench_daemon(args):
+    """A daemon of the bench's own: loopback-only sandboxes, memory limits overcommitted."""
+    state = private_state_dir("abx-bench-")
+    # A thousand idle sandboxes commit more memory limits than the host has.
+    (state / "config.json").write_text(json.dumps({"hostCaps": {"memoryPercent": 1000},
+                                                   **LOOPBACK_ONLY}))
+    return state, start_daemon(state, extra_args=("--config", str(state / "config.json")),
+                               binary=Path(args.abx))
+
+
+def record_sdk_only(args) -> None:
+    """--only-sdk: measure the SDK's section and put it into the existing results."""
+    state, daemon = bench_daemon(args)
+    try:
+        section = sdk.measure(daemon, args.rounds, BWRAP + [PY, "-c", "pass"])
+    finally:
+        stop_daemon(daemon)
+        shutil.rmtree(state, ignore_errors=True)
+    out = Path(args.out)
+    out.write_text(net.splice_section(out.read_text(), section, ("## Code interpreter",),
+                                      header=sdk.SDK_HEADER))
+    print(section)
+
+
 def run(args) -> None:
     if args.only_net:
         return record_net_only(args)
+    if args.only_sdk:
+        return record_sdk_only(args)
     if args.only_pooled_interp:
         return record_pooled_only(args)
     if args.only_baseline:
         if not args.baseline_abx:
             sys.exit("bench: --only-baseline needs --baseline-abx PATH")
         return record_baseline_only(args)
-    state = private_state_dir("abx-bench-")
-    # A thousand idle sandboxes commit more memory limits than the host has.
-    (state / "config.json").write_text(json.dumps({"hostCaps": {"memoryPercent": 1000},
-                                                   **LOOPBACK_ONLY}))
-    daemon = start_daemon(state, extra_args=("--config", str(state / "config.json")),
-                          binary=Path(args.abx))
+    state, daemon = bench_daemon(args)
     try:
         oneshot = one_shot(args.abx, daemon, args.rounds)
         side = daemon_side(daemon, args.rounds * 3)
+        sdk_section = sdk.measure(daemon, args.rounds, BWRAP + [PY, "-c", "pass"])
         versus = against_baseline(args, daemon) or throughput_alone(args, daemon)
         interp = interpreter(daemon, args.rounds)
         pooled = pooled_section(interpreter_pooled(daemon, args.rounds),
@@ -623,6 +644,7 @@ Every section but Networking is measured with loopback-only sandboxes (`network.
 {table(list(side.items()))}
 - targets: create p50 ≤ 5 ms, exec p50 ≤ 3 ms.
 
+{sdk_section}
 ## Code interpreter
 
 {table(list(interp.items()))}
