@@ -63,7 +63,7 @@ def measure(daemon, rounds: int, bwrap: list[str], seconds: float = 10) -> str:
             times[name].append(cases[name]())
     sdk, bw = (_p50(v) for v in times.values())
     rates = {n: cycles_per_second(daemon.url, daemon.api_key, n, seconds) for n in (1, 8)}
-    rows = "".join(f"| {name} | {_p50(v):.1f} | {sorted(v)[-1]:.1f} | {len(v)} |\n"
+    rows = "".join(f"| {name} | {_p50(v):.1f} | {max(v):.1f} | {len(v)} |\n"
                    for name, v in times.items())
     rate_rows = "".join(f"| {n} client process{'es' if n > 1 else ''} | {r:.0f} |\n"
                         for n, r in rates.items())
