@@ -554,6 +554,15 @@ Status set_frozen(const Layout& layout, const std::string& id, bool frozen) {
   return Error{frozen ? "freeze" : "thaw", ETIMEDOUT, "sandbox " + id};
 }
 
+Status set_background(const Layout& layout, const std::string& id, bool background) {
+  const Hierarchy* cpu = owning(layout, "cpu");
+  if (cpu == nullptr) return {};
+  // The kernel's lowest weight and its default, in each version's units.
+  if (layout.version == Version::kV1)
+    return write_file(cpu->base / id / "cpu.shares", background ? "2" : "1024");
+  return write_file(cpu->base / id / "cpu.weight", background ? "1" : "100");
+}
+
 Status remove(const Layout& layout, const std::string& id) {
   // A frozen process takes a SIGKILL only once thawed (v1).
   if (const FreezerFile file = freezer_file(layout, id);

@@ -340,10 +340,11 @@ class LocalRuntime final : public Runtime {
 
  private:
   fs::path state_of(const std::string& id) const { return config_.state_dir / id; }
-  Result<std::unique_ptr<Sandbox>> create_now(const SandboxSpec& spec);
+  // `background`: for the warm pool (see create_warm).
+  Result<std::unique_ptr<Sandbox>> create_now(const SandboxSpec& spec, bool background = false);
   Result<std::unique_ptr<Sandbox>> create_warm(const SandboxSpec& spec);
-  Result<LocalSandbox::Held> start(const SandboxSpec& spec, const Limits& limits,
-                                   uint32_t net_slot);
+  Result<LocalSandbox::Held> start(const SandboxSpec& spec, const Limits& limits, uint32_t net_slot,
+                                   bool background);
   uint32_t slot_of(const SandboxRecord& record) const {
     return networks_ ? networks_->pool().slot_of_address(record.net_address) : 0;
   }
@@ -403,7 +404,7 @@ void LocalRuntime::on_init_exit(InitHandle& init, std::optional<int> wait_status
 }
 
 Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const Limits& limits,
-                                               uint32_t net_slot) {
+                                               uint32_t net_slot, bool background) {
   const fs::path state = state_of(asked.id);
   if (::mkdir(state.c_str(), 0700) != 0)
     return Error::from_errno("mkdir state dir", state.string());
@@ -422,8 +423,11 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const L
       config_memfd(init_config(spec, limits, ids_.full(), seccomp_bpf_, views,
                                !workload_procs.empty(), nameserver, !(user_net_ && asked.network)));
   if (!config) return config.error();
-  if (cgroups_.version != cgroup::Version::kNone)
+  if (cgroups_.version != cgroup::Version::kNone) {
     if (auto s = cgroup::create(cgroups_, spec.id, limits); !s) return s.error();
+    if (background)
+      if (auto s = cgroup::set_background(cgroups_, spec.id, true); !s) return s.error();
+  }
   auto prepare = [&](pid_t pid) -> Result<spawner::Handoff> {
     if (auto s = user::write_maps(pid, ids_); !s) return s.error();
     if (cgroups_.version != cgroup::Version::kNone)
@@ -474,23 +478,29 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
   chosen.limits = fill_defaults(spec.limits, config_.default_limits);
   if (poolable) {
     if (auto pooled = pool_.take(chosen)) {
-      if (pooled->stopped_reason().empty()) return pooled;
-      (void)destroy(pooled->record());  // its init died while it waited in the pool
+      if (pooled->stopped_reason().empty() &&
+          cgroup::set_background(cgroups_, pooled->record().id, false))
+        return pooled;
+      (void)destroy(pooled->record());  // its init died while it waited in the pool, or its
+                                        // CPU weight would not come back
     }
   }
   chosen.id = ids::sandbox_id();
   return create_now(chosen);
 }
 
-// For the pool: the sandbox, and what the warm-up its spec asks for made.
+// For the pool: the sandbox, and what the warm-up its spec asks for made,
+// at the lowest CPU weight, so that a refill (starting IPython takes most
+// of a CPU second) never slows the sandboxes callers are using.
 Result<std::unique_ptr<Sandbox>> LocalRuntime::create_warm(const SandboxSpec& spec) {
-  auto sandbox = create_now(spec);
+  auto sandbox = create_now(spec, true);
   if (sandbox && !spec.warm_up.empty() && config_.warm_up)
     (*sandbox)->set_warm_up(config_.warm_up(**sandbox, spec.warm_up));
   return sandbox;
 }
 
-Result<std::unique_ptr<Sandbox>> LocalRuntime::create_now(const SandboxSpec& spec) {
+Result<std::unique_ptr<Sandbox>> LocalRuntime::create_now(const SandboxSpec& spec,
+                                                          bool background) {
   if (auto s = validate(spec); !s) return s.error();
   const Limits limits = fill_defaults(spec.limits, config_.default_limits);
   uint32_t slot = 0;
@@ -498,7 +508,7 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::create_now(const SandboxSpec& spe
     return Error{"create sandbox", ENOSPC,
                  "every address of the sandbox network pool is in use: kill sandboxes, or set a "
                  "larger network.pool"};
-  auto held = start(spec, limits, slot);
+  auto held = start(spec, limits, slot, background);
   if (!held) {
     if (slot) networks_->release(slot);
     (void)remove_leftovers(spec.id);

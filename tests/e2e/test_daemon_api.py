@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from harness import SHARED_TEMPLATES, start_daemon, stop_daemon
-from helpers import sandbox_host_pids, veth_prefix, wait_until
+from helpers import cgroup_instance_name, sandbox_host_pids, veth_prefix, wait_until
 
 
 def create(api: httpx.Client, **body) -> dict:
@@ -255,3 +255,37 @@ def test_fifty_sandboxes_at_once(daemon):
         codes = list(pool.map(lambda sb: api.delete(f"/sandboxes/{sb['sandboxID']}").status_code,
                               sandboxes))
         assert codes == [204] * 50
+
+
+def cpu_weight(data_dir: Path, sandbox_id: str) -> str:
+    """The sandbox's CPU weight as its cgroup says (v1 cpu.shares, v2 cpu.weight)."""
+    instance = cgroup_instance_name(data_dir / "sandboxes")
+    for path in (Path("/sys/fs/cgroup/cpu/abx") / instance / sandbox_id / "cpu.shares",
+                 Path("/sys/fs/cgroup/abx") / instance / sandbox_id / "cpu.weight"):
+        if path.exists():
+            return path.read_text().strip()
+    pytest.skip("no cpu controller: sandboxes have no CPU weight here")
+
+
+def test_the_warm_pool_waits_at_the_lowest_cpu_weight_and_hands_out_the_default(state_dir):
+    """A refill (an interpreter starting in a pooled sandbox) must not slow the sandboxes
+    callers use; a sandbox taken from the pool is an ordinary one again. A daemon of its
+    own: every sandbox dir it has that the API does not list is a pooled one."""
+    d = start_daemon(state_dir)
+    sandboxes = d.data_dir / "sandboxes"
+    try:
+        with d.api() as api:
+            create(api)  # the spec enters the pool on its first create
+            listed = lambda: {s["sandboxID"] for s in api.get("/sandboxes").json()}  # noqa: E731
+            def settled_pool() -> set[str]:
+                seen = {p.name for p in sandboxes.iterdir() if p.is_dir()} - listed()
+                time.sleep(0.3)  # none being made: the same twice, each with its cgroup
+                again = {p.name for p in sandboxes.iterdir() if p.is_dir()} - listed()
+                return seen if seen == again else set()
+            pooled = wait_until(settled_pool, what="the warm pool to refill")
+            assert {cpu_weight(d.data_dir, i) for i in pooled} <= {"2", "1"}, pooled
+            taken = create(api)["sandboxID"]
+            assert taken in pooled  # the pool's
+            assert cpu_weight(d.data_dir, taken) in {"1024", "100"}
+    finally:
+        stop_daemon(d)
