@@ -86,6 +86,10 @@ Result<int> run_remove(const RemoveOptions& options) {
   auto removed = call_api("DELETE", target);
   if (!removed) return removed.error();
   std::cout << "removed " << options.name << "\n";
+  const size_t running = removed->is_object() ? removed->value("runningSandboxes", size_t{0}) : 0;
+  if (running > 0)
+    std::cerr << running << " running sandbox" << (running == 1 ? "" : "es") << " still use "
+              << options.name << ": its layers stay on disk until the last of them ends\n";
   return 0;
 }
 

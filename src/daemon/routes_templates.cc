@@ -396,11 +396,12 @@ Task<void> stream_file(Service& service, Exchange& exchange, const fs::path& pat
   co_await exchange.finish_stream();
 }
 
-bool in_use(Service& service, const std::string& name) {
-  for (const auto& row : service.list()) {
-    if (row.template_id == name) return true;
-  }
-  return false;
+// How many live sandboxes (of every team: a template's layers are shared) run on it.
+size_t sandboxes_on(Service& service, const std::string& name) {
+  size_t count = 0;
+  for (const auto& row : service.list())
+    if (row.template_id == name) ++count;
+  return count;
 }
 
 }  // namespace
@@ -457,7 +458,8 @@ Task<void> template_remove(ControlCall& call, Exchange& exchange) {
     co_return co_await respond_error(exchange, 403,
                                      "'" + name + "' is built in: only an admin key may remove it");
   }
-  const bool used = in_use(call.service, name);
+  const size_t running = sandboxes_on(call.service, name);
+  const bool used = running > 0;
   if (used && !force) {
     co_return co_await respond_error(
         exchange, 409,
@@ -469,7 +471,12 @@ Task<void> template_remove(ControlCall& call, Exchange& exchange) {
   }
   const Status removed = store.remove(name, used);
   if (!removed) co_return co_await respond_error(exchange, removed.error());
-  co_await exchange.respond(204, "application/json", "");
+  if (!used) co_return co_await exchange.respond(204, "application/json", "");
+  // Forced: say how many sandboxes keep its layers until they end.
+  json body = json::object();
+  body["name"] = name;
+  body["runningSandboxes"] = running;
+  co_await respond_json(exchange, 200, body);
 }
 
 Task<void> template_build(ControlCall& call, Exchange& exchange) { co_await build(call, exchange); }

@@ -174,7 +174,8 @@ def test_force_remove_in_use_is_admin_only_and_keeps_the_layers_until_the_last_s
 
     with own_daemon.api() as admin:
         r = admin.delete("/abx/v1/templates/tiny", params={"force": "true"})
-        assert r.status_code == 204, r.text
+        assert r.status_code == 200, r.text
+        assert r.json() == {"name": "tiny", "runningSandboxes": 1}
         assert admin.get("/abx/v1/templates/tiny").status_code == 404
     assert "tiny" not in template_names(own_daemon, own_daemon.api_key)
     assert create(own_daemon, second, "tiny").status_code == 400, "gone for new sandboxes"
@@ -284,6 +285,7 @@ def test_cli_force_rm_keeps_live_sandboxes_working_and_list_and_rm_agree(own_dae
     assert refused.returncode != 0 and b"--force" in refused.stderr
     removed = cli(own_daemon, "template", "rm", "--force", "tiny")
     assert removed.returncode == 0, removed.stderr
+    assert b"1 running sandbox still use tiny" in removed.stderr, removed.stderr
     listed = cli(own_daemon, "template", "list")
     assert listed.returncode == 0 and b"tiny" not in listed.stdout
     again = cli(own_daemon, "template", "rm", "--force", "tiny")
