@@ -1,7 +1,8 @@
 // abx logs ID: the sandbox's log (GET /sandboxes/{id}/logs, E2B's): when it
 // was created, timeout changes, and each command started with its end, one
 // "time  line" a row. --follow asks again every second for newer lines until
-// the sandbox ends (no stream on E2B's route: a poll is what it offers).
+// the sandbox ends (no stream on E2B's route: a poll is what it offers). An
+// ended sandbox's log is kept a while, with why it ended.
 // The commands' own output is not in it: `abx exec` shows that.
 #include <chrono>
 #include <iostream>
@@ -61,22 +62,38 @@ void print_new(const json& entries, Cursor& cursor, bool as_json) {
   std::cout << out << std::flush;
 }
 
+// Whether the sandbox is still listed (its log outlives it).
+Result<bool> still_running(const Endpoint& endpoint, const std::string& id) {
+  auto response = http::Client(endpoint.url)
+                      .send(api_request(endpoint, "GET", "/sandboxes/" + http::url_encode(id)));
+  if (!response) return response.error();
+  if (response->status == 404) return false;
+  if (response->status != 200) return Error{describe_failure(*response)};
+  return true;
+}
+
 Result<int> run_logs(const LogsOptions& options) {
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
   Cursor cursor;
-  for (bool first = true;; first = false) {
+  for (;;) {
+    // Asked first, so that the log read next has every line of an ended sandbox.
+    auto running = options.follow ? still_running(*endpoint, options.id) : Result<bool>(true);
+    if (!running) return running.error();
     auto entries = fetch_entries(*endpoint, options.id, cursor.start_ms);
     if (!entries) {
-      // Followed to its end: the sandbox was killed or reached its timeout.
-      if (!first && entries.error().message().find("not found") != std::string::npos) {
-        std::cerr << "abx: sandbox " << options.id << " ended (killed or its timeout expired)\n";
+      if (!*running) {  // ended, and its log is no longer kept
+        std::cerr << "abx: sandbox " << options.id << " ended\n";
         return 0;
       }
       return entries.error();
     }
     print_new(*entries, cursor, options.json);
     if (!options.follow) return 0;
+    if (!*running) {
+      std::cerr << "abx: sandbox " << options.id << " ended\n";
+      return 0;
+    }
     std::this_thread::sleep_for(kFollowInterval);
   }
 }

@@ -357,13 +357,19 @@ Task<void> sandbox_metrics(ControlCall& call, Exchange& exchange) {
   co_await respond_json(exchange, 200, metrics_between(**live, *range));
 }
 
+// A sandbox that ended lately still answers with its log (as E2B's does).
 Task<void> sandbox_logs(ControlCall& call, Exchange& exchange) {
-  auto live = sandbox_of(call);
-  if (!live) co_return co_await respond_error(exchange, live.error());
   auto query = parse_logs_query(exchange.request().query);
   if (!query) co_return co_await respond_error(exchange, query.error());
-  co_await respond_json(exchange, 200,
-                        logs_json((*live)->log->since(query->start_ms, query->limit)));
+  std::shared_ptr<const SandboxLog> log;
+  auto live = sandbox_of(call);
+  if (live) {
+    log = (*live)->log;
+  } else if (auto id = id_param(call)) {
+    log = call.service.ended_log(call.caller, *id);
+  }
+  if (!log) co_return co_await respond_error(exchange, live.error());
+  co_await respond_json(exchange, 200, logs_json(log->since(query->start_ms, query->limit)));
 }
 
 namespace {

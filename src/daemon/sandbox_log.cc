@@ -45,4 +45,9 @@ std::vector<LogEntry> SandboxLog::since(int64_t start_ms, size_t limit) const {
   return out;
 }
 
+void SandboxLog::keep_newest(size_t count) {
+  std::lock_guard lock(mutex_);
+  while (entries_.size() > count) entries_.pop_front();
+}
+
 }  // namespace abx::daemon

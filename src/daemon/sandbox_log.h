@@ -2,7 +2,8 @@
 // (created, timeout changed, adopted after a daemon restart) and the commands
 // started in it with their ends. Bounded: the newest kMaxEntries lines of at
 // most kMaxLine bytes each, in memory (about 0.5 MB at most a sandbox); a
-// sandbox's log goes with it, and a daemon restart starts a new one.
+// sandbox's log is kept a while after it ends (ended_logs.h), and a daemon
+// restart starts a new one.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,8 @@ class SandboxLog {
   void add(std::string level, std::string message);
   // Entries at or after `start_ms`, oldest first, at most `limit`.
   std::vector<LogEntry> since(int64_t start_ms, size_t limit) const;
+  // Drops all but the newest `count` entries.
+  void keep_newest(size_t count);
 
  private:
   mutable std::mutex mutex_;

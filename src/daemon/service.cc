@@ -68,11 +68,18 @@ void Service::on_sandbox_stopped(const std::string& id, const std::string& reaso
       stopped_order_.pop_front();
     }
   }
-  net::co_spawn(ioc_, kill_stopped(id), net::detached);
+  net::co_spawn(ioc_, kill_stopped(id, "stopped: " + reason), net::detached);
 }
 
 // Owns the id: kill() takes it by reference, and runs after our caller returned.
-http::Task<void> Service::kill_stopped(std::string id) { co_await kill(id); }
+http::Task<void> Service::kill_stopped(std::string id, std::string why) {
+  co_await kill(id, std::move(why));
+}
+
+std::shared_ptr<const SandboxLog> Service::ended_log(const Caller& caller,
+                                                     const std::string& id) const {
+  return ended_logs_.find(id, caller.team, now_ms());
+}
 
 std::optional<StoppedSandbox> Service::stopped(const std::string& id) const {
   std::lock_guard lock(mutex_);
@@ -340,7 +347,7 @@ http::Task<void> Service::run_long(std::function<void()> work) {
   return pool_.run_long(std::move(work));
 }
 
-http::Task<bool> Service::kill(const std::string& id) {
+http::Task<bool> Service::kill(const std::string& id, std::string why) {
   std::shared_ptr<LiveSandbox> live;
   {
     std::lock_guard lock(mutex_);
@@ -353,6 +360,7 @@ http::Task<bool> Service::kill(const std::string& id) {
   // interpreter and its init is answered.
   co_await pool_.run([&] { mark_dying(*live); });
   const SandboxRow row = live->snapshot();
+  live->log->add("info", why);
   {
     std::lock_guard lock(live->mutex);
     const int64_t now = now_ms();
@@ -363,6 +371,7 @@ http::Task<bool> Service::kill(const std::string& id) {
     destroy_now(row, live);
     release_retired_templates();
   });
+  ended_logs_.keep(id, row.owner, live->log, now_ms());
   spdlog::info("sandbox {} destroyed", id);
   co_return true;
 }
@@ -501,7 +510,7 @@ http::Task<void> Service::on_timeout(const SandboxRow& row) {
     }
   }
   spdlog::info("sandbox {}: timeout reached", row.id);
-  co_await kill(row.id);
+  co_await kill(row.id, "timeout reached: killed");
 }
 
 void Service::start_ttl() { net::co_spawn(ioc_, ttl_loop(), net::detached); }
@@ -524,7 +533,7 @@ http::Task<void> Service::ttl_loop() {
     for (const SandboxRow& row : list()) {
       if (row.paused && row.paused_at_ms + kMaxPausedMs <= now_ms()) {
         spdlog::info("sandbox {}: paused for {} days; killing", row.id, kMaxPausedMs / 86400000);
-        co_await kill(row.id);
+        co_await kill(row.id, "paused for 30 days: killed");
       }
       if (row.paused || row.end_at_ms > now_ms()) continue;
       co_await on_timeout(row);

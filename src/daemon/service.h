@@ -18,6 +18,7 @@
 #include "daemon/control_requests.h"
 #include "daemon/dashboard_sessions.h"
 #include "daemon/dir_watch.h"
+#include "daemon/ended_logs.h"
 #include "daemon/metrics_history.h"
 #include "daemon/process_table.h"
 #include "daemon/quotas.h"
@@ -107,7 +108,8 @@ class Service : private runtime::StopListener {
   // host's caps admit it. Errors carry the errno (or kErr* kind) error_map
   // turns into a status.
   http::Task<Result<SandboxRow>> create(CreateSandboxRequest request, const Caller& caller);
-  http::Task<bool> kill(const std::string& id);  // false: unknown id
+  // `why` goes into the sandbox's log, which is kept a while after (ended_log).
+  http::Task<bool> kill(const std::string& id, std::string why = "killed");  // false: unknown id
   // PUT /sandboxes/{id}/network: replaces the egress rules (E2B's
   // SandboxNetworkUpdateConfig); connections they forbid now are cut.
   http::Task<Result<SandboxRow>> update_network(std::shared_ptr<LiveSandbox> live,
@@ -131,6 +133,8 @@ class Service : private runtime::StopListener {
   std::shared_ptr<LiveSandbox> find_for(const Caller& caller, const std::string& id) const;
   // A sandbox that stopped on its own lately, if `id` names one.
   std::optional<StoppedSandbox> stopped(const std::string& id) const;
+  // The log of a sandbox of `caller`'s team that ended lately, or null.
+  std::shared_ptr<const SandboxLog> ended_log(const Caller& caller, const std::string& id) const;
 
   // Told of the address of each sandbox whose egress policy was replaced or
   // that went away (the egress proxy cuts what is forbidden now). Set before serving.
@@ -178,7 +182,7 @@ class Service : private runtime::StopListener {
   void release_retired_templates();
   void sandbox_stopped(const std::string& id, const std::string& reason) override;
   void on_sandbox_stopped(const std::string& id, const std::string& reason);
-  http::Task<void> kill_stopped(std::string id);
+  http::Task<void> kill_stopped(std::string id, std::string why);
   std::shared_ptr<LiveSandbox> make_live(SandboxRow row, std::unique_ptr<runtime::Sandbox> sb);
   // Sets the sandbox's egress policy; with header rules, the sandbox trusts
   // the proxy's CA (and `row` gets the variables naming it).
@@ -201,6 +205,7 @@ class Service : private runtime::StopListener {
   std::map<std::string, std::shared_ptr<LiveSandbox>> live_;
   std::map<std::string, StoppedSandbox> stopped_;  // the latest kMaxStopped, under mutex_
   std::deque<std::string> stopped_order_;          // oldest first
+  EndedLogs ended_logs_;
 };
 
 int64_t now_ms();

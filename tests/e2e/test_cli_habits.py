@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from harness import ABX_BIN, Daemon
-from helpers import abx
+from helpers import abx, wait_until
 
 pytestmark = pytest.mark.offline  # the `host` template needs no build
 
@@ -130,11 +130,39 @@ def test_logs_follow_prints_new_lines_and_ends_with_the_sandbox(daemon):
         assert "command started" in p.stdout.readline()
         assert "exited with code 0" in p.stdout.readline()
         abx(daemon, "kill", sandbox_id, "--yes")
-        _, err = p.communicate(timeout=30)
+        out, err = p.communicate(timeout=30)
     finally:
         p.kill()
     assert p.returncode == 0
+    assert out.rstrip().endswith("killed"), out  # why it ended: the last line of its log
     assert f"sandbox {sandbox_id} ended" in err
+
+
+def test_an_ended_sandboxs_log_is_kept_for_its_team_only(daemon):
+    """As E2B's logs route answers for a killed sandbox; another team's key gets 404."""
+    killed = make(daemon)
+    assert abx(daemon, "exec", killed, "--", "true").returncode == 0
+    assert abx(daemon, "kill", killed, "--yes").returncode == 0
+    r = abx(daemon, "logs", killed)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "sandbox created" in lines[0] and lines[-1].endswith("killed"), lines
+    assert any("exited with code 0" in line for line in lines)
+    expired = make(daemon, "--timeout", "1")
+    wait_until(lambda: expired not in abx(daemon, "list", "-q").stdout.split(), timeout=30,
+               what="the sandbox's timeout")
+    assert abx(daemon, "logs", expired).stdout.rstrip().endswith("timeout reached: killed")
+    with daemon.api() as admin:
+        made = admin.post("/abx/v1/keys", json={"team": "logs-other-team"})
+        assert made.status_code == 201, made.text
+        other = {"ABX_SANDBOX_API_KEY": made.json()["key"]}
+        try:
+            r = abx(daemon, "logs", killed, env=other)
+            assert r.returncode != 0 and "not found" in r.stderr, r.stderr
+        finally:
+            admin.delete(f"/abx/v1/keys/{made.json()['id']}")
+    r = abx(daemon, "logs", "nosuchsandbox0000000")
+    assert r.returncode != 0 and "not found" in r.stderr
 
 
 def test_stats_and_metrics_show_cpu_memory_and_disk(daemon, sandbox):
