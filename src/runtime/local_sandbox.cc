@@ -64,9 +64,22 @@ Status LocalSandbox::set_user_net(const egress::Policy& policy) {
   return {};
 }
 
+// Init answers a request in a millisecond or two, so a wait for the control
+// connection means an init held up (sandbox root can starve a new process of
+// CPU until init's exec wait runs out): its callers must not hold the
+// daemon's shared threads for that long. They wait a moment, then are told
+// to retry.
 Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std::vector<int>& fds,
                                         std::vector<UniqueFd>* received) const {
-  std::lock_guard lock(mutex_);
+  constexpr auto kTurnWait = std::chrono::seconds(2);
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (!lock.try_lock_for(kTurnWait)) {
+    Error busy = Error::with_message(
+        "sandbox " + record_.id + " is busy starting other processes: retry in a moment",
+        kErrQuota);
+    busy.retry_after_s = 1;
+    return busy;
+  }
   if (frozen_) return paused_error();
   if (auto s = proto::send_message(control_.get(), proto::encode(request), fds); !s)
     return s.error();

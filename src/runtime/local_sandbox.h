@@ -58,7 +58,9 @@ class LocalSandbox final : public Sandbox {
   Error paused_error() const;
 
   SandboxRecord record_;
-  mutable std::mutex mutex_;  // one request in flight on the control connection
+  // One request in flight on the control connection; others wait their
+  // turn briefly (see call()).
+  mutable std::timed_mutex mutex_;
   // File operations in flight (file_op), and a wait for one to end.
   mutable std::mutex file_ops_mutex_;
   mutable std::condition_variable file_op_ended_;

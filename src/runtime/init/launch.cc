@@ -157,20 +157,45 @@ Result<UniqueFd> open_pty(const ProcessSpec& spec, std::string* slave) {
 }
 
 // How long a new process may take to reach its exec. Init serves nothing
-// meanwhile, and sandbox root could stop the child before it gets there.
-constexpr int kExecWaitMs = 30'000;
+// meanwhile: a child that gets no CPU (sandbox root can lower its priority)
+// holds init, and the daemon thread waiting on it, for this long at most. A
+// normal one takes milliseconds.
+constexpr int kExecWaitMs = 10'000;
+// How often a child that has not exec'd yet is checked for being stopped.
+constexpr int kStopCheckMs = 10;
+
+// Sandbox root may SIGSTOP (or SIGTSTP...) the child before its exec, which
+// would hold init for the whole wait: a stopped child fails its spawn at once.
+bool stopped_before_exec(pid_t pid) {
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED | WNOHANG | WNOWAIT) != 0)
+    return false;
+  return info.si_pid == pid && (info.si_code == CLD_STOPPED || info.si_code == CLD_TRAPPED);
+}
+
+void kill_and_reap(pid_t pid) {
+  ::kill(pid, SIGKILL);  // not reaped yet: the pid is still this child's
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
 
 // Empty pipe at EOF: the child exec'd. Otherwise it says what failed.
 Status child_outcome(int report_read, pid_t pid) {
   pollfd ready{report_read, POLLIN, 0};
-  int polled;
-  do polled = ::poll(&ready, 1, kExecWaitMs);
-  while (polled < 0 && errno == EINTR);
-  if (polled == 0) {
-    ::kill(pid, SIGKILL);  // not reaped yet: the pid is still this child's
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  for (int waited = 0;; waited += kStopCheckMs) {
+    const int polled = ::poll(&ready, 1, kStopCheckMs);
+    if (polled > 0) break;
+    if (polled < 0 && errno != EINTR) break;  // read() below says what it is
+    // Asked again after: a program that stops itself right after its exec
+    // has closed the pipe by then (close-on-exec), and is no child to fail.
+    if (stopped_before_exec(pid) && ::poll(&ready, 1, 0) == 0) {
+      kill_and_reap(pid);
+      return Error{"spawn", EAGAIN, "the process was stopped before it could start"};
     }
-    return Error{"spawn", ETIMEDOUT, "the process did not start within 30 s"};
+    if (waited >= kExecWaitMs) {
+      kill_and_reap(pid);
+      return Error{"spawn", ETIMEDOUT, "the process did not start within 10 s"};
+    }
   }
   ChildFailure f;
   ssize_t n;
