@@ -202,12 +202,46 @@ struct ResponseStream::Impl {
     return {};
   }
 
+  // Runs the io_context until the one asynchronous operation started is
+  // done (`ec` no longer would_block) or `limit` passes; then the socket
+  // closes and this returns false.
+  bool finished_by(boost::system::error_code& ec, std::optional<Clock::time_point> limit) {
+    if (limit) {
+      io.run_until(*limit);
+    } else {
+      io.run();
+    }
+    const bool done = ec != net::error::would_block;
+    if (!done) {
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      io.run();  // lets the operation's handler see the close
+    }
+    io.restart();
+    return done;
+  }
+
+  // A TLS read waits for a whole record: one whose bytes stop coming must
+  // not outlast the deadline (a plain read returns what has arrived).
+  Result<size_t> read_some(net::mutable_buffer space, boost::system::error_code& ec) {
+    if (!tls) return socket.read_some(space, ec);
+    if (!deadline) return tls->read_some(space, ec);
+    size_t got = 0;
+    ec = net::error::would_block;
+    tls->async_read_some(space, [&](const boost::system::error_code& done, size_t n) {
+      ec = done;
+      got = n;
+    });
+    if (!finished_by(ec, deadline)) return Error{"no answer from the server in time", ETIMEDOUT};
+    return got;
+  }
+
   Status read_more() {
     if (auto st = wait_readable(); !st) return st;
     boost::system::error_code ec;
-    const auto space = buffer.prepare(64 * 1024);
-    const auto n = tls ? tls->read_some(space, ec) : socket.read_some(space, ec);
-    buffer.commit(n);
+    auto n = read_some(buffer.prepare(64 * 1024), ec);
+    if (!n) return n.error();
+    buffer.commit(*n);
     // A TLS peer that closes without close_notify: the end, unless only the
     // close could say where the body ends (then it may have been cut).
     if (ec == ssl::error::stream_truncated) {
@@ -342,8 +376,11 @@ void connect_cloexec(tcp::socket& socket, const tcp::resolver::results_type& end
   }
 }
 
-// The handshake, bounded by the stream's deadline when it has one (a server
-// that takes the connection and never answers must not hang the CLI).
+// The handshake, bounded by the stream's deadline, or kHandshakeLimit for a
+// call with none (a streamed exec): a server that takes the connection and
+// never answers must not hang the CLI.
+constexpr auto kHandshakeLimit = std::chrono::seconds(30);
+
 Status start_tls(ResponseStream::Impl& impl, const Url& base) {
   impl.tls = std::make_unique<ssl::stream<tcp::socket&>>(impl.socket, tls_context());
   SSL* session = impl.tls->native_handle();
@@ -351,18 +388,9 @@ Status start_tls(ResponseStream::Impl& impl, const Url& base) {
   boost::system::error_code ec = net::error::would_block;
   impl.tls->async_handshake(ssl::stream_base::client,
                             [&ec](const boost::system::error_code& done) { ec = done; });
-  if (impl.deadline) {
-    impl.io.run_until(*impl.deadline);
-  } else {
-    impl.io.run();
-  }
-  if (ec == net::error::would_block) {
-    boost::system::error_code ignored;
-    impl.socket.close(ignored);
-    impl.io.run();  // lets the handshake's handler see the close
+  const auto limit = impl.deadline.value_or(Clock::now() + kHandshakeLimit);
+  if (!impl.finished_by(ec, limit))
     return Error{"no TLS handshake from " + base.str() + " in time", ETIMEDOUT};
-  }
-  impl.io.restart();
   if (ec && SSL_get_verify_result(session) != X509_V_OK)
     return Error::with_message("cannot reach " + base.str() +
                                ": its TLS certificate is not trusted (" +

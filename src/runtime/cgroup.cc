@@ -557,10 +557,11 @@ Status set_frozen(const Layout& layout, const std::string& id, bool frozen) {
 Status set_background(const Layout& layout, const std::string& id, bool background) {
   const Hierarchy* cpu = owning(layout, "cpu");
   if (cpu == nullptr) return {};
-  // The kernel's lowest weight and its default, in each version's units.
+  // A tenth of the default, in each version's units: not the kernel's lowest,
+  // which busy sandboxes of any team could starve the pool's warm-ups with.
   if (layout.version == Version::kV1)
-    return write_file(cpu->base / id / "cpu.shares", background ? "2" : "1024");
-  return write_file(cpu->base / id / "cpu.weight", background ? "1" : "100");
+    return write_file(cpu->base / id / "cpu.shares", background ? "102" : "1024");
+  return write_file(cpu->base / id / "cpu.weight", background ? "10" : "100");
 }
 
 Status remove(const Layout& layout, const std::string& id) {

@@ -84,8 +84,8 @@ uint64_t oom_kills(const Layout& layout, const std::string& id);
 // kernel says it is done. ENOTSUP where there is no freezer (v1 without its
 // hierarchy, or a sandbox made before the daemon used it).
 Status set_frozen(const Layout& layout, const std::string& id, bool frozen);
-// A sandbox waiting in the warm pool (warming up an interpreter, say) gets
-// CPU only when no other sandbox wants it; taken, it gets the default share.
+// A sandbox waiting in the warm pool (warming up an interpreter, say) gets a
+// tenth of the default CPU weight; taken, it gets the default again.
 // Nothing to do without a cpu controller.
 Status set_background(const Layout& layout, const std::string& id, bool background);
 // SIGKILLs every process left in the sandbox's groups (thawed first), then removes them.

@@ -153,3 +153,67 @@ def test_a_certificate_for_another_name_is_refused(daemon, tls_material):
 def test_plain_http_to_a_tls_port_fails_cleanly(daemon, front):
     r = over_tls(daemon, f"http://localhost:{front.port}", None, "list", timeout=30)
     assert r.returncode != 0 and r.stderr.strip(), r.stderr
+
+
+def serve_once(handler) -> tuple[socket.socket, threading.Thread]:
+    listener = socket.create_server(("127.0.0.1", 0))
+    thread = threading.Thread(target=lambda: handler(listener.accept()[0]), daemon=True)
+    thread.start()
+    return listener, thread
+
+
+def test_a_tls_record_that_stops_halfway_ends_at_the_calls_deadline(daemon, tls_material):
+    """`abx version` asks with a 5 s deadline; a server that sends part of its answer's TLS
+    record and stalls must not hold it past that (a TLS read waits for a whole record)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls_material["cert"], tls_material["key"])
+    release = threading.Event()
+
+    def half_a_record(raw: socket.socket) -> None:
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = context.wrap_bio(incoming, outgoing, server_side=True)
+
+        def pump(step):  # TLS over the socket by hand, so that we choose what is sent
+            while True:
+                try:
+                    return step()
+                except ssl.SSLWantReadError:
+                    raw.sendall(outgoing.read())
+                    incoming.write(raw.recv(65536))
+
+        pump(tls.do_handshake)
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += pump(lambda: tls.read(65536))
+        raw.sendall(outgoing.read())
+        tls.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        raw.sendall(outgoing.read()[:10])
+        release.wait(60)
+        raw.close()
+
+    listener, thread = serve_once(half_a_record)
+    try:
+        r = over_tls(daemon, f"https://127.0.0.1:{listener.getsockname()[1]}",
+                     tls_material["ca"], "version", timeout=40)
+        assert r.returncode != 0 and "in time" in r.stderr, r.stderr
+    finally:
+        release.set()
+        listener.close()
+
+
+def test_a_server_that_never_answers_the_handshake_is_given_up_on(daemon, tls_material):
+    """No deadline on the call (`abx list` has none): the handshake still has one."""
+    release = threading.Event()
+
+    def silent(raw: socket.socket) -> None:
+        release.wait(90)
+        raw.close()
+
+    listener, thread = serve_once(silent)
+    try:
+        r = over_tls(daemon, f"https://127.0.0.1:{listener.getsockname()[1]}",
+                     tls_material["ca"], "list", timeout=80)
+        assert r.returncode != 0 and "no TLS handshake" in r.stderr, r.stderr
+    finally:
+        release.set()
+        listener.close()
