@@ -156,32 +156,9 @@ Result<UniqueFd> open_pty(const ProcessSpec& spec, std::string* slave) {
   return master;
 }
 
-// How long a new process may take to reach its exec. Init serves nothing
-// meanwhile, and sandbox root could stop the child before it gets there.
-constexpr int kExecWaitMs = 30'000;
-
-// Empty pipe at EOF: the child exec'd. Otherwise it says what failed.
-Status child_outcome(int report_read, pid_t pid) {
-  pollfd ready{report_read, POLLIN, 0};
-  int polled;
-  do polled = ::poll(&ready, 1, kExecWaitMs);
-  while (polled < 0 && errno == EINTR);
-  if (polled == 0) {
-    ::kill(pid, SIGKILL);  // not reaped yet: the pid is still this child's
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    return Error{"spawn", ETIMEDOUT, "the process did not start within 30 s"};
-  }
-  ChildFailure f;
-  ssize_t n;
-  do n = ::read(report_read, &f, sizeof f);
-  while (n < 0 && errno == EINTR);
-  if (n == 0) return {};
+void reap_child(pid_t pid) {
   while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
-  if (n != static_cast<ssize_t>(sizeof f)) return Error{"spawn", EPROTO, "short failure report"};
-  f.step[sizeof f.step - 1] = '\0';
-  return Error{f.step, f.errnum, {}};
 }
 
 }  // namespace
@@ -233,10 +210,35 @@ Result<Launched> launch(const ProcessSpec& spec, bool full_id_map, int workload_
   const pid_t pid = ::fork();
   if (pid < 0) return Error::from_errno("fork");
   if (pid == 0) exec_child(p, report_write.get());
-  report_write.reset();
-  if (auto s = child_outcome(report_read.get(), pid); !s) return s.error();
   launched.pid = pid;
+  launched.report = std::move(report_read);
   return launched;
+}
+
+void abandon_start(pid_t pid);
+
+bool start_reported(int report) {
+  pollfd ready{report, POLLIN, 0};
+  return ::poll(&ready, 1, 0) > 0;
+}
+
+// An empty pipe at EOF: the child exec'd (or died before it could write,
+// which its exit status then tells).
+Status start_outcome(int report, pid_t pid, bool reaped) {
+  ChildFailure f;
+  ssize_t n;
+  do n = ::read(report, &f, sizeof f);
+  while (n < 0 && errno == EINTR);
+  if (n == 0) return {};
+  if (!reaped) abandon_start(pid);  // it may be stopped between its report and its exit
+  if (n != static_cast<ssize_t>(sizeof f)) return Error{"spawn", EPROTO, "short failure report"};
+  f.step[sizeof f.step - 1] = '\0';
+  return Error{f.step, f.errnum, {}};
+}
+
+void abandon_start(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  reap_child(pid);
 }
 
 }  // namespace abx::runtime::init
