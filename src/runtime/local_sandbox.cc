@@ -22,6 +22,10 @@ bool is_older_init(const proto::Reply& reply) {
   return reply.errnum == EPROTO && reply.step == "decode request";
 }
 
+// How long a caller waits for the request in flight: longer than init takes
+// at most to answer one (its start bound, init/launch.h), so one turn fits.
+constexpr auto kTurnWait = std::chrono::milliseconds(proto::kStartBoundMs + 1'000);
+
 }  // namespace
 
 LocalSandbox::LocalSandbox(SandboxRecord record, UniqueFd control, Held held, user::IdMap ids,
@@ -64,9 +68,25 @@ Status LocalSandbox::set_user_net(const egress::Policy& policy) {
   return {};
 }
 
+Error LocalSandbox::busy_error() const {
+  return Error{"sandbox init", EBUSY,
+               "sandbox " + record_.id +
+                   " is busy with another request to its init (a process that is slow to "
+                   "start?); retry in a moment"};
+}
+
 Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std::vector<int>& fds,
                                         std::vector<UniqueFd>* received) const {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    if (waiting_.fetch_add(1) > 0) {
+      waiting_.fetch_sub(1);
+      return busy_error();
+    }
+    const bool turn = lock.try_lock_for(kTurnWait);
+    waiting_.fetch_sub(1);
+    if (!turn) return busy_error();
+  }
   if (frozen_) return paused_error();
   if (auto s = proto::send_message(control_.get(), proto::encode(request), fds); !s)
     return s.error();

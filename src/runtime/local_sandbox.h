@@ -56,9 +56,14 @@ class LocalSandbox final : public Sandbox {
                             std::vector<UniqueFd>* received) const;
   Status set_user_net(const egress::Policy& policy);
   Error paused_error() const;
+  Error busy_error() const;
 
   SandboxRecord record_;
-  mutable std::mutex mutex_;  // one request in flight on the control connection
+  // One request in flight on the control connection, and at most one daemon
+  // thread waiting for its turn (call): a sandbox that keeps its init busy
+  // ties up two threads of the shared short lane at most, not one per caller.
+  mutable std::timed_mutex mutex_;
+  mutable std::atomic<int> waiting_{0};
   // File operations in flight (file_op), and a wait for one to end.
   mutable std::mutex file_ops_mutex_;
   mutable std::condition_variable file_op_ended_;
