@@ -160,7 +160,7 @@ class Server {
     }
     for (const int client : stopped) {
       abandon_start(starts_.at(client).launched.pid);
-      settle_start(client, Error{"spawn", EINTR,
+      settle_start(client, Error{"spawn", EBUSY,
                                  "the process was stopped before it could start (something in "
                                  "the sandbox sent it SIGSTOP); run it again"});
     }
