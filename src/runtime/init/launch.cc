@@ -156,11 +156,6 @@ Result<UniqueFd> open_pty(const ProcessSpec& spec, std::string* slave) {
   return master;
 }
 
-void reap_child(pid_t pid) {
-  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
-}
-
 }  // namespace
 
 // Into the memory cgroup that holds the sandbox's limit, which init stays
@@ -215,8 +210,6 @@ Result<Launched> launch(const ProcessSpec& spec, bool full_id_map, int workload_
   return launched;
 }
 
-void abandon_start(pid_t pid);
-
 bool start_reported(int report) {
   pollfd ready{report, POLLIN, 0};
   return ::poll(&ready, 1, 0) > 0;
@@ -236,9 +229,9 @@ Status start_outcome(int report, pid_t pid, bool reaped) {
   return Error{f.step, f.errnum, {}};
 }
 
-void abandon_start(pid_t pid) {
-  ::kill(pid, SIGKILL);
-  reap_child(pid);
-}
+// Not waited for here: init's reaper collects it like any orphan (no exit
+// pipe is registered for it), so init never blocks on a child the sandbox
+// holds.
+void abandon_start(pid_t pid) { ::kill(pid, SIGKILL); }
 
 }  // namespace abx::runtime::init

@@ -45,11 +45,12 @@ Result<Launched> launch(const ProcessSpec& spec, bool full_id_map, int workload_
 bool start_reported(int report);
 
 // Reads what the child reported once start_reported: ok (it exec'd) or why it
-// did not. A failed child is reaped here unless `reaped` says it already was.
+// did not. A failed child is killed unless `reaped` says it is gone already.
 Status start_outcome(int report, pid_t pid, bool reaped);
 
 // The spawn cannot wait any longer (stopped child, bound passed): the child
-// is killed and reaped (it is not reaped yet, so the pid is still its own).
+// is killed (not reaped yet, so the pid is still its own); init's reaper
+// collects it.
 void abandon_start(pid_t pid);
 
 }  // namespace abx::runtime::init
