@@ -144,6 +144,14 @@ Error error_from(const Reply& reply);
 
 // One message with its fds over a SOCK_SEQPACKET socket.
 inline constexpr size_t kMaxMessage = 192 * 1024;
+
+// How long init lets a spawned child take from fork to exec. What it does
+// meanwhile is a few system calls (cgroup joins, setsid, dup2, setuid, chdir,
+// execve), milliseconds even under load; a child near this bound is held by
+// sandbox root (ptrace, or a stop init cannot see), so the spawn fails rather
+// than keeping the daemon's caller waiting. Init serves its other clients
+// meanwhile; a child stopped before its exec fails its spawn at once.
+inline constexpr int kStartBoundMs = 5'000;
 // A template's layers travel in one message: up to the 127 layers validate()
 // allows, plus the binds and the writable dir (the kernel's limit is 253).
 inline constexpr size_t kMaxFds = 160;

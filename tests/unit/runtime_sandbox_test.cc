@@ -311,6 +311,42 @@ TEST_F(SandboxTest, SignalReachesTheWholeProcessGroup) {
   EXPECT_TRUE(group_gone) << "nothing is left to signal";
 }
 
+// Sandbox root may SIGSTOP init's child before it execs: that spawn fails at
+// once with a clear error (it used to hold init, and the daemon's caller,
+// for 30 s), and init goes on serving.
+TEST_F(SandboxTest, AChildStoppedBeforeItsExecFailsItsSpawnAtOnce) {
+  Sandbox& sb = create();
+  ProcessSpec stopper;
+  // kill(-1) reaches every process but init and the caller: each new child
+  // is stopped within microseconds of its fork, most before their exec.
+  stopper.argv = {"/usr/bin/python3", "-c",
+                  "import os, signal\nprint('stopping', flush=True)\n"
+                  "while True:\n    try: os.kill(-1, signal.SIGSTOP)\n    except OSError: pass"};
+  stopper.uid = stopper.gid = 0;
+  auto stopping = sb.spawn(stopper);
+  ASSERT_TRUE(stopping) << stopping.error().message();
+  ASSERT_EQ(read_line(stopping->stdout_fd.get(), 30000), "stopping");
+  // A long PATH of missing dirs before /bin: hundreds of failed execve()s
+  // widen the window between fork and exec for the stopper to hit.
+  std::string path;
+  for (int i = 0; i < 2000; ++i) path += "/missing" + std::to_string(i) + ":";
+  int refused = 0;
+  for (int i = 0; i < 50 && refused == 0; ++i) {
+    ProcessSpec spec;
+    spec.argv = {"true"};
+    spec.env = {{"PATH", path + "/bin"}};
+    auto p = sb.spawn(spec);
+    if (p) continue;  // stopped only after its exec: a process like any other
+    EXPECT_NE(p.error().message().find("stopped before it could start"), std::string::npos)
+        << p.error().message();
+    ++refused;
+  }
+  EXPECT_GT(refused, 0) << "no child was stopped before its exec";
+  ASSERT_TRUE(sb.signal(stopping->pid, SIGKILL));
+  EXPECT_EQ(decode_wait_status(wait_status(*stopping)).status, "signal: killed");
+  EXPECT_EQ(run(sb, "echo alive").out, "alive\n");
+}
+
 TEST_F(SandboxTest, HostnameIsInEtcHosts) {
   Sandbox& sb = create();
   const std::string& id = sb.record().id;

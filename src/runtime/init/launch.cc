@@ -156,59 +156,6 @@ Result<UniqueFd> open_pty(const ProcessSpec& spec, std::string* slave) {
   return master;
 }
 
-// How long a new process may take to reach its exec. Init serves nothing
-// meanwhile: a child that gets no CPU (sandbox root can lower its priority)
-// holds init, and the daemon thread waiting on it, for this long at most. A
-// normal one takes milliseconds.
-constexpr int kExecWaitMs = 10'000;
-// How often a child that has not exec'd yet is checked for being stopped.
-constexpr int kStopCheckMs = 10;
-
-// Sandbox root may SIGSTOP (or SIGTSTP...) the child before its exec, which
-// would hold init for the whole wait: a stopped child fails its spawn at once.
-bool stopped_before_exec(pid_t pid) {
-  siginfo_t info{};
-  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED | WNOHANG | WNOWAIT) != 0)
-    return false;
-  return info.si_pid == pid && (info.si_code == CLD_STOPPED || info.si_code == CLD_TRAPPED);
-}
-
-void kill_and_reap(pid_t pid) {
-  ::kill(pid, SIGKILL);  // not reaped yet: the pid is still this child's
-  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
-}
-
-// Empty pipe at EOF: the child exec'd. Otherwise it says what failed.
-Status child_outcome(int report_read, pid_t pid) {
-  pollfd ready{report_read, POLLIN, 0};
-  for (int waited = 0;; waited += kStopCheckMs) {
-    const int polled = ::poll(&ready, 1, kStopCheckMs);
-    if (polled > 0) break;
-    if (polled < 0 && errno != EINTR) break;  // read() below says what it is
-    // Asked again after: a program that stops itself right after its exec
-    // has closed the pipe by then (close-on-exec), and is no child to fail.
-    if (stopped_before_exec(pid) && ::poll(&ready, 1, 0) == 0) {
-      kill_and_reap(pid);
-      return Error{"spawn", EAGAIN, "the process was stopped before it could start"};
-    }
-    if (waited >= kExecWaitMs) {
-      kill_and_reap(pid);
-      return Error{"spawn", ETIMEDOUT, "the process did not start within 10 s"};
-    }
-  }
-  ChildFailure f;
-  ssize_t n;
-  do n = ::read(report_read, &f, sizeof f);
-  while (n < 0 && errno == EINTR);
-  if (n == 0) return {};
-  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
-  if (n != static_cast<ssize_t>(sizeof f)) return Error{"spawn", EPROTO, "short failure report"};
-  f.step[sizeof f.step - 1] = '\0';
-  return Error{f.step, f.errnum, {}};
-}
-
 }  // namespace
 
 // Into the memory cgroup that holds the sandbox's limit, which init stays
@@ -258,10 +205,33 @@ Result<Launched> launch(const ProcessSpec& spec, bool full_id_map, int workload_
   const pid_t pid = ::fork();
   if (pid < 0) return Error::from_errno("fork");
   if (pid == 0) exec_child(p, report_write.get());
-  report_write.reset();
-  if (auto s = child_outcome(report_read.get(), pid); !s) return s.error();
   launched.pid = pid;
+  launched.report = std::move(report_read);
   return launched;
 }
+
+bool start_reported(int report) {
+  pollfd ready{report, POLLIN, 0};
+  return ::poll(&ready, 1, 0) > 0;
+}
+
+// An empty pipe at EOF: the child exec'd (or died before it could write,
+// which its exit status then tells).
+Status start_outcome(int report, pid_t pid, bool reaped) {
+  ChildFailure f;
+  ssize_t n;
+  do n = ::read(report, &f, sizeof f);
+  while (n < 0 && errno == EINTR);
+  if (n == 0) return {};
+  if (!reaped) abandon_start(pid);  // it may be stopped between its report and its exit
+  if (n != static_cast<ssize_t>(sizeof f)) return Error{"spawn", EPROTO, "short failure report"};
+  f.step[sizeof f.step - 1] = '\0';
+  return Error{f.step, f.errnum, {}};
+}
+
+// Not waited for here: init's reaper collects it like any orphan (no exit
+// pipe is registered for it), so init never blocks on a child the sandbox
+// holds.
+void abandon_start(pid_t pid) { ::kill(pid, SIGKILL); }
 
 }  // namespace abx::runtime::init

@@ -13,10 +13,16 @@
 
 namespace abx::runtime::init {
 
+// A child forked but not yet known to have exec'd: init keeps serving its
+// other clients meanwhile and settles the spawn when `report` says (EOF: it
+// exec'd; a ChildFailure: what failed), the child stops, or the bound passes.
 struct Launched {
   pid_t pid = 0;
   UniqueFd pty_master;  // only with spec.pty
+  UniqueFd report;      // the read end of the child's close-on-exec report pipe
 };
+
+// The bound on a Launched's exec: proto::kStartBoundMs (init_protocol.h).
 
 // What every child of init does first, before it uses memory the sandbox
 // pays for: default signal dispositions and an empty mask, the workload
@@ -34,5 +40,17 @@ Status become_user(uid_t uid, gid_t gid, bool set_groups);
 // `command_procs`: its own command group's (the request's last fd), or -1.
 Result<Launched> launch(const ProcessSpec& spec, bool full_id_map, int workload_procs,
                         int command_procs, const std::vector<UniqueFd>& stdio);
+
+// Whether `report` has something to say (readable or at EOF), without waiting.
+bool start_reported(int report);
+
+// Reads what the child reported once start_reported: ok (it exec'd) or why it
+// did not. A failed child is killed unless `reaped` says it is gone already.
+Status start_outcome(int report, pid_t pid, bool reaped);
+
+// The spawn cannot wait any longer (stopped child, bound passed): the child
+// is killed (not reaped yet, so the pid is still its own); init's reaper
+// collects it.
+void abandon_start(pid_t pid);
 
 }  // namespace abx::runtime::init

@@ -31,18 +31,24 @@ class Server {
   [[noreturn]] void run() {
     for (;;) {
       std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
-      for (const auto& c : clients_) fds.push_back({c.get(), POLLIN, 0});
+      for (const auto& c : clients_)
+        if (!starts_.contains(c.get())) fds.push_back({c.get(), POLLIN, 0});
       const size_t first_worker = fds.size();
       for (const auto& [pid, w] : workers_)
         if (!w.hung_up) fds.push_back({w.session.get(), 0, 0});  // POLLHUP: the daemon hung up
+      const size_t first_start = fds.size();
+      for (const auto& [client, start] : starts_)
+        fds.push_back({start.launched.report.get(), POLLIN, 0});
       if (::poll(fds.data(), fds.size(), next_deadline_ms()) < 0) continue;  // EINTR
       if (fds[1].revents) reap();
       if (fds[0].revents) accept_client();
       for (size_t i = 2; i < first_worker; ++i)
         if (fds[i].revents) serve_client(fds[i].fd);
-      for (size_t i = first_worker; i < fds.size(); ++i)
+      for (size_t i = first_worker; i < first_start; ++i)
         if (fds[i].revents) hung_up(fds[i].fd);
+      settle_reported_starts();
       kill_late_workers();
+      fail_late_starts();
       std::erase_if(clients_, [](const UniqueFd& c) { return !c.valid(); });
     }
   }
@@ -65,7 +71,6 @@ class Server {
     proto::Request request;
     proto::Reply reply;
     std::vector<int> reply_fds;
-    UniqueFd pty_master;
     UniqueFd opened;
     const bool decoded = proto::decode(bytes, &request);
     if (decoded && request.type == proto::RequestType::kFile) {
@@ -79,18 +84,26 @@ class Server {
     } else if (request.type == proto::RequestType::kOpen) {
       reply = open_file(request.open, &opened);
       if (opened.valid()) reply_fds.push_back(opened.get());
+    } else if (auto started = spawn(fd, request, std::move(fds)); !started) {
+      reply = proto::reply_from(started.error());
     } else {
-      reply = spawn(request, std::move(fds), &pty_master);
-      if (pty_master.valid()) reply_fds.push_back(pty_master.get());
+      return;  // answered once the child exec'd (settle_start)
     }
     if (!proto::send_message(fd, proto::encode(reply), reply_fds)) drop(fd);
   }
 
+  // A spawn the client waits for: its connection is not read meanwhile (one
+  // request at a time on a connection), everything else is served.
+  struct Start {
+    Launched launched;
+    UniqueFd exit_pipe;
+    Clock::time_point deadline;
+  };
+
   // fds: the exit pipe, the stdio ends, then the command group's procs file.
-  proto::Reply spawn(const proto::Request& request, std::vector<UniqueFd> fds,
-                     UniqueFd* pty_master) {
+  Status spawn(int client, const proto::Request& request, std::vector<UniqueFd> fds) {
     if (fds.size() < (request.command_group ? 2u : 1u))
-      return proto::reply_from(Error{"spawn", EINVAL, "malformed spawn request"});
+      return Error{"spawn", EINVAL, "malformed spawn request"};
     UniqueFd exit_pipe = std::move(fds.front());
     fds.erase(fds.begin());
     UniqueFd command_procs;
@@ -100,12 +113,82 @@ class Server {
     }
     auto launched = launch(request.spec, config_.full_id_map, config_.workload_procs_fd,
                            command_procs.get(), fds);
-    if (!launched) return proto::reply_from(launched.error());
-    exit_pipes_[launched->pid] = std::move(exit_pipe);
-    *pty_master = std::move(launched->pty_master);
+    if (!launched) return launched.error();
+    starts_[client] = Start{std::move(*launched), std::move(exit_pipe),
+                            Clock::now() + std::chrono::milliseconds(proto::kStartBoundMs)};
+    return {};
+  }
+
+  // Answers the client; a child that exec'd is a process init now reports
+  // the exit of (at once, with `exit_status`, if it was reaped already).
+  void settle_start(int client, const Status& outcome, std::optional<int> exit_status = {}) {
+    auto node = starts_.extract(client);
+    Start& start = node.mapped();
     proto::Reply reply;
-    reply.pid = launched->pid;
-    return reply;
+    std::vector<int> reply_fds;
+    if (!outcome) {
+      reply = proto::reply_from(outcome.error());
+    } else {
+      const pid_t pid = start.launched.pid;
+      reply.pid = pid;
+      if (start.launched.pty_master.valid()) reply_fds.push_back(start.launched.pty_master.get());
+      exit_pipes_[pid] = std::move(start.exit_pipe);
+      if (exit_status) report_exit(pid, *exit_status);
+    }
+    if (!proto::send_message(client, proto::encode(reply), reply_fds)) drop(client);
+  }
+
+  void settle_reported_starts() {
+    std::vector<int> reported;
+    for (const auto& [client, start] : starts_)
+      if (start_reported(start.launched.report.get())) reported.push_back(client);
+    for (const int client : reported) {
+      const Start& start = starts_.at(client);
+      settle_start(client, start_outcome(start.launched.report.get(), start.launched.pid, false));
+    }
+  }
+
+  // Sandbox root can stop a child (it holds CAP_KILL) before its exec: that
+  // spawn fails at once, and the child is killed rather than left stopped.
+  void fail_stopped_starts() {
+    std::vector<int> stopped;
+    for (const auto& [client, start] : starts_) {
+      siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(start.launched.pid), &info, WSTOPPED | WNOHANG) == 0 &&
+          info.si_pid == start.launched.pid && !start_reported(start.launched.report.get()))
+        stopped.push_back(client);
+    }
+    for (const int client : stopped) {
+      abandon_start(starts_.at(client).launched.pid);
+      settle_start(client, Error{"spawn", EBUSY,
+                                 "the process was stopped before it could start (something in "
+                                 "the sandbox sent it SIGSTOP); run it again"});
+    }
+  }
+
+  void fail_late_starts() {
+    const auto now = Clock::now();
+    std::vector<int> late;
+    for (const auto& [client, start] : starts_)
+      if (start.deadline <= now && !start_reported(start.launched.report.get()))
+        late.push_back(client);
+    for (const int client : late) {
+      abandon_start(starts_.at(client).launched.pid);
+      settle_start(client, Error{"spawn", ETIMEDOUT,
+                                 "the process did not start within " +
+                                     std::to_string(proto::kStartBoundMs / 1000) +
+                                     " s (something in the sandbox held it); run it again"});
+    }
+  }
+
+  // A child reaped before its spawn was settled: what it reported decides.
+  bool settle_reaped_start(pid_t pid, int status) {
+    for (auto& [client, start] : starts_) {
+      if (start.launched.pid != pid) continue;
+      settle_start(client, start_outcome(start.launched.report.get(), pid, true), status);
+      return true;
+    }
+    return false;
   }
 
   proto::Reply open_file(const proto::OpenRequest& request, UniqueFd* opened) {
@@ -162,6 +245,8 @@ class Server {
     for (const auto& [pid, worker] : workers_)
       if (!worker.killed && worker.deadline && (!next || *worker.deadline < *next))
         next = worker.deadline;
+    for (const auto& [client, start] : starts_)
+      if (!next || start.deadline < *next) next = start.deadline;
     if (!next) return -1;
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now());
     return static_cast<int>(std::max<int64_t>(0, wait.count()));
@@ -186,12 +271,17 @@ class Server {
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
       workers_.erase(pid);
-      auto it = exit_pipes_.find(pid);
-      if (it == exit_pipes_.end()) continue;
-      const int32_t value = status;
-      (void)::write(it->second.get(), &value, sizeof value);
-      exit_pipes_.erase(it);
+      if (!settle_reaped_start(pid, status)) report_exit(pid, status);
     }
+    fail_stopped_starts();
+  }
+
+  void report_exit(pid_t pid, int status) {
+    auto it = exit_pipes_.find(pid);
+    if (it == exit_pipes_.end()) return;
+    const int32_t value = status;
+    (void)::write(it->second.get(), &value, sizeof value);
+    exit_pipes_.erase(it);
   }
 
   // A file request's connection is the worker's alone: init lets go of it.
@@ -202,6 +292,7 @@ class Server {
   }
 
   void drop(int fd) {
+    if (starts_.contains(fd)) return;  // settle_start answers it (or drops it)
     for (auto& c : clients_)
       if (c.get() == fd) c.reset();
   }
@@ -212,6 +303,7 @@ class Server {
   std::vector<UniqueFd> clients_;
   std::map<pid_t, UniqueFd> exit_pipes_;
   std::map<pid_t, Worker> workers_;
+  std::map<int, Start> starts_;  // by the client connection that waits
 };
 
 }  // namespace
