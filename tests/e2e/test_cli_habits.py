@@ -77,7 +77,10 @@ def test_ps_shows_what_each_command_started_as_a_tree(daemon, sandbox):
         assert p.stdout.readline() == "up\n"
         for _ in range(50):
             r = abx(daemon, "ps", sandbox)
-            if "sleep 1020" in r.stdout and "sleep 1021" in r.stdout:
+            # Lines of their own: the command's line names both as well.
+            ends = [line.rstrip() for line in r.stdout.splitlines()]
+            if any(e.endswith(" sleep 1020") for e in ends) and \
+                    any(e.endswith(" sleep 1021") for e in ends):
                 break
             time.sleep(0.1)
         assert r.returncode == 0, r.stderr
