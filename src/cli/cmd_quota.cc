@@ -28,6 +28,8 @@ const QuotaFlag kFlags[] = {
     {"--disk-mb", "maxDiskMB", "Sum of live sandboxes' diskSizeMB"},
     {"--max-timeout", "maxTimeoutSec", "Longest timeout a sandbox may ask, in seconds"},
     {"--creates-per-minute", "createsPerMinute", "Creates admitted in any 60 s"},
+    {"--snapshots", "maxSnapshots", "Snapshots kept at once (default 100)"},
+    {"--snapshot-disk-mb", "maxSnapshotDiskMB", "MB the team's snapshots hold (default 10240)"},
 };
 
 std::string team_path(const std::string& team) { return "/abx/v1/teams/" + team + "/quota"; }

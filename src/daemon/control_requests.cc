@@ -74,13 +74,15 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return out;
 }
 
-// autoPause, autoPauseMemory (a pause keeps memory either way here: a
-// frozen sandbox resumes as it was) and autoResume {enabled}.
+// autoPause, autoPauseMemory (false: the timeout's pause is filesystem-only,
+// and a resume cold boots) and autoResume {enabled}.
 Status parse_lifecycle(const json& d, CreateSandboxRequest* req) {
   auto pause = bool_field(d, "autoPause", false);
   if (!pause) return pause.error();
   req->auto_pause = *pause;
-  if (auto memory = bool_field(d, "autoPauseMemory", true); !memory) return memory.error();
+  auto memory = bool_field(d, "autoPauseMemory", true);
+  if (!memory) return memory.error();
+  req->auto_pause_memory = *memory;
   const auto resume = d.find("autoResume");
   if (resume == d.end() || resume->is_null()) return {};
   if (!resume->is_object())
@@ -151,6 +153,29 @@ Result<int> parse_timeout_body(const std::string& body) {
   if (!doc) return doc.error();
   if (!doc->contains("timeout")) return field_error("timeout", "required integer (seconds)");
   return timeout_field(*doc, 0);
+}
+
+Result<bool> parse_pause_memory(const std::string& body) {
+  auto doc = json_text::parse_object(body.empty() ? std::string_view("{}") : body);
+  if (!doc) return doc.error();
+  return bool_field(*doc, "memory", true);
+}
+
+Result<ForkRequest> parse_fork(const std::string& body) {
+  auto doc = json_text::parse_object(body.empty() ? std::string_view("{}") : body);
+  if (!doc) return doc.error();
+  ForkRequest fork;
+  if (doc->contains("timeout") && !(*doc)["timeout"].is_null()) {
+    auto timeout = timeout_field(*doc, 1);
+    if (!timeout) return timeout.error();
+    fork.timeout_sec = *timeout;
+  }
+  if (const auto it = doc->find("count"); it != doc->end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 20)
+      return field_error("count", "must be an integer from 1 to 20");
+    fork.count = static_cast<int>(it->get<int64_t>());
+  }
+  return fork;
 }
 
 Result<ListSandboxesQuery> parse_list_query(const std::map<std::string, std::string>& query) {

@@ -39,6 +39,7 @@ struct CreateSandboxRequest {
   // E2B's lifecycle: at its timeout the sandbox is paused, not killed; with
   // auto_resume a request to it (envd or a port) resumes it.
   bool auto_pause = false;
+  bool auto_pause_memory = true;  // false: that pause is filesystem-only
   bool auto_resume = false;
 };
 
@@ -47,6 +48,17 @@ Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint3
 // {"timeout": seconds} for /timeout and /connect. E2B's API takes 0 too: on
 // /timeout the sandbox ends now; /connect only ever extends, so 0 keeps it.
 Result<int> parse_timeout_body(const std::string& body);
+
+// A pause's {"memory": bool} (E2B's keep_memory; absent or null: true, the
+// freezer). False: a filesystem-only pause.
+Result<bool> parse_pause_memory(const std::string& body);
+
+// POST /sandboxes/{id}/fork: {"timeout": s (default 15), "count": n (default 1)}.
+struct ForkRequest {
+  int timeout_sec = 15;
+  int count = 1;
+};
+Result<ForkRequest> parse_fork(const std::string& body);
 
 struct ListSandboxesQuery {
   std::map<std::string, std::string> metadata;  // every pair must match

@@ -247,7 +247,8 @@ int serve(const ServeOptions& options) {
   auto secrets = SecretStore::open(**store);
   if (!secrets) return fail(secrets.error());
   Tenancy tenancy{*keys, std::make_shared<Quotas>(*quota_config, host, **store),
-                  std::make_shared<Usage>(**store), std::move(*secrets)};
+                  std::make_shared<Usage>(**store), std::move(*secrets),
+                  std::make_shared<SnapshotStore>(options.data_dir / "snapshots", **store)};
   boost::asio::io_context ioc(kIoThreads);
   BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store, tenancy);

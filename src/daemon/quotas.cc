@@ -34,6 +34,8 @@ const QuotaField kFields[] = {
     {"maxDiskMB", "--disk-mb", &TeamQuota::max_disk_mb, nullptr},
     {"maxTimeoutSec", "--max-timeout", nullptr, &TeamQuota::max_timeout_sec},
     {"createsPerMinute", "--creates-per-minute", nullptr, &TeamQuota::creates_per_minute},
+    {"maxSnapshots", "--snapshots", nullptr, &TeamQuota::max_snapshots},
+    {"maxSnapshotDiskMB", "--snapshot-disk-mb", &TeamQuota::max_snapshot_disk_mb, nullptr},
 };
 
 Error refusal(const std::string& team, const std::string& what, uint64_t limit, const char* flag,
@@ -76,10 +78,11 @@ Result<TeamQuota> quota_from_json(const json& doc, TeamQuota base) {
     const auto* field = std::find_if(std::begin(kFields), std::end(kFields),
                                      [&](const QuotaField& f) { return name == f.json_name; });
     if (field == std::end(kFields)) {
-      return Error::with_message("quota: unknown field '" + name +
-                                     "'; known: maxSandboxes, maxMemoryMB, maxDiskMB, "
-                                     "maxTimeoutSec, createsPerMinute",
-                                 kErrBadInput);
+      return Error::with_message(
+          "quota: unknown field '" + name +
+              "'; known: maxSandboxes, maxMemoryMB, maxDiskMB, "
+              "maxTimeoutSec, createsPerMinute, maxSnapshots, maxSnapshotDiskMB",
+          kErrBadInput);
     }
     if (!value.is_number_unsigned() || value.get<uint64_t>() > UINT32_MAX) {
       return Error::with_message(
@@ -208,6 +211,20 @@ Result<uint64_t> Quotas::admit_create(const std::string& team, const Demand& ask
   const uint64_t ticket = next_ticket_++;
   pending_[ticket] = {team, demand};
   return ticket;
+}
+
+Status Quotas::check_snapshot(const std::string& team, size_t count, uint64_t bytes,
+                              uint64_t adding) const {
+  const TeamQuota quota = quota_for(team);
+  if (adding == 0 && quota.max_snapshots && count + 1 > quota.max_snapshots)
+    return refusal(team, "already keeps " + std::to_string(count) + " snapshots",
+                   quota.max_snapshots, "--snapshots", "delete one first (abx snapshot rm)");
+  const uint64_t limit = quota.max_snapshot_disk_mb << 20;
+  if (quota.max_snapshot_disk_mb && bytes + adding > limit)
+    return refusal(
+        team, "would keep " + std::to_string((bytes + adding) >> 20) + " MB in snapshots",
+        quota.max_snapshot_disk_mb, "--snapshot-disk-mb", "delete one first (abx snapshot rm)");
+  return {};
 }
 
 void Quotas::settle(uint64_t ticket) {

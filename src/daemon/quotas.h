@@ -28,6 +28,10 @@ struct TeamQuota {
   uint64_t max_disk_mb = 0;         // sum of live sandboxes' disk limits
   uint32_t max_timeout_sec = 0;     // longest lifetime a create or timeout may ask
   uint32_t creates_per_minute = 0;  // admitted creates in any 60 s
+  // Snapshots kept at once, and the bytes their layers hold; unlike the
+  // others these have limits by default (disk is the host's to lose).
+  uint32_t max_snapshots = 100;
+  uint64_t max_snapshot_disk_mb = 10240;
 };
 
 nlohmann::json quota_to_json(const TeamQuota& quota);
@@ -74,6 +78,10 @@ class Quotas {
   Result<uint64_t> admit_create(const std::string& team, const Demand& demand,
                                 const LiveRows& live);
   void settle(uint64_t ticket);
+  // Whether `team`, holding `count` snapshots of `bytes` in all, may keep
+  // one more of `adding` bytes (0 before the copy: only the count is known).
+  Status check_snapshot(const std::string& team, size_t count, uint64_t bytes,
+                        uint64_t adding) const;
   // A timeout (create, /timeout, /connect) longer than the team allows.
   Status check_timeout(const std::string& team, int seconds) const;
 

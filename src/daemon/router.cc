@@ -147,6 +147,15 @@ class Router {
     return answer;
   }
 
+  // A filesystem-paused sandbox answers as paused to its own callers
+  // (traffic does not wake it: a resume cold boots, connect does that).
+  bool paused_on_disk(const http::Request& request, const std::string& id) {
+    auto row = service_.dormant(id);
+    if (!row) return false;
+    const auto access = authenticate_sandbox(Credential::access_token, request, *row, sources());
+    return access.access == SandboxAccess::granted;
+  }
+
   // A request to a paused sandbox created with autoResume wakes it, for the
   // default timeout (E2B's auto-resume), or the team's longest when that is
   // shorter. False when it could not be resumed.
@@ -166,6 +175,9 @@ class Router {
   Task<void> sandbox_plane(Exchange& exchange, const SandboxTarget& target) {
     const auto& request = exchange.request();
     auto live = service_.find(target.sandbox_id);
+    if (!live && paused_on_disk(request, target.sandbox_id)) {
+      co_return co_await routes::respond_json(exchange, 502, sandbox_paused(target.sandbox_id));
+    }
     if (!live) {
       const nlohmann::json answer = missing_sandbox_answer(request, target.sandbox_id);
       co_return co_await routes::respond_json(exchange, 502, answer);

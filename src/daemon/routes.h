@@ -62,6 +62,13 @@ Task<void> sandbox_network_update(ControlCall& call, Exchange& exchange);
 nlohmann::json sandbox_metric(LiveSandbox& live);
 // A sandbox as GET /sandboxes lists it (ListedSandbox).
 nlohmann::json sandbox_listing(const SandboxRow& row);
+// A sandbox as a create answers it (E2B's Sandbox).
+nlohmann::json sandbox_created(const SandboxRow& row);
+// routes_snapshots.cc: snapshots and fork.
+Task<void> sandbox_snapshot_create(ControlCall& call, Exchange& exchange);
+Task<void> snapshots_list(ControlCall& call, Exchange& exchange);
+Task<void> snapshot_delete(ControlCall& call, Exchange& exchange);
+Task<void> sandbox_fork(ControlCall& call, Exchange& exchange);
 // routes_dashboard.cc: the web dashboard's page, assets and login sessions.
 Task<void> dashboard_page(ControlCall& call, Exchange& exchange);
 Task<void> dashboard_asset(ControlCall& call, Exchange& exchange);

@@ -172,6 +172,14 @@ Task<void> set_timeout(ControlCall& call, Exchange& exchange, bool is_connect) {
   auto seconds = keep_end ? Result<int>(0) : parse_timeout_body(*body);
   if (!seconds) co_return co_await respond_error(exchange, seconds.error());
   auto live = call.service.find_for(call.caller, *id);
+  // A filesystem-only paused sandbox: connect cold boots it; /timeout waits for that.
+  if (!live && call.service.dormant_for(call.caller, *id)) {
+    if (!is_connect) co_return co_await respond_error(exchange, paused_error(*id));
+    const int resume_for = keep_end || *seconds <= 0 ? kDefaultTimeoutSec : *seconds;
+    auto booted = co_await call.service.cold_boot(*id, resume_for);
+    if (!booted) co_return co_await respond_error(exchange, booted.error());
+    co_return co_await respond_json(exchange, 201, sandbox_json(*booted));
+  }
   if (!live) co_return co_await respond_error(exchange, not_found(*id));
   // connect resumes a paused sandbox (201), for `timeout` or the default.
   if (is_connect && live->snapshot().paused) {
@@ -261,6 +269,8 @@ json metrics_of_many(Service& service, const Caller& caller, const std::string& 
 
 json sandbox_listing(const SandboxRow& row) { return listed_json(row); }
 
+json sandbox_created(const SandboxRow& row) { return sandbox_json(row); }
+
 Task<void> sandboxes_list(ControlCall& call, Exchange& exchange) {
   co_await list(call, exchange, false);
 }
@@ -286,12 +296,20 @@ Task<void> sandboxes_metrics(ControlCall& call, Exchange& exchange) {
 }
 
 Task<void> sandbox_get(ControlCall& call, Exchange& exchange) {
+  if (auto id = id_param(call))
+    if (auto row = call.service.dormant_for(call.caller, *id))
+      co_return co_await respond_json(exchange, 200, detail_json(*row));
   auto live = sandbox_of(call);
   if (!live) co_return co_await respond_error(exchange, live.error());
   co_await respond_json(exchange, 200, detail_json((*live)->snapshot()));
 }
 
 Task<void> sandbox_kill(ControlCall& call, Exchange& exchange) {
+  if (auto id = id_param(call); id && call.service.dormant_for(call.caller, *id)) {
+    if (!co_await call.service.kill(*id))
+      co_return co_await respond_error(exchange, not_found(*id));
+    co_return co_await exchange.respond(204, "", "");
+  }
   auto live = sandbox_of(call);
   if (!live) co_return co_await respond_error(exchange, live.error());
   const std::string id = (*live)->snapshot().id;
@@ -300,9 +318,20 @@ Task<void> sandbox_kill(ControlCall& call, Exchange& exchange) {
 }
 
 Task<void> sandbox_pause(ControlCall& call, Exchange& exchange) {
-  auto live = sandbox_of(call);
+  const bool dormant = [&] {
+    auto id = id_param(call);
+    return id && call.service.dormant_for(call.caller, *id);
+  }();
+  auto live = dormant ? Result<std::shared_ptr<LiveSandbox>>(nullptr) : sandbox_of(call);
   if (!live) co_return co_await respond_error(exchange, live.error());
-  auto paused = co_await call.service.pause(*live);
+  auto body = co_await read_json_body(exchange, 1 << 16);
+  if (!body) co_return co_await respond_error(exchange, body.error());
+  auto keep_memory = parse_pause_memory(*body);
+  if (!keep_memory) co_return co_await respond_error(exchange, keep_memory.error());
+  Result<bool> paused = false;
+  // if/else, not ?: g++ 12 runs both co_awaits of a conditional expression.
+  if (!dormant && *keep_memory) paused = co_await call.service.pause(*live);
+  if (!dormant && !*keep_memory) paused = co_await call.service.pause_fs_only(*live);
   if (!paused) co_return co_await respond_error(exchange, paused.error());
   if (!*paused) {
     co_return co_await respond_error(
@@ -313,12 +342,17 @@ Task<void> sandbox_pause(ControlCall& call, Exchange& exchange) {
 }
 
 Task<void> sandbox_resume(ControlCall& call, Exchange& exchange) {
-  auto live = sandbox_of(call);
-  if (!live) co_return co_await respond_error(exchange, live.error());
   auto body = co_await read_json_body(exchange, 1 << 16);
   if (!body) co_return co_await respond_error(exchange, body.error());
   auto seconds = resume_timeout(*body);
   if (!seconds) co_return co_await respond_error(exchange, seconds.error());
+  if (auto id = id_param(call); id && call.service.dormant_for(call.caller, *id)) {
+    auto booted = co_await call.service.cold_boot(*id, *seconds);
+    if (!booted) co_return co_await respond_error(exchange, booted.error());
+    co_return co_await respond_json(exchange, 201, sandbox_json(*booted));
+  }
+  auto live = sandbox_of(call);
+  if (!live) co_return co_await respond_error(exchange, live.error());
   auto resumed = co_await call.service.resume(*live, *seconds);
   if (!resumed) co_return co_await respond_error(exchange, resumed.error());
   if (!*resumed) {

@@ -32,7 +32,15 @@ nlohmann::json row_to_json(const SandboxRow& row) {
        {{"paused", row.paused},
         {"paused_at_ms", row.paused_at_ms},
         {"auto_pause", row.auto_pause},
-        {"auto_resume", row.auto_resume}}},
+        {"auto_resume", row.auto_resume},
+        {"auto_pause_memory", row.auto_pause_memory},
+        {"fs_paused", row.fs_paused}}},
+      {"rootfs",
+       {{"template_layers", row.template_layers},
+        {"template_binds", row.template_binds},
+        {"allow_setid", row.allow_setid},
+        {"snapshot_layers", row.snapshot_layers},
+        {"template_env", row.template_env}}},
       {"record",
        {{"init_pid", rec.init_pid},
         {"init_start_time", rec.init_start_time},
@@ -76,6 +84,16 @@ Result<SandboxRow> row_from_json(const nlohmann::json& json) {
       row.paused_at_ms = it->value("paused_at_ms", int64_t{0});
       row.auto_pause = it->value("auto_pause", false);
       row.auto_resume = it->value("auto_resume", false);
+      row.auto_pause_memory = it->value("auto_pause_memory", true);
+      row.fs_paused = it->value("fs_paused", false);
+    }
+    if (const auto it = json.find("rootfs"); it != json.end()) {
+      row.template_layers = it->at("template_layers").get<std::vector<std::string>>();
+      row.template_binds =
+          it->at("template_binds").get<std::vector<std::pair<std::string, std::string>>>();
+      row.allow_setid = it->value("allow_setid", false);
+      row.snapshot_layers = it->at("snapshot_layers").get<std::vector<std::string>>();
+      row.template_env = it->value("template_env", std::map<std::string, std::string>{});
     }
     const auto& rec = json.at("record");
     row.record.id = row.id;

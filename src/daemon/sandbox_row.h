@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "runtime/runtime.h"
@@ -43,6 +45,23 @@ struct SandboxRow {
   int64_t paused_at_ms = 0;
   bool auto_pause = false;
   bool auto_resume = false;
+  // autoPauseMemory false (E2B's keep_memory=False): the timeout's pause is
+  // filesystem-only.
+  bool auto_pause_memory = true;
+  // Filesystem-only pause: no processes and no runtime sandbox; its writable
+  // layer was saved as the topmost of `snapshot_layers`, and a resume cold
+  // boots it on them under the same id (`record` is then a new one).
+  bool fs_paused = false;
+  // What its root is made of beyond its own writable layer: the template's
+  // layers as they were at create (paths, topmost first; a rebuild of the
+  // template does not change them), its binds and set-id choice, and the
+  // snapshot layers (ids in the snapshot store, topmost first) it was
+  // created or resumed on. A snapshot of it records all of them.
+  std::vector<std::string> template_layers;
+  std::vector<std::pair<std::string, std::string>> template_binds;  // host path, sandbox path
+  bool allow_setid = false;
+  std::vector<std::string> snapshot_layers;
+  std::map<std::string, std::string> template_env;  // the template's ENV, under env_vars
 };
 
 nlohmann::json row_to_json(const SandboxRow& row);

@@ -107,6 +107,11 @@ void Service::restore() {
   }
   std::vector<std::string> live_ids;
   for (SandboxRow& row : *rows) {
+    if (row.fs_paused) {  // nothing runs: it waits for its cold boot
+      std::lock_guard lock(mutex_);
+      dormant_[row.id] = row;
+      continue;
+    }
     if (!row.paused && row.end_at_ms <= now_ms()) {
       spdlog::info("sandbox {}: expired while the daemon was down; destroying", row.id);
       destroy_now(row, nullptr);
@@ -146,12 +151,16 @@ void Service::restore() {
   // Sandboxes that ended while the daemon was down may have been the last
   // ones on a force-removed template.
   release_retired_templates();
+  collect_snapshot_layers();
   spdlog::info("adopted {} live sandbox(es)", live_ids.size());
 }
 
 void Service::release_retired_templates() {
   std::set<std::string> templates_in_use;
   for (const SandboxRow& other : list()) templates_in_use.insert(other.template_id);
+  for (const SandboxRow& other : dormant_rows()) templates_in_use.insert(other.template_id);
+  for (const Snapshot& snapshot : snapshots().all())
+    templates_in_use.insert(snapshot.root.template_id);
   templates_.release_retired(templates_in_use);
 }
 
@@ -241,19 +250,65 @@ static std::string created_text(const SandboxRow& row, int timeout_sec) {
 }
 
 http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, const Caller& caller) {
+  std::optional<RootSource> source;
+  if (SnapshotStore::is_snapshot_id(request.template_name)) {
+    auto snapshot = snapshots().find_for(caller.team, request.template_name);
+    if (!snapshot)
+      co_return Error::with_message(
+          "snapshot " + request.template_name + " not found: `abx snapshot list` shows your team's",
+          ENOENT);
+    source = std::move(snapshot->root);
+  }
+  co_return co_await create_on(std::move(request), caller, std::move(source));
+}
+
+namespace {
+
+// The template's (or a snapshot's) answer to "which template is this".
+Result<std::string> template_of(templates::TemplateStore& templates,
+                                const CreateSandboxRequest& request, const Caller& caller) {
   // Another team's template creates like an unknown one, and the error names
   // no template the caller may not see.
-  if (!templates_.visible_to(request.template_name, caller.team)) {
-    const Error unknown = templates_.unknown_for(request.template_name, caller.team);
-    co_return Error::with_message(unknown.message(), kErrBadInput);
+  if (!templates.visible_to(request.template_name, caller.team)) {
+    const Error unknown = templates.unknown_for(request.template_name, caller.team);
+    return Error::with_message(unknown.message(), kErrBadInput);
   }
-  auto resolved = templates_.resolve(request.template_name);
-  if (!resolved) co_return Error::with_message(resolved.error().message(), kErrBadInput);
-  if (!request.wait_for_build && !templates_.is_built(*resolved)) {
-    co_return Error::with_message("template '" + *resolved + "' " + kNotBuiltYet +
-                                      "; build it with `abx template build " + *resolved + "`",
-                                  EBUSY);
+  auto resolved = templates.resolve(request.template_name);
+  if (!resolved) return Error::with_message(resolved.error().message(), kErrBadInput);
+  if (!request.wait_for_build && !templates.is_built(*resolved)) {
+    return Error::with_message("template '" + *resolved + "' " + kNotBuiltYet +
+                                   "; build it with `abx template build " + *resolved + "`",
+                               EBUSY);
   }
+  return resolved;
+}
+
+// What the row keeps of its root, so a snapshot of it needs no template.
+void remember_root(SandboxRow& row, const runtime::RootfsSpec& rootfs,
+                   const std::optional<RootSource>& source,
+                   const templates::ProcessDefaults& defaults) {
+  row.allow_setid = rootfs.allow_setid;
+  row.template_env = defaults.env;
+  row.template_binds.clear();
+  for (const auto& bind : rootfs.read_only_binds)
+    row.template_binds.emplace_back(bind.host_path.string(), bind.sandbox_path.string());
+  if (source) {
+    row.template_layers = source->template_layers;
+    row.snapshot_layers = source->snapshot_layers;
+    return;
+  }
+  row.template_layers.clear();
+  for (const auto& layer : rootfs.lower_layers) row.template_layers.push_back(layer.string());
+}
+
+}  // namespace
+
+http::Task<Result<SandboxRow>> Service::create_on(CreateSandboxRequest request,
+                                                  const Caller& caller,
+                                                  std::optional<RootSource> source) {
+  auto resolved =
+      source ? Result<std::string>(source->template_id) : template_of(templates_, request, caller);
+  if (!resolved) co_return resolved.error();
   auto admitted = quotas().admit_create(caller.team, demand_of(request), [this] { return list(); });
   if (!admitted) co_return admitted.error();
   const QuotaTicket ticket{quotas(), *admitted};
@@ -262,6 +317,7 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   row.alias = request.template_name;
   row.owner = caller.team;
   row.auto_pause = request.auto_pause;
+  row.auto_pause_memory = request.auto_pause_memory;
   row.auto_resume = request.auto_resume;
   row.metadata = std::move(request.metadata);
   row.env_vars = std::move(request.env_vars);
@@ -271,6 +327,8 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   if (!request.allow_public_traffic) row.traffic_access_token = ids::random_hex(24);
 
   runtime::SandboxSpec spec;  // no id: the runtime picks one, possibly from its warm pool
+  // On a snapshot, an id of ours: a pooled sandbox would hold its layers for nobody.
+  if (source) spec.id = ids::sandbox_id();
   if (request.cpu_count) spec.limits.cpu_millicores = *request.cpu_count * 1000;
   if (request.memory_mb) spec.limits.memory_bytes = uint64_t{*request.memory_mb} << 20;
   if (request.disk_size_mb) spec.limits.disk_bytes = uint64_t{*request.disk_size_mb} << 20;
@@ -280,12 +338,15 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
   std::shared_ptr<void> warm_up;
   templates::ProcessDefaults defaults;
   co_await pool_.run([&] {
-    auto rootfs = templates_.rootfs(request.template_name, &defaults);
+    auto rootfs = source ? rootfs_of(*source, &defaults)
+                         : templates_.rootfs(request.template_name, &defaults);
     if (!rootfs) {
-      failure = Error::with_message(rootfs.error().message(), kErrBadInput);
+      failure = Error::with_message(rootfs.error().message(),
+                                    source ? rootfs.error().errnum : kErrBadInput);
       return;
     }
     spec.rootfs = std::move(rootfs.value());
+    remember_root(row, spec.rootfs, source, defaults);
     // Pooled sandboxes of such templates come with Python's context running.
     if (interp::worth_prestarting(spec.rootfs)) spec.warm_up = interp::kWarmUpPython;
     auto created = runtime_.create(spec);
@@ -352,9 +413,15 @@ http::Task<bool> Service::kill(const std::string& id, std::string why) {
   {
     std::lock_guard lock(mutex_);
     const auto it = live_.find(id);
-    if (it == live_.end()) co_return false;
-    live = it->second;
-    live_.erase(it);
+    if (it != live_.end()) {
+      live = it->second;
+      live_.erase(it);
+    }
+  }
+  if (!live) {
+    bool killed = false;
+    co_await pool_.run([&] { killed = kill_dormant(id); });
+    co_return killed;
   }
   // No pause from here on; a paused one is thawed, so that stopping its
   // interpreter and its init is answered.
@@ -370,6 +437,7 @@ http::Task<bool> Service::kill(const std::string& id, std::string why) {
   co_await pool_.run([&] {
     destroy_now(row, live);
     release_retired_templates();
+    collect_snapshot_layers();
   });
   ended_logs_.keep(id, row.owner, live->log, now_ms());
   spdlog::info("sandbox {} destroyed", id);
@@ -461,6 +529,7 @@ std::shared_ptr<LiveSandbox> Service::find(const std::string& id) const {
 
 std::vector<SandboxRow> Service::list_for(const Caller& caller) const {
   std::vector<SandboxRow> rows = list();
+  for (SandboxRow& row : dormant_rows()) rows.push_back(std::move(row));
   std::erase_if(rows, [&](const SandboxRow& row) { return row.owner != caller.team; });
   return rows;
 }
@@ -500,7 +569,10 @@ void Service::account_usage(bool sample) {
 http::Task<void> Service::on_timeout(const SandboxRow& row) {
   if (row.auto_pause) {
     if (auto live = find(row.id)) {
-      auto paused = co_await pause(live);
+      // if/else, not ?: g++ 12 runs both co_awaits of a conditional expression.
+      Result<bool> paused = false;
+      if (row.auto_pause_memory) paused = co_await pause(live);
+      if (!row.auto_pause_memory) paused = co_await pause_fs_only(live);
       if (paused) {
         spdlog::info("sandbox {}: timeout reached; paused (autoPause)", row.id);
         co_return;
@@ -529,6 +601,11 @@ http::Task<void> Service::ttl_loop() {
         account_usage(true);
         if (Status s = usage().flush(); !s) spdlog::warn("usage: {}", s.error().message());
       });
+    }
+    for (const SandboxRow& row : dormant_rows()) {
+      if (row.paused_at_ms + kMaxPausedMs > now_ms()) continue;
+      spdlog::info("sandbox {}: paused for {} days; killing", row.id, kMaxPausedMs / 86400000);
+      co_await kill(row.id);
     }
     for (const SandboxRow& row : list()) {
       if (row.paused && row.paused_at_ms + kMaxPausedMs <= now_ms()) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "daemon/sandbox_log.h"
 #include "daemon/sandbox_row.h"
 #include "daemon/secret_store.h"
+#include "daemon/snapshots.h"
 #include "daemon/store.h"
 #include "daemon/usage.h"
 #include "runtime/runtime.h"
@@ -90,6 +92,7 @@ struct Tenancy {
   std::shared_ptr<Quotas> quotas;
   std::shared_ptr<Usage> usage;
   std::shared_ptr<SecretStore> secrets;
+  std::shared_ptr<SnapshotStore> snapshots;
 };
 
 class Service : private runtime::StopListener {
@@ -107,6 +110,8 @@ class Service : private runtime::StopListener {
   // The new sandbox belongs to the caller's team, if its quotas and the
   // host's caps admit it. Errors carry the errno (or kErr* kind) error_map
   // turns into a status.
+  // A template name that is one of the caller's snapshot ids creates on that
+  // snapshot (sandbox_snapshot.cc).
   http::Task<Result<SandboxRow>> create(CreateSandboxRequest request, const Caller& caller);
   // `why` goes into the sandbox's log, which is kept a while after (ended_log).
   http::Task<bool> kill(const std::string& id, std::string why = "killed");  // false: unknown id
@@ -120,11 +125,34 @@ class Service : private runtime::StopListener {
   // Thaws a paused sandbox, which then ends `seconds` from now; false when it
   // was running.
   http::Task<Result<bool>> resume(std::shared_ptr<LiveSandbox> live, int seconds);
+  // Snapshots, fork and filesystem-only pause (sandbox_snapshot.cc).
+  // A snapshot of the sandbox's filesystem, owned by its team; the sandbox
+  // is frozen for the copy and goes on as it was.
+  http::Task<Result<Snapshot>> create_snapshot(std::shared_ptr<LiveSandbox> live, std::string name);
+  Result<bool> delete_snapshot(const Caller& caller, const std::string& id);
+  // `count` new sandboxes with the filesystem of `live`, which goes on
+  // running; one result per sandbox asked for.
+  http::Task<Result<std::vector<Result<SandboxRow>>>> fork(std::shared_ptr<LiveSandbox> live,
+                                                           int count, int timeout_sec,
+                                                           const Caller& caller);
+  // Filesystem-only pause: its processes end, its writable layer is saved,
+  // and it is kept (paused, same id and tokens) without a runtime sandbox.
+  // False when it was paused already.
+  http::Task<Result<bool>> pause_fs_only(std::shared_ptr<LiveSandbox> live);
+  // Starts a filesystem-paused sandbox again on its saved layers (a cold
+  // boot: a new init, no process of before), for `seconds`.
+  http::Task<Result<SandboxRow>> cold_boot(const std::string& id, int seconds);
+  // A filesystem-paused sandbox of the caller's team.
+  std::optional<SandboxRow> dormant_for(const Caller& caller, const std::string& id) const;
+  std::optional<SandboxRow> dormant(const std::string& id) const;
+  SnapshotStore& snapshots() { return *tenancy_.snapshots; }
+
   // A paused sandbox is killed after this long (E2B keeps them 30 days).
   static constexpr int64_t kMaxPausedMs = int64_t{30} * 24 * 3600 * 1000;
   // end = now + seconds; with `extend_only` the end time never moves earlier.
   // A timeout longer than the owner's quota allows is refused (kErrQuota).
   Result<SandboxRow> set_timeout(const std::string& id, int seconds, bool extend_only);
+  // Live sandboxes (what quotas count); list_for adds filesystem-paused ones.
   std::vector<SandboxRow> list() const;
   std::shared_ptr<LiveSandbox> find(const std::string& id) const;
   // The same, limited to what `caller` may reach: its team's sandboxes. A
@@ -175,6 +203,25 @@ class Service : private runtime::StopListener {
   http::Task<void> ttl_loop();
   http::Task<void> on_timeout(const SandboxRow& row);
   static void mark_dying(LiveSandbox& live);
+  http::Task<Result<SandboxRow>> create_on(CreateSandboxRequest request, const Caller& caller,
+                                           std::optional<RootSource> source);
+  // Copies the writable layer of `live` into a committed snapshot layer
+  // (settle it once named); the sandbox is frozen meanwhile. `then_dying`:
+  // it is marked dying under the same turn (a filesystem-only pause).
+  struct CopiedLayer {
+    std::string id;
+    uint64_t bytes = 0;
+  };
+  Result<CopiedLayer> copy_layer(LiveSandbox& live, bool then_dying);
+  // Removes the snapshot layers no snapshot and no sandbox names. Blocks.
+  void collect_snapshot_layers();
+  // The root of a sandbox on `source`: its snapshot layers over its
+  // template's; `defaults` get the template's process defaults.
+  Result<runtime::RootfsSpec> rootfs_of(const RootSource& source,
+                                        templates::ProcessDefaults* defaults) const;
+  RootSource root_source_of(const SandboxRow& row) const;
+  bool kill_dormant(const std::string& id);
+  std::vector<SandboxRow> dormant_rows() const;
   void account_usage(bool sample);
   void destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live);
   // A template force-removed while in use keeps its layers until its last
@@ -203,6 +250,8 @@ class Service : private runtime::StopListener {
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<LiveSandbox>> live_;
+  std::map<std::string, SandboxRow> dormant_;      // filesystem-paused, under mutex_
+  std::set<std::string> booting_;                  // being cold-booted, under mutex_
   std::map<std::string, StoppedSandbox> stopped_;  // the latest kMaxStopped, under mutex_
   std::deque<std::string> stopped_order_;          // oldest first
   EndedLogs ended_logs_;

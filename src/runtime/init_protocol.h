@@ -123,6 +123,11 @@ struct StatusReport {
   char step[124] = {};
 };
 inline constexpr const char* kReady = "ready";
+// Init keeps its staging tmpfs's writable layer (the overlay's upper dir)
+// open at this fd, so the runtime can copy it for a snapshot through
+// /proc/<init>/fd/N: the dir is reachable nowhere else once init has left
+// the staging root. O_PATH and close-on-exec: no command inherits it.
+inline constexpr int kWritableLayerFd = 250;
 
 std::string encode(const InitConfig& config);
 bool decode(const std::string& bytes, InitConfig* config);

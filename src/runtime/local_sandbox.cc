@@ -1,6 +1,7 @@
 #include "runtime/local_sandbox.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
 #include <sys/un.h>
@@ -111,6 +112,26 @@ Status LocalSandbox::set_frozen(bool frozen) {
   Status made = cgroup::set_frozen(cgroups_, record_.id, true);
   if (!made) frozen_ = false;
   return made;
+}
+
+// Init holds the layer at a known fd (proto::kWritableLayerFd); reopened
+// through its /proc entry, and trusted only once the pidfd says the pid is
+// still that init's. Whatever the fd names, it is something inside the
+// sandbox, and layer_copy treats it as hostile.
+Result<layer_copy::Copied> LocalSandbox::copy_writable_layer(
+    int into, const layer_copy::Limits& limits) const {
+  const std::string path = "/proc/" + std::to_string(held_.init->pid()) + "/fd/" +
+                           std::to_string(proto::kWritableLayerFd);
+  UniqueFd layer(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!layer.valid())
+    return Error{"snapshot the sandbox", ENOTSUP,
+                 "its init keeps no writable layer (a build sandbox, or one started by an older "
+                 "abx): recreate it to snapshot it"};
+  if (held_.init->exited()) return Error{"snapshot the sandbox", ESRCH, "its init exited"};
+  struct statfs fs {};
+  if (::fstatfs(layer.get(), &fs) != 0 || fs.f_type != TMPFS_MAGIC)
+    return Error{"snapshot the sandbox", ENOTSUP, "its writable layer is not a tmpfs"};
+  return layer_copy::copy(layer.get(), into, limits);
 }
 
 Error LocalSandbox::paused_error() const {

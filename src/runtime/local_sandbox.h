@@ -49,6 +49,8 @@ class LocalSandbox final : public Sandbox {
   gid_t host_gid(uint32_t sandbox_gid) const override { return ids_.host_gid(sandbox_gid); }
   Usage usage() const override;
   Status set_frozen(bool frozen) override;
+  Result<layer_copy::Copied> copy_writable_layer(int into,
+                                                 const layer_copy::Limits& limits) const override;
   std::map<int, std::vector<ProcessEntry>> command_processes() const override;
 
  private:

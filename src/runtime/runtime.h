@@ -23,6 +23,7 @@
 #include "common/unique_fd.h"
 #include "egress/policy.h"
 #include "runtime/file_request.h"
+#include "runtime/layer_copy.h"
 
 namespace abx::runtime {
 
@@ -187,6 +188,16 @@ class Sandbox {
   // nothing may be asked of the sandbox until it is thawed); resume goes on.
   virtual Status set_frozen(bool /*frozen*/) {
     return Error{"pause", ENOTSUP, "this runtime cannot pause sandboxes"};
+  }
+
+  // Copies the sandbox's writable layer (what it changed on top of its
+  // template) into `into`, an empty directory fd of the caller's, as
+  // runtime/layer_copy.h says. Freeze the sandbox first for a consistent
+  // copy. ENOTSUP: this sandbox has no such layer (a build's, or an init
+  // from before snapshots).
+  virtual Result<layer_copy::Copied> copy_writable_layer(
+      int /*into*/, const layer_copy::Limits& /*limits*/) const {
+    return Error{"snapshot the sandbox", ENOTSUP, "this sandbox's writable layer cannot be copied"};
   }
 
   // Current memory/cpu use from the sandbox's cgroups, and the bytes its

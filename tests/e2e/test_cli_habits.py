@@ -339,8 +339,9 @@ def test_a_missing_directory_for_cwd_is_named(daemon, sandbox):
     assert "command did not start (no such directory in the sandbox: /no/such/dir)" in logged
 
 
+# Not `logs`: an ended sandbox's log is kept a while (test_an_ended_sandboxs_log_is_kept...).
 @pytest.mark.parametrize("command", [["exec", "{id}", "--", "true"], ["info", "{id}"],
-                                     ["kill", "{id}", "--yes"], ["logs", "{id}"],
+                                     ["kill", "{id}", "--yes"],
                                      ["stats", "{id}"], ["set-timeout", "{id}", "60"]])
 def test_not_found_gives_e2bs_hint(daemon, command):
     gone = make(daemon)

@@ -110,6 +110,35 @@ Status make_mount_point(const std::string& source, const std::string& target) {
   return make_file(target);
 }
 
+// See proto::kWritableLayerFd. A tmpfs upper only: a build's host writable
+// dir is the runtime's own already.
+Status keep_writable_layer() {
+  const int fd = ::open("upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Error::from_errno("open writable layer");
+  const int kept = ::dup3(fd, proto::kWritableLayerFd, O_CLOEXEC);
+  ::close(fd);
+  if (kept < 0) return Error::from_errno("keep writable layer");
+  return {};
+}
+
+// A boot id of the sandbox's own, new on every start (a VM's kernel makes
+// one per boot; programs and E2B's tests tell reboots apart by it): a file
+// of the staging tmpfs over /proc/sys/kernel/random/boot_id, read-only.
+Status bind_boot_id() {
+  char uuid[40] = {};
+  const int in = ::open("/newroot/proc/sys/kernel/random/uuid", O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Error::from_errno("read a fresh uuid");
+  const ssize_t n = ::read(in, uuid, sizeof uuid - 1);
+  ::close(in);
+  if (n <= 0) return Error::from_errno("read a fresh uuid");
+  const int out = ::open("/boot_id", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+  if (out < 0) return Error::from_errno("create boot id");
+  const bool written = ::write(out, uuid, static_cast<size_t>(n)) == n;
+  ::close(out);
+  if (!written) return Error::from_errno("write boot id");
+  return bind_mount("/boot_id", "/newroot/proc/sys/kernel/random/boot_id", true);
+}
+
 }  // namespace
 
 Status make_private(const InitConfig&) {
@@ -127,6 +156,7 @@ Status stage(const InitConfig& config) {
   for (const char* dir : {"oldroot", "newroot", "upper", "work", "dev"})
     if (auto s = sys(::mkdir(dir, 0755), "mkdir staging", dir); !s) return s;
   if (auto s = sys(::mkdir("empty", 0555), "mkdir staging", "empty"); !s) return s;
+  if (auto s = keep_writable_layer(); !s) return s;
   if (auto s =
           sys(static_cast<int>(::syscall(SYS_pivot_root, ".", "oldroot")), "pivot_root staging");
       !s)
@@ -172,7 +202,8 @@ Status bind_read_only(const InitConfig& config) {
 Status mount_proc(const InitConfig&) {
   const std::string target = std::string(kNew) + "/proc";
   if (auto s = make_dirs(target, 0555); !s) return s;
-  return mount_fs("proc", target, MS_NOSUID | MS_NODEV | MS_NOEXEC, "");
+  if (auto s = mount_fs("proc", target, MS_NOSUID | MS_NODEV | MS_NOEXEC, ""); !s) return s;
+  return bind_boot_id();
 }
 
 // lxcfs's files describe the reader's own cgroup. A view that cannot be
