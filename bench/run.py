@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 from harness import private_state_dir, start_daemon, stop_daemon  # noqa: E402
 
+import dashboard  # noqa: E402  (bench/dashboard.py: the dashboard's page load and size)
 import net  # noqa: E402  (bench/net.py: the networking figures, in tests/net's test world)
 import sdk  # noqa: E402  (bench/sdk.py: the Python SDK's one-shot and cycles per second)
 
@@ -545,6 +546,9 @@ def main() -> None:
     ap.add_argument("--no-net", action="store_true", help="leave the networking section out")
     ap.add_argument("--only-sdk", action="store_true",
                     help="measure just the Python SDK's section and put it into --out")
+    ap.add_argument("--only-dashboard", action="store_true",
+                    help="measure just the dashboard's section (page load with 1000 sandboxes in "
+                    "Debian's chromium, its size in abx) and put it into --out")
     ap.add_argument("--net-rounds", type=int, default=5,
                     help="rounds of the networking transfers (iperf3, HTTPS)")
     ap.add_argument("--net-seconds", type=int, default=3, help="seconds of each iperf3 run")
@@ -592,7 +596,27 @@ def record_sdk_only(args) -> None:
     print(section)
 
 
+def record_dashboard_only(args) -> None:
+    """--only-dashboard: measure the dashboard's section and put it into the existing results."""
+    section = dashboard.measure(args, pct, table)
+    out = Path(args.out)
+    text = out.read_text() if out.exists() else "# Benchmark results\n"
+    out.write_text(splice(text, dashboard.HEADER, section))
+    print(section)
+
+
+def splice(text: str, header: str, section: str) -> str:
+    """`text` with the section under `header` replaced by `section` (or it appended)."""
+    if header not in text:
+        return text.rstrip("\n") + "\n\n" + section
+    start = text.index(header)
+    end = text.find("\n## ", start + 1)
+    return text[:start] + section.rstrip("\n") + "\n" + (text[end:] if end != -1 else "")
+
+
 def run(args) -> None:
+    if args.only_dashboard:
+        return record_dashboard_only(args)
     if args.only_net:
         return record_net_only(args)
     if args.only_sdk:
@@ -620,6 +644,7 @@ def run(args) -> None:
     creates = cold_creates(args.abx, args.rounds)
     builds = base_builds(args.abx, args.cold_build)
     networking = "" if args.no_net else net.measure(args)
+    dashboard_section = dashboard.measure(args, pct, table)
     create_ratio = pct(list(creates.values())[1], 50) / pct(list(creates.values())[0], 50)
 
     ratio_bwrap = pct(oneshot["abx create+exec+kill"], 50) / pct(oneshot["bwrap"], 50)
@@ -672,6 +697,7 @@ Every section but Networking is measured with loopback-only sandboxes (`network.
 """ + "".join(f"| {k} | {v:.1f} |\n" for k, v in builds.items())
     if networking:
         text += "\n" + networking
+    text += "\n" + dashboard_section
     if versus:
         text += "\n" + versus
     Path(args.out).write_text(text)

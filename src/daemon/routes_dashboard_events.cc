@@ -2,7 +2,8 @@
 // Once a second it compares the caller's sandboxes with what it last sent:
 // a new or changed one is a `sandbox` event, a gone one `ended`; every other
 // second a `metrics` event carries each sandbox's newest sample. The page
-// keeps no timer of its own.
+// keeps no timer of its own. An admin's feed has every team's sandboxes, each
+// with its owner (the page acts only on its own team's: the API does).
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -24,9 +25,17 @@ std::string event(std::string_view name, const json& data) {
   return "event: " + std::string(name) + "\ndata: " + data.dump() + "\n\n";
 }
 
+std::vector<SandboxRow> shown_rows(Service& service, const Caller& caller) {
+  return caller.admin ? service.list() : service.list_for(caller);
+}
+
 std::map<std::string, json> listings(Service& service, const Caller& caller) {
   std::map<std::string, json> out;
-  for (const SandboxRow& row : service.list_for(caller)) out[row.id] = sandbox_listing(row);
+  for (const SandboxRow& row : shown_rows(service, caller)) {
+    json listing = sandbox_listing(row);
+    listing["owner"] = row.owner;
+    out[row.id] = std::move(listing);
+  }
   return out;
 }
 
@@ -48,7 +57,8 @@ std::string metrics(Service& service, const Caller& caller,
                     const std::map<std::string, json>& shown) {
   json out = json::object();
   for (const auto& [id, listing] : shown) {
-    if (auto live = service.find_for(caller, id)) out[id] = sandbox_metric(*live);
+    auto live = caller.admin ? service.find(id) : service.find_for(caller, id);
+    if (live) out[id] = sandbox_metric(*live);
   }
   return event("metrics", out);
 }

@@ -1,32 +1,49 @@
 // The dashboard's entry: resumes the session (or shows the login page) and
-// routes by the URL's hash: #/ the sandboxes, #/sandbox/<id> one sandbox.
+// routes by the URL's hash: #/ the sandboxes, #/sandbox/<id> one sandbox,
+// #/templates, #/keys (admins) and #/settings.
 import { currentSession, logout, resume } from "./api.js";
 import { showError } from "./dom.js";
+import { renderKeys } from "./keys.js";
 import { renderLogin } from "./login.js";
-import { renderSandbox } from "./sandbox.js";
-import { leaveSandboxes, renderSandboxes, stopEvents } from "./sandboxes.js";
+import { leaveSandbox, renderSandbox } from "./sandbox.js";
+import { leaveSandboxes, renderSandboxes, stopSandboxEvents } from "./sandboxes.js";
+import { renderSettings } from "./settings.js";
+import { leaveTemplates, renderTemplates } from "./templates.js";
 import { closeTerminal } from "./terminal.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 
+const pages = { "#/templates": renderTemplates, "#/keys": renderKeys, "#/settings": renderSettings };
+
 function route() {
   const match = location.hash.match(/^#\/sandbox\/([a-z0-9]{1,64})$/);
   leaveSandboxes();
+  leaveTemplates();
+  leaveSandbox();
   closeTerminal();
+  const render = pages[location.hash];
+  const name = match ? "sandboxes" : render ? location.hash.slice(2) : "sandboxes";
+  for (const link of nav.querySelectorAll("a[data-page]")) {
+    if (link.dataset.page === name) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
   if (match) renderSandbox(main, match[1]);
+  else if (render) render(main);
   else renderSandboxes(main);
 }
 
 function loggedIn() {
   const session = currentSession();
   document.getElementById("who").textContent = `team ${session.team}${session.admin ? " · admin" : ""}`;
+  for (const link of nav.querySelectorAll("[data-admin]")) link.hidden = !session.admin;
   nav.hidden = false;
   route();
 }
 
 function loggedOut() {
-  stopEvents();
+  stopSandboxEvents();
+  leaveSandbox();
   closeTerminal();
   nav.hidden = true;
   renderLogin(main, loggedIn);

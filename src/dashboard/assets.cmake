@@ -1,6 +1,6 @@
 # Embeds the dashboard's files (plain ES modules, CSS and one HTML page, no
 # build step) into abx_daemon as raw string literals, the way the interpreter
-# drivers are embedded (src/interp/drivers.cmake): the binary serves them and
+# drivers are embedded (src/interp/drivers.cmake; both through cmake/embed_files.cmake): the binary serves them and
 # reads nothing at run time.
 file(GLOB ABX_DASHBOARD_ASSETS CONFIGURE_DEPENDS
      ${CMAKE_SOURCE_DIR}/src/dashboard/*.html
@@ -21,6 +21,7 @@ add_custom_command(
   COMMAND ${CMAKE_COMMAND} -DOUTPUT=${ABX_DASHBOARD_ASSETS_CC} "-DASSETS=${ABX_DASHBOARD_ASSETS}"
           -P ${CMAKE_SOURCE_DIR}/src/dashboard/embed_assets.cmake
   DEPENDS ${ABX_DASHBOARD_ASSETS} ${CMAKE_SOURCE_DIR}/src/dashboard/embed_assets.cmake
+          ${CMAKE_SOURCE_DIR}/cmake/embed_files.cmake
   COMMENT "Embedding the dashboard's assets"
   VERBATIM)
 target_sources(abx_daemon PRIVATE ${ABX_DASHBOARD_ASSETS_CC})

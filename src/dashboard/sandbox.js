@@ -1,8 +1,18 @@
-// One sandbox: its processes, a file browser and its logs, through the
-// sandbox's envd routes (Connect RPCs and /files) and GET /sandboxes/{id}/logs.
+// One sandbox: live charts, a terminal, its processes, a file browser and
+// its events, through the sandbox's envd routes (Connect RPCs and /files),
+// GET /sandboxes/{id}/metrics and /logs, and the daemon's event stream.
 import { call, request, rpc } from "./api.js";
+import { lineChart } from "./charts.js";
 import { bytes, el, showError, when } from "./dom.js";
+import { subscribe } from "./events.js";
 import { terminalSection } from "./terminal.js";
+
+// What stops the shown sandbox's live updates (charts, its end) when the page goes.
+let unsubscribe = null;
+export function leaveSandbox() {
+  if (unsubscribe) unsubscribe();
+  unsubscribe = null;
+}
 
 async function attempt(work) {
   try {
@@ -72,6 +82,8 @@ async function filesSection(id) {
         el("td", { class: "num" }, dir ? "" : bytes(Number(entry.size || 0))),
         el("td", {}, when(entry.modifiedTime)),
         el("td", { class: "actions" },
+          dir ? null : el("button", { class: "ghost", "data-action": "view",
+            onclick: () => view(id, entry, viewer) }, "View"),
           dir ? null : el("button", { class: "ghost", onclick: () => download(id, entry.path) }, "Download"),
           el("button", { class: "danger", onclick: async () => {
             await attempt(() => rpc(id, "filesystem.Filesystem/Remove", { path: entry.path }));
@@ -81,26 +93,104 @@ async function filesSection(id) {
     if (!entries.length) body.append(el("tr", {}, el("td", { colspan: 4, class: "muted" },
       "Empty directory: upload a file here.")));
   };
-  const upload = el("input", { type: "file", id: "upload", multiple: true, onchange: async () => {
-    for (const file of upload.files) {
+  const viewer = el("div", { id: "viewer" });
+  const send = async (files) => {
+    for (const file of files) {
       const form = new FormData();
       form.append("file", file, file.name);
       const path = `${where.value.replace(/\/$/, "")}/${file.name}`;
       await attempt(() => request("POST", `/files?path=${encodeURIComponent(path)}`,
         { sandbox: id, body: form }));
     }
-    upload.value = "";
     list();
+  };
+  const upload = el("input", { type: "file", id: "upload", multiple: true, onchange: async () => {
+    await send([...upload.files]);
+    upload.value = "";
   } });
   await list();
-  return section("Files",
+  const card = section("Files",
     el("form", { class: "bar", onsubmit: (e) => { e.preventDefault(); list(); } },
       where, el("button", { class: "ghost", type: "submit" }, "Open"),
       el("label", { class: "button ghost" }, "Upload", upload)),
+    el("p", { class: "muted" }, "Drop files here to upload them to this directory."),
     el("table", { id: "files" }, el("thead", {}, el("tr", {},
-      el("th", {}, "Name"), el("th", {}, "Size"), el("th", {}, "Modified"), el("th", {}))), body));
+      el("th", {}, "Name"), el("th", {}, "Size"), el("th", {}, "Modified"), el("th", {}))), body),
+    viewer);
+  dropTarget(card, send);
+  return card;
 }
 
+// Files dropped on `card` are uploaded; the outline says where they will land.
+function dropTarget(card, send) {
+  card.classList.add("dropzone");
+  const hasFiles = (event) => [...(event.dataTransfer?.types || [])].includes("Files");
+  card.addEventListener("dragover", (event) => {
+    if (!hasFiles(event)) return;
+    event.preventDefault();
+    card.classList.add("dragging");
+  });
+  card.addEventListener("dragleave", (event) => {
+    if (!card.contains(event.relatedTarget)) card.classList.remove("dragging");
+  });
+  card.addEventListener("drop", (event) => {
+    if (!hasFiles(event)) return;
+    event.preventDefault();
+    card.classList.remove("dragging");
+    send([...event.dataTransfer.files]);
+  });
+}
+
+// At most this much of a file is shown: the read stops there.
+const kViewBytes = 1 << 20;
+
+// The file's first bytes, at most `limit`, and whether there was more.
+async function head(response, limit) {
+  const reader = response.body.getReader();
+  const parts = [];
+  let size = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return { data: joined(parts, size), more: false };
+    parts.push(value);
+    size += value.length;
+    if (size > limit) {
+      reader.cancel();
+      return { data: joined(parts, size).subarray(0, limit), more: true };
+    }
+  }
+}
+
+function joined(parts, size) {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+// Shows a file as text (textContent: never markup), or says why not.
+async function view(id, entry, viewer) {
+  const close = el("button", { class: "ghost", onclick: () => viewer.replaceChildren() }, "Close");
+  const title = el("div", { class: "bar" }, el("h2", { class: "mono" }, entry.path), close);
+  const response = await attempt(() => request("GET", `/files?path=${encodeURIComponent(entry.path)}`,
+    { sandbox: id }));
+  if (!response) return;
+  const { data, more } = await head(response, kViewBytes);
+  const pre = el("pre", { class: "logs viewer", id: "file-text" });
+  if (data.includes(0)) {
+    viewer.replaceChildren(title, el("p", { class: "muted" }, "A binary file: download it to open it."));
+    return;
+  }
+  pre.textContent = new TextDecoder().decode(data);
+  viewer.replaceChildren(title, pre,
+    more ? el("p", { class: "muted" }, `Only the first ${bytes(kViewBytes)} are shown: download it for the rest.`) : null);
+}
+
+// Its events: the daemon's log of it (created, timeout changes, pause and
+// resume, commands and their ends), and its end as the event stream tells it.
 async function logsSection(id) {
   const pre = el("pre", { class: "logs", id: "logs" });
   const refresh = async () => {
@@ -110,7 +200,30 @@ async function logsSection(id) {
     pre.textContent = lines.length ? lines.join("\n") : "No log lines yet.";
   };
   await refresh();
-  return section("Logs", pre, el("button", { class: "ghost", onclick: refresh }, "Refresh"));
+  return Object.assign(section("Events", pre, el("button", { class: "ghost", onclick: refresh }, "Refresh")),
+    { refresh });
+}
+
+function percent(n) {
+  return `${n.toFixed(1)} %`;
+}
+
+// CPU, memory and disk over the last hour (the daemon's history), then each
+// metrics tick of the event stream. The daemon samples no network traffic.
+async function chartsSection(id) {
+  const charts = [
+    lineChart({ id: "chart-cpu", title: "CPU", value: (s) => s.cpuUsedPct, ceiling: () => 100,
+      label: (s) => `${percent(s.cpuUsedPct)} of ${s.cpuCount}` }),
+    lineChart({ id: "chart-memory", title: "Memory", value: (s) => s.memUsed, ceiling: (s) => s.memTotal,
+      label: (s) => `${bytes(s.memUsed)} / ${bytes(s.memTotal)}` }),
+    lineChart({ id: "chart-disk", title: "Disk", value: (s) => s.diskUsed, ceiling: (s) => s.diskTotal,
+      label: (s) => `${bytes(s.diskUsed)} / ${bytes(s.diskTotal)}` }),
+  ];
+  const history = await attempt(() => call("GET", `/sandboxes/${id}/metrics`));
+  for (const chart of charts) chart.add(Array.isArray(history) ? history : []);
+  const card = el("section", { class: "card wide", id: "charts" }, el("h2", {}, "Resources"),
+    el("div", { class: "charts" }, ...charts.map((c) => c.element)));
+  return Object.assign(card, { add: (sample) => charts.forEach((c) => c.add([sample])) });
 }
 
 export async function renderSandbox(main, id) {
@@ -120,12 +233,29 @@ export async function renderSandbox(main, id) {
     main.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← Sandboxes")));
     return;
   }
-  const sections = await Promise.all([terminalSection(id), processesSection(id), filesSection(id),
-    logsSection(id)]);
+  const [charts, ...sections] = await Promise.all([chartsSection(id), terminalSection(id),
+    processesSection(id), filesSection(id), logsSection(id)]);
+  if (location.hash !== `#/sandbox/${id}`) return; // left meanwhile
+  const events = sections[sections.length - 1];
+  const ended = el("p", { class: "banner", id: "ended", hidden: true },
+    "This sandbox has ended (killed, or its timeout ran out). ", el("a", { href: "#/" }, "Back to the sandboxes"));
+  leaveSandbox();
+  unsubscribe = subscribe({
+    metrics(map) {
+      if (map[id]) charts.add(map[id]);
+    },
+    sandbox(row) {
+      if (row.sandboxID === id) events.refresh();
+    },
+    ended({ sandboxID }) {
+      if (sandboxID === id) ended.hidden = false;
+    },
+  });
   main.replaceChildren(
     el("p", {}, el("a", { href: "#/" }, "← Sandboxes")),
+    ended,
     el("div", { class: "bar" }, el("h1", { class: "mono title" }, id),
       el("span", { class: `state ${info.state}` }, info.state),
       el("span", { class: "muted" }, `${info.alias || info.templateID} · ${info.cpuCount} CPU · ${info.memoryMB} MiB`)),
-    el("div", { class: "grid" }, ...sections));
+    el("div", { class: "grid" }, charts, ...sections));
 }

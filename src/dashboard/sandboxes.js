@@ -1,7 +1,8 @@
 // The sandboxes page: a table the daemon's event stream keeps live, a filter,
 // and create / extend / pause / resume / kill.
-import { call } from "./api.js";
+import { call, currentSession } from "./api.js";
 import { bytes, el, relative, showError, when } from "./dom.js";
+import { stopEvents, subscribe } from "./events.js";
 
 const rows = new Map();    // sandboxID → listing (GET /sandboxes shape)
 const metrics = new Map(); // sandboxID → newest SandboxMetric
@@ -30,8 +31,15 @@ async function act(work) {
   }
 }
 
+// The caller's team's sandboxes have actions; an admin sees every team's,
+// and another team's only as a row (the API acts on a key's own team only).
+function ownRow(row) {
+  return !row.owner || row.owner === currentSession().team;
+}
+
 function actions(row) {
   const id = row.sandboxID;
+  if (!ownRow(row)) return el("td", { class: "actions muted" }, "another team's");
   const paused = row.state === "paused";
   return el("td", { class: "actions" },
     el("button", { class: "ghost", title: "Add 5 minutes", "data-action": "extend",
@@ -50,8 +58,11 @@ function rowElement(row) {
   const cpu = m ? `${m.cpuUsedPct.toFixed(1)}% of ${m.cpuCount}` : `– of ${row.cpuCount}`;
   const memory = m ? `${bytes(m.memUsed)} / ${bytes(m.memTotal)}` : `– / ${row.memoryMB} MiB`;
   return el("tr", { "data-id": row.sandboxID },
-    el("td", {}, el("a", { href: `#/sandbox/${row.sandboxID}`, class: "mono" }, row.sandboxID)),
+    el("td", {}, ownRow(row)
+      ? el("a", { href: `#/sandbox/${row.sandboxID}`, class: "mono" }, row.sandboxID)
+      : el("span", { class: "mono" }, row.sandboxID)),
     el("td", {}, row.alias || row.templateID),
+    el("td", {}, row.owner || currentSession().team),
     el("td", {}, el("span", { class: `state ${row.state}` }, row.state)),
     el("td", { title: row.startedAt, class: "nowrap" }, when(row.startedAt)),
     el("td", { title: row.endAt, class: "nowrap" }, row.state === "paused" ? "–" : relative(row.endAt)),
@@ -63,7 +74,8 @@ function rowElement(row) {
 
 function matches(row, filter) {
   if (!filter) return true;
-  const text = [row.sandboxID, row.templateID, row.alias, row.state, metadataText(row.metadata)]
+  const text = [row.sandboxID, row.templateID, row.alias, row.state, row.owner,
+    metadataText(row.metadata)]
     .join(" ").toLowerCase();
   return filter.toLowerCase().split(/\s+/).every((word) => text.includes(word));
 }
@@ -79,42 +91,48 @@ function render() {
   view.table.hidden = rows.size === 0;
 }
 
-// The daemon's server-sent events: a snapshot, then every change.
-let events = null;
+// Kept current by the event stream while logged in, shown or not, so coming
+// back to the page shows the table at once.
+let unsubscribe = null;
 function listen() {
-  if (events) return;
-  events = new EventSource("/dashboard/events");
-  events.addEventListener("snapshot", (e) => {
-    rows.clear();
-    for (const row of JSON.parse(e.data)) rows.set(row.sandboxID, row);
-    render();
-  });
-  events.addEventListener("sandbox", (e) => {
-    const row = JSON.parse(e.data);
-    rows.set(row.sandboxID, row);
-    render();
-  });
-  events.addEventListener("ended", (e) => {
-    const { sandboxID } = JSON.parse(e.data);
-    rows.delete(sandboxID);
-    metrics.delete(sandboxID);
-    render();
-  });
-  events.addEventListener("metrics", (e) => {
-    for (const [id, sample] of Object.entries(JSON.parse(e.data))) metrics.set(id, sample);
-    render();
+  if (unsubscribe) return;
+  unsubscribe = subscribe({
+    snapshot(list) {
+      rows.clear();
+      for (const row of list) rows.set(row.sandboxID, row);
+      render();
+    },
+    sandbox(row) {
+      rows.set(row.sandboxID, row);
+      render();
+    },
+    ended({ sandboxID }) {
+      rows.delete(sandboxID);
+      metrics.delete(sandboxID);
+      render();
+    },
+    metrics(map) {
+      for (const [id, sample] of Object.entries(map)) metrics.set(id, sample);
+      render();
+    },
   });
 }
 
-export function stopEvents() {
-  if (events) events.close();
-  events = null;
+export function stopSandboxEvents() {
+  if (unsubscribe) unsubscribe();
+  unsubscribe = null;
+  stopEvents();
+  rows.clear();
+  metrics.clear();
 }
 
 function createForm() {
   const template = el("input", { id: "new-template", value: "base", list: "templates", required: true, size: 14 });
   const timeout = el("input", { id: "new-timeout", type: "number", min: 1, value: 300, size: 6 });
   const metadata = el("input", { id: "new-metadata", placeholder: "owner=me, task=42", size: 22 });
+  // Limits: empty takes the template's (the daemon checks them and the team's quota).
+  const cpus = el("input", { id: "new-cpus", type: "number", min: 1, placeholder: "template's", size: 6 });
+  const memory = el("input", { id: "new-memory", type: "number", min: 64, step: 64, placeholder: "template's", size: 8 });
   const names = el("datalist", { id: "templates" });
   call("GET", "/abx/v1/templates").then((list) => {
     const items = Array.isArray(list) ? list : list.templates || [];
@@ -122,23 +140,26 @@ function createForm() {
   }).catch(() => {});
   return el("form", { class: "create", onsubmit: (event) => {
     event.preventDefault();
-    act(() => call("POST", "/sandboxes", { json: {
-      templateID: template.value.trim(), timeout: Number(timeout.value) || 300,
-      metadata: parseMetadata(metadata.value),
-    } }));
+    const body = { templateID: template.value.trim(), timeout: Number(timeout.value) || 300,
+      metadata: parseMetadata(metadata.value) };
+    if (cpus.value) body.cpuCount = Number(cpus.value);
+    if (memory.value) body.memoryMB = Number(memory.value);
+    act(() => call("POST", "/sandboxes", { json: body }));
   } },
   el("label", {}, "Template ", template), names,
   el("label", {}, "Timeout (s) ", timeout),
+  el("label", {}, "CPUs ", cpus),
+  el("label", {}, "Memory (MiB) ", memory),
   el("label", {}, "Metadata ", metadata),
   el("button", { type: "submit", id: "create" }, "Create sandbox"));
 }
 
 export function renderSandboxes(main) {
-  const filter = el("input", { id: "filter", type: "search", placeholder: "Filter by id, template, state, metadata  ( / )",
+  const filter = el("input", { id: "filter", type: "search", placeholder: "Filter by id, template, owner, state, metadata  ( / )",
     oninput: render });
   const body = el("tbody");
   const table = el("table", { id: "sandboxes" },
-    el("thead", {}, el("tr", {}, ...["ID", "Template", "State", "Started", "Ends", "CPU", "Memory",
+    el("thead", {}, el("tr", {}, ...["ID", "Template", "Owner", "State", "Started", "Ends", "CPU", "Memory",
       "Metadata", ""].map((h) => el("th", {}, h)))), body);
   const empty = el("div", { class: "empty", id: "empty" },
     el("p", {}, "No sandboxes are running for this team."),

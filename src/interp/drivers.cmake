@@ -12,6 +12,7 @@ add_custom_command(
   COMMAND ${CMAKE_COMMAND} -DOUTPUT=${ABX_INTERP_DRIVERS_CC} "-DDRIVERS=${ABX_INTERP_DRIVERS}"
           -P ${CMAKE_SOURCE_DIR}/src/interp/embed_drivers.cmake
   DEPENDS ${ABX_INTERP_DRIVERS} ${CMAKE_SOURCE_DIR}/src/interp/embed_drivers.cmake
+          ${CMAKE_SOURCE_DIR}/cmake/embed_files.cmake
   COMMENT "Embedding interpreter drivers"
   VERBATIM)
 target_sources(abx_interp PRIVATE ${ABX_INTERP_DRIVERS_CC})
