@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <optional>
 
 #include "common/fd_io.h"
 #include "runtime/file_client.h"
@@ -70,11 +71,43 @@ Status LocalSandbox::set_user_net(const egress::Policy& policy) {
 // CPU until init's exec wait runs out): its callers must not hold the
 // daemon's shared threads for that long. They wait a moment, then are told
 // to retry.
+class LocalSandbox::Turn {
+ public:
+  // Waits for the turn, at most `wait` when given; had() says whether it came.
+  Turn(const LocalSandbox& sandbox, std::optional<std::chrono::milliseconds> wait)
+      : sandbox_(sandbox) {
+    std::unique_lock lock(sandbox_.turn_mutex_);
+    auto free = [&] { return !sandbox_.turn_taken_; };
+    if (wait) {
+      had_ = sandbox_.turn_free_.wait_for(lock, *wait, free);
+    } else {
+      sandbox_.turn_free_.wait(lock, free);
+      had_ = true;
+    }
+    if (had_) sandbox_.turn_taken_ = true;
+  }
+  ~Turn() {
+    if (!had_) return;
+    {
+      std::lock_guard lock(sandbox_.turn_mutex_);
+      sandbox_.turn_taken_ = false;
+    }
+    sandbox_.turn_free_.notify_one();
+  }
+  Turn(const Turn&) = delete;
+  Turn& operator=(const Turn&) = delete;
+  bool had() const { return had_; }
+
+ private:
+  const LocalSandbox& sandbox_;
+  bool had_ = false;
+};
+
 Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std::vector<int>& fds,
                                         std::vector<UniqueFd>* received) const {
   constexpr auto kTurnWait = std::chrono::seconds(2);
-  std::unique_lock lock(mutex_, std::defer_lock);
-  if (!lock.try_lock_for(kTurnWait)) {
+  const Turn turn(*this, kTurnWait);
+  if (!turn.had()) {
     Error busy = Error::with_message(
         "sandbox " + record_.id + " is busy starting other processes: retry in a moment",
         kErrQuota);
@@ -103,7 +136,7 @@ Status LocalSandbox::set_frozen(bool frozen) {
     if (thawed) frozen_ = false;
     return thawed;
   }
-  std::lock_guard lock(mutex_);
+  const Turn turn(*this, std::nullopt);
   frozen_ = true;
   {
     std::unique_lock ops(file_ops_mutex_);

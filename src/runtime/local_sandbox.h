@@ -60,9 +60,13 @@ class LocalSandbox final : public Sandbox {
   Error paused_error() const;
 
   SandboxRecord record_;
-  // One request in flight on the control connection; others wait their
-  // turn briefly (see call()).
-  mutable std::timed_mutex mutex_;
+  // One request in flight on the control connection: whoever has the turn
+  // (call(), set_frozen) uses it, others wait for it (a condition variable,
+  // not a timed mutex: TSan cannot follow pthread_mutex_clocklock).
+  class Turn;
+  mutable std::mutex turn_mutex_;
+  mutable std::condition_variable turn_free_;
+  mutable bool turn_taken_ = false;
   // File operations in flight (file_op), and a wait for one to end.
   mutable std::mutex file_ops_mutex_;
   mutable std::condition_variable file_op_ended_;
