@@ -6,6 +6,7 @@ import ipaddress
 import os
 import socket
 import subprocess
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,21 @@ def wait_until(predicate: Callable[[], T], timeout: float = 10.0, what: str = "t
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
+
+
+def stop_listening(listener: socket.socket, *threads: threading.Thread) -> None:
+    """Closes a test's listening socket that another thread may be blocked accepting on.
+    close() alone does not wake that accept: the thread keeps the port listening, or, when
+    it had not yet entered the call, accepts on whatever socket reuses the descriptor next
+    (another test's server, whose client then reads this one's answer). shutdown() wakes it
+    (EINVAL on Linux); the join makes sure it is gone before the descriptor is freed."""
+    try:
+        listener.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    for thread in threads:
+        thread.join(10)
+    listener.close()
 
 
 async def wait_until_async(predicate: Callable[[], Awaitable[T]], timeout: float = 10.0,

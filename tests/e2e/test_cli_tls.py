@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 from harness import Daemon
-from helpers import abx, make_server_cert, make_test_ca
+from helpers import abx, make_server_cert, make_test_ca, stop_listening
 
 
 class TlsFront:
@@ -67,7 +67,7 @@ class TlsFront:
 
     def close(self) -> None:
         self.closing = True
-        self.listener.close()
+        stop_listening(self.listener, self.thread)
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +157,15 @@ def test_plain_http_to_a_tls_port_fails_cleanly(daemon, front):
 
 def serve_once(handler) -> tuple[socket.socket, threading.Thread]:
     listener = socket.create_server(("127.0.0.1", 0))
-    thread = threading.Thread(target=lambda: handler(listener.accept()[0]), daemon=True)
+
+    def accept_one() -> None:
+        try:
+            raw, _ = listener.accept()
+        except OSError:  # stop_listening before anyone connected
+            return
+        handler(raw)
+
+    thread = threading.Thread(target=accept_one, daemon=True)
     thread.start()
     return listener, thread
 
@@ -198,7 +206,7 @@ def test_a_tls_record_that_stops_halfway_ends_at_the_calls_deadline(daemon, tls_
         assert r.returncode != 0 and "in time" in r.stderr, r.stderr
     finally:
         release.set()
-        listener.close()
+        stop_listening(listener, thread)
 
 
 def test_a_server_that_never_answers_the_handshake_is_given_up_on(daemon, tls_material):
@@ -216,4 +224,4 @@ def test_a_server_that_never_answers_the_handshake_is_given_up_on(daemon, tls_ma
         assert r.returncode != 0 and "no TLS handshake" in r.stderr, r.stderr
     finally:
         release.set()
-        listener.close()
+        stop_listening(listener, thread)

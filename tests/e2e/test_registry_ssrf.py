@@ -10,6 +10,7 @@ import threading
 
 import pytest
 from harness import start_daemon, stop_daemon
+from helpers import stop_listening
 
 pytestmark = [pytest.mark.offline,
               pytest.mark.skipif(not shutil.which("skopeo"), reason="skopeo is not installed")]
@@ -36,10 +37,11 @@ def host_service():
                 pass
             conn.close()
 
-    threading.Thread(target=serve, daemon=True).start()
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
     yield listener.getsockname()[1]
     stopping.set()
-    listener.close()
+    stop_listening(listener, thread)
 
 
 def test_a_pull_does_not_reach_or_quote_the_hosts_own_services(state_dir, host_service):

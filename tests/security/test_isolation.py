@@ -10,7 +10,7 @@ import uuid
 import httpx
 import pytest
 
-from helpers import abx, create
+from helpers import abx, create, stop_listening
 from helpers import sandbox as sandbox_of
 
 
@@ -70,7 +70,15 @@ def test_host_loopback_services_are_unreachable(daemon, sandbox):
     server.listen()
     port = server.getsockname()[1]
     accepted = []
-    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+
+    def accept() -> None:
+        try:
+            accepted.append(server.accept())
+        except OSError:  # stop_listening below
+            pass
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
     try:
         r = sh(daemon, sandbox, f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)\"")
         assert r.returncode != 0
@@ -79,7 +87,7 @@ def test_host_loopback_services_are_unreachable(daemon, sandbox):
         r = sh(daemon, sandbox, "ls /sys/class/net")
         assert set(r.stdout.split()) <= {"lo", "eth0"}, r.stdout
     finally:
-        server.close()
+        stop_listening(server, thread)
 
 
 def test_privileged_syscalls_are_refused(daemon, sandbox):

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 from harness import Daemon, open_loopback_registries, private_state_dir, start_daemon, stop_daemon
-from helpers import abx, make_server_cert, make_test_ca, sandbox
+from helpers import abx, make_server_cert, make_test_ca, sandbox, stop_listening
 from test_import import (
     TAG,
     add_layer,
@@ -569,7 +569,7 @@ class CuttingProxy:
 
     def close(self) -> None:
         self.stopping = True
-        self.listener.close()
+        stop_listening(self.listener, self.thread)
 
 
 def test_interrupted_pull_leaves_nothing(template_daemon, second_daemon, registry,

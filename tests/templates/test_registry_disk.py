@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from harness import open_loopback_registries, private_state_dir, start_daemon, stop_daemon
+from helpers import stop_listening
 from test_registry import REGISTRY_BIN, skopeo, start_registry, stop_registry
 
 pytestmark = pytest.mark.skipif(
@@ -67,7 +68,8 @@ class SlowProxy:
         self.upstream, self.rate = upstream, rate
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.host = f"127.0.0.1:{self.listener.getsockname()[1]}"
-        threading.Thread(target=self.serve, daemon=True).start()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
 
     def serve(self) -> None:
         while True:
@@ -99,7 +101,7 @@ class SlowProxy:
             pass
 
     def close(self) -> None:
-        self.listener.close()
+        stop_listening(self.listener, self.thread)
 
 
 def test_a_pull_keeps_the_uploads_free_space_reserve(tmp_path):
