@@ -10,15 +10,19 @@ namespace abx::cli {
 
 void add_pause(CLI::App& root, Commands& commands) {
   auto id = std::make_shared<std::string>();
+  auto fs_only = std::make_shared<bool>(false);
   auto* pause = root.add_subcommand(
       "pause", "Freeze a sandbox where it stands (E2B's pause); `abx resume ID` goes on");
   pause->add_option("id", *id, "Sandbox id")->required();
-  commands.push_back({pause, [id]() -> Result<int> {
+  pause->add_flag("--fs-only", *fs_only,
+                  "Keep only its files (E2B's keep_memory=False): its processes end, the "
+                  "resume boots it afresh on the same files");
+  commands.push_back({pause, [id, fs_only]() -> Result<int> {
                         auto endpoint = resolve_endpoint();
                         if (!endpoint) return endpoint.error();
-                        if (Status s = ControlPlane(*endpoint).pause_sandbox(*id); !s)
+                        if (Status s = ControlPlane(*endpoint).pause_sandbox(*id, !*fs_only); !s)
                           return s.error();
-                        std::cout << "paused " << *id << "\n";
+                        std::cout << "paused " << *id << (*fs_only ? " (files only)" : "") << "\n";
                         return 0;
                       }});
   auto resume_id = std::make_shared<std::string>();

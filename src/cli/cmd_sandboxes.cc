@@ -16,6 +16,7 @@ namespace {
 
 struct CreateOptions {
   std::string template_id = "base";  // as the SDKs default
+  std::string snapshot;              // a snapshot id: E2B creates on it as on a template
   int timeout = 300;
   std::vector<std::string> env;
   std::vector<std::string> metadata;
@@ -40,7 +41,7 @@ Result<int> run_create(const CreateOptions& options) {
   if (!metadata) return metadata.error();
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
-  json request = {{"templateID", options.template_id},
+  json request = {{"templateID", options.snapshot.empty() ? options.template_id : options.snapshot},
                   {"timeout", options.timeout},
                   {"envVars", *env},
                   {"metadata", *metadata},
@@ -158,7 +159,11 @@ Result<int> run_kill(const KillOptions& options) {
 void add_create(CLI::App& root, Commands& commands) {
   auto options = std::make_shared<CreateOptions>();
   auto* app = root.add_subcommand("create", "Create a sandbox and print its id");
-  app->add_option("--template", options->template_id, "Template name or id")->capture_default_str();
+  auto* template_flag = app->add_option("--template", options->template_id, "Template name or id")
+                            ->capture_default_str();
+  app->add_option("--snapshot", options->snapshot,
+                  "Start from a snapshot's files (`abx snapshot list`) instead of a template")
+      ->excludes(template_flag);
   app->add_option("--timeout", options->timeout, "Seconds until the sandbox is killed")
       ->check(sandbox_timeout_seconds())
       ->capture_default_str();

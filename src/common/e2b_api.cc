@@ -109,9 +109,10 @@ Status ControlPlane::set_timeout(const std::string& id, int seconds) const {
   return {};
 }
 
-Status ControlPlane::pause_sandbox(const std::string& id) const {
+Status ControlPlane::pause_sandbox(const std::string& id, bool keep_memory) const {
   if (Status st = check_sandbox_id(id); !st) return st;
-  auto response = call("POST", "/sandboxes/" + http::url_encode(id) + "/pause");
+  const std::string body = keep_memory ? "" : json{{"memory", false}}.dump();
+  auto response = call("POST", "/sandboxes/" + http::url_encode(id) + "/pause", body);
   if (!response) return response.error();
   if (response->status == 404) return sandbox_not_found(id);
   if (response->status / 100 != 2)
@@ -241,6 +242,59 @@ Result<std::unique_ptr<http::ResponseStream>> SandboxPlane::execute(const json& 
   if ((*stream)->status() == 200) return stream;
   auto body = (*stream)->read_all();
   return failure((*stream)->status(), body ? *body : "", "run code");
+}
+
+Result<json> ControlPlane::create_snapshot(const std::string& id, const std::string& name) const {
+  if (Status st = check_sandbox_id(id); !st) return st.error();
+  const json body = name.empty() ? json::object() : json{{"name", name}};
+  auto response = call("POST", "/sandboxes/" + http::url_encode(id) + "/snapshots", body.dump());
+  if (!response) return response.error();
+  if (response->status == 404) return sandbox_not_found(id);
+  if (response->status / 100 != 2)
+    return Error{"could not snapshot sandbox " + id + ": " + describe_failure(*response)};
+  return parse_json(response->body, "POST /sandboxes/" + id + "/snapshots");
+}
+
+Result<json> ControlPlane::list_snapshots(const std::string& sandbox_id) const {
+  json all = json::array();
+  std::string next_token;
+  do {
+    std::string target = "/snapshots?limit=1000";
+    if (!sandbox_id.empty()) target += "&sandboxID=" + http::url_encode(sandbox_id);
+    if (!next_token.empty()) target += "&nextToken=" + http::url_encode(next_token);
+    auto response = call("GET", target);
+    if (!response) return response.error();
+    if (response->status != 200)
+      return Error{"could not list snapshots: " + describe_failure(*response)};
+    auto page = parse_json(response->body, "GET /snapshots");
+    if (!page) return page.error();
+    for (auto& item : *page) all.push_back(std::move(item));
+    next_token = response->header("X-Next-Token");
+  } while (!next_token.empty());
+  return all;
+}
+
+Result<bool> ControlPlane::delete_snapshot(const std::string& snapshot_id) const {
+  if (!ids::is_valid_sandbox_id(snapshot_id))
+    return Error{"'" + snapshot_id + "' is not a snapshot id (see `abx snapshot list`)"};
+  auto response = call("DELETE", "/templates/" + http::url_encode(snapshot_id));
+  if (!response) return response.error();
+  if (response->status == 404) return false;
+  if (response->status / 100 != 2)
+    return Error{"could not remove snapshot " + snapshot_id + ": " + describe_failure(*response)};
+  return true;
+}
+
+Result<json> ControlPlane::fork_sandbox(const std::string& id, int count, int timeout_sec) const {
+  if (Status st = check_sandbox_id(id); !st) return st.error();
+  json body = {{"count", count}};
+  if (timeout_sec > 0) body["timeout"] = timeout_sec;
+  auto response = call("POST", "/sandboxes/" + http::url_encode(id) + "/fork", body.dump());
+  if (!response) return response.error();
+  if (response->status == 404) return sandbox_not_found(id);
+  if (response->status / 100 != 2)
+    return Error{"could not fork sandbox " + id + ": " + describe_failure(*response)};
+  return parse_json(response->body, "POST /sandboxes/" + id + "/fork");
 }
 
 }  // namespace abx::e2b

@@ -33,8 +33,18 @@ class ControlPlane {
   Status kill_sandbox(const std::string& id) const;
   Status set_timeout(const std::string& id, int seconds) const;
   // E2B's pause, and connect, which resumes a paused sandbox for `seconds`.
-  Status pause_sandbox(const std::string& id) const;
+  // keep_memory false: E2B's filesystem-only pause (processes end, files stay).
+  Status pause_sandbox(const std::string& id, bool keep_memory = true) const;
   Status resume_sandbox(const std::string& id, int seconds) const;
+  // E2B's snapshots: one of sandbox `id`'s filesystem ({snapshotID, names,
+  // ...}); every page of the caller's (of one sandbox, when given); removal
+  // (false: no such snapshot).
+  Result<json> create_snapshot(const std::string& id, const std::string& name) const;
+  Result<json> list_snapshots(const std::string& sandbox_id = {}) const;
+  Result<bool> delete_snapshot(const std::string& snapshot_id) const;
+  // E2B's fork: `count` new sandboxes from one snapshot of `id`, each entry
+  // {"sandbox": {...}} or {"error": {code, message}}; timeout_sec 0: the default.
+  Result<json> fork_sandbox(const std::string& id, int count, int timeout_sec) const;
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:

@@ -41,6 +41,7 @@ const std::array kRoutes = {
     ROW("DELETE", "/abx/v1/templates/{name}",          P::control, C::api_key, template_remove),
     ROW("POST",   "/abx/v1/templates/{name}/build",    P::control, C::api_key, template_build),
     ROW("POST",   "/abx/v1/templates/{name}/import",   P::control, C::api_key, template_import),
+    ROW("POST",   "/abx/v1/templates/{name}/snapshot", P::control, C::api_key, template_from_snapshot),
     ROW("POST",   "/abx/v1/templates/{name}/push",     P::control, C::api_key, template_push),
     ROW("POST",   "/abx/v1/templates/{name}/pull",     P::control, C::api_key, template_pull),
     ROW("GET",    "/abx/v1/templates/{name}/export",   P::control, C::api_key, template_export),

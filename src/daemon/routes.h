@@ -94,9 +94,10 @@ Task<void> template_get(ControlCall& call, Exchange& exchange);
 Task<void> template_remove(ControlCall& call, Exchange& exchange);
 Task<void> template_build(ControlCall& call, Exchange& exchange);
 Task<void> template_import(ControlCall& call, Exchange& exchange);
-Task<void> template_push(ControlCall& call, Exchange& exchange);    // to a registry
-Task<void> template_export(ControlCall& call, Exchange& exchange);  // an OCI layout tar
-Task<void> template_pull(ControlCall& call, Exchange& exchange);    // from a registry
+Task<void> template_from_snapshot(ControlCall& call, Exchange& exchange);  // of a snapshot's files
+Task<void> template_push(ControlCall& call, Exchange& exchange);           // to a registry
+Task<void> template_export(ControlCall& call, Exchange& exchange);         // an OCI layout tar
+Task<void> template_pull(ControlCall& call, Exchange& exchange);           // from a registry
 // E2B's GET /templates/aliases/{alias}, in the same file: whether a name exists.
 Task<void> template_alias_get(ControlCall& call, Exchange& exchange);
 // routes_mcp.cc: MCP's Streamable HTTP transport.

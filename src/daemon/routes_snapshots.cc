@@ -5,6 +5,7 @@
 
 #include "common/ids.h"
 #include "common/json_text.h"
+#include "daemon/codec.h"
 #include "daemon/control_requests.h"
 #include "daemon/error_map.h"
 #include "daemon/routes.h"
@@ -20,7 +21,15 @@ constexpr size_t kMaxPage = 1000;
 json snapshot_json(const Snapshot& snapshot) {
   json names = json::array();
   if (!snapshot.name.empty()) names.push_back(snapshot.name);
-  return {{"snapshotID", snapshot.id}, {"names", names}};
+  // E2B's two fields, then what `abx snapshot list` shows (E2B's SDKs keep
+  // fields they do not know as additional properties).
+  const int64_t ms = snapshot.created_ms;
+  return {{"snapshotID", snapshot.id},
+          {"names", names},
+          {"sandboxID", snapshot.sandbox_id},
+          {"templateID", snapshot.root.template_id},
+          {"createdAt", codec::rfc3339(ms / 1000, (ms % 1000) * 1000000, true)},
+          {"sizeBytes", snapshot.size_bytes}};
 }
 
 Error sandbox_not_found(const std::string& id) {

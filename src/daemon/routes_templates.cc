@@ -349,6 +349,35 @@ Task<void> import(ControlCall& call, Exchange& exchange) {
   co_await stream_job(service, exchange, std::move(job));
 }
 
+// The body of a POST /abx/v1/templates/{name}/snapshot: {"snapshotID": "snap…"}.
+Result<std::string> snapshot_id_of(const std::string& body) {
+  auto doc = json_text::parse_object(body.empty() ? std::string_view("{}") : body);
+  if (!doc) return doc.error();
+  const auto it = doc->find("snapshotID");
+  if (it == doc->end() || !it->is_string() || it->get<std::string>().empty())
+    return Error::with_message("snapshotID: name the snapshot (see `abx snapshot list`)",
+                               kErrBadInput);
+  return it->get<std::string>();
+}
+
+Task<void> from_snapshot(ControlCall& call, Exchange& exchange) {
+  Service& service = call.service;
+  const std::string& name = call.params.at("name");
+  auto body = co_await read_json_body(exchange, 1 << 16);
+  if (!body) co_return co_await respond_error(exchange, body.error());
+  auto snapshot_id = snapshot_id_of(*body);
+  if (!snapshot_id) co_return co_await respond_error(exchange, snapshot_id.error());
+  if (auto refused = refuse_build(call, name, true))
+    co_return co_await respond_error(exchange, refused->first, refused->second);
+  auto request = service.snapshot_template(call.caller, *snapshot_id, name);
+  if (!request) co_return co_await respond_error(exchange, request.error());
+  BuildJob job = [&store = service.templates(),
+                  request = std::move(*request)](const templates::BuildProgressFn& progress) {
+    return store.from_snapshot(request, progress);
+  };
+  co_await stream_job(service, exchange, std::move(job));
+}
+
 Task<void> push(ControlCall& call, Exchange& exchange) {
   const std::string& name = call.params.at("name");
   if (!visible(call, name))
@@ -483,6 +512,10 @@ Task<void> template_build(ControlCall& call, Exchange& exchange) { co_await buil
 
 Task<void> template_import(ControlCall& call, Exchange& exchange) {
   co_await import(call, exchange);
+}
+
+Task<void> template_from_snapshot(ControlCall& call, Exchange& exchange) {
+  co_await from_snapshot(call, exchange);
 }
 
 Task<void> template_push(ControlCall& call, Exchange& exchange) { co_await push(call, exchange); }

@@ -222,6 +222,37 @@ Result<bool> Service::delete_snapshot(const Caller& caller, const std::string& i
   return true;
 }
 
+Result<templates::SnapshotTemplateRequest> Service::snapshot_template(
+    const Caller& caller, const std::string& id, const std::string& name) const {
+  const auto snapshot = tenancy_.snapshots->find_for(caller.team, id);
+  if (!snapshot)
+    return Error::with_message("snapshot " + id + " not found (see `abx snapshot list`)", ENOENT);
+  const RootSource& root = snapshot->root;
+  if (!root.template_binds.empty())
+    return Error::with_message("a snapshot of a sandbox on template " + root.template_id +
+                                   " cannot become a template: part of its root is the host's "
+                                   "own directories",
+                               EOPNOTSUPP);
+  templates::SnapshotTemplateRequest request;
+  request.name = name;
+  request.owner = caller.team;
+  request.origin = "snapshot " + id + " of sandbox " + snapshot->sandbox_id;
+  for (const std::string& layer : root.snapshot_layers)
+    request.snapshot_layers.emplace_back(layer, tenancy_.snapshots->layer_path(layer));
+  for (const std::string& layer : root.template_layers) request.template_layers.emplace_back(layer);
+  request.defaults.env = root.template_env;
+  request.defaults.workdir = root.default_cwd;
+  request.defaults.user = root.default_user;
+  // The start command is the template's, if it is still the one the
+  // snapshot's sandbox was made on.
+  if (auto info = templates_.inspect(root.template_id); info && info->built) {
+    request.defaults.start_cmd = info->start_cmd;
+    request.defaults.ready_cmd = info->ready_cmd;
+  }
+  request.allow_setid = root.allow_setid;
+  return request;
+}
+
 http::Task<Result<std::vector<Result<SandboxRow>>>> Service::fork(std::shared_ptr<LiveSandbox> live,
                                                                   int count, int timeout_sec,
                                                                   const Caller& caller) {

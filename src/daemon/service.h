@@ -130,6 +130,11 @@ class Service : private runtime::StopListener {
   // is frozen for the copy and goes on as it was.
   http::Task<Result<Snapshot>> create_snapshot(std::shared_ptr<LiveSandbox> live, std::string name);
   Result<bool> delete_snapshot(const Caller& caller, const std::string& id);
+  // What TemplateStore::from_snapshot needs to make template `name` of the
+  // caller's snapshot `id` (ENOENT: the team has no such snapshot).
+  Result<templates::SnapshotTemplateRequest> snapshot_template(const Caller& caller,
+                                                               const std::string& id,
+                                                               const std::string& name) const;
   // `count` new sandboxes with the filesystem of `live`, which goes on
   // running; one result per sandbox asked for.
   http::Task<Result<std::vector<Result<SandboxRow>>>> fork(std::shared_ptr<LiveSandbox> live,

@@ -1,9 +1,15 @@
 // The building half of the template store: Debian specs (mmdebstrap),
 // Sandboxfiles (spec dirs in the repo and uploaded contexts) and image imports.
+#include <fcntl.h>
+
+#include <cstdint>
+#include <optional>
 #include <sstream>
 
 #include "common/fd_io.h"
 #include "common/sha256.h"
+#include "common/unique_fd.h"
+#include "runtime/layer_copy.h"
 #include "templates/build_context.h"
 #include "templates/catalog.h"
 #include "templates/debian_build.h"
@@ -290,6 +296,81 @@ Result<TemplateInfo> TemplateStore::import_image(const std::string& name, const 
   auto info = publish(std::move(meta));
   if (!info) return log.failed(info.error());
   log.step("done: " + name + ", " + mib_text(info->size_bytes));
+  return info;
+}
+
+namespace {
+
+// The id of a layer dir of this store (".layers/<id>"), or nothing: a path a
+// snapshot record names is only trusted once it is one of ours.
+std::optional<std::string> own_layer_id(const LayerStore& layers, const fs::path& dir) {
+  const std::string id = dir.filename().string();
+  if (id.empty() || id[0] == '.' || layers.path(id) != dir || !layers.has(id)) return std::nullopt;
+  return id;
+}
+
+// Copies one snapshot layer into the store as layer `id` (with the same
+// fd-relative, symlink-refusing walk that took it out of its sandbox: its
+// files are still what a sandbox made).
+Status copy_snapshot_layer(const LayerStore& layers, const std::string& id, const fs::path& from) {
+  auto staging = layers.begin(id);
+  if (!staging) return staging.error();
+  const fs::path rootfs = *staging / "rootfs";
+  auto copied = [&]() -> Status {
+    if (auto st = tree::make_dir(rootfs, 0755); !st) return st;
+    UniqueFd source(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!source.valid()) return Error::from_errno("open snapshot layer", from.string());
+    UniqueFd target(::open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!target.valid()) return Error::from_errno("open layer", rootfs.string());
+    runtime::layer_copy::Limits limits;
+    limits.max_bytes = UINT64_MAX;  // the snapshot's size was bounded when it was taken
+    if (auto done = runtime::layer_copy::copy(source.get(), target.get(), limits); !done)
+      return done.error();
+    return layers.commit(id, rootfs, *staging);
+  }();
+  if (!copied) (void)tree::remove_tree(*staging);
+  return copied;
+}
+
+}  // namespace
+
+Result<TemplateInfo> TemplateStore::from_snapshot(const SnapshotTemplateRequest& request,
+                                                  const BuildProgressFn& progress) {
+  if (auto st = check_buildable_name(request.name); !st) return st.error();
+  auto lock = take_build_lock(dir_);
+  if (!lock) return lock.error();
+  BuildLog log(log_path(request.name), progress);
+  TemplateMeta meta;
+  for (const auto& [snapshot_layer, dir] : request.snapshot_layers) {
+    const std::string id = "snap-" + snapshot_layer;
+    if (!layers_.has(id)) {
+      log.step("step: copying snapshot layer " + snapshot_layer);
+      if (auto st = copy_snapshot_layer(layers_, id, dir); !st) return log.failed(st.error());
+    }
+    meta.layers.push_back(id);
+  }
+  for (const fs::path& dir : request.template_layers) {
+    auto id = own_layer_id(layers_, dir);
+    if (!id)
+      return log.failed(Error::with_message(
+          "the layers of the template the snapshot was made on are gone (it was rebuilt or "
+          "removed since)",
+          ENOENT));
+    meta.layers.push_back(*id);
+  }
+  meta.name = request.name;
+  meta.owner = request.owner;
+  meta.source = request.origin;
+  meta.env = request.defaults.env;
+  meta.workdir = request.defaults.workdir;
+  meta.user = request.defaults.user;
+  meta.start_cmd = request.defaults.start_cmd;
+  meta.ready_cmd = request.defaults.ready_cmd;
+  meta.allow_setid = request.allow_setid;
+  auto info = publish(std::move(meta));
+  if (!info) return log.failed(info.error());
+  log.step("done: " + request.name + ", " + std::to_string(info->layers) + " layers, " +
+           mib_text(info->size_bytes));
   return info;
 }
 

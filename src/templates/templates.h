@@ -93,6 +93,21 @@ struct UploadDir {
   ~UploadDir();
 };
 
+// A template made of a sandbox snapshot's layers over the layers of the
+// template that sandbox was made from (`abx snapshot to-template`).
+struct SnapshotTemplateRequest {
+  std::string name;
+  std::string owner;
+  std::string origin;  // for `template list`: "snapshot snap… of sandbox …"
+  // The snapshot's layers, topmost first: each its id in the daemon's
+  // snapshot store and its dir there (the daemon's copy of a sandbox's
+  // writable layer, runtime/layer_copy).
+  std::vector<std::pair<std::string, fs::path>> snapshot_layers;
+  std::vector<fs::path> template_layers;  // this store's layer dirs, topmost first
+  ProcessDefaults defaults;
+  bool allow_setid = false;  // as the template under it had
+};
+
 class TemplateStore {
  public:
   // `runtime` tells which host ids sandbox root and `user` map to, so template
@@ -150,6 +165,11 @@ class TemplateStore {
                                     const std::string& origin, const std::string& owner,
                                     const BuildProgressFn& progress);
   Result<UploadDir> upload_dir();
+  // Makes template `request.name` of a snapshot: each snapshot layer is
+  // copied once into a layer of this store (a later template of the same
+  // snapshot shares it), the template's own layers are shared as they are.
+  Result<TemplateInfo> from_snapshot(const SnapshotTemplateRequest& request,
+                                     const BuildProgressFn& progress);
   // Sends stored template `name` to a registry as an OCI image: its layers
   // bottom-up, its env, workdir and user in the image config.
   Result<TemplateInfo> push(const std::string& name, const registry::Access& access,

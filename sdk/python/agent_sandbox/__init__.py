@@ -56,6 +56,7 @@ from .models import (
     SandboxInfo,
     SandboxMetrics,
     SandboxQuery,
+    SnapshotInfo,
     WriteEntry,
     WriteInfo,
 )
@@ -72,7 +73,8 @@ __all__ = [
     "ProviderSandbox", "RateLimitError",
     "RateLimitException", "Result", "Sandbox", "SandboxClosedException", "SandboxException",
     "SandboxInfo", "SandboxMetrics", "SandboxNotFound", "SandboxNotFoundException",
-    "SandboxQuery", "Template", "TemplateBuildError", "TemplateBuildException", "TemplateInfo",
+    "SandboxQuery", "SnapshotInfo", "Template", "TemplateBuildError", "TemplateBuildException",
+    "TemplateInfo",
     "TimeoutException", "UnsupportedError", "UnsupportedException", "WatchHandle", "WriteEntry",
     "WriteInfo", "__version__",
 ]

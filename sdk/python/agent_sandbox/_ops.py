@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json as json_module
 import posixpath
 import urllib.parse
 from collections.abc import Generator, Sequence
@@ -19,7 +20,7 @@ import httpx
 
 from ._config import ENVD_PORT, JUPYTER_PORT, ConnectionConfig, sandbox_headers
 from ._connect import encode_envelope
-from ._http import Call
+from ._http import Call, error_from_response
 from .errors import (
     AlreadyExistsException,
     ConflictException,
@@ -37,6 +38,7 @@ from .models import (
     SandboxInfo,
     SandboxMetrics,
     SandboxQuery,
+    SnapshotInfo,
     WriteEntry,
     WriteInfo,
 )
@@ -150,10 +152,11 @@ def set_timeout(config: ConnectionConfig, sandbox_id: str, seconds: int) -> Op[N
     yield _about(config, "POST", sandbox_id, "/timeout", json={"timeout": seconds})
 
 
-def pause_sandbox(config: ConnectionConfig, sandbox_id: str) -> Op[bool]:
-    """POST /sandboxes/{id}/pause; False if it was already paused."""
+def pause_sandbox(config: ConnectionConfig, sandbox_id: str, keep_memory: bool = True) -> Op[bool]:
+    """POST /sandboxes/{id}/pause ({"memory": false}: files only); False if already paused."""
+    body = None if keep_memory else {"memory": False}
     try:
-        yield _about(config, "POST", sandbox_id, "/pause")
+        yield _about(config, "POST", sandbox_id, "/pause", json=body)
     except ConflictException:
         info = yield from get_info(config, sandbox_id)
         if info.state == "paused":
@@ -172,6 +175,73 @@ def resume_sandbox(config: ConnectionConfig, sandbox_id: str, timeout: int) -> O
             return False
         raise
     return True
+
+
+def create_snapshot(config: ConnectionConfig, sandbox_id: str,
+                    name: str | None) -> Op[SnapshotInfo]:
+    """POST /sandboxes/{id}/snapshots: the sandbox's files, while it goes on running."""
+    response = yield _about(config, "POST", sandbox_id, "/snapshots",
+                            json={"name": name} if name else {})
+    return snapshot_info(response.json())
+
+
+def list_snapshots(config: ConnectionConfig, sandbox_id: str | None) -> Op[list[SnapshotInfo]]:
+    """GET /snapshots[?sandboxID=], every page (X-Next-Token)."""
+    params: dict[str, Any] = {"limit": 1000}
+    if sandbox_id:
+        params["sandboxID"] = sandbox_id
+    found: list[SnapshotInfo] = []
+    while True:
+        response = yield _control(config, "GET", "/snapshots", "list snapshots",
+                                  params=dict(params))
+        found.extend(snapshot_info(item) for item in response.json())
+        token = response.headers.get("x-next-token")
+        if not token:
+            return found
+        params["nextToken"] = token
+
+
+def delete_snapshot(config: ConnectionConfig, snapshot_id: str) -> Op[bool]:
+    """DELETE /templates/{snapshotID} (E2B's route); False if there was no such snapshot."""
+    try:
+        yield _control(config, "DELETE", f"/templates/{urllib.parse.quote(snapshot_id, safe='')}",
+                       f"snapshot {snapshot_id}")
+    except NotFoundException:
+        return False
+    return True
+
+
+def fork_sandbox(config: ConnectionConfig, sandbox_id: str, count: int,
+                 timeout: int | None) -> Op[list[Target | Exception]]:
+    """POST /sandboxes/{id}/fork: one Target, or the error that fork met, per fork asked."""
+    body: dict[str, Any] = {"count": count}
+    if timeout is not None:
+        body["timeout"] = timeout
+    call = _about(config, "POST", sandbox_id, "/fork", json=body)
+    response = yield call
+    forks: list[Target | Exception] = []
+    for item in response.json():
+        if isinstance(item, dict) and isinstance(item.get("sandbox"), dict):
+            forks.append(_target_from(config, item["sandbox"]))
+            continue
+        error = item.get("error") if isinstance(item, dict) else None
+        status = int(error.get("code") or 500) if isinstance(error, dict) else 500
+        message = str(error.get("message")) if isinstance(error, dict) else "no answer"
+        forks.append(error_from_response(call, status, _error_body(status, message)))
+    return forks
+
+
+def _error_body(status: int, message: str) -> bytes:
+    """A fork's error as the body of a failed response, for error_from_response."""
+    return json_module.dumps({"code": status, "message": message}).encode()
+
+
+def snapshot_info(body: dict[str, Any]) -> SnapshotInfo:
+    """SnapshotInfo from a SnapshotInfo object (E2B's fields and the daemon's extra ones)."""
+    return SnapshotInfo(snapshot_id=body["snapshotID"], names=list(body.get("names") or []),
+                        sandbox_id=body.get("sandboxID"), template_id=body.get("templateID"),
+                        created_at=parse_time(body.get("createdAt")),
+                        size_bytes=int(body.get("sizeBytes") or 0))
 
 
 def get_info(config: ConnectionConfig, sandbox_id: str) -> Op[SandboxInfo]:

@@ -28,6 +28,22 @@ class SandboxInfo:
 
 
 @dataclass
+class SnapshotInfo:
+    """A snapshot of a sandbox's files (E2B's `SnapshotInfo`): `Sandbox.create(snapshot_id)`
+    starts new sandboxes on it. Memory and processes are not part of it."""
+
+    snapshot_id: str
+    names: list[str] = field(default_factory=list)
+    sandbox_id: str | None = None
+    """The sandbox it was taken of."""
+    template_id: str | None = None
+    """The template that sandbox was made from."""
+    created_at: datetime | None = None
+    size_bytes: int = 0
+    """Disk its own layer holds (what the sandbox changed over its template)."""
+
+
+@dataclass
 class SandboxMetrics:
     """One resource sample of a sandbox (E2B's `SandboxMetrics`); sizes are in bytes."""
 

@@ -22,6 +22,7 @@ from .models import (
     SandboxInfo,
     SandboxMetrics,
     SandboxQuery,
+    SnapshotInfo,
 )
 
 DEFAULT_TEMPLATE = "base"
@@ -66,7 +67,7 @@ class Sandbox:
                      api_key: str | None = None, api_url: str | None = None,
                      domain: str | None = None,
                      request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
-                     allow_internet_access: bool = True) -> S:
+                     allow_internet_access: bool = True, snapshot: str | None = None) -> S:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
         :param template: template name or alias ("base", "host", "code-interpreter-v1", ...)
@@ -80,6 +81,8 @@ class Sandbox:
         :param domain: sandbox domain of a remote provider
         :param request_timeout: seconds for each HTTP request
         :param allow_internet_access: False keeps the sandbox off the network
+        :param snapshot: a snapshot id (`create_snapshot`): start on its files instead of
+            `template`'s (E2B takes the id as the template, which works too)
         :return: the running sandbox
         :raises NotFoundException: no such template
         :raises RateLimitException: a quota is full (the message names it)
@@ -91,7 +94,8 @@ class Sandbox:
         transport = await _open_transport(resolve)
         try:
             target = await transport.run(_ops.create_sandbox(
-                transport.config, template, timeout, envs, metadata, allow_internet_access))
+                transport.config, snapshot or template, timeout, envs, metadata,
+                allow_internet_access))
         except BaseException:
             await transport.aclose()
             raise
@@ -184,16 +188,81 @@ class Sandbox:
         config = self._transport.config
         await self._transport.run(_ops.set_timeout(config, self.sandbox_id, seconds))
 
-    async def pause(self) -> bool:
+    async def pause(self, keep_memory: bool = True) -> bool:
         """Freezes the sandbox where it stands: its processes, memory and files are kept,
         its timeout stops running. Calls into it fail until `resume()` or `connect`.
 
+        :param keep_memory: False keeps its files only (E2B's keep_memory=False): its
+            processes end and `resume()` boots it afresh on the same files
         :return: True if it got paused, False if it was already paused
         :raises SandboxNotFoundException: it is gone
         :raises ConflictException: a pause or resume is under way
         """
         return await self._transport.run(_ops.pause_sandbox(self._transport.config,
-                                                            self.sandbox_id))
+                                                            self.sandbox_id, keep_memory))
+
+    async def create_snapshot(self, name: str | None = None) -> SnapshotInfo:
+        """A snapshot of the sandbox's files; the sandbox is frozen for the copy and goes
+        on as it was. `Sandbox.create(snapshot=info.snapshot_id)` starts sandboxes on it.
+
+        :param name: a name for it, shown in `list_snapshots`
+        :return: its SnapshotInfo
+        :raises RateLimitException: the team's snapshot quota is full
+        """
+        return await self._transport.run(_ops.create_snapshot(self._transport.config,
+                                                              self.sandbox_id, name))
+
+    @staticmethod
+    async def list_snapshots(sandbox_id: str | None = None, provider: str | None = None,
+                             api_key: str | None = None, api_url: str | None = None,
+                             request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
+                             ) -> builtins.list[SnapshotInfo]:
+        """Your team's snapshots (of one sandbox, when given), newest first.
+
+        :param sandbox_id: only the snapshots of this sandbox
+        :return: their SnapshotInfo (provider arguments as in `create`)
+        """
+        def resolve() -> _config.ConnectionConfig:
+            return _config.resolve(provider, api_key, api_url, None, request_timeout)
+
+        transport = await _open_transport(resolve)
+        try:
+            return await transport.run(_ops.list_snapshots(transport.config, sandbox_id))
+        finally:
+            await transport.aclose()
+
+    @staticmethod
+    async def delete_snapshot(snapshot_id: str, provider: str | None = None,
+                              api_key: str | None = None, api_url: str | None = None,
+                              request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> bool:
+        """Removes a snapshot and frees its disk; sandboxes started on it keep running.
+
+        :return: False if your team has no such snapshot
+        """
+        def resolve() -> _config.ConnectionConfig:
+            return _config.resolve(provider, api_key, api_url, None, request_timeout)
+
+        transport = await _open_transport(resolve)
+        try:
+            return await transport.run(_ops.delete_snapshot(transport.config, snapshot_id))
+        finally:
+            await transport.aclose()
+
+    async def fork(self: S, count: int = 1,
+                   timeout: int | None = None) -> builtins.list[S | Exception]:
+        """`count` new sandboxes on a copy of this one's files (E2B's fork); this one goes
+        on running. Each fork succeeds or fails on its own.
+
+        :param count: 1 to 20
+        :param timeout: seconds each new sandbox lives (default: the server's)
+        :return: one entry per fork: the running sandbox, or the exception it met
+        """
+        config = self._transport.config
+        targets = await self._transport.run(_ops.fork_sandbox(config, self.sandbox_id, count,
+                                                              timeout))
+        return [target if isinstance(target, Exception)
+                else type(self)(AsyncTransport(config, self._transport._client), target)
+                for target in targets]
 
     async def resume(self, timeout: int = DEFAULT_TIMEOUT) -> bool:
         """Resumes a paused sandbox as it was; it then ends `timeout` seconds from now.

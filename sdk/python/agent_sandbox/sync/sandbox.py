@@ -21,6 +21,7 @@ from ..models import (
     SandboxInfo,
     SandboxMetrics,
     SandboxQuery,
+    SnapshotInfo,
 )
 from ..sandbox import DEFAULT_CODE_TIMEOUT, DEFAULT_TEMPLATE, DEFAULT_TIMEOUT
 from ._transport import Transport
@@ -63,7 +64,7 @@ class Sandbox:
                provider: str | None = None, api_key: str | None = None,
                api_url: str | None = None, domain: str | None = None,
                request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
-               allow_internet_access: bool = True) -> S:
+               allow_internet_access: bool = True, snapshot: str | None = None) -> S:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
         :param template: template name or alias ("base", "host", "code-interpreter-v1", ...)
@@ -88,7 +89,8 @@ class Sandbox:
         transport = _open_transport(resolve)
         try:
             target = transport.run(_ops.create_sandbox(
-                transport.config, template, timeout, envs, metadata, allow_internet_access))
+                transport.config, snapshot or template, timeout, envs, metadata,
+                allow_internet_access))
         except BaseException:
             transport.close()
             raise
@@ -179,14 +181,58 @@ class Sandbox:
         """
         self._transport.run(_ops.set_timeout(self._transport.config, self.sandbox_id, seconds))
 
-    def pause(self) -> bool:
+    def pause(self, keep_memory: bool = True) -> bool:
         """Freezes the sandbox where it stands (see the async `Sandbox.pause`).
 
+        :param keep_memory: False keeps its files only: its processes end
         :return: True if it got paused, False if it was already paused
         :raises SandboxNotFoundException: it is gone
         :raises ConflictException: a pause or resume is under way
         """
-        return self._transport.run(_ops.pause_sandbox(self._transport.config, self.sandbox_id))
+        return self._transport.run(_ops.pause_sandbox(self._transport.config, self.sandbox_id,
+                                                      keep_memory))
+
+    def create_snapshot(self, name: str | None = None) -> SnapshotInfo:
+        """A snapshot of the sandbox's files (see the async `Sandbox.create_snapshot`)."""
+        return self._transport.run(_ops.create_snapshot(self._transport.config, self.sandbox_id,
+                                                        name))
+
+    @staticmethod
+    def list_snapshots(sandbox_id: str | None = None, provider: str | None = None,
+                       api_key: str | None = None, api_url: str | None = None,
+                       request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
+                       ) -> builtins.list[SnapshotInfo]:
+        """Your team's snapshots (of one sandbox, when given), newest first."""
+        def resolve() -> _config.ConnectionConfig:
+            return _config.resolve(provider, api_key, api_url, None, request_timeout)
+
+        transport = _open_transport(resolve)
+        try:
+            return transport.run(_ops.list_snapshots(transport.config, sandbox_id))
+        finally:
+            transport.close()
+
+    @staticmethod
+    def delete_snapshot(snapshot_id: str, provider: str | None = None,
+                        api_key: str | None = None, api_url: str | None = None,
+                        request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> bool:
+        """Removes a snapshot and frees its disk; False if your team has no such snapshot."""
+        def resolve() -> _config.ConnectionConfig:
+            return _config.resolve(provider, api_key, api_url, None, request_timeout)
+
+        transport = _open_transport(resolve)
+        try:
+            return transport.run(_ops.delete_snapshot(transport.config, snapshot_id))
+        finally:
+            transport.close()
+
+    def fork(self: S, count: int = 1, timeout: int | None = None) -> builtins.list[S | Exception]:
+        """`count` new sandboxes on a copy of this one's files (see the async `Sandbox.fork`)."""
+        config = self._transport.config
+        targets = self._transport.run(_ops.fork_sandbox(config, self.sandbox_id, count, timeout))
+        return [target if isinstance(target, Exception)
+                else type(self)(Transport(config, self._transport._client), target)
+                for target in targets]
 
     def resume(self, timeout: int = DEFAULT_TIMEOUT) -> bool:
         """Resumes a paused sandbox; it then ends `timeout` seconds from now.
