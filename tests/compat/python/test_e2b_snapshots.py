@@ -69,6 +69,14 @@ def test_another_team_never_sees_uses_or_deletes_a_snapshot(e2b_env, other_team_
             Sandbox.create_snapshot(sb.sandbox_id, api_key=other_team_key)
         with pytest.raises(SandboxException):
             Sandbox.fork(sb.sandbox_id, api_key=other_team_key)
+        # Nor makes a template of it (`abx snapshot to-template`): answered as for an
+        # unknown snapshot, and no template of that name appears.
+        with httpx.Client(base_url=e2b_env.url, headers={"X-API-KEY": other_team_key},
+                          timeout=30) as rival:
+            r = rival.post("/abx/v1/templates/stolen-snap/snapshot",
+                           json={"snapshotID": snap.snapshot_id})
+            assert r.status_code == 404 and "not found" in r.json()["message"], r.text
+            assert rival.get("/abx/v1/templates/stolen-snap").status_code == 404
         assert Sandbox.delete_snapshot(snap.snapshot_id) is True
     finally:
         sb.kill()
