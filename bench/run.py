@@ -32,6 +32,7 @@ from harness import private_state_dir, start_daemon, stop_daemon  # noqa: E402
 import dashboard  # noqa: E402  (bench/dashboard.py: the dashboard's page load and size)
 import net  # noqa: E402  (bench/net.py: the networking figures, in tests/net's test world)
 import sdk  # noqa: E402  (bench/sdk.py: the Python SDK's one-shot and cycles per second)
+import snapshots  # noqa: E402  (bench/snapshots.py: pause, snapshots and fork)
 
 BWRAP = ["bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
          "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin", "--ro-bind",
@@ -546,6 +547,8 @@ def main() -> None:
     ap.add_argument("--no-net", action="store_true", help="leave the networking section out")
     ap.add_argument("--only-sdk", action="store_true",
                     help="measure just the Python SDK's section and put it into --out")
+    ap.add_argument("--only-snapshots", action="store_true",
+                    help="measure just the pause, snapshot and fork section and put it into --out")
     ap.add_argument("--only-dashboard", action="store_true",
                     help="measure just the dashboard's section (page load with 1000 sandboxes in "
                     "Debian's chromium, its size in abx) and put it into --out")
@@ -596,6 +599,20 @@ def record_sdk_only(args) -> None:
     print(section)
 
 
+def record_snapshots_only(args) -> None:
+    """--only-snapshots: measure pause, snapshots and fork into the existing results."""
+    state, daemon = bench_daemon(args)
+    try:
+        section = snapshots.measure(daemon, args.rounds, BWRAP + ["/usr/bin/true"], pct, table)
+    finally:
+        stop_daemon(daemon)
+        shutil.rmtree(state, ignore_errors=True)
+    out = Path(args.out)
+    text = out.read_text() if out.exists() else "# Benchmark results\n"
+    out.write_text(splice(text, snapshots.HEADER, section))
+    print(section)
+
+
 def record_dashboard_only(args) -> None:
     """--only-dashboard: measure the dashboard's section and put it into the existing results."""
     section = dashboard.measure(args, pct, table)
@@ -617,6 +634,8 @@ def splice(text: str, header: str, section: str) -> str:
 def run(args) -> None:
     if args.only_dashboard:
         return record_dashboard_only(args)
+    if args.only_snapshots:
+        return record_snapshots_only(args)
     if args.only_net:
         return record_net_only(args)
     if args.only_sdk:
@@ -632,6 +651,8 @@ def run(args) -> None:
         oneshot = one_shot(args.abx, daemon, args.rounds)
         side = daemon_side(daemon, args.rounds * 3)
         sdk_section = sdk.measure(daemon, args.rounds, BWRAP + [PY, "-c", "pass"])
+        snapshot_section = snapshots.measure(daemon, args.rounds, BWRAP + ["/usr/bin/true"],
+                                             pct, table)
         versus = against_baseline(args, daemon) or throughput_alone(args, daemon)
         interp = interpreter(daemon, args.rounds)
         pooled = pooled_section(interpreter_pooled(daemon, args.rounds),
@@ -697,6 +718,7 @@ Every section but Networking is measured with loopback-only sandboxes (`network.
 """ + "".join(f"| {k} | {v:.1f} |\n" for k, v in builds.items())
     if networking:
         text += "\n" + networking
+    text += "\n" + snapshot_section
     text += "\n" + dashboard_section
     if versus:
         text += "\n" + versus
