@@ -14,7 +14,8 @@ void MetricsHistory::record(int64_t at_ms, const runtime::Sandbox::Usage& usage,
   // A pooled sandbox's cgroup counts the CPU its start took before the
   // sandbox was handed out: no share above all of its CPUs.
   const double pct = 100.0 * static_cast<double>(cpu_ns) / (wall_ns * std::max(1u, cpus));
-  samples_.push_back({at_ms, std::min(pct, 100.0), usage.memory_bytes, usage.disk_used_bytes});
+  samples_.push_back({at_ms, std::min(pct, 100.0), usage.memory_bytes, usage.disk_used_bytes,
+                      usage.net_rx_bytes, usage.net_tx_bytes});
   if (samples_.size() > kMaxSamples) samples_.pop_front();
   last_at_ms_ = at_ms;
   last_cpu_ns_ = usage.cpu_usage_ns;

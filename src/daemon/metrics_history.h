@@ -19,12 +19,14 @@ struct MetricSample {
   double cpu_used_pct = 0;  // of the sandbox's CPUs, since the reading before
   uint64_t memory_bytes = 0;
   uint64_t disk_used_bytes = 0;
+  uint64_t net_rx_bytes = 0;  // received since the sandbox started
+  uint64_t net_tx_bytes = 0;  // sent since the sandbox started
 };
 
 class MetricsHistory {
  public:
   // E2B collects every 5 s too. The bound keeps the last hour: 720 samples of
-  // 32 bytes, about 23 KB for a sandbox that lives that long.
+  // 48 bytes, about 34 KB for a sandbox that lives that long.
   static constexpr auto kSampleInterval = std::chrono::seconds(5);
   static constexpr size_t kMaxSamples = 720;
 

@@ -218,7 +218,10 @@ json sample_json(const MetricSample& sample, const SandboxRow& row) {
           {"memTotal", uint64_t{row.memory_mb} << 20},
           {"memCache", 0},
           {"diskUsed", sample.disk_used_bytes},
-          {"diskTotal", uint64_t{row.disk_size_mb} << 20}};
+          {"diskTotal", uint64_t{row.disk_size_mb} << 20},
+          // Ours, beyond E2B's SandboxMetric: bytes received and sent so far.
+          {"netRxBytes", sample.net_rx_bytes},
+          {"netTxBytes", sample.net_tx_bytes}};
 }
 
 // The newest sample; a sandbox the sampler has not reached yet is read now,
@@ -246,6 +249,8 @@ json metrics_between(LiveSandbox& live, const MetricsRange& range) {
     current.at_ms = now;
     current.memory_bytes = usage.memory_bytes;
     current.disk_used_bytes = usage.disk_used_bytes;
+    current.net_rx_bytes = usage.net_rx_bytes;
+    current.net_tx_bytes = usage.net_tx_bytes;
     out.push_back(sample_json(current, row));
   }
   return out;

@@ -1,4 +1,4 @@
-// Line charts drawn as SVG by hand: three series of at most an hour's
+// Line charts drawn as SVG by hand: four series of at most an hour's
 // samples need no chart library (the smallest pinned ones weigh 40-50 KB;
 // this is about 3), and SVG follows the theme's colours through CSS.
 const svgNs = "http://www.w3.org/2000/svg";

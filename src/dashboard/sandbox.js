@@ -208,8 +208,21 @@ function percent(n) {
   return `${n.toFixed(1)} %`;
 }
 
-// CPU, memory and disk over the last hour (the daemon's history), then each
-// metrics tick of the event stream. The daemon samples no network traffic.
+// Each sample with `netRate`, the bytes per second received and sent since
+// the sample before (the daemon reports running totals); the first has none.
+function netRates() {
+  let previous = null;
+  return (sample) => {
+    const total = (sample.netRxBytes || 0) + (sample.netTxBytes || 0);
+    const seconds = previous ? sample.timestampUnix - previous.timestampUnix : 0;
+    const rate = seconds > 0 ? Math.max(0, total - previous.total) / seconds : 0;
+    previous = { total, timestampUnix: sample.timestampUnix };
+    return { ...sample, netRate: rate };
+  };
+}
+
+// CPU, memory, disk and network over the last hour (the daemon's history),
+// then each metrics tick of the event stream.
 async function chartsSection(id) {
   const charts = [
     lineChart({ id: "chart-cpu", title: "CPU", value: (s) => s.cpuUsedPct, ceiling: () => 100,
@@ -218,12 +231,21 @@ async function chartsSection(id) {
       label: (s) => `${bytes(s.memUsed)} / ${bytes(s.memTotal)}` }),
     lineChart({ id: "chart-disk", title: "Disk", value: (s) => s.diskUsed, ceiling: (s) => s.diskTotal,
       label: (s) => `${bytes(s.diskUsed)} / ${bytes(s.diskTotal)}` }),
+    lineChart({ id: "chart-network", title: "Network", value: (s) => s.netRate, ceiling: () => 0,
+      label: (s) => `${bytes(s.netRate)}/s · in ${bytes(s.netRxBytes || 0)}, out ${bytes(s.netTxBytes || 0)}` }),
   ];
+  const rated = netRates();
   const history = await attempt(() => call("GET", `/sandboxes/${id}/metrics`));
-  for (const chart of charts) chart.add(Array.isArray(history) ? history : []);
+  const samples = (Array.isArray(history) ? history : []).map(rated);
+  for (const chart of charts) chart.add(samples);
   const card = el("section", { class: "card wide", id: "charts" }, el("h2", {}, "Resources"),
     el("div", { class: "charts" }, ...charts.map((c) => c.element)));
-  return Object.assign(card, { add: (sample) => charts.forEach((c) => c.add([sample])) });
+  return Object.assign(card, {
+    add: (sample) => {
+      const withRate = rated(sample);
+      charts.forEach((c) => c.add([withRate]));
+    },
+  });
 }
 
 export async function renderSandbox(main, id) {

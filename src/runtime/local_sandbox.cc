@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstring>
 #include <optional>
+#include <tuple>
 
 #include "common/fd_io.h"
 #include "runtime/file_client.h"
@@ -180,6 +181,8 @@ Sandbox::Usage LocalSandbox::usage() const {
   if (::fstatfs(held_.root.get(), &st) == 0)
     u.disk_used_bytes =
         static_cast<uint64_t>(st.f_blocks - st.f_bfree) * static_cast<uint64_t>(st.f_bsize);
+  if (networks_)
+    std::tie(u.net_rx_bytes, u.net_tx_bytes) = networks_->counters(record_.net_address);
   return u;
 }
 

@@ -214,4 +214,15 @@ Result<std::vector<std::string>> links_with_prefix(const std::string& prefix) {
   return names;
 }
 
+Result<Counters> counters(const std::string& name) {
+  auto sock = route_socket();
+  if (!sock) return sock.error();
+  rtnl_link* found = nullptr;
+  if (int err = rtnl_link_get_kernel(sock->get(), 0, name.c_str(), &found); err < 0)
+    return nl_error("read link counters", err, name);
+  Link link(found);
+  return Counters{rtnl_link_get_stat(link.get(), RTNL_LINK_RX_BYTES),
+                  rtnl_link_get_stat(link.get(), RTNL_LINK_TX_BYTES)};
+}
+
 }  // namespace abx::runtime::net_links

@@ -25,6 +25,14 @@ Status configure_inside(int net_ns_fd, uint32_t address, uint32_t gateway);
 // ENODEV-free: a link already gone is no error.
 Status delete_link(const std::string& name);
 
+// The bytes a link of this namespace received and sent (the kernel's 64-bit
+// counters).
+struct Counters {
+  uint64_t rx_bytes = 0;
+  uint64_t tx_bytes = 0;
+};
+Result<Counters> counters(const std::string& name);
+
 // Names of the links in this namespace that start with `prefix`.
 Result<std::vector<std::string>> links_with_prefix(const std::string& prefix);
 

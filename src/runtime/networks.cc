@@ -140,4 +140,14 @@ void Networks::sweep() {
   }
 }
 
+std::pair<uint64_t, uint64_t> Networks::counters(uint32_t address) const {
+  const uint32_t slot = pool_.slot_of_address(address);
+  if (slot == 0) return {0, 0};
+  // Netlink, not /sys/class/net: sysfs shows the links of whichever
+  // namespace it was mounted in, which need not be the daemon's.
+  auto read = net_links::counters(pool_.link_name(slot));
+  if (!read) return {0, 0};
+  return {read->tx_bytes, read->rx_bytes};
+}
+
 }  // namespace abx::runtime

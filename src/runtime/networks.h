@@ -41,6 +41,10 @@ class Networks {
   // Deletes veths of this pool whose slot no sandbox holds.
   void sweep();
 
+  // What the sandbox at `address` received and sent, from its veth's host
+  // end (whose receive is the sandbox's send); zeros when it has none.
+  std::pair<uint64_t, uint64_t> counters(uint32_t address) const;
+
   const NetPool& pool() const { return pool_; }
   // The policy set for the sandbox at `address`; null: none (or not ours).
   std::shared_ptr<const egress::Policy> policy_at(uint32_t address) const;

@@ -206,6 +206,11 @@ class Sandbox {
     uint64_t memory_bytes = 0;
     uint64_t cpu_usage_ns = 0;  // since the sandbox started
     uint64_t disk_used_bytes = 0;
+    // Bytes the sandbox received and sent on its network since it started
+    // (its veth's counters, so traffic through the egress proxy too); 0
+    // without a network.
+    uint64_t net_rx_bytes = 0;
+    uint64_t net_tx_bytes = 0;
   };
   virtual Usage usage() const = 0;
 

@@ -159,6 +159,9 @@ def test_a_sandbox_shows_live_charts_and_events(page, dash_daemon):
     page.goto(f"{dash_daemon.url}/dashboard#/sandbox/{sandbox_id}")
     page.wait_for_selector("#chart-memory:not([data-points='0'])")
     assert "MiB" in page.text_content("#chart-memory .chart-now")
+    # Network: the rate since the sample before, and the totals received and sent.
+    network = page.text_content("#chart-network .chart-now")
+    assert "/s" in network and " in " in network and " out " in network, network
     # The event stream adds samples: a second point comes without a reload.
     page.wait_for_selector("#chart-cpu:not([data-points='0']):not([data-points='1'])", timeout=30000)
     assert "created" in page.text_content("#logs")
