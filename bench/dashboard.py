@@ -30,7 +30,10 @@ def assets_bytes(build: Path) -> int:
 def _create_many(daemon, count: int) -> list[str]:
     def one(_: int) -> str:
         r = httpx.post(daemon.url + "/sandboxes", headers={"X-API-KEY": daemon.api_key}, timeout=120,
-                       json={"templateID": "host", "timeout": 3600, "metadata": {"bench": "dashboard"}})
+                       # The smallest memory and a raised host cap: 1000 default (512 MiB, 1 GiB
+                       # disk) sandboxes commit more than a small host's caps allow.
+                       json={"templateID": "host", "timeout": 3600, "memoryMB": 64,
+                             "metadata": {"bench": "dashboard"}})
         r.raise_for_status()
         return r.json()["sandboxID"]
     with ThreadPoolExecutor(4) as pool:
@@ -70,7 +73,8 @@ def measure(args, pct, table, count: int = 1000) -> str:
     from playwright.sync_api import sync_playwright
 
     state = private_state_dir("abx-bench-dash-")
-    (state / "config.json").write_text(json.dumps({"hostCaps": {"memoryPercent": 1000},
+    (state / "config.json").write_text(json.dumps({"hostCaps": {"memoryPercent": 1000,
+                                                                "diskPercent": 1000},
                                                    "network": {"enabled": False}}))
     daemon = start_daemon(state, shared_templates=False,
                           extra_args=("--config", str(state / "config.json"), "--warm-pool", "0"),
