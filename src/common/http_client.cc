@@ -360,26 +360,33 @@ Status send_request(Stream& socket, const Url& base, const Request& request,
   return {};
 }
 
-// Like net::connect, but the socket is close-on-exec: the daemon (its /mcp
-// route) uses this client, and its helpers must not inherit the socket.
-void connect_cloexec(tcp::socket& socket, const tcp::resolver::results_type& endpoints,
+// The TCP connect and the TLS handshake, each bounded by the stream's
+// deadline, or by this for a call with none (a streamed exec): an address
+// that drops SYNs, or a server that takes the connection and never answers,
+// must not hang the CLI.
+constexpr auto kHandshakeLimit = std::chrono::seconds(30);
+
+// Like net::connect, but the socket is close-on-exec (the daemon, its /mcp
+// route, uses this client, and its helpers must not inherit the socket), and
+// each address is tried until `limit` at most. false: the limit passed.
+bool connect_cloexec(ResponseStream::Impl& impl, const tcp::resolver::results_type& endpoints,
                      boost::system::error_code& ec) {
+  const auto limit = impl.deadline.value_or(Clock::now() + kHandshakeLimit);
   ec = net::error::host_not_found;
   for (const auto& entry : endpoints) {
     boost::system::error_code ignored;
-    socket.close(ignored);
-    socket.open(entry.endpoint().protocol(), ec);
+    impl.socket.close(ignored);
+    impl.socket.open(entry.endpoint().protocol(), ec);
     if (ec) continue;
-    ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-    socket.connect(entry.endpoint(), ec);
-    if (!ec) return;
+    ::fcntl(impl.socket.native_handle(), F_SETFD, FD_CLOEXEC);
+    ec = net::error::would_block;
+    impl.socket.async_connect(entry.endpoint(),
+                              [&ec](const boost::system::error_code& done) { ec = done; });
+    if (!impl.finished_by(ec, limit)) return false;
+    if (!ec) return true;
   }
+  return true;
 }
-
-// The handshake, bounded by the stream's deadline, or kHandshakeLimit for a
-// call with none (a streamed exec): a server that takes the connection and
-// never answers must not hang the CLI.
-constexpr auto kHandshakeLimit = std::chrono::seconds(30);
 
 Status start_tls(ResponseStream::Impl& impl, const Url& base) {
   impl.tls = std::make_unique<ssl::stream<tcp::socket&>>(impl.socket, tls_context());
@@ -413,7 +420,11 @@ Result<std::unique_ptr<ResponseStream>> Client::open(const Request& request,
   boost::system::error_code ec;
   tcp::resolver resolver(impl->io);
   const auto endpoints = resolver.resolve(base_.host, base_.port, ec);
-  if (!ec) connect_cloexec(impl->socket, endpoints, ec);
+  if (!ec && !connect_cloexec(*impl, endpoints, ec))
+    return Error{"cannot reach " + base_.str() +
+                     ": no answer to the connection in time; check "
+                     "the address and that nothing between drops the traffic",
+                 ETIMEDOUT};
   if (ec) return Error::with_message("cannot reach " + base_.str() + ": " + ec.message());
   if (base_.tls)
     if (auto st = start_tls(*impl, base_); !st) return st.error();

@@ -225,3 +225,25 @@ def test_a_server_that_never_answers_the_handshake_is_given_up_on(daemon, tls_ma
     finally:
         release.set()
         stop_listening(listener, thread)
+
+
+def test_an_address_that_never_takes_the_connection_is_given_up_on(daemon):
+    """A listener whose accept queue is full drops new SYNs (Linux), as a black-holed
+    address does: the TCP connect must end at the call's deadline (`abx version`: 5 s)
+    with a clear error, not after the kernel's two minutes of SYN retries."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=0)
+    port = listener.getsockname()[1]
+    queued = []
+    try:
+        for _ in range(4):  # fills the accept queue; later SYNs are dropped
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            queued.append(s)
+        r = abx(daemon, "version", env={"ABX_SANDBOX_API_URL": f"http://127.0.0.1:{port}"},
+                timeout=60)
+        assert "in time" in r.stderr, r.stderr
+    finally:
+        for s in queued:
+            s.close()
+        listener.close()
