@@ -9,6 +9,7 @@
 
 #include <climits>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,9 @@ namespace {
 constexpr size_t kChunk = 1 << 20;
 constexpr size_t kMaxXattrList = 64 * 1024;
 constexpr size_t kMaxXattrValue = 64 * 1024;
+// The paths kept for hard-linked files (to link their other names to): a
+// layer of a million links deep down would otherwise hold gigabytes of them.
+constexpr size_t kMaxLinkedPathBytes = 16u << 20;
 
 struct Walk {
   const Limits& limits;
@@ -29,30 +33,29 @@ struct Walk {
   int to_root = -1;
   // Inodes with more than one link already copied: their path in the copy.
   std::map<std::pair<dev_t, ino_t>, std::string> linked;
+  size_t linked_bytes = 0;
   std::vector<char> buffer = std::vector<char>(kChunk);
 };
 
 Error too_big(const std::string& what) { return Error{"copy the writable layer", E2BIG, what}; }
 
-Result<std::vector<std::string>> names_of(int dir) {
+struct DirClose {
+  void operator()(DIR* d) const { ::closedir(d); }
+};
+using DirStream = std::unique_ptr<DIR, DirClose>;
+
+// The names of `dir` are read as the walk goes, not gathered first: a
+// directory of millions of empty files (cheap on a tmpfs) costs no memory
+// here, and the entry limit stops the walk on the way.
+Result<DirStream> open_stream(int dir) {
   const int dup = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
   if (dup < 0) return Error::from_errno("dup layer dir");
-  DIR* stream = ::fdopendir(dup);
-  if (stream == nullptr) {
+  DirStream stream(::fdopendir(dup));
+  if (!stream) {
     ::close(dup);
     return Error::from_errno("read layer dir");
   }
-  std::vector<std::string> names;
-  errno = 0;
-  while (const dirent* entry = ::readdir(stream)) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-    errno = 0;
-  }
-  const int failed = errno;
-  ::closedir(stream);
-  if (failed != 0) return Error{"read layer dir", failed, {}};
-  return names;
+  return stream;
 }
 
 // user.* only: overlay's opaque and redirect marks under userxattr, envd's
@@ -134,7 +137,11 @@ Status copy_file(Walk& walk, int from_dir, int to_dir, const std::string& name,
   if (Status s = copy_data(walk, in.get(), out.get(), opened.st_size); !s) return s;
   if (Status s = copy_xattrs(in.get(), out.get()); !s) return s;
   if (Status s = copy_attributes(out.get(), opened); !s) return s;
-  if (opened.st_nlink > 1) walk.linked.emplace(key, rel);
+  if (opened.st_nlink > 1) {
+    walk.linked_bytes += rel.size();
+    if (walk.linked_bytes > kMaxLinkedPathBytes) return too_big("too many hard-linked files");
+    walk.linked.emplace(key, rel);
+  }
   return {};
 }
 
@@ -190,9 +197,17 @@ Status copy_subdir(Walk& walk, int from_dir, int to_dir, const std::string& name
 }
 
 Status copy_dir(Walk& walk, int from, int to, int depth, const std::string& rel) {
-  auto names = names_of(from);
-  if (!names) return names.error();
-  for (const std::string& name : *names) {
+  auto stream = open_stream(from);
+  if (!stream) return stream.error();
+  for (;;) {
+    errno = 0;
+    const dirent* entry = ::readdir(stream->get());
+    if (entry == nullptr) {
+      if (errno != 0) return Error::from_errno("read layer dir", rel);
+      return {};
+    }
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
     if (++walk.copied.entries > walk.limits.max_entries)
       return too_big("more than " + std::to_string(walk.limits.max_entries) + " files");
     const std::string path = rel.empty() ? name : rel + "/" + name;
@@ -213,7 +228,6 @@ Status copy_dir(Walk& walk, int from, int to, int depth, const std::string& rel)
       s = copy_node(to, name, st, path);
     if (!s) return s;
   }
-  return {};
 }
 
 }  // namespace
