@@ -160,6 +160,9 @@ inline constexpr int kStartBoundMs = 5'000;
 // A template's layers travel in one message: up to the 127 layers validate()
 // allows, plus the binds and the writable dir (the kernel's limit is 253).
 inline constexpr size_t kMaxFds = 160;
+// Init moves what it keeps (status, listen, the handoff's fds) down to 3 and
+// up, so its own fd above stays free whatever numbers the daemon used.
+static_assert(3 + 2 + kMaxFds < static_cast<size_t>(kWritableLayerFd));
 Status send_message(int sock, const std::string& bytes, const std::vector<int>& fds);
 // false on an orderly EOF.
 Result<bool> recv_message(int sock, std::string* bytes, std::vector<UniqueFd>* fds);

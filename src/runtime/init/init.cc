@@ -28,20 +28,29 @@ struct InitFds {
   int config, status, listen, handoff;
 };
 
-// Keeps `kept` (moved above 2 where needed), closes everything else the
-// daemon leaked; 0-2 become /dev/null (the host's, still reachable now).
+// Moves `kept` down to 3, 4, 5... in their order and closes everything else
+// the daemon leaked; 0-2 become /dev/null (the host's, still reachable now).
+// The fds arrive with the daemon's numbers, which grow with its sandboxes:
+// left there, one could sit on a number init claims later for itself
+// (proto::kWritableLayerFd), and be closed by the dup3 that claims it.
 void tidy_fds(const std::vector<int*>& kept) {
   for (int* fd : kept)
     if (*fd <= 2) *fd = ::fcntl(*fd, F_DUPFD_CLOEXEC, 3);
-  std::vector<int> sorted;
-  for (int* fd : kept) sorted.push_back(*fd);
-  std::sort(sorted.begin(), sorted.end());
-  unsigned next = 3;
-  for (int fd : sorted) {
-    if (static_cast<unsigned>(fd) > next) ::close_range(next, static_cast<unsigned>(fd) - 1, 0);
-    next = static_cast<unsigned>(fd) + 1;
+  std::vector<int*> by_number = kept;
+  std::sort(by_number.begin(), by_number.end(), [](int* a, int* b) { return *a < *b; });
+  int next = 3;
+  // Ascending and distinct, each is at least its target: a move never lands
+  // on a kept fd not yet moved.
+  for (int* fd : by_number) {
+    if (*fd != next) {
+      const int flags = ::fcntl(*fd, F_GETFD);
+      ::dup3(*fd, next, flags >= 0 && (flags & FD_CLOEXEC) ? O_CLOEXEC : 0);
+      ::close(*fd);
+      *fd = next;
+    }
+    ++next;
   }
-  ::close_range(next, ~0U, 0);
+  ::close_range(static_cast<unsigned>(next), ~0U, 0);
   const int null = ::open("/dev/null", O_RDWR);
   for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
   if (null > 2) ::close(null);

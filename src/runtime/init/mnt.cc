@@ -113,6 +113,9 @@ Status make_mount_point(const std::string& source, const std::string& target) {
 // See proto::kWritableLayerFd. A tmpfs upper only: a build's host writable
 // dir is the runtime's own already.
 Status keep_writable_layer() {
+  // The number must be free: dup3 would silently close what sits there.
+  if (::fcntl(proto::kWritableLayerFd, F_GETFD) >= 0)
+    return Error{"keep writable layer", EBUSY, "its fd number is taken"};
   const int fd = ::open("upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return Error::from_errno("open writable layer");
   const int kept = ::dup3(fd, proto::kWritableLayerFd, O_CLOEXEC);
