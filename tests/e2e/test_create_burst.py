@@ -60,7 +60,7 @@ def test_a_create_succeeds_whatever_fd_numbers_the_daemon_has_reached():
                 r = api.post("/sandboxes", json={"templateID": "host"})
                 assert r.status_code == 201, f"with the lowest free fd at {target}: {r.text}"
                 assert api.delete(f"/sandboxes/{r.json()['sandboxID']}").status_code == 204
-                wait_until(lambda: lowest_free_fd(d.proc.pid) <= target + 1,
+                wait_until(lambda bound=target + 1: lowest_free_fd(d.proc.pid) <= bound,
                            what="the killed sandbox's fds to close")
             assert WRITABLE_LAYER_FD in tried or WRITABLE_LAYER_FD - 1 in tried, tried
     finally:
