@@ -62,10 +62,19 @@ std::string used_of(const json& reading, const char* used, const char* total) {
   return out;
 }
 
+// Docker's NET I/O: received / sent since the sandbox started.
+std::string net_io(const json& reading) {
+  return format_bytes(reading.value("netRxBytes", uint64_t{0})) + " / " +
+         format_bytes(reading.value("netTxBytes", uint64_t{0}));
+}
+
 std::vector<std::string> row(const json& reading) {
-  return {reading.value("sandboxID", ""), percent(reading.value("cpuUsedPct", 0.0)),
-          std::to_string(reading.value("cpuCount", 0)), used_of(reading, "memUsed", "memTotal"),
-          used_of(reading, "diskUsed", "diskTotal")};
+  return {reading.value("sandboxID", ""),
+          percent(reading.value("cpuUsedPct", 0.0)),
+          std::to_string(reading.value("cpuCount", 0)),
+          used_of(reading, "memUsed", "memTotal"),
+          used_of(reading, "diskUsed", "diskTotal"),
+          net_io(reading)};
 }
 
 Result<std::vector<std::string>> targets(const ControlPlane& control, const StatsOptions& options) {
@@ -95,7 +104,8 @@ Result<json> readings(const ControlPlane& control, const StatsOptions& options) 
 }
 
 std::string table(const json& all) {
-  std::vector<std::vector<std::string>> rows = {{"ID", "CPU %", "CPUS", "MEMORY", "DISK"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "CPU %", "CPUS", "MEMORY", "DISK", "NET I/O"}};
   for (const auto& reading : all) rows.push_back(row(reading));
   return format_table(rows);
 }

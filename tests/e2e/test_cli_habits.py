@@ -171,11 +171,13 @@ def test_an_ended_sandboxs_log_is_kept_for_its_team_only(daemon):
 def test_stats_and_metrics_show_cpu_memory_and_disk(daemon, sandbox):
     r = abx(daemon, "stats", sandbox)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[0].split() == ["ID", "CPU", "%", "CPUS", "MEMORY", "DISK"]
+    assert r.stdout.splitlines()[0].split() == ["ID", "CPU", "%", "CPUS", "MEMORY", "DISK", "NET",
+                                                "I/O"]
     assert sandbox in r.stdout and "MiB" in r.stdout
     readings = json.loads(abx(daemon, "metrics", sandbox, "--json").stdout)
     assert readings[0]["sandboxID"] == sandbox
-    assert {"cpuUsedPct", "memUsed", "memTotal", "diskUsed", "diskTotal"} <= set(readings[0])
+    assert {"cpuUsedPct", "memUsed", "memTotal", "diskUsed", "diskTotal", "netRxBytes",
+            "netTxBytes"} <= set(readings[0])
     assert sandbox in abx(daemon, "stats").stdout  # no id: every sandbox
 
 

@@ -33,4 +33,10 @@ def test_metrics_count_the_bytes_a_sandbox_receives_and_sends(net_world, net_dae
     # Headers and TCP overhead on top, but nothing like ten times the data.
     assert after["netRxBytes"] - before["netRxBytes"] < 40 * MIB
     assert after["netTxBytes"] - before["netTxBytes"] < 20 * MIB
+    # Our SDK reads them too.
+    from agent_sandbox.sync import Sandbox
+    sdk = Sandbox.connect(sandbox, api_url=net_daemon.url, api_key=net_daemon.api_key)
+    sample = sdk.get_metrics()[-1]
+    assert sample.net_rx_bytes >= after["netRxBytes"] and sample.net_tx_bytes >= 2 * MIB
+    sdk.close()
 

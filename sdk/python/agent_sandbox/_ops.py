@@ -278,7 +278,9 @@ def sandbox_metrics(body: dict[str, Any]) -> SandboxMetrics:
                           mem_used=int(body.get("memUsed") or 0),
                           mem_total=int(body.get("memTotal") or 0),
                           disk_used=int(body.get("diskUsed") or 0),
-                          disk_total=int(body.get("diskTotal") or 0))
+                          disk_total=int(body.get("diskTotal") or 0),
+                          net_rx_bytes=int(body.get("netRxBytes") or 0),
+                          net_tx_bytes=int(body.get("netTxBytes") or 0))
 
 
 def list_sandboxes(config: ConnectionConfig, query: SandboxQuery | None,

@@ -54,6 +54,10 @@ class SandboxMetrics:
     mem_total: int
     disk_used: int
     disk_total: int
+    net_rx_bytes: int = 0
+    """Bytes received since the sandbox started (ours, beyond E2B's fields)."""
+    net_tx_bytes: int = 0
+    """Bytes sent since the sandbox started."""
 
 
 @dataclass
