@@ -37,6 +37,21 @@ def test_login_create_watch_and_kill_without_a_reload(page, dash_daemon):
     other = _create_host_sandbox(dash_daemon, dash_daemon.api_key, {"made": "by-api"})
     page.wait_for_selector(f"#sandboxes tr[data-id='{other}']", timeout=15000)
     page.wait_for_selector("#sandboxes td.num:has-text('%')", timeout=10000)  # a metrics tick
+    # Ticks update a row's cells in place: a focused button keeps its focus (a table
+    # rebuilt every 2 s would take it, and any text selection, away). The row's "Ends"
+    # cell counts down, so its text changing says a tick was rendered.
+    page.focus(f"#sandboxes tr[data-id='{other}'] [data-action='extend']")
+    rendered = page.evaluate("""(id) => new Promise((done) => {
+        const ends = () => document.querySelector(`#sandboxes tr[data-id='${id}'] td:nth-child(6)`);
+        const before = ends().textContent;
+        const poll = setInterval(() => {
+            if (ends().textContent !== before) { clearInterval(poll); done(true); }
+        }, 50);
+        setTimeout(() => { clearInterval(poll); done(false); }, 15000);
+    })""", other)
+    assert rendered, "no metrics tick was rendered"
+    focused = page.evaluate("document.activeElement.dataset.action")
+    assert focused == "extend", focused
     page.fill("#filter", "by-api")
     assert page.locator("#sandboxes tbody tr").count() == 1
     page.fill("#filter", "")
