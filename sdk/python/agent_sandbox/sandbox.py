@@ -32,6 +32,7 @@ DEFAULT_CODE_TIMEOUT = 300
 
 S = TypeVar("S", bound="Sandbox")
 """A Sandbox class or subclass (ProviderSandbox): what `create` and `connect` return."""
+T = TypeVar("T")
 
 
 class Sandbox:
@@ -222,14 +223,8 @@ class Sandbox:
         :param sandbox_id: only the snapshots of this sandbox
         :return: their SnapshotInfo (provider arguments as in `create`)
         """
-        def resolve() -> _config.ConnectionConfig:
-            return _config.resolve(provider, api_key, api_url, None, request_timeout)
-
-        transport = await _open_transport(resolve)
-        try:
-            return await transport.run(_ops.list_snapshots(transport.config, sandbox_id))
-        finally:
-            await transport.aclose()
+        return await _run_once(provider, api_key, api_url, request_timeout,
+                               lambda config: _ops.list_snapshots(config, sandbox_id))
 
     @staticmethod
     async def delete_snapshot(snapshot_id: str, provider: str | None = None,
@@ -239,14 +234,8 @@ class Sandbox:
 
         :return: False if your team has no such snapshot
         """
-        def resolve() -> _config.ConnectionConfig:
-            return _config.resolve(provider, api_key, api_url, None, request_timeout)
-
-        transport = await _open_transport(resolve)
-        try:
-            return await transport.run(_ops.delete_snapshot(transport.config, snapshot_id))
-        finally:
-            await transport.aclose()
+        return await _run_once(provider, api_key, api_url, request_timeout,
+                               lambda config: _ops.delete_snapshot(config, snapshot_id))
 
     async def fork(self: S, count: int = 1,
                    timeout: int | None = None) -> builtins.list[S | Exception]:
@@ -377,6 +366,20 @@ class Sandbox:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.kill()
+
+
+async def _run_once(provider: str | None, api_key: str | None, api_url: str | None,
+                    request_timeout: float,
+                    op: Callable[[_config.ConnectionConfig], _ops.Op[T]]) -> T:
+    """One control-plane operation on a transport of its own (a call on no sandbox)."""
+    def resolve() -> _config.ConnectionConfig:
+        return _config.resolve(provider, api_key, api_url, None, request_timeout)
+
+    transport = await _open_transport(resolve)
+    try:
+        return await transport.run(op(transport.config))
+    finally:
+        await transport.aclose()
 
 
 async def _open_transport(resolve: Callable[[], _config.ConnectionConfig]) -> AsyncTransport:

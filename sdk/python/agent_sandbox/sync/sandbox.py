@@ -30,6 +30,7 @@ from .filesystem import Filesystem
 
 S = TypeVar("S", bound="Sandbox")
 """A Sandbox class or subclass (ProviderSandbox): what `create` and `connect` return."""
+T = TypeVar("T")
 
 
 class Sandbox:
@@ -203,28 +204,16 @@ class Sandbox:
                        request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
                        ) -> builtins.list[SnapshotInfo]:
         """Your team's snapshots (of one sandbox, when given), newest first."""
-        def resolve() -> _config.ConnectionConfig:
-            return _config.resolve(provider, api_key, api_url, None, request_timeout)
-
-        transport = _open_transport(resolve)
-        try:
-            return transport.run(_ops.list_snapshots(transport.config, sandbox_id))
-        finally:
-            transport.close()
+        return _run_once(provider, api_key, api_url, request_timeout,
+                         lambda config: _ops.list_snapshots(config, sandbox_id))
 
     @staticmethod
     def delete_snapshot(snapshot_id: str, provider: str | None = None,
                         api_key: str | None = None, api_url: str | None = None,
                         request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> bool:
         """Removes a snapshot and frees its disk; False if your team has no such snapshot."""
-        def resolve() -> _config.ConnectionConfig:
-            return _config.resolve(provider, api_key, api_url, None, request_timeout)
-
-        transport = _open_transport(resolve)
-        try:
-            return transport.run(_ops.delete_snapshot(transport.config, snapshot_id))
-        finally:
-            transport.close()
+        return _run_once(provider, api_key, api_url, request_timeout,
+                         lambda config: _ops.delete_snapshot(config, snapshot_id))
 
     def fork(self: S, count: int = 1, timeout: int | None = None) -> builtins.list[S | Exception]:
         """`count` new sandboxes on a copy of this one's files (see the async `Sandbox.fork`)."""
@@ -345,6 +334,19 @@ class Sandbox:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.kill()
+
+
+def _run_once(provider: str | None, api_key: str | None, api_url: str | None,
+              request_timeout: float, op: Callable[[_config.ConnectionConfig], _ops.Op[T]]) -> T:
+    """One control-plane operation on a transport of its own (a call on no sandbox)."""
+    def resolve() -> _config.ConnectionConfig:
+        return _config.resolve(provider, api_key, api_url, None, request_timeout)
+
+    transport = _open_transport(resolve)
+    try:
+        return transport.run(op(transport.config))
+    finally:
+        transport.close()
 
 
 def _open_transport(resolve: Callable[[], _config.ConnectionConfig]) -> Transport:
