@@ -241,17 +241,22 @@ json metrics_between(LiveSandbox& live, const MetricsRange& range) {
   for (const MetricSample& sample : samples) out.push_back(sample_json(sample, row));
   // A range reaching now ends with a reading of now (kept out of the
   // history, which stays at the sampler's pace): a caller asking right after
-  // a change sees it. Its CPU share is the last sample's.
+  // a change sees it. Its CPU share is the last sample's; one taken under
+  // 200 ms ago is brought up to date instead of followed by a near-twin.
   const int64_t now = now_ms();
-  if (range.end_s >= now / 1000 && !samples.empty() && now - samples.back().at_ms > 200) {
+  if (range.end_s >= now / 1000 && !samples.empty()) {
     const runtime::Sandbox::Usage usage = live.sandbox->usage();
     MetricSample current = samples.back();
-    current.at_ms = now;
     current.memory_bytes = usage.memory_bytes;
     current.disk_used_bytes = usage.disk_used_bytes;
     current.net_rx_bytes = usage.net_rx_bytes;
     current.net_tx_bytes = usage.net_tx_bytes;
-    out.push_back(sample_json(current, row));
+    if (now - samples.back().at_ms > 200) {
+      current.at_ms = now;
+      out.push_back(sample_json(current, row));
+    } else {
+      out.back() = sample_json(current, row);
+    }
   }
   return out;
 }
