@@ -161,9 +161,14 @@ void add_create(CLI::App& root, Commands& commands) {
   auto* app = root.add_subcommand("create", "Create a sandbox and print its id");
   auto* template_flag = app->add_option("--template", options->template_id, "Template name or id")
                             ->capture_default_str();
+  // `abx create base`, as `e2b sandbox create base` and `docker run IMAGE` take it.
+  auto* template_arg =
+      app->add_option("template", options->template_id, "Template name or id (as --template)")
+          ->excludes(template_flag);
   app->add_option("--snapshot", options->snapshot,
                   "Start from a snapshot's files (`abx snapshot list`) instead of a template")
-      ->excludes(template_flag);
+      ->excludes(template_flag)
+      ->excludes(template_arg);
   app->add_option("--timeout", options->timeout, "Seconds until the sandbox is killed")
       ->check(sandbox_timeout_seconds())
       ->capture_default_str();

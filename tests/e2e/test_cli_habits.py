@@ -308,6 +308,21 @@ def test_create_json_has_metadata_and_times(daemon):
         abx(daemon, "kill", created["sandboxID"], "--yes")
 
 
+def test_create_takes_the_template_as_an_argument(daemon):
+    # `abx create host`, as `e2b sandbox create TEMPLATE` and `docker run IMAGE` take it.
+    r = abx(daemon, "create", "host", "--json")
+    assert r.returncode == 0, r.stderr
+    created = json.loads(r.stdout)
+    try:
+        assert created["templateID"] == "host"
+    finally:
+        abx(daemon, "kill", created["sandboxID"], "--yes")
+    both = abx(daemon, "create", "host", "--template", "base")
+    assert both.returncode != 0 and "excludes" in both.stderr, both.stderr
+    unknown = abx(daemon, "create", "no-such-template")
+    assert unknown.returncode != 0 and "no-such-template" in unknown.stderr, unknown.stderr
+
+
 # --- item 7: errors that say what to do -----------------------------------------------
 
 
