@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <fstream>
@@ -66,6 +67,14 @@ Result<std::string> read_sandboxfile(const fs::path& path, const std::string& na
   return text;
 }
 
+// No file of the context can be larger than the disk it is unpacked on has free
+// (0, no bound, if that cannot be told).
+uint64_t free_bytes(const fs::path& dir) {
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) != 0) return 0;
+  return std::max<uint64_t>(uint64_t{vfs.f_bavail} * vfs.f_frsize, 1);
+}
+
 bool inside(const fs::path& root, const fs::path& path) {
   const std::string r = root.native(), p = path.native();
   return p == r || (p.starts_with(r) && p[r.size()] == '/');
@@ -94,6 +103,7 @@ Status extract(const fs::path& tar, const fs::path& dir, bool keep_set_id) {
     return archive_io::error("build context", in.get(), "open the uploaded context");
   archive_io::ExtractOptions options;
   options.member.keep_set_id = keep_set_id;
+  options.member.max_file_bytes = free_bytes(dir);
   options.failed = [&](archive_io::Stage stage, const std::string& text, int errnum,
                        const std::string& name) {
     return extract_failed(stage, text, errnum, name);
