@@ -1,7 +1,9 @@
 #include "templates/build_context.h"
 
+#include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <fstream>
@@ -9,6 +11,7 @@
 
 #include "common/fd_io.h"
 #include "common/sha256.h"
+#include "common/unique_fd.h"
 #include "templates/archive_io.h"
 
 namespace abx::templates::build_context {
@@ -30,6 +33,46 @@ Error extract_failed(archive_io::Stage stage, const std::string& text, int errnu
   }
   // The member as the tar names it: the dir is the daemon's business.
   return Error{"build context", errnum, "unpack '" + archive_io::shown_name(name) + "': " + text};
+}
+
+// A Sandboxfile is text a person wrote; more than this is no Sandboxfile.
+constexpr off_t kMaxSandboxfileBytes = 1 << 20;
+
+Error no_sandboxfile(const std::string& name) {
+  return Error{"template build", ENOENT, "no " + name + " in the build context; give one with -f"};
+}
+
+// The context is the caller's: its Sandboxfile may be a FIFO (O_NONBLOCK, so
+// the open cannot block; then refused as no regular file) or a sparse file of
+// terabytes that a few tar bytes describe (refused by its size, never read).
+Result<std::string> read_sandboxfile(const fs::path& path, const std::string& name) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) return no_sandboxfile(name);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return Error{"template build", EINVAL, name + " in the build context is not a regular file"};
+  if (st.st_size > kMaxSandboxfileBytes)
+    return Error{"template build", EFBIG,
+                 name + " in the build context is " + std::to_string(st.st_size) +
+                     " bytes, more than a Sandboxfile may be (1 MiB)"};
+  std::string text;
+  const Status read = read_to_end(
+      fd.get(),
+      [&](std::string_view piece) {
+        text += piece;
+        return Status{};
+      },
+      path.string());
+  if (!read) return read.error();
+  return text;
+}
+
+// No file of the context can be larger than the disk it is unpacked on has free
+// (0, no bound, if that cannot be told).
+uint64_t free_bytes(const fs::path& dir) {
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) != 0) return 0;
+  return std::max<uint64_t>(uint64_t{vfs.f_bavail} * vfs.f_frsize, 1);
 }
 
 bool inside(const fs::path& root, const fs::path& path) {
@@ -60,6 +103,7 @@ Status extract(const fs::path& tar, const fs::path& dir, bool keep_set_id) {
     return archive_io::error("build context", in.get(), "open the uploaded context");
   archive_io::ExtractOptions options;
   options.member.keep_set_id = keep_set_id;
+  options.member.max_file_bytes = free_bytes(dir);
   options.failed = [&](archive_io::Stage stage, const std::string& text, int errnum,
                        const std::string& name) {
     return extract_failed(stage, text, errnum, name);
@@ -83,11 +127,7 @@ Result<std::string> unpack(const fs::path& tar, const fs::path& dir,
   const fs::path real = fs::weakly_canonical(file, ec);
   if (ec || !inside(root, real.parent_path()))
     return Error{"template build", EINVAL, "the Sandboxfile must be inside the build context"};
-  auto text = read_file(real);
-  if (!text)
-    return Error{"template build", ENOENT,
-                 "no " + sandboxfile + " in the build context; give one with -f"};
-  return text;
+  return read_sandboxfile(real, sandboxfile);
 }
 
 Result<std::vector<fs::path>> expand(const fs::path& context, const std::string& source) {

@@ -133,8 +133,18 @@ Status MemberWriter::set_name_attributes(const ParentAndName& at, archive_entry*
   return {};
 }
 
+Status MemberWriter::check_size(archive_entry* entry) const {
+  if (options_.max_file_bytes == 0 || !archive_entry_size_is_set(entry)) return {};
+  const auto size = static_cast<uint64_t>(std::max<la_int64_t>(archive_entry_size(entry), 0));
+  if (size <= options_.max_file_bytes) return {};
+  return Error{"write", EFBIG,
+               std::to_string(size) + " bytes, more than the " +
+                   std::to_string(options_.max_file_bytes) + " bytes free to unpack it"};
+}
+
 Status MemberWriter::write_file(archive* in, archive_entry* entry, const ParentAndName& at,
                                 uint64_t& bytes) {
+  if (auto st = check_size(entry); !st) return st;
   if (auto st = remove_at(at.dir.get(), at.name); !st) return st;
   UniqueFd fd(::openat(at.dir.get(), at.name.c_str(),
                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));

@@ -32,6 +32,9 @@ struct MemberOptions {
   IdShift shift;
   bool keep_set_id = false;  // set-id bits even without owners (a private scratch dir)
   bool xattrs = false;       // user.* (not user.overlay.*) and security.capability
+  // A file member may say it is larger than this (0: no bound); a sparse one costs the tar
+  // next to nothing, yet whoever reads it back (hashing, copying) reads every byte.
+  uint64_t max_file_bytes = 0;
 };
 
 class MemberWriter {
@@ -58,6 +61,7 @@ class MemberWriter {
     std::vector<std::pair<std::string, std::string>> xattrs;
   };
 
+  Status check_size(archive_entry* entry) const;
   Status write_file(archive* in, archive_entry* entry, const ParentAndName& at, uint64_t& bytes);
   Status write_dir(archive_entry* entry, const std::string& rel);
   Status write_symlink(archive_entry* entry, const ParentAndName& at);
