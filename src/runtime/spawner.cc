@@ -2,10 +2,12 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -13,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +45,8 @@ struct ChildArgs {
   int status_write = -1;
   int image = -1;
   int inherit[4] = {-1, -1, -1, -1};  // config, status, listen, handoff: kept across exec
+  int keep[8] = {};                   // every fd the child needs, ascending
+  int keep_count = 0;
   char fd_text[4][16] = {};
   char* argv[6] = {};
   char* envp[1] = {};
@@ -61,21 +66,38 @@ ABX_CHILD_CODE [[noreturn]] void fail(ChildArgs* a, ChildStep step, int exit_cod
   __builtin_unreachable();
 }
 
+// Without CLONE_FILES the child holds a copy of every daemon fd: the store's,
+// the listening socket, and the parent's ends of the sync sockets of other
+// sandboxes being started at once. Kept, those made a burst of children wait
+// on each other's sync sockets forever once the daemon died, holding the
+// data dir's store. Closed at once, every child's read of its go byte sees EOF
+// when the daemon dies (its own parent's end, sync_write, is not kept).
+ABX_CHILD_CODE void close_all_but_kept(ChildArgs* a) {
+  unsigned first = 0;
+  for (int i = 0; i < a->keep_count; ++i) {
+    const auto fd = static_cast<unsigned>(a->keep[i]);
+    if (fd > first) ::syscall(SYS_close_range, first, fd - 1, 0);
+    first = fd + 1;
+  }
+  ::syscall(SYS_close_range, first, ~0U, 0);
+}
+
 // Raw syscalls only: glibc's setresuid would try to signal the parent's
 // threads (its setxid broadcast), since this child shares their memory.
 ABX_CHILD_CODE int child_main(void* p) {
   auto* a = static_cast<ChildArgs*>(p);
-  // Without CLONE_FILES the child holds a copy of every daemon fd, the
-  // parent's end of the sync socket among them: closed here, a daemon that
-  // dies (even SIGKILLed) before the go byte reads as EOF below, so the child
-  // exits and drops its copies of the listening socket and the store's fds.
-  ::syscall(SYS_close, a->sync_write);
+  // Until it execs abx-init the child is the daemon's: it dies with the
+  // thread that cloned it (the daemon SIGKILLed mid-create).
+  ::syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  close_all_but_kept(a);
   char go = 0;
   if (::syscall(SYS_read, a->sync_read, &go, 1) != 1)  // the parent gave up or died
     ::syscall(SYS_exit_group, 1);
   if (::syscall(SYS_setresgid, 0, 0, 0) != 0) fail(a, kSetresgid, 1);
   if (::syscall(SYS_setresuid, 0, 0, 0) != 0) fail(a, kSetresuid, 1);
   for (int fd : a->inherit) ::syscall(SYS_fcntl, fd, F_SETFD, 0);
+  // abx-init outlives the daemon: the death signal is the pre-exec child's.
+  ::syscall(SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0);
   ::syscall(SYS_execveat, a->image, "", a->argv, a->envp, AT_EMPTY_PATH);
   fail(a, kExec, 127);
 }
@@ -222,6 +244,12 @@ Result<pid_t> start_init(const InitFds& fds, uid_t owner,
     args->argv[i + 1] = args->fd_text[i];
   }
   args->argv[0] = const_cast<char*>("abx-init");
+  // The daemon's stdin, stdout and stderr too, which init starts with.
+  const int keep[8] = {STDIN_FILENO, STDOUT_FILENO,      STDERR_FILENO, sync_read.get(),
+                       fds.image,    status_write.get(), fds.config,    fds.listen};
+  for (const int fd : keep)
+    if (fd >= 0) args->keep[args->keep_count++] = fd;
+  std::sort(args->keep, args->keep + args->keep_count);
   prepare_failure_reports(*args);
 
   void* mapped = ::mmap(nullptr, kStackSize, PROT_READ | PROT_WRITE,

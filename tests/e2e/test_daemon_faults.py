@@ -67,16 +67,18 @@ def create_burst(d: Daemon, created: threading.Semaphore, stop: threading.Event)
 
 
 def kill_during_a_create_burst(data_dir: Path) -> Daemon:
-    """Starts a daemon, SIGKILLs it while eight clients create sandboxes, returns it."""
+    """Starts a daemon, SIGKILLs it while twenty clients create sandboxes, returns it. With
+    many inits cloned at once, each clone held copies of the others' start sockets (and of
+    abx.db): killed 30-70 ms into the burst, they waited on each other forever."""
     d = start_daemon(data_dir, extra_args=("--warm-pool", "0"))
     created, stop = threading.Semaphore(0), threading.Event()
     threads = [threading.Thread(target=create_burst, args=(d, created, stop), daemon=True)
-               for _ in range(8)]
+               for _ in range(20)]
     for t in threads:
         t.start()
     try:
         assert created.acquire(timeout=60), "no create succeeded"
-        threading.Event().wait(random.uniform(0, 0.3))  # somewhere in the burst
+        threading.Event().wait(random.uniform(0.03, 0.07))  # in the thick of the burst
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait()
     finally:
