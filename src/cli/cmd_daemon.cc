@@ -91,6 +91,12 @@ void add_serve(CLI::App& root, Commands& commands) {
                   "Ready sandboxes kept per template for fast creates (0: none)")
       ->envname("ABX_WARM_POOL")
       ->capture_default_str();
+  app->add_option("--output-buffer", options->output_buffer,
+                  "Bytes of each command's stdout and stderr kept while no daemon reads them "
+                  "(a restart); past it the command waits")
+      ->envname("ABX_OUTPUT_BUFFER")
+      ->check(CLI::Range(size_t{4096}, size_t{64} * 1024 * 1024))
+      ->capture_default_str();
   app->add_option("--max-connections", options->max_connections,
                   "Client connections held at once (0: 4096, or half the open-files limit)")
       ->envname("ABX_MAX_CONNECTIONS")

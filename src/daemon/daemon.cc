@@ -4,6 +4,7 @@
 #include "daemon/daemon.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -177,6 +178,10 @@ int serve(const ServeOptions& options) {
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   std::signal(SIGPIPE, SIG_IGN);  // a process that exits closes its stdin pipe under us
   raise_open_files_limit();
+  // glibc gives each of the daemon's ~80 threads an arena of its own as they first
+  // allocate (up to 8 per core), and each keeps what it grew to: RSS rose by ~37 MiB
+  // over the first few hundred creates. A few shared arenas serve its load as well.
+  ::mallopt(M_ARENA_MAX, 4);
   if (options.data_dir.empty()) return fail(Error{"serve", EINVAL, "--data-dir is required"});
   if (Status s = make_data_dir(options.data_dir); !s) return fail(s.error());
   // Held until we exit: closing the fd releases it.
@@ -252,6 +257,7 @@ int serve(const ServeOptions& options) {
   boost::asio::io_context ioc(kIoThreads);
   BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store, tenancy);
+  service.set_output_buffer(options.output_buffer);
   if (egress) {
     service.on_egress_change([&egress](uint32_t address) { egress->policy_changed(address); });
     service.set_egress_ca(egress->ca_pem());

@@ -19,6 +19,9 @@ struct ServeOptions {
   // Client connections held at once; 0: 4096, or half the open-files limit
   // when that is lower. Over it, new connections answer only GET /health.
   size_t max_connections = 0;
+  // What each command's stdout and stderr hold while no daemon reads them
+  // (a restart): past it the command's writes wait for the next daemon.
+  size_t output_buffer = 1024 * 1024;
   std::string log_level = "info";     // trace|debug|info|warn|error
   std::filesystem::path init_binary;  // abx-init; default: beside /proc/self/exe
   // Written once the server listens: "http://127.0.0.1:PORT\n". Lets the CLI

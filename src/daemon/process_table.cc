@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <termios.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -15,7 +16,10 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
+#include <limits>
+#include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "daemon/proto_json.h"
 
 namespace abx::daemon {
@@ -33,10 +37,22 @@ struct ProcessTable::Managed {
 
   void publish(const StreamEvent& event) {
     std::lock_guard lock(mutex);
+    if (backlog) keep_for_first_attach(event);
     for (const auto& sub : subscribers) {
       net::post(sub->executor(), [sub, event] { sub->push(event); });
     }
     if (event.last) subscribers.clear();
+  }
+
+  // An adopted process's events before anyone attached: the newest
+  // backlog_limit bytes of them (and its end).
+  void keep_for_first_attach(const StreamEvent& event) {
+    backlog->push_back(event);
+    backlog_bytes += event.json.size();
+    while (backlog_bytes > backlog_limit && backlog->size() > 1) {
+      backlog_bytes -= backlog->front().json.size();
+      backlog->pop_front();
+    }
   }
 
   const int pid;
@@ -51,6 +67,10 @@ struct ProcessTable::Managed {
   UniqueFd stdin_fd;
   UniqueFd pty_fd;
   bool reaped = false;  // its exit status (or the sandbox's end) has arrived
+  // Set for a process adopted from an earlier daemon until its first attach.
+  std::optional<std::deque<StreamEvent>> backlog;
+  size_t backlog_bytes = 0;
+  size_t backlog_limit = 0;
 
   // Touched only on `strand`.
   bool deadline_fired = false;
@@ -127,6 +147,53 @@ void mark_reaped(Managed& process) {
 bool is_reaped(Managed& process) {
   std::lock_guard lock(process.mutex);
   return process.reaped;
+}
+
+// What init keeps of a command for the next daemon (ProcessSpec::
+// supervise_label): how the client started it, and when its deadline is (unix
+// ms, 0: none). Environments too large for the label are left out of it.
+std::string process_label(const std::string& tag, const ProcessConfig& config,
+                          int64_t deadline_ms) {
+  nlohmann::json label = {{"tag", tag},          {"cmd", config.cmd}, {"args", config.args},
+                          {"envs", config.envs}, {"cwd", config.cwd}, {"deadline_ms", deadline_ms}};
+  auto dump = [&] { return label.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
+  std::string text = dump();
+  if (text.size() <= runtime::kMaxProcessLabel) return text;
+  label.erase("envs");
+  label.erase("args");
+  label["cmd"] = config.cmd.substr(0, 1024);
+  return dump();
+}
+
+struct Label {
+  std::string tag;
+  ProcessConfig config;
+  int64_t deadline_ms = 0;
+};
+
+// The label comes back from inside the sandbox: anything it holds is taken
+// only where it has the expected type.
+Label parse_label(const std::string& text) {
+  Label out;
+  const auto label = nlohmann::json::parse(text, nullptr, false);
+  if (!label.is_object()) return out;
+  auto text_of = [&](const char* key) {
+    const auto it = label.find(key);
+    return it != label.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  out.tag = text_of("tag");
+  out.config.cmd = text_of("cmd");
+  out.config.cwd = text_of("cwd");
+  if (const auto args = label.find("args"); args != label.end() && args->is_array())
+    for (const auto& arg : *args)
+      if (arg.is_string()) out.config.args.push_back(arg.get<std::string>());
+  if (const auto envs = label.find("envs"); envs != label.end() && envs->is_object())
+    for (const auto& [key, value] : envs->items())
+      if (value.is_string()) out.config.envs[key] = value.get<std::string>();
+  if (const auto deadline = label.find("deadline_ms");
+      deadline != label.end() && deadline->is_number_integer())
+    out.deadline_ms = deadline->get<int64_t>();
+  return out;
 }
 
 // "bash -l -c 'ls -la'": what a log line shows of a command.
@@ -211,6 +278,12 @@ http::Task<StreamEvent> Subscription::next(std::chrono::milliseconds wait) {
 
 Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
                                                           net::any_io_executor subscriber) {
+  const int64_t deadline_ms =
+      request.timeout.count() > 0 ? unix_ms_now() + request.timeout.count() : 0;
+  request.spec.supervise_label = process_label(request.tag, request.config, deadline_ms);
+  request.spec.supervise_timeout_ms = static_cast<uint32_t>(
+      std::clamp<int64_t>(request.timeout.count(), 0, std::numeric_limits<uint32_t>::max()));
+  request.spec.output_buffer_bytes = output_buffer_;
   auto spawned = sandbox_->spawn(request.spec);
   if (!spawned) {
     Error failure = start_failure(spawned.error(), request.spec.cwd);
@@ -226,6 +299,39 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
   auto subscription = std::make_shared<Subscription>(std::move(subscriber));
   subscription->push({proto_json::start_event(proc.pid)});
   process->subscribers.push_back(subscription);
+  follow(process, proc, request.timeout);
+  return subscription;
+}
+
+void ProcessTable::adopt_running() {
+  auto adopted = sandbox_->adopt_processes();
+  if (!adopted) {
+    log_->add("warn", "the commands started before the daemon restarted were not found again (" +
+                          adopted.error().message() + ")");
+    return;
+  }
+  // What waits for the first attach is bounded per sandbox, not per process.
+  const size_t backlog =
+      std::max<size_t>(64 * 1024, 2 * output_buffer_ / std::max<size_t>(1, adopted->size()));
+  for (auto& process : *adopted) adopt(std::move(process), backlog);
+}
+
+void ProcessTable::adopt(runtime::AdoptedProcess adopted, size_t backlog) {
+  Label label = parse_label(adopted.label);
+  log_->add("info", "command found again after the daemon restarted (pid " +
+                        std::to_string(adopted.process.pid) + "): " + command_text(label.config));
+  auto process = std::make_shared<Managed>(ioc_, adopted.process.pid, std::move(label.tag),
+                                           std::move(label.config));
+  process->backlog.emplace();
+  process->backlog_limit = backlog;
+  std::chrono::milliseconds timeout{0};
+  if (label.deadline_ms > 0)  // passed already: killed at once
+    timeout = std::chrono::milliseconds(std::max<int64_t>(1, label.deadline_ms - unix_ms_now()));
+  follow(process, adopted.process, timeout);
+}
+
+void ProcessTable::follow(std::shared_ptr<Managed> process, runtime::Process& proc,
+                          std::chrono::milliseconds timeout) {
   process->stdin_fd = std::move(proc.stdin_fd);
   if (process->stdin_fd.valid()) set_nonblocking(process->stdin_fd.get());
   std::vector<Output> outputs;
@@ -234,8 +340,9 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
     outputs.emplace_back(std::make_shared<Descriptor>(process->strand, fd.release()), name);
   };
   if (proc.pty_fd.valid()) {
+    // The master read and written from two descriptors of its own (a dup
+    // fails only out of fds, and then the output goes unread).
     UniqueFd reader(::fcntl(proc.pty_fd.get(), F_DUPFD_CLOEXEC, 0));
-    if (!reader.valid()) return Error::from_errno("dup pty master");
     set_nonblocking(proc.pty_fd.get());
     process->pty_fd = std::move(proc.pty_fd);
     add_output(reader, "pty");
@@ -247,11 +354,9 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
     processes_[process->pid] = process;
   }
   auto exit_source = std::make_shared<Descriptor>(process->strand, proc.exit_fd.release());
-  net::co_spawn(
-      process->strand,
-      shared_from_this()->supervise(process, std::move(outputs), exit_source, request.timeout),
-      net::detached);
-  return subscription;
+  net::co_spawn(process->strand,
+                shared_from_this()->supervise(process, std::move(outputs), exit_source, timeout),
+                net::detached);
 }
 
 void ProcessTable::kill_at_deadline(std::shared_ptr<Managed> process) {
@@ -323,6 +428,10 @@ Result<std::shared_ptr<Subscription>> ProcessTable::attach(const ProcessSelector
   auto subscription = std::make_shared<Subscription>(std::move(subscriber));
   subscription->push({proto_json::start_event((*process)->pid)});
   std::lock_guard lock((*process)->mutex);
+  if (auto& backlog = (*process)->backlog) {  // what it wrote before anyone attached
+    for (auto& event : *backlog) subscription->push(std::move(event));
+    backlog.reset();
+  }
   (*process)->subscribers.push_back(subscription);
   return subscription;
 }

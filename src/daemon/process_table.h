@@ -79,15 +79,34 @@ struct ProcessSummary {
   ProcessConfig config;
 };
 
+// What a stream of each stdout and stderr holds while no daemon reads it
+// (ServeOptions::output_buffer).
+inline constexpr size_t kDefaultOutputBuffer = 1024 * 1024;
+
 class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
  public:
   // `pool` runs the deadline's kill: a request to the sandbox's init, which
   // must not block the io thread the deadline fires on.
   // `log` hears each command's start and end (the sandbox's logs).
+  // `output_buffer`: each output pipe's size, what a command writes while no
+  // daemon reads before its writes wait.
   ProcessTable(boost::asio::io_context& ioc, BlockingPool& pool,
                std::shared_ptr<runtime::Sandbox> sandbox,
-               std::shared_ptr<SandboxLog> log = std::make_shared<SandboxLog>())
-      : ioc_(ioc), pool_(pool), sandbox_(std::move(sandbox)), log_(std::move(log)) {}
+               std::shared_ptr<SandboxLog> log = std::make_shared<SandboxLog>(),
+               size_t output_buffer = kDefaultOutputBuffer)
+      : ioc_(ioc),
+        pool_(pool),
+        sandbox_(std::move(sandbox)),
+        log_(std::move(log)),
+        output_buffer_(output_buffer) {}
+
+  // Takes over the commands an earlier daemon started in this sandbox
+  // (runtime::Sandbox::adopt_processes): listed again, their output and end
+  // streamed to whoever attaches, their deadlines kept. What they wrote
+  // before the first attach waits for it (twice the output buffer, shared
+  // by the sandbox's adopted commands, at least 64 KiB each).
+  // Blocks briefly (one request to the sandbox's init).
+  void adopt_running();
 
   // Spawns (blocks briefly: one request to the sandbox's init). The returned
   // subscription already holds the start event.
@@ -110,6 +129,10 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
 
  private:
   Result<std::shared_ptr<Managed>> find(const ProcessSelector& selector);
+  // Starts forwarding a process's output and waiting for its end.
+  void follow(std::shared_ptr<Managed> process, runtime::Process& proc,
+              std::chrono::milliseconds timeout);
+  void adopt(runtime::AdoptedProcess adopted, size_t backlog);
   using Output = std::pair<std::shared_ptr<boost::asio::posix::stream_descriptor>, std::string>;
   // Forwards output, enforces the deadline, then sends the end event.
   // SIGKILLs a process past its deadline; in a paused sandbox (EBUSY) it
@@ -123,6 +146,7 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   BlockingPool& pool_;
   std::shared_ptr<runtime::Sandbox> sandbox_;
   std::shared_ptr<SandboxLog> log_;
+  const size_t output_buffer_;
   std::mutex mutex_;
   std::map<int, std::shared_ptr<Managed>> processes_;
 };

@@ -18,6 +18,10 @@ Result<bool> set_paused(LiveSandbox& live, Store& store, Usage& usage, bool paus
   if (live.dying) return Error::with_message("the sandbox is being killed", ENOENT);
   if (live.snapshot().paused == paused) return false;
   if (Status s = live.sandbox->set_frozen(paused); !s) return s.error();
+  // Paused when the daemon restarted, its commands are found again now
+  // (those found before are this daemon's already: init hands over only
+  // what no daemon holds).
+  if (!paused) live.processes->adopt_running();
   SandboxRow row;
   {
     std::lock_guard lock(live.mutex);

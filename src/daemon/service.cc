@@ -92,7 +92,8 @@ std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
                                                 std::unique_ptr<runtime::Sandbox> sb) {
   auto live = std::make_shared<LiveSandbox>();
   live->sandbox = std::shared_ptr<runtime::Sandbox>(std::move(sb));
-  live->processes = std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox, live->log);
+  live->processes =
+      std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox, live->log, output_buffer_);
   live->row = std::move(row);
   live->accounted_ms = now_ms();
   live->metrics = std::make_shared<MetricsHistory>(live->row.started_at_ms);
@@ -144,6 +145,8 @@ void Service::restore() {
     live->log->add("info",
                    "the daemon restarted and adopted the sandbox (earlier log lines "
                    "went with the old daemon)");
+    // A paused one's commands are found again when it resumes (sandbox_pause.cc).
+    if (!live->row.paused) live->processes->adopt_running();
     std::lock_guard lock(mutex_);
     live_[id] = std::move(live);
   }

@@ -179,6 +179,9 @@ class Service : private runtime::StopListener {
   // An admin's extra CA bundle (PEM), which every sandbox with a network trusts. Set before
   // serving.
   void set_extra_ca(std::string pem) { extra_ca_ = std::move(pem); }
+  // What each command's stdout and stderr hold while no daemon reads them
+  // (ProcessTable); set before restore().
+  void set_output_buffer(size_t bytes) { output_buffer_ = bytes; }
 
   ApiKeys& keys() { return *tenancy_.keys; }
   Quotas& quotas() { return *tenancy_.quotas; }
@@ -252,6 +255,7 @@ class Service : private runtime::StopListener {
   std::function<void(uint32_t)> egress_changed_;
   std::string egress_ca_;
   std::string extra_ca_;
+  size_t output_buffer_ = kDefaultOutputBuffer;
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<LiveSandbox>> live_;

@@ -213,14 +213,20 @@ std::string encode(const Request& q) {
   w.u8(static_cast<uint8_t>(q.type));
   if (q.type == RequestType::kSpawn) {
     write_spec(w, q.spec);
-    if (q.command_group) w.u8(1);  // absent: what an older daemon sends
+    // Absent: what an older daemon sends (and an older init understands).
+    if (q.command_group || q.supervised) w.u8(q.command_group ? 1 : 0);
+    if (q.supervised) {
+      w.u8(1);
+      w.str(q.label);
+      w.u32(q.timeout_ms);
+    }
   } else if (q.type == RequestType::kOpen) {
     w.str(q.open.path);
     w.u32(q.open.uid);
     w.u32(q.open.gid);
   } else if (q.type == RequestType::kFile) {
     write_file_request(w, q.file);
-  } else {
+  } else if (q.type == RequestType::kSignal) {
     w.u32(static_cast<uint32_t>(q.pid));
     w.u32(static_cast<uint32_t>(q.signo));
   }
@@ -234,11 +240,17 @@ bool decode(const std::string& bytes, Request* q) {
   q->type = static_cast<RequestType>(type);
   switch (q->type) {
     case RequestType::kSpawn: {
-      uint8_t group = 0;
-      if (!read_spec(r, &q->spec) || (!r.done() && (!r.u8(&group) || group != 1))) return false;
+      uint8_t group = 0, supervised = 0;
+      if (!read_spec(r, &q->spec) || (!r.done() && (!r.u8(&group) || group > 1))) return false;
+      if (!r.done() && (!r.u8(&supervised) || supervised != 1 || !r.str(&q->label) ||
+                        q->label.size() > kMaxProcessLabel || !r.u32(&q->timeout_ms)))
+        return false;
       q->command_group = group == 1;
+      q->supervised = supervised == 1;
       return r.done();
     }
+    case RequestType::kAdopt:
+      return r.done();
     case RequestType::kSignal:
       return r.i32(&q->pid) && r.i32(&q->signo) && r.done();
     case RequestType::kOpen:
@@ -286,6 +298,34 @@ bool decode(const std::string& bytes, FileReply* p) {
   for (auto& e : p->entries)
     if (!read_entry(r, &e)) return false;
   return r.done();
+}
+
+// Tagged, so a daemon can tell it from the Reply of an older init that
+// could not decode the kAdopt.
+constexpr uint32_t kSupervisedTag = 0x53555056;  // "SUPV"
+
+std::string encode(const Supervised& p) {
+  Writer w;
+  w.u32(kSupervisedTag);
+  w.u32(static_cast<uint32_t>(p.pid));
+  w.u8(p.ended);
+  w.u8(p.pty);
+  w.str(p.label);
+  w.u8(p.done);
+  return w.take();
+}
+
+bool decode(const std::string& bytes, Supervised* p) {
+  Reader r(bytes);
+  uint32_t tag = 0;
+  uint8_t ended = 0, pty = 0, done = 0;
+  if (!r.u32(&tag) || tag != kSupervisedTag || !r.i32(&p->pid) || !r.u8(&ended) || !r.u8(&pty) ||
+      !r.str(&p->label) || !r.u8(&done) || !r.done())
+    return false;
+  p->ended = ended != 0;
+  p->pty = pty != 0;
+  p->done = done != 0;
+  return true;
 }
 
 Status check_readable_file(int fd, const std::string& path) {

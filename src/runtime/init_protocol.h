@@ -4,8 +4,13 @@
 // Transport: a SOCK_SEQPACKET unix socket, so every message keeps its
 // boundaries and the fds passed with it (SCM_RIGHTS) belong to it.
 //   kSpawn  request: ProcessSpec; fds: exit pipe write end, then unless pty:
-//           stdin read end (if stdin_pipe), stdout write end, stderr write end.
+//           stdin read end (if stdin_pipe), stdout write end, stderr write end;
+//           supervised, then the read ends init keeps (kept_fds), and last
+//           the command group's procs (command_group).
 //           reply: Reply{pid}; with pty the master is passed back.
+//   kAdopt  request: nothing. reply: one Supervised message per process whose
+//           daemon went away (the last `done`, pid 0 when there is none),
+//           each with its kept fds; the asking connection owns them now.
 //   kSignal request: pid, signo.  reply: Reply.
 //   kOpen   request: OpenRequest.  reply: Reply; on success the file, opened
 //           O_RDONLY by init as that sandbox user, is passed back.
@@ -67,7 +72,7 @@ struct InitConfig {
   int workload_procs_fd = -1;  // not a source: taken off the handoff's end
 };
 
-enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2, kOpen = 3, kFile = 4 };
+enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2, kOpen = 3, kFile = 4, kAdopt = 5 };
 
 // A regular file to open for reading inside the sandbox, with the permissions
 // of sandbox uid/gid: path resolution and the permission checks are the
@@ -93,6 +98,27 @@ struct Request {
   // kSpawn: the last fd is the cgroup.procs of the command's own group
   // (cgroup::open_command_group), which the process joins before exec.
   bool command_group = false;
+  // kSpawn: init keeps read ends of the process's pipes (or its pty master),
+  // so the process outlives the daemon and a later one adopts it; `label` is
+  // the daemon's description of it, handed back with it (kAdopt).
+  bool supervised = false;
+  std::string label;
+  uint32_t timeout_ms = 0;  // supervised: killed then while no daemon holds it (0: never)
+};
+
+// Read ends a supervised spawn hands init after its stdio: the exit pipe's,
+// then stdout's and stderr's (none with a pty: init keeps its master).
+inline size_t kept_fds(const ProcessSpec& spec) { return spec.pty ? 1 : 3; }
+
+// A supervised process handed to an adopting daemon (kAdopt), with the fds
+// init kept: the exit pipe's read end, then stdout's and stderr's or the pty
+// master. `ended`: the exit status is waiting in the exit pipe.
+struct Supervised {
+  int32_t pid = 0;
+  bool ended = false;
+  bool pty = false;
+  std::string label;
+  bool done = true;
 };
 
 // errnum == 0 and an empty step mean success.
@@ -137,6 +163,8 @@ std::string encode(const Reply& reply);
 bool decode(const std::string& bytes, Reply* reply);
 std::string encode(const FileReply& reply);
 bool decode(const std::string& bytes, FileReply* reply);
+std::string encode(const Supervised& process);
+bool decode(const std::string& bytes, Supervised* process);
 
 // What a kOpen may hand out, checked by init before it replies and again by
 // the daemon on the fd it receives: a regular file (EISDIR for a directory,

@@ -2,8 +2,11 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -24,6 +27,23 @@ namespace {
 bool is_older_init(const proto::Reply& reply) {
   return reply.errnum == EPROTO && reply.step == "decode request";
 }
+
+// Init is inside the sandbox, so what it hands over is checked before the
+// daemon reads or writes it: output and exit ends are pipes, and a terminal
+// is a pty master (the ptmx device, 5:2), never some other file of init's.
+bool is_pipe(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+bool is_pty_master(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 5 &&
+         minor(st.st_rdev) == 2;
+}
+
+// How long an adopting daemon waits for each process init hands over.
+constexpr int kAdoptWaitMs = 2'000;
 
 }  // namespace
 
@@ -205,22 +225,48 @@ Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
     if (piped) piped = add_pipe(&process.stderr_fd, true);
   }
   if (!piped) return piped.error();
+  if (spec.output_buffer_bytes > 0) {
+    // Best effort: a pipe keeps the kernel's default size where it refuses.
+    for (const UniqueFd* out : {&process.stdout_fd, &process.stderr_fd})
+      if (out->valid())
+        (void)::fcntl(out->get(), F_SETPIPE_SZ, static_cast<int>(spec.output_buffer_bytes));
+  }
 
   const uint64_t unique = groups_made_.fetch_add(1);
   auto group = cgroup::open_command_group(cgroups_, record_.id, record_.limits, unique);
   if (!group) return group.error();
   cgroup::remove_ended_command_groups(cgroups_, record_.id);
-  std::vector<int> fds;
-  for (const auto& fd : child_ends) fds.push_back(fd.get());
   proto::Request request{proto::RequestType::kSpawn, spec, 0, 0};
   request.command_group = group->procs.valid();
-  if (request.command_group) fds.push_back(group->procs.get());
+  request.supervised = !spec.supervise_label.empty();
+  request.label = spec.supervise_label;
+  request.timeout_ms = spec.supervise_timeout_ms;
+  // The fds init needs, in proto::Request's order, for the request as it is.
+  auto fds_for = [&] {
+    std::vector<int> fds;
+    for (const auto& fd : child_ends) fds.push_back(fd.get());
+    if (request.supervised) {
+      fds.push_back(process.exit_fd.get());
+      if (!spec.pty) {
+        fds.push_back(process.stdout_fd.get());
+        fds.push_back(process.stderr_fd.get());
+      }
+    }
+    if (request.command_group) fds.push_back(group->procs.get());
+    return fds;
+  };
   std::vector<UniqueFd> received;
-  auto reply = call(request, fds, &received);
+  auto reply = call(request, fds_for(), &received);
+  // An older init knows no supervision (nor, older still, command groups):
+  // it is asked again with less.
+  if (reply && request.supervised && is_older_init(*reply)) {
+    request.supervised = false;
+    request.label.clear();
+    reply = call(request, fds_for(), &received);
+  }
   if (reply && request.command_group && is_older_init(*reply)) {
     request.command_group = false;
-    fds.pop_back();
-    reply = call(request, fds, &received);
+    reply = call(request, fds_for(), &received);
   }
   child_ends.clear();
   if (!reply || !reply->ok() || !request.command_group) cgroup::discard_command_group(*group);
@@ -230,7 +276,8 @@ Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
   // bounds the command's processes; only a kill would not find it.
   if (request.command_group) (void)cgroup::name_command_group(*group, reply->pid, unique);
   if (spec.pty) {
-    if (received.size() != 1) return Error{"spawn", EPROTO, "init sent no pty master"};
+    if (received.size() != 1 || !is_pty_master(received.front().get()))
+      return Error{"spawn", EPROTO, "init sent no pty master"};
     process.pty_fd = std::move(received.front());
   }
   process.pid = reply->pid;
@@ -250,6 +297,62 @@ Status LocalSandbox::signal(int pid, int signo) {
   if (!reply) return reply.error();
   if (!reply->ok()) return proto::error_from(*reply);
   return group_killed;
+}
+
+Result<std::vector<AdoptedProcess>> LocalSandbox::adopt_processes() {
+  const Turn turn(*this, std::nullopt);
+  if (frozen_) return paused_error();
+  const proto::Request request{proto::RequestType::kAdopt, {}, 0, 0};
+  if (auto s = proto::send_message(control_.get(), proto::encode(request), {}); !s)
+    return s.error();
+  // A supervised process is a live one of the sandbox's, or one of the
+  // last ended ones init keeps: more is not a process list.
+  const size_t most = record_.limits.pids + 64;
+  std::vector<AdoptedProcess> out;
+  for (size_t messages = 0; messages <= most; ++messages) {
+    pollfd readable{control_.get(), POLLIN, 0};
+    if (::poll(&readable, 1, kAdoptWaitMs) != 1)
+      return Error{"sandbox init", ETIMEDOUT, "no list of supervised processes"};
+    std::string bytes;
+    std::vector<UniqueFd> fds;
+    auto got = proto::recv_message(control_.get(), &bytes, &fds);
+    if (!got) return got.error();
+    if (!*got) return Error{"sandbox init", ECONNRESET, "control connection closed"};
+    proto::Supervised message;
+    if (!proto::decode(bytes, &message)) {
+      proto::Reply reply;
+      if (out.empty() && proto::decode(bytes, &reply) && is_older_init(reply)) return out;
+      return Error{"sandbox init", EPROTO, "malformed list of supervised processes"};
+    }
+    if (message.pid == 0 && message.done) return out;
+    if (auto adopted = adopted_process(message, std::move(fds))) out.push_back(std::move(*adopted));
+    if (message.done) return out;
+  }
+  return Error{"sandbox init", EPROTO, "a list of supervised processes without an end"};
+}
+
+// What init sent for one process, checked: a pid of the sandbox's, and the
+// fds a supervised process has (anything else is dropped, not trusted).
+std::optional<AdoptedProcess> LocalSandbox::adopted_process(const proto::Supervised& message,
+                                                            std::vector<UniqueFd> fds) {
+  const size_t expected = message.pty ? 2 : 3;
+  if (message.pid <= 1 || fds.size() != expected) return std::nullopt;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    const bool master = message.pty && i == 1;
+    if (master ? !is_pty_master(fds[i].get()) : !is_pipe(fds[i].get())) return std::nullopt;
+  }
+  AdoptedProcess adopted;
+  adopted.label = message.label;
+  adopted.ended = message.ended;
+  adopted.process.pid = message.pid;
+  adopted.process.exit_fd = std::move(fds[0]);
+  if (message.pty) {
+    adopted.process.pty_fd = std::move(fds[1]);
+  } else {
+    adopted.process.stdout_fd = std::move(fds[1]);
+    adopted.process.stderr_fd = std::move(fds[2]);
+  }
+  return adopted;
 }
 
 std::map<int, std::vector<ProcessEntry>> LocalSandbox::command_processes() const {

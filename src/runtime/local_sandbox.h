@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -52,8 +53,11 @@ class LocalSandbox final : public Sandbox {
   Result<layer_copy::Copied> copy_writable_layer(int into,
                                                  const layer_copy::Limits& limits) const override;
   std::map<int, std::vector<ProcessEntry>> command_processes() const override;
+  Result<std::vector<AdoptedProcess>> adopt_processes() override;
 
  private:
+  static std::optional<AdoptedProcess> adopted_process(const proto::Supervised& message,
+                                                       std::vector<UniqueFd> fds);
   Result<proto::Reply> call(const proto::Request& request, const std::vector<int>& fds,
                             std::vector<UniqueFd>* received) const;
   Status set_user_net(const egress::Policy& policy);

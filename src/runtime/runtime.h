@@ -98,7 +98,19 @@ struct ProcessSpec {
   bool pty = false;
   uint16_t pty_cols = 80, pty_rows = 24;
   bool stdin_pipe = true;  // false: stdin is /dev/null
+  // Non-empty: the sandbox supervises the process, so it outlives the
+  // daemon: its init keeps the output pipes (or the pty) open while no daemon
+  // reads them, and hands the process, with this label, to the next daemon
+  // (Sandbox::adopt_processes). At most kMaxProcessLabel bytes.
+  std::string supervise_label;
+  // With supervise_label: the command's timeout (0: none), which init enforces
+  // itself while no daemon holds the process (a daemon that does enforces it).
+  uint32_t supervise_timeout_ms = 0;
+  // Non-zero: the size of each output pipe (F_SETPIPE_SZ), which is what a
+  // supervised process may write while no daemon reads before it waits.
+  size_t output_buffer_bytes = 0;
 };
+inline constexpr size_t kMaxProcessLabel = 32 * 1024;
 
 struct Process {
   int pid = 0;         // pid inside the sandbox (what E2B calls the pid)
@@ -119,6 +131,14 @@ struct ExitInfo {
   std::string status;   // "exit status 0" / "signal: killed" (Go's os.ProcessState wording)
 };
 ExitInfo decode_wait_status(int status);
+
+// A supervised process found running (or ended, its status waiting in
+// exit_fd) by a daemon that adopted its sandbox.
+struct AdoptedProcess {
+  Process process;  // no stdin: it went with the daemon that held it
+  std::string label;
+  bool ended = false;
+};
 
 // A process of a sandbox, as its pid namespace numbers it (ppid 0: its
 // parent is outside the sandbox, or gone).
@@ -213,6 +233,13 @@ class Sandbox {
     uint64_t net_tx_bytes = 0;
   };
   virtual Usage usage() const = 0;
+
+  // The supervised processes (ProcessSpec::supervise_label) whose daemon
+  // went away: from now on this daemon holds their output and exit. Empty
+  // for a sandbox whose init predates supervision. Thread-safe.
+  virtual Result<std::vector<AdoptedProcess>> adopt_processes() {
+    return std::vector<AdoptedProcess>{};
+  }
 
   // Every process of each command started through spawn() (the command and
   // what it started, by command pid), where the runtime keeps them apart.

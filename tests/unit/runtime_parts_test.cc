@@ -127,6 +127,37 @@ TEST(InitProtocol, ASpawnSaysWhetherItCarriesACommandGroup) {
   EXPECT_FALSE(proto::decode(other, &out));
 }
 
+TEST(InitProtocol, ASupervisedSpawnCarriesItsLabelAndAdoptionRoundTrips) {
+  proto::Request in{proto::RequestType::kSpawn, {}, 0, 0};
+  in.spec.argv = {"sleep", "9"};
+  in.supervised = true;
+  in.label = R"({"cmd":"sleep"})";
+  in.timeout_ms = 5000;
+  proto::Request out;
+  ASSERT_TRUE(proto::decode(proto::encode(in), &out));
+  EXPECT_TRUE(out.supervised);
+  EXPECT_FALSE(out.command_group);
+  EXPECT_EQ(out.label, in.label);
+  EXPECT_EQ(out.timeout_ms, 5000u);
+  in.label.assign(kMaxProcessLabel + 1, 'x');  // init refuses what it would keep unbounded
+  EXPECT_FALSE(proto::decode(proto::encode(in), &out));
+
+  const proto::Request adopt{proto::RequestType::kAdopt, {}, 0, 0};
+  ASSERT_TRUE(proto::decode(proto::encode(adopt), &out));
+  EXPECT_EQ(out.type, proto::RequestType::kAdopt);
+
+  const proto::Supervised process{42, true, true, "label", false};
+  proto::Supervised back;
+  ASSERT_TRUE(proto::decode(proto::encode(process), &back));
+  EXPECT_EQ(back.pid, 42);
+  EXPECT_TRUE(back.ended && back.pty);
+  EXPECT_FALSE(back.done);
+  EXPECT_EQ(back.label, "label");
+  // An older init's answer (a Reply) is not taken for a process.
+  const std::string reply = proto::encode(proto::reply_from(Error{"decode request", EPROTO, {}}));
+  EXPECT_FALSE(proto::decode(reply, &back));
+}
+
 TEST(InitProtocol, FileRequestAndRepliesRoundTrip) {
   proto::Request in;
   in.type = proto::RequestType::kFile;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <vector>
@@ -48,6 +49,7 @@ class Server {
         if (fds[i].revents) hung_up(fds[i].fd);
       settle_reported_starts();
       kill_late_workers();
+      kill_late_orphans();
       fail_late_starts();
       std::erase_if(clients_, [](const UniqueFd& c) { return !c.valid(); });
     }
@@ -77,6 +79,10 @@ class Server {
       start_worker(take(fd), request.file, std::move(fds));
       return;
     }
+    if (decoded && request.type == proto::RequestType::kAdopt) {
+      hand_over_orphans(fd);
+      return;
+    }
     if (!decoded) {
       reply = proto::reply_from(Error{"decode request", EPROTO, {}});
     } else if (request.type == proto::RequestType::kSignal) {
@@ -92,17 +98,41 @@ class Server {
     if (!proto::send_message(fd, proto::encode(reply), reply_fds)) drop(fd);
   }
 
+  // What init holds of a supervised process (proto::Request::supervised):
+  // the read ends of its exit pipe and output pipes, or its pty master, so
+  // it never meets a closed pipe (or a hung-up terminal) while no daemon runs.
+  struct Kept {
+    std::vector<UniqueFd> fds;  // as proto::Supervised orders them
+    std::string label;
+    bool pty = false;
+    uint32_t timeout_ms = 0;
+  };
+  struct Supervised {
+    Kept kept;
+    int owner = -1;  // the control connection of the daemon holding it; -1: none
+    bool ended = false;
+    uint64_t made = 0;  // order of spawning, to drop the oldest ended first
+    // Its timeout's end: init kills it then unless a daemon holds it (that
+    // daemon kills it itself and tells its clients why).
+    std::optional<Clock::time_point> deadline;
+    bool killed = false;
+  };
+  static constexpr size_t kMaxEndedOrphans = 64;
+
   // A spawn the client waits for: its connection is not read meanwhile (one
   // request at a time on a connection), everything else is served.
   struct Start {
     Launched launched;
     UniqueFd exit_pipe;
     Clock::time_point deadline;
+    std::optional<Kept> kept;  // a supervised spawn's
   };
 
-  // fds: the exit pipe, the stdio ends, then the command group's procs file.
+  // fds: the exit pipe, the stdio ends, the kept read ends (supervised), then
+  // the command group's procs file.
   Status spawn(int client, const proto::Request& request, std::vector<UniqueFd> fds) {
-    if (fds.size() < (request.command_group ? 2u : 1u))
+    const size_t kept_count = request.supervised ? proto::kept_fds(request.spec) : 0;
+    if (fds.size() < 1 + kept_count + (request.command_group ? 1 : 0))
       return Error{"spawn", EINVAL, "malformed spawn request"};
     UniqueFd exit_pipe = std::move(fds.front());
     fds.erase(fds.begin());
@@ -111,11 +141,19 @@ class Server {
       command_procs = std::move(fds.back());
       fds.pop_back();
     }
+    std::optional<Kept> kept;
+    if (request.supervised) {
+      kept = Kept{{}, request.label, request.spec.pty, request.timeout_ms};
+      const auto first_kept = fds.end() - static_cast<std::ptrdiff_t>(kept_count);
+      std::move(first_kept, fds.end(), std::back_inserter(kept->fds));
+      fds.erase(first_kept, fds.end());
+    }
     auto launched = launch(request.spec, config_.full_id_map, config_.workload_procs_fd,
                            command_procs.get(), fds);
     if (!launched) return launched.error();
-    starts_[client] = Start{std::move(*launched), std::move(exit_pipe),
-                            Clock::now() + std::chrono::milliseconds(proto::kStartBoundMs)};
+    starts_[client] =
+        Start{std::move(*launched), std::move(exit_pipe),
+              Clock::now() + std::chrono::milliseconds(proto::kStartBoundMs), std::move(kept)};
     return {};
   }
 
@@ -129,13 +167,24 @@ class Server {
     if (!outcome) {
       reply = proto::reply_from(outcome.error());
     } else {
-      const pid_t pid = start.launched.pid;
-      reply.pid = pid;
+      reply.pid = start.launched.pid;
       if (start.launched.pty_master.valid()) reply_fds.push_back(start.launched.pty_master.get());
-      exit_pipes_[pid] = std::move(start.exit_pipe);
-      if (exit_status) report_exit(pid, *exit_status);
     }
-    if (!proto::send_message(client, proto::encode(reply), reply_fds)) drop(client);
+    const bool sent =
+        static_cast<bool>(proto::send_message(client, proto::encode(reply), reply_fds));
+    if (!sent) drop(client);
+    if (!outcome) return;
+    const pid_t pid = start.launched.pid;
+    exit_pipes_[pid] = std::move(start.exit_pipe);
+    if (start.kept) {
+      if (start.launched.pty_master.valid())
+        start.kept->fds.push_back(std::move(start.launched.pty_master));
+      const uint32_t timeout_ms = start.kept->timeout_ms;
+      Supervised& process = supervised_[pid] =
+          Supervised{std::move(*start.kept), sent ? client : -1, false, ++supervised_made_};
+      if (timeout_ms > 0) process.deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    }
+    if (exit_status) report_exit(pid, *exit_status);
   }
 
   void settle_reported_starts() {
@@ -240,8 +289,27 @@ class Server {
     }
   }
 
+  // Supervised processes past their timeout while no daemon holds them: the
+  // whole process group goes, as the daemon's kill does (the next daemon then
+  // ends whatever of its command group is left).
+  void kill_late_orphans() {
+    const auto now = Clock::now();
+    for (auto& [pid, process] : supervised_) {
+      if (!orphan_awaits_deadline(process) || *process.deadline > now) continue;
+      (void)signal(pid, SIGKILL);
+      process.killed = true;
+    }
+  }
+
+  static bool orphan_awaits_deadline(const Supervised& process) {
+    return process.owner < 0 && !process.ended && !process.killed && process.deadline;
+  }
+
   int next_deadline_ms() const {
     std::optional<Clock::time_point> next;
+    for (const auto& [pid, process] : supervised_)
+      if (orphan_awaits_deadline(process) && (!next || *process.deadline < *next))
+        next = process.deadline;
     for (const auto& [pid, worker] : workers_)
       if (!worker.killed && worker.deadline && (!next || *worker.deadline < *next))
         next = worker.deadline;
@@ -282,6 +350,51 @@ class Server {
     const int32_t value = status;
     (void)::write(it->second.get(), &value, sizeof value);
     exit_pipes_.erase(it);
+    keep_ended(pid);
+  }
+
+  // A supervised process that ended: its daemon, if there is one, reads the
+  // rest itself. Without one, init keeps what it wrote for the next daemon,
+  // for the last kMaxEndedOrphans such processes.
+  void keep_ended(pid_t pid) {
+    auto it = supervised_.find(pid);
+    if (it == supervised_.end()) return;
+    if (it->second.owner >= 0) {
+      supervised_.erase(it);
+      return;
+    }
+    it->second.ended = true;
+    std::vector<std::pair<uint64_t, pid_t>> ended;
+    for (const auto& [other, process] : supervised_)
+      if (process.ended) ended.emplace_back(process.made, other);
+    if (ended.size() <= kMaxEndedOrphans) return;
+    std::sort(ended.begin(), ended.end());
+    for (size_t i = 0; i + kMaxEndedOrphans < ended.size(); ++i) supervised_.erase(ended[i].second);
+  }
+
+  // kAdopt: the processes no daemon holds now go to `client`, each with the
+  // fds init kept; an ended one leaves init with it.
+  void hand_over_orphans(int client) {
+    std::vector<pid_t> orphans;
+    for (const auto& [pid, process] : supervised_)
+      if (process.owner < 0) orphans.push_back(pid);
+    if (orphans.empty() && !proto::send_message(client, proto::encode(proto::Supervised{}), {}))
+      drop(client);
+    for (size_t i = 0; i < orphans.size(); ++i) {
+      Supervised& process = supervised_.at(orphans[i]);
+      const proto::Supervised message{orphans[i], process.ended, process.kept.pty,
+                                      process.kept.label, i + 1 == orphans.size()};
+      std::vector<int> fds;
+      for (const auto& fd : process.kept.fds) fds.push_back(fd.get());
+      if (!proto::send_message(client, proto::encode(message), fds)) {
+        drop(client);
+        return;
+      }
+      if (process.ended)
+        supervised_.erase(orphans[i]);
+      else
+        process.owner = client;
+    }
   }
 
   // A file request's connection is the worker's alone: init lets go of it.
@@ -292,7 +405,9 @@ class Server {
   }
 
   void drop(int fd) {
-    if (starts_.contains(fd)) return;  // settle_start answers it (or drops it)
+    for (auto& [pid, process] : supervised_)
+      if (process.owner == fd) process.owner = -1;  // the daemon went away
+    if (starts_.contains(fd)) return;               // settle_start answers it (or drops it)
     for (auto& c : clients_)
       if (c.get() == fd) c.reset();
   }
@@ -304,6 +419,8 @@ class Server {
   std::map<pid_t, UniqueFd> exit_pipes_;
   std::map<pid_t, Worker> workers_;
   std::map<int, Start> starts_;  // by the client connection that waits
+  std::map<pid_t, Supervised> supervised_;
+  uint64_t supervised_made_ = 0;
 };
 
 }  // namespace

@@ -1,0 +1,150 @@
+"""Commands outlive the daemon: after a SIGKILL and a restart, a background command that
+writes is still running, listed, and streamed again through connect(pid) with what it
+wrote while no daemon ran; its deadline still holds; a PTY shell still answers. Driven by
+the E2B SDK, on the offline `host` template."""
+from __future__ import annotations
+
+import re
+import signal
+import threading
+from urllib.parse import urlparse
+
+import pytest
+from harness import Daemon, start_daemon, stop_daemon
+from pathlib import Path
+
+from helpers import sandbox_host_pids, wait_until
+
+pytestmark = pytest.mark.offline
+e2b = pytest.importorskip("e2b", reason="the E2B SDK is installed by make deps")
+
+
+def e2b_env(monkeypatch, d: Daemon) -> None:
+    monkeypatch.setenv("E2B_API_URL", d.url)
+    monkeypatch.setenv("E2B_SANDBOX_URL", d.url)
+    monkeypatch.setenv("E2B_API_KEY", d.api_key)
+    monkeypatch.setenv("E2B_DOMAIN", f"localhost:{urlparse(d.url).port}")
+
+
+def restart(d: Daemon, monkeypatch) -> Daemon:
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait()
+    again = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
+    e2b_env(monkeypatch, again)
+    return again
+
+
+@pytest.fixture
+def own_daemon(state_dir, monkeypatch):
+    holder = {"d": start_daemon(state_dir / "state", extra_args=("--warm-pool", "0"))}
+    e2b_env(monkeypatch, holder["d"])
+    yield holder
+    stop_daemon(holder["d"])
+
+
+def numbers(text: str) -> list[int]:
+    return [int(n) for n in re.findall(r"^line (\d+)$", text, re.M)]
+
+
+class Collector:
+    """Streams a command's stdout on a thread: the sync SDK calls on_stdout inside wait()."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.text = ""
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        try:
+            self.handle.wait(on_stdout=self._add)
+        except Exception:  # the stream ends with the daemon, or when the command is killed
+            pass
+
+    def _add(self, chunk: str):
+        with self.lock:
+            self.text += chunk
+
+    def seen(self) -> list[int]:
+        with self.lock:
+            return numbers(self.text)
+
+
+def test_a_writing_background_command_survives_a_daemon_sigkill(own_daemon, monkeypatch):
+    sb = e2b.Sandbox.create(template="host", timeout=300)
+    script = "i=0; while true; do i=$((i+1)); echo line $i; sleep 0.02; done"
+    handle = sb.commands.run(script, background=True)
+    before = Collector(handle)
+    wait_until(lambda: len(before.seen()) >= 10, what="the command to write")
+    own_daemon["d"] = restart(own_daemon["d"], monkeypatch)
+    last_before = before.seen()[-1]
+
+    again = e2b.Sandbox.connect(sb.sandbox_id)
+    listed = {p.pid: p for p in again.commands.list()}
+    assert handle.pid in listed, f"{handle.pid} not in {sorted(listed)}"
+    assert "echo line" in " ".join([listed[handle.pid].cmd, *listed[handle.pid].args])
+    after = Collector(again.commands.connect(handle.pid))
+    wait_until(lambda: len(after.seen()) >= 200, timeout=30, what="output after the restart")
+    seen = after.seen()
+    # What it wrote while no daemon ran comes first, then the rest, with no gap.
+    assert seen[0] <= last_before + 5, (last_before, seen[:5])
+    assert seen == list(range(seen[0], seen[0] + len(seen))), "a gap in the output"
+    assert again.commands.kill(handle.pid)
+    wait_until(lambda: handle.pid not in {p.pid for p in again.commands.list()},
+               what="the killed command to leave the list")
+    again.kill()
+
+
+def test_a_deadline_holds_across_a_restart_and_a_pty_shell_still_answers(own_daemon, monkeypatch):
+    sb = e2b.Sandbox.create(template="host", timeout=300)
+    timed = sb.commands.run("sleep 600; echo never", background=True, timeout=8)
+    terminal = sb.pty.create(e2b.PtySize(rows=24, cols=80))
+    own_daemon["d"] = restart(own_daemon["d"], monkeypatch)
+
+    again = e2b.Sandbox.connect(sb.sandbox_id)
+    assert timed.pid in {p.pid for p in again.commands.list()}
+    again.pty.send_stdin(terminal.pid, b"echo alive > /tmp/pty-answered\n")
+    wait_until(lambda: again.commands.run("cat /tmp/pty-answered || true").stdout == "alive\n",
+               timeout=15, what="the PTY shell started before the restart to run a command")
+
+    def sleeping() -> bool:
+        return "sleep 600" in again.commands.run("ps -eo args", user="root").stdout
+
+    wait_until(lambda: not sleeping(), timeout=40,
+               what="the command to be stopped at its 8 s timeout by the new daemon")
+    assert timed.pid not in {p.pid for p in again.commands.list()}
+    again.kill()
+
+
+def running_in(sandbox_id: str, marker: str) -> bool:
+    """Whether a process of the sandbox has `marker` in its command line, seen from the host
+    (no daemon needed)."""
+    for pid in sandbox_host_pids(sandbox_id):
+        try:
+            if marker in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_the_sandbox_enforces_a_deadline_while_no_daemon_runs(own_daemon, monkeypatch):
+    sb = e2b.Sandbox.create(template="host", timeout=300)
+    timed = sb.commands.run("sleep 6001", background=True, timeout=3)
+    untimed = sb.commands.run("sleep 6002", background=True)
+    assert running_in(sb.sandbox_id, "sleep 6001")
+    d = own_daemon["d"]
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait()
+    # No daemon runs now: the sandbox's init ends the command at its timeout by itself,
+    # and leaves the one without a timeout alone.
+    wait_until(lambda: not running_in(sb.sandbox_id, "sleep 6001"), timeout=30,
+               what="the 3 s timeout to be enforced while no daemon runs")
+    assert running_in(sb.sandbox_id, "sleep 6002")
+    own_daemon["d"] = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
+    e2b_env(monkeypatch, own_daemon["d"])
+    again = e2b.Sandbox.connect(sb.sandbox_id)
+    listed = {p.pid for p in again.commands.list()}
+    assert untimed.pid in listed and timed.pid not in listed, listed
+    again.kill()
