@@ -13,7 +13,7 @@ namespace {
 
 constexpr std::string_view kSecret = "SECRET-VALUE";
 
-std::optional<std::string> secret(const std::string& name) {
+std::optional<std::string> secret(const std::string& name, const std::string&) {
   if (name == "K") return std::string(kSecret);
   return std::nullopt;
 }

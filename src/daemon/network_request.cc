@@ -242,6 +242,16 @@ Status parse_ingress(const json& doc, json* stored) {
 
 }  // namespace
 
+Status check_new_rules(const egress::Policy& policy) {
+  for (const egress::HostRule& rule : policy.rules)
+    for (const egress::Header& header : rule.headers)
+      if (egress::forbidden_rule_header(header.name))
+        return bad("network.rules." + rule.host + ".transform.headers." + header.name,
+                   "a rule may not set the header " + header.name +
+                       " (Host and the hop-by-hop and framing headers are the proxy's)");
+  return {};
+}
+
 egress::Policy NetworkSettings::effective() const {
   egress::Policy out = policy;
   if (!allow_internet_access && !out.denies_all()) out.deny_cidrs.push_back(egress::kAllTraffic);
@@ -281,6 +291,7 @@ Result<NetworkSettings> parse_network_update(const std::string& body,
     out.allow_internet_access = v->get<bool>();
   }
   if (auto s = parse_egress(*doc, &out); !s) return s.error();
+  if (auto s = check_new_rules(out.policy); !s) return s.error();
   return out;
 }
 

@@ -64,8 +64,8 @@ class EgressProxyTest : public ::testing::Test {
     config.always_denied = [](uint32_t ip) { return ip == kForbidden; };
     // Every name here is served on 127.0.0.1 ("localhost" too, and only there).
     config.resolves_to = [](const std::string&, uint32_t ip) { return ip == kLoopback; };
-    config.secret = [this](uint32_t, const std::string& name,
-                           const std::string& host) -> std::optional<std::string> {
+    config.secret = [this](uint32_t, const std::string& name, const std::string& host,
+                           const std::string&) -> std::optional<std::string> {
       std::lock_guard lock(mutex_);
       secret_hosts_.push_back(host);
       const auto it = secrets_.find(name);
@@ -116,7 +116,7 @@ TEST(EgressRelay, AWriteToAPeerThatIsGoneIsAnErrorNotASignal) {
   ASSERT_EQ(::write(sandbox_end.get(), "hello", 5), 5);
   PlainStream client(client_side.get()), upstream(upstream_side.get());
   // splice(2) into the dead socket fails with EPIPE, which raises SIGPIPE unless blocked.
-  relay(client, upstream, nullptr, std::chrono::seconds(2));
+  relay(client, upstream, nullptr, nullptr, std::chrono::seconds(2));
   SUCCEED() << "still running";
 }
 
