@@ -1,7 +1,8 @@
 """Issue 31 item 5, "a header rule can send a team secret to another site": a rule may not set
 Host or a hop-by-hop/framing header; a secret goes only in the headers its owner named when
 setting it (Authorization unless told otherwise); a response header that echoes a secret the
-proxy sent never reaches the sandbox."""
+proxy sent never reaches the sandbox; and list and detail never show a rule's literal header
+values or a SOCKS proxy's username (any key of the team reads them)."""
 from __future__ import annotations
 
 import secrets
@@ -111,3 +112,27 @@ def test_a_response_header_echoing_a_secret_never_reaches_the_sandbox(net_world,
              f"-w '%{{http_code}} ' http://{HOST}/cors http://{HOST}/headers; echo; cat /tmp/heads")
     assert two.returncode == 0 and value not in two.stdout, two.stdout
     assert two.stdout.split("\n")[0].split() == ["204", "200"], two.stdout
+
+
+def test_list_and_detail_show_no_literal_header_value_or_proxy_username(net_daemon):
+    literal, user, password = (f"{what}-{secrets.token_hex(8)}" for what in ("lit", "user", "pw"))
+    network = {**rules({"X-Team-Token": literal, "Authorization": "Bearer abx-secret:SOME_KEY"}),
+               "egressProxy": {"address": "socks.example.test:1080", "username": user,
+                               "password": password}}
+    sandbox = create(net_daemon, network=network)
+    with net_daemon.api() as api:
+        shown = {path: api.get(path) for path in
+                 (f"/sandboxes/{sandbox}", "/sandboxes", "/v2/sandboxes")}
+    for path, r in shown.items():
+        assert r.status_code == 200, r.text
+        for hidden in (literal, user, password):
+            assert hidden not in r.text, f"{path} shows {hidden}"
+    detail = shown[f"/sandboxes/{sandbox}"].json()["network"]
+    headers = detail["rules"][HOST][0]["transform"]["headers"]
+    assert set(headers) == {"X-Team-Token", "Authorization"}
+    assert headers["Authorization"] == "abx-secret:SOME_KEY"
+    assert detail["egressProxy"]["address"] == "socks.example.test:1080"
+    for command in (("info", sandbox), ("network", "show", sandbox)):
+        printed = abx(net_daemon, *command)
+        assert printed.returncode == 0, printed.stderr
+        assert literal not in printed.stdout and user not in printed.stdout, command
