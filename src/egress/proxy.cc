@@ -280,6 +280,7 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
   ExchangeLog log;
   ResponseFilter responses(log);
   HttpFilter* response_filter = rule != nullptr && needs_secret(*rule) ? &responses : nullptr;
+  ExchangeLog* noted = response_filter != nullptr ? &log : nullptr;  // nothing else reads it
   if (rule != nullptr && first.protocol == Protocol::kTls) {
     SSL* ssl = SSL_new(upstream_tls.get());
     if (ssl == nullptr) return "TLS setup failed";
@@ -297,11 +298,11 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
     TlsStream terminated(server, sandbox);
     if (Status s = terminated.handshake(Clock::now() + config.handshake_timeout); !s)
       return "sandbox " + s.error().message();
-    RequestRewriter rewriter(*rule, first.name, secret, true, &log);
+    RequestRewriter rewriter(*rule, first.name, secret, true, noted);
     relay(terminated, real, &rewriter, response_filter, config.idle_timeout);
   } else if (rule != nullptr && first.protocol == Protocol::kHttp) {
     const bool secrets_allowed = !needs_secret(*rule) || name_has(first.name, ip);
-    RequestRewriter rewriter(*rule, first.name, secret, secrets_allowed, &log);
+    RequestRewriter rewriter(*rule, first.name, secret, secrets_allowed, noted);
     relay(sandbox, tunnel->stream(), &rewriter, response_filter, config.idle_timeout);
   } else {
     relay(sandbox, tunnel->stream(), nullptr, nullptr, config.idle_timeout);

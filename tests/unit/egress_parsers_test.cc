@@ -189,6 +189,13 @@ TEST(EgressResponses, TheRewriterNotesWhatTheFilterNeeds) {
   EXPECT_EQ(log.secrets, std::vector<std::string>{"v"});
 }
 
+TEST(EgressRewrite, BoundsTheRequestsNotYetAnswered) {
+  ExchangeLog log;
+  log.requests.assign(1024, RequestKind::kOther);
+  RequestRewriter r(rule(), "api.com", secret, true, &log);
+  EXPECT_EQ(rewrite(r, "GET / HTTP/1.1\r\n\r\n", 64).rfind("ERROR HTTP/1.1 429 ", 0), 0u);
+}
+
 TEST(EgressRewrite, PassesUpgradedStreamsThroughUntouched) {
   RequestRewriter r(rule(), "api.com", secret, true);
   const std::string out = rewrite(

@@ -206,6 +206,20 @@ TEST_F(EgressProxyTest, SetsRuleHeadersOnPlainHttpRequests) {
   for (const std::string& host : secret_hosts_) EXPECT_EQ(host, "localhost");
 }
 
+TEST_F(EgressProxyTest, ManyRequestsOnOneConnectionWithoutSecretsAreNotCounted) {
+  // Only a connection whose rule sends secrets reads its responses (and bounds the requests
+  // not yet answered): one without keeps every request it pipelines.
+  HttpServer http;
+  start({http.port()});
+  Policy p;
+  p.rules = {HostRule{"localhost", {{"X-Team", "blue"}}}};
+  set_policy(p);
+  const UniqueFd client = connect_via(*proxy_, http.port());
+  std::string requests, answers;
+  for (int i = 0; i < 1100; ++i) requests += get("localhost"), answers += kOk;
+  EXPECT_EQ(exchange(client.get(), requests), answers);
+}
+
 TEST_F(EgressProxyTest, AnUnknownSecretFailsTheRequestAndNothingIsForwarded) {
   HttpServer http;
   start({http.port()});
