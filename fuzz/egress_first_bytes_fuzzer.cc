@@ -1,11 +1,13 @@
 // What the egress proxy reads from a sandbox's first bytes (TLS ClientHello
 // SNI, HTTP Host) and the request stream it rewrites for hosts with header
-// rules, fed in pieces as a socket would deliver them.
+// rules (and the responses it filters when the rule sends a secret), fed in
+// pieces as a socket would deliver them.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "egress/http_response.h"
 #include "egress/http_rewrite.h"
 #include "egress/peek.h"
 
@@ -13,7 +15,7 @@ namespace {
 
 constexpr std::string_view kSecret = "SECRET-VALUE";
 
-std::optional<std::string> secret(const std::string& name) {
+std::optional<std::string> secret(const std::string& name, const std::string&) {
   if (name == "K") return std::string(kSecret);
   return std::nullopt;
 }
@@ -26,6 +28,18 @@ std::string rewrite(std::string_view input, size_t piece, bool secrets_allowed) 
   std::string out;
   for (size_t at = 0; at < input.size(); at += piece)
     if (!rewriter.feed(input.substr(at, piece), out)) return out + "!" + rewriter.error_response();
+  return out;
+}
+
+// The filtered response stream, or "!" + what it said when it refused.
+std::string filter_responses(std::string_view input, size_t piece) {
+  abx::egress::ExchangeLog log;
+  log.secrets = {std::string(kSecret)};
+  log.requests = {abx::egress::RequestKind::kOther, abx::egress::RequestKind::kHead};
+  abx::egress::ResponseFilter filter(log);
+  std::string out;
+  for (size_t at = 0; at < input.size(); at += piece)
+    if (!filter.feed(input.substr(at, piece), out)) return out + "!" + filter.error_response();
   return out;
 }
 
@@ -46,5 +60,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string whole = rewrite(input, input.size() + 1, secrets_allowed);
   if (rewrite(input, piece, secrets_allowed) != whole) __builtin_trap();
   if (!secrets_allowed && whole.find(kSecret) != std::string::npos) __builtin_trap();
+  if (filter_responses(input, piece) != filter_responses(input, input.size() + 1)) __builtin_trap();
   return 0;
 }

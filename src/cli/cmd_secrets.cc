@@ -16,6 +16,7 @@ namespace {
 struct SetOptions {
   std::string name;
   std::vector<std::string> hosts;
+  std::vector<std::string> headers;  // none: Authorization only (the daemon's default)
 };
 
 Result<int> run_set(const SetOptions& options) {
@@ -24,10 +25,13 @@ Result<int> run_set(const SetOptions& options) {
   if (!value.empty() && value.back() == '\n') value.pop_back();
   if (!value.empty() && value.back() == '\r') value.pop_back();
   if (value.empty()) return Error{"no value on stdin: e.g. `abx secrets set " + name + " < file`"};
-  const json body = {{"value", value}, {"hosts", options.hosts}};
+  json body = {{"value", value}, {"hosts", options.hosts}};
+  if (!options.headers.empty()) body["headers"] = options.headers;
   if (auto done = call_api("PUT", "/abx/v1/secrets/" + name, body.dump()); !done)
     return done.error();
-  std::cout << "stored " << name << " for " << comma_join(options.hosts)
+  const std::string headers =
+      options.headers.empty() ? "Authorization" : comma_join(options.headers);
+  std::cout << "stored " << name << " for " << comma_join(options.hosts) << " in " << headers
             << "; use it as a header value \"abx-secret:" << name << "\" in network.rules\n";
   return 0;
 }
@@ -35,14 +39,21 @@ Result<int> run_set(const SetOptions& options) {
 Result<int> run_list() {
   auto listed = call_api("GET", "/abx/v1/secrets");
   if (!listed) return listed.error();
-  std::vector<std::vector<std::string>> rows = {{"NAME", "SENT ONLY TO"}};
+  std::vector<std::vector<std::string>> rows = {{"NAME", "SENT ONLY TO", "IN HEADERS"}};
   const json hosts = listed->value("hosts", json::object());
-  for (const auto& name : listed->value("secrets", json::array())) {
-    std::vector<std::string> to;
-    for (const auto& host : hosts.value(name.get<std::string>(), json::array()))
-      to.push_back(host.get<std::string>());
-    rows.push_back({name.get<std::string>(),
-                    to.empty() ? "(nowhere: set it again with --host)" : comma_join(to)});
+  const json headers = listed->value("headers", json::object());
+  const auto strings = [](const json& list) {
+    std::vector<std::string> out;
+    for (const auto& item : list)
+      if (item.is_string()) out.push_back(item.get<std::string>());
+    return out;
+  };
+  for (const auto& entry : listed->value("secrets", json::array())) {
+    const std::string name = entry.get<std::string>();
+    const std::vector<std::string> to = strings(hosts.value(name, json::array()));
+    const std::vector<std::string> in = strings(headers.value(name, json::array()));
+    rows.push_back({name, to.empty() ? "(nowhere: set it again with --host)" : comma_join(to),
+                    in.empty() ? "Authorization" : comma_join(in)});
   }
   std::cout << format_table(rows);
   return 0;
@@ -67,6 +78,9 @@ void add_secrets(CLI::App& root, Commands& commands) {
                   "A host (or *.domain) the secret may be sent to; repeatable; it is sent "
                   "nowhere else")
       ->required();
+  set->add_option("--header", set_options->headers,
+                  "A header the secret may be sent in; repeatable; default Authorization only "
+                  "(a rule that puts it in another header is refused)");
   commands.push_back({set, [set_options] { return run_set(*set_options); }});
   auto* list = app->add_subcommand("list", "List the names of your team's secrets");
   commands.push_back({list, [] { return run_list(); }});

@@ -130,6 +130,7 @@ Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint3
   req.allow_internet_access = *internet;
   auto network = parse_network(d.value("network", json()), *internet);
   if (!network) return network.error();
+  if (Status s = check_new_rules(network->policy); !s) return s.error();
   req.network = std::move(*network);
   auto cpu = bounded_field(d, "cpuCount", 1, host_cores);
   if (!cpu) return cpu.error();

@@ -262,11 +262,11 @@ int serve(const ServeOptions& options) {
     service.on_egress_change([&egress](uint32_t address) { egress->policy_changed(address); });
     service.set_egress_ca(egress->ca_pem());
     service.set_extra_ca(extra_ca);
-    egress->find_secrets(
-        [&service](uint32_t address, const std::string& name, const std::string& to) {
-          const std::string team = service.owner_at(address);
-          return team.empty() ? std::nullopt : service.secrets().get(team, name, to);
-        });
+    egress->find_secrets([&service](uint32_t address, const std::string& name,
+                                    const std::string& to, const std::string& header) {
+      const std::string team = service.owner_at(address);
+      return team.empty() ? std::nullopt : service.secrets().get(team, name, to, header);
+    });
   }
   // The proxy asks the service for secrets: it stops asking before the service goes.
   struct ForgetSecrets {

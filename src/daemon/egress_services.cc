@@ -35,9 +35,10 @@ std::unique_ptr<EgressServices> EgressServices::start(const std::filesystem::pat
   egress::ProxyConfig proxy;
   proxy.policy_for = policy_for;
   proxy.always_denied = always_denied(network);
-  proxy.secret = [self](uint32_t address, const std::string& name, const std::string& host) {
+  proxy.secret = [self](uint32_t address, const std::string& name, const std::string& host,
+                        const std::string& header) {
     std::shared_lock lock(self->mutex_);
-    return self->secrets_ ? self->secrets_(address, name, host) : std::nullopt;
+    return self->secrets_ ? self->secrets_(address, name, host, header) : std::nullopt;
   };
   proxy.ca_dir = data_dir / "egress-ca";
   if (const char* extra = std::getenv("ABX_UPSTREAM_CA_FILE")) proxy.upstream_ca_file = extra;

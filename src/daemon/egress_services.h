@@ -35,9 +35,10 @@ class EgressServices {
   // The sandbox at `address` has a new policy, or is gone.
   void policy_changed(uint32_t address);
   // How the proxy finds a secret a header names, for the sandbox at an
-  // address sending to `host`.
-  using SecretLookup = std::function<std::optional<std::string>(
-      uint32_t address, const std::string& name, const std::string& host)>;
+  // address sending to `host` in the header `header`.
+  using SecretLookup =
+      std::function<std::optional<std::string>(uint32_t address, const std::string& name,
+                                               const std::string& host, const std::string& header)>;
   void find_secrets(SecretLookup lookup);
   // The CA sandboxes trust for the hosts whose HTTPS the proxy intercepts; empty: none.
   std::string ca_pem() const;

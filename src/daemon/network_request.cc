@@ -16,6 +16,8 @@ constexpr size_t kMaxHeaderBytes = 8192;  // one header value
 // Each request on a host with rules carries them: bounded, so that many tiny
 // pipelined requests cannot multiply them into the daemon's memory.
 constexpr size_t kMaxRuleHeaders = 32, kMaxRuleBytes = 16384;  // per host
+// What list and detail show for a literal rule header value or SOCKS username.
+constexpr const char* kHiddenValue = "[hidden]";
 constexpr const char* kEgressFields[] = {"allowOut", "denyOut", "rules", "egressProxy",
                                          "dnsServers"};
 
@@ -240,7 +242,41 @@ Status parse_ingress(const json& doc, json* stored) {
   return {};
 }
 
+// A rule header's value as shown: a secret's reference, never a literal (a
+// token written into a rule is as secret as one stored with `abx secrets`).
+json shown_header_value(const json& value) {
+  if (!value.is_string()) return value;
+  const std::string text = value.get<std::string>();
+  const auto at = text.find(egress::kSecretPrefix);
+  return at == std::string::npos ? std::string(kHiddenValue) : text.substr(at);
+}
+
+json shown_rules(const json& rules) {
+  json out = rules;
+  for (json& list : out) {
+    if (!list.is_array()) continue;
+    for (json& rule : list) {
+      const auto transform = rule.is_object() ? rule.find("transform") : rule.end();
+      if (transform == rule.end() || !transform->is_object()) continue;
+      const auto headers = transform->find("headers");
+      if (headers == transform->end() || !headers->is_object()) continue;
+      for (json& value : *headers) value = shown_header_value(value);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+Status check_new_rules(const egress::Policy& policy) {
+  for (const egress::HostRule& rule : policy.rules)
+    for (const egress::Header& header : rule.headers)
+      if (egress::forbidden_rule_header(header.name))
+        return bad("network.rules." + rule.host + ".transform.headers." + header.name,
+                   "a rule may not set the header " + header.name +
+                       " (Host and the hop-by-hop and framing headers are the proxy's)");
+  return {};
+}
 
 egress::Policy NetworkSettings::effective() const {
   egress::Policy out = policy;
@@ -250,8 +286,10 @@ egress::Policy NetworkSettings::effective() const {
 
 json NetworkSettings::shown() const {
   json out = stored;
+  if (out.contains("rules") && out["rules"].is_object()) out["rules"] = shown_rules(out["rules"]);
   if (out.contains("egressProxy") && out["egressProxy"].is_object()) {
     out["egressProxy"].erase("password");
+    if (out["egressProxy"].contains("username")) out["egressProxy"]["username"] = kHiddenValue;
     if (out["egressProxy"].contains("tls") && out["egressProxy"]["tls"].is_object())
       out["egressProxy"]["tls"].erase("caCert");
   }
@@ -281,6 +319,7 @@ Result<NetworkSettings> parse_network_update(const std::string& body,
     out.allow_internet_access = v->get<bool>();
   }
   if (auto s = parse_egress(*doc, &out); !s) return s.error();
+  if (auto s = check_new_rules(out.policy); !s) return s.error();
   return out;
 }
 

@@ -26,9 +26,16 @@ struct NetworkSettings {
 // `network` may be null (absent). Errors read "network.allowOut[1]: …".
 Result<NetworkSettings> parse_network(const nlohmann::json& network, bool allow_internet_access);
 
+// New settings from the API: no rule may set a header the proxy must own
+// (egress::forbidden_rule_header: Host, Content-Length, …). Apart from
+// parse_network so that rules stored before this check still load on restart
+// (their policy must not fall away); the proxy refuses their requests instead.
+Status check_new_rules(const egress::Policy& policy);
+
 // PUT /sandboxes/{id}/network: the egress fields replace the old ones
 // entirely (omitted ones are cleared, as E2B does); allowPublicTraffic,
 // maskRequestHost and httpsPorts are not egress and stay as they were.
+// New settings: check_new_rules applies.
 Result<NetworkSettings> parse_network_update(const std::string& body,
                                              const NetworkSettings& current);
 

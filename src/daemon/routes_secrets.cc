@@ -13,13 +13,18 @@ namespace {
 
 // Outside the coroutines: g++ 12 mishandles string literals in their braced initializers.
 // "secrets" keeps the names alone, as before secrets had hosts.
-json list_body(const std::map<std::string, std::vector<std::string>>& listed) {
-  json names = json::array();
-  for (const auto& [name, hosts] : listed) names.push_back(name);
-  return {{"secrets", names}, {"hosts", listed}};
+json list_body(const std::map<std::string, SecretPlaces>& listed) {
+  json names = json::array(), hosts = json::object(), headers = json::object();
+  for (const auto& [name, places] : listed) {
+    names.push_back(name);
+    hosts[name] = places.hosts;
+    headers[name] = places.headers;
+  }
+  return {{"secrets", names}, {"hosts", hosts}, {"headers", headers}};
 }
 
-// {"value": "...", "hosts": ["api.example.com"]}
+// {"value": "...", "hosts": ["api.example.com"], "headers": ["Authorization"]};
+// no headers: Authorization only.
 Result<Secret> parse_secret(const std::string& body) {
   auto doc = json_text::parse_object(body);
   if (!doc) return doc.error();
@@ -33,7 +38,17 @@ Result<Secret> parse_secret(const std::string& body) {
         kErrBadInput);
   for (const auto& host : *hosts) {
     if (!host.is_string()) return Error::with_message("hosts: strings only", kErrBadInput);
-    secret.hosts.push_back(host.get<std::string>());
+    secret.places.hosts.push_back(host.get<std::string>());
+  }
+  const auto headers = doc->find("headers");
+  if (headers == doc->end() || headers->is_null()) return secret;
+  if (!headers->is_array())
+    return Error::with_message(
+        "headers: a list of the headers the secret may be sent in, e.g. [\"Authorization\"]",
+        kErrBadInput);
+  for (const auto& header : *headers) {
+    if (!header.is_string()) return Error::with_message("headers: strings only", kErrBadInput);
+    secret.places.headers.push_back(header.get<std::string>());
   }
   return secret;
 }

@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <cctype>
 
-#include "egress/policy.h"
+#include "egress/http_message.h"
+#include "egress/http_text.h"
 
 namespace abx::daemon {
 namespace {
 
 constexpr const char* kKind = "secret";
-constexpr size_t kMaxName = 64, kMaxValue = 8192, kMaxHosts = 16;
+constexpr size_t kMaxName = 64, kMaxValue = 8192, kMaxHosts = 16, kMaxHeaders = 16;
+constexpr const char* kDefaultHeader = "Authorization";
 
 // Stored under "<team>\n<name>": neither may hold a newline.
 std::string key(const std::string& team, const std::string& name) { return team + '\n' + name; }
@@ -39,6 +41,32 @@ Status normalize_hosts(std::vector<std::string>* hosts) {
   return {};
 }
 
+Status check_headers(std::vector<std::string>* headers) {
+  if (headers->empty()) headers->push_back(kDefaultHeader);
+  if (headers->size() > kMaxHeaders)
+    return Error::with_message("secret headers: at most 16", kErrBadInput);
+  for (const std::string& header : *headers) {
+    if (!egress::is_header_name(header) || header.size() > 256)
+      return Error::with_message("secret headers: '" + header + "' is not an HTTP header name",
+                                 kErrBadInput);
+    if (egress::forbidden_rule_header(header))
+      return Error::with_message("secret headers: a rule may not set the header " + header,
+                                 kErrBadInput);
+  }
+  return {};
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+bool names(const std::vector<std::string>& headers, const std::string& header) {
+  return std::any_of(headers.begin(), headers.end(),
+                     [&](const std::string& h) { return egress::iequals(h, header); });
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SecretStore>> SecretStore::open(Store& store) {
@@ -53,7 +81,11 @@ Result<std::unique_ptr<SecretStore>> SecretStore::open(Store& store) {
     Secret secret{record.data["value"].get<std::string>(), {}};
     // Stored before secrets had hosts: kept, but sent nowhere until set again.
     for (const auto& host : record.data.value("hosts", nlohmann::json::array()))
-      if (host.is_string()) secret.hosts.push_back(host.get<std::string>());
+      if (host.is_string()) secret.places.hosts.push_back(host.get<std::string>());
+    // Stored before secrets had headers: Authorization only.
+    for (const auto& header : record.data.value("headers", nlohmann::json::array()))
+      if (header.is_string()) secret.places.headers.push_back(header.get<std::string>());
+    if (secret.places.headers.empty()) secret.places.headers.push_back(kDefaultHeader);
     secrets->secrets_[record.name.substr(0, nl)][record.name.substr(nl + 1)] = std::move(secret);
   }
   return secrets;
@@ -70,9 +102,11 @@ Status SecretStore::set(const std::string& team, const std::string& name, Secret
     return Error::with_message(
         "secret value: one line of 1 to 8192 bytes (it is sent as an HTTP header value)",
         kErrBadInput);
-  if (auto s = normalize_hosts(&secret.hosts); !s) return s;
+  if (auto s = normalize_hosts(&secret.places.hosts); !s) return s;
+  if (auto s = check_headers(&secret.places.headers); !s) return s;
   std::lock_guard lock(mutex_);
-  const nlohmann::json data = {{"value", value}, {"hosts", secret.hosts}};
+  const nlohmann::json data = {
+      {"value", value}, {"hosts", secret.places.hosts}, {"headers", secret.places.headers}};
   if (Status s = store_.put_record(kKind, key(team, name), data); !s) return s;
   secrets_[team][name] = std::move(secret);
   return {};
@@ -86,24 +120,49 @@ Status SecretStore::remove(const std::string& team, const std::string& name) {
   return store_.remove_record(kKind, key(team, name));
 }
 
-std::map<std::string, std::vector<std::string>> SecretStore::list(const std::string& team) const {
+std::map<std::string, SecretPlaces> SecretStore::list(const std::string& team) const {
   std::lock_guard lock(mutex_);
-  std::map<std::string, std::vector<std::string>> out;
+  std::map<std::string, SecretPlaces> out;
   if (auto it = secrets_.find(team); it != secrets_.end())
-    for (const auto& [name, secret] : it->second) out[name] = secret.hosts;
+    for (const auto& [name, secret] : it->second) out[name] = secret.places;
   return out;
 }
 
 std::optional<std::string> SecretStore::get(const std::string& team, const std::string& name,
-                                            const std::string& host) const {
+                                            const std::string& host,
+                                            const std::string& header) const {
   std::lock_guard lock(mutex_);
   auto it = secrets_.find(team);
   if (it == secrets_.end()) return std::nullopt;
   auto secret = it->second.find(name);
-  if (secret == it->second.end()) return std::nullopt;
-  for (const std::string& pattern : secret->second.hosts)
+  if (secret == it->second.end() || !names(secret->second.places.headers, header))
+    return std::nullopt;
+  for (const std::string& pattern : secret->second.places.hosts)
     if (egress::host_matches(pattern, host)) return secret->second.value;
   return std::nullopt;
+}
+
+Status SecretStore::check_rules(const std::string& team,
+                                const std::vector<egress::HostRule>& rules) const {
+  std::lock_guard lock(mutex_);
+  const auto team_secrets = secrets_.find(team);
+  if (team_secrets == secrets_.end()) return {};
+  for (const egress::HostRule& rule : rules)
+    for (const egress::Header& header : rule.headers) {
+      const auto at = header.value.find(egress::kSecretPrefix);
+      if (at == std::string::npos) continue;
+      const std::string name = header.value.substr(at + egress::kSecretPrefix.size());
+      const auto secret = team_secrets->second.find(name);
+      if (secret == team_secrets->second.end()) continue;
+      const std::vector<std::string>& allowed = secret->second.places.headers;
+      if (!names(allowed, header.name))
+        return Error::with_message(
+            "network.rules." + rule.host + ": the secret " + name + " may only be sent in " +
+                joined(allowed) + ", not in " + header.name +
+                " (its owner names the headers: abx secrets set " + name + " --header H)",
+            kErrBadInput);
+    }
+  return {};
 }
 
 }  // namespace abx::daemon

@@ -312,6 +312,8 @@ http::Task<Result<SandboxRow>> Service::create_on(CreateSandboxRequest request,
   auto resolved =
       source ? Result<std::string>(source->template_id) : template_of(templates_, request, caller);
   if (!resolved) co_return resolved.error();
+  if (Status s = secrets().check_rules(caller.team, request.network.policy.rules); !s)
+    co_return s.error();
   auto admitted = quotas().admit_create(caller.team, demand_of(request), [this] { return list(); });
   if (!admitted) co_return admitted.error();
   const QuotaTicket ticket{quotas(), *admitted};
@@ -462,6 +464,8 @@ http::Task<Result<SandboxRow>> Service::update_network(std::shared_ptr<LiveSandb
   if (!current) co_return current.error();
   auto updated = parse_network_update(body, *current);
   if (!updated) co_return updated.error();
+  if (Status s = secrets().check_rules(before.owner, updated->policy.rules); !s)
+    co_return s.error();
   Status applied;
   SandboxRow changed = before;
   co_await pool_.run([&] { applied = apply_network(*live->sandbox, *updated, &changed); });

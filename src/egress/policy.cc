@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <iterator>
 
 namespace abx::egress {
 namespace {
@@ -115,6 +116,16 @@ bool Policy::needs_proxy() const {
 
 bool Policy::denies_all() const {
   return std::find(deny_cidrs.begin(), deny_cidrs.end(), kAllTraffic) != deny_cidrs.end();
+}
+
+bool forbidden_rule_header(std::string_view name) {
+  const std::string name_lower = lower(name);
+  static constexpr std::string_view kForbidden[] = {
+      "host",    "connection", "content-length", "transfer-encoding",
+      "upgrade", "te",         "trailer",        "keep-alive"};
+  return name_lower.rfind("proxy-", 0) == 0 ||
+         std::find(std::begin(kForbidden), std::end(kForbidden), name_lower) !=
+             std::end(kForbidden);
 }
 
 bool host_matches(std::string_view pattern, std::string_view host) {

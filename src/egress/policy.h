@@ -41,6 +41,14 @@ struct Header {
 };
 inline constexpr std::string_view kSecretPrefix = "abx-secret:";
 
+// Headers no rule may set: Host (the proxy checked the request's own Host and
+// SNI; a replaced one would send the rule's headers, secrets included, to
+// another virtual host of the same address) and those that frame or route the
+// message hop by hop (Connection, Content-Length, Transfer-Encoding, Upgrade,
+// TE, Trailer, Keep-Alive, Proxy-*): a replaced one would desynchronise the
+// proxy's view of the stream from the server's. Case-insensitive.
+bool forbidden_rule_header(std::string_view name);
+
 // network.rules: host (exact or "*.wildcard") → headers to set.
 struct HostRule {
   std::string host;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "egress/dial.h"
+#include "egress/http_response.h"
 #include "egress/http_rewrite.h"
 #include "egress/peek.h"
 #include "egress/relay.h"
@@ -270,9 +271,16 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
   ::setsockopt(upstream, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 
   PlainStream sandbox(client);
-  const auto secret = [this, source, host = first.name](const std::string& name) {
-    return config.secret ? config.secret(source, name, host) : std::nullopt;
+  const auto secret = [this, source, host = first.name](const std::string& name,
+                                                        const std::string& header) {
+    return config.secret ? config.secret(source, name, host, header) : std::nullopt;
   };
+  // With secrets in its requests, a connection's responses are read too: a
+  // header echoing one back never reaches the sandbox.
+  ExchangeLog log;
+  ResponseFilter responses(log);
+  HttpFilter* response_filter = rule != nullptr && needs_secret(*rule) ? &responses : nullptr;
+  ExchangeLog* noted = response_filter != nullptr ? &log : nullptr;  // nothing else reads it
   if (rule != nullptr && first.protocol == Protocol::kTls) {
     SSL* ssl = SSL_new(upstream_tls.get());
     if (ssl == nullptr) return "TLS setup failed";
@@ -290,14 +298,14 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
     TlsStream terminated(server, sandbox);
     if (Status s = terminated.handshake(Clock::now() + config.handshake_timeout); !s)
       return "sandbox " + s.error().message();
-    RequestRewriter rewriter(*rule, first.name, secret, true);
-    relay(terminated, real, &rewriter, config.idle_timeout);
+    RequestRewriter rewriter(*rule, first.name, secret, true, noted);
+    relay(terminated, real, &rewriter, response_filter, config.idle_timeout);
   } else if (rule != nullptr && first.protocol == Protocol::kHttp) {
     const bool secrets_allowed = !needs_secret(*rule) || name_has(first.name, ip);
-    RequestRewriter rewriter(*rule, first.name, secret, secrets_allowed);
-    relay(sandbox, tunnel->stream(), &rewriter, config.idle_timeout);
+    RequestRewriter rewriter(*rule, first.name, secret, secrets_allowed, noted);
+    relay(sandbox, tunnel->stream(), &rewriter, response_filter, config.idle_timeout);
   } else {
-    relay(sandbox, tunnel->stream(), nullptr, config.idle_timeout);
+    relay(sandbox, tunnel->stream(), nullptr, nullptr, config.idle_timeout);
   }
   return {};
 }

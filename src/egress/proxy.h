@@ -38,10 +38,11 @@ struct ProxyConfig {
   std::function<bool(uint32_t ip)> always_denied;
   // The value of a daemon secret a rule header names ("abx-secret:NAME") for
   // a request to `host` (the name the TLS certificate or the dialled address
-  // proved); nullopt: unknown or not for that host, and the request is
-  // answered 502 (the placeholder never leaves).
+  // proved), in the header `header`; nullopt: unknown, not for that host or
+  // not for that header, and the request is answered 502 (the placeholder
+  // never leaves).
   std::function<std::optional<std::string>(uint32_t source_ip, const std::string& name,
-                                           const std::string& host)>
+                                           const std::string& host, const std::string& header)>
       secret;
   // Whether `name` has the address `ip` now; null: the host's resolver
   // (getaddrinfo). A name the sandbox sent only counts for an address it has.

@@ -21,11 +21,11 @@ constexpr size_t kBuffer = 64 * 1024;  // per direction; a connection holds at m
 struct Direction {
   Stream& from;
   Stream& to;
-  RequestRewriter* rewriter = nullptr;
+  HttpFilter* rewriter = nullptr;
   std::string pending;
   size_t written = 0;  // of pending
   bool eof = false, shut = false, failed = false;
-  std::string refusal;  // the rewriter's answer to the client, when it refused
+  std::string refusal;  // the filter's answer to the client, when it refused
 
   size_t backlog() const { return pending.size() - written; }
   bool can_read() const { return !eof && !failed && backlog() < kBuffer; }
@@ -164,13 +164,13 @@ bool splice_relay(int client, int upstream, std::chrono::milliseconds idle) {
 
 }  // namespace
 
-void relay(Stream& client, Stream& upstream, RequestRewriter* rewriter,
+void relay(Stream& client, Stream& upstream, HttpFilter* requests, HttpFilter* responses,
            std::chrono::milliseconds idle) {
-  if (rewriter == nullptr && dynamic_cast<PlainStream*>(&client) &&
+  if (requests == nullptr && responses == nullptr && dynamic_cast<PlainStream*>(&client) &&
       dynamic_cast<PlainStream*>(&upstream) && splice_relay(client.fd(), upstream.fd(), idle))
     return;
-  Direction out{client, upstream, rewriter, {}, 0, false, false, false, {}};
-  Direction in{upstream, client, nullptr, {}, 0, false, false, false, {}};
+  Direction out{client, upstream, requests, {}, 0, false, false, false, {}};
+  Direction in{upstream, client, responses, {}, 0, false, false, false, {}};
   std::vector<char> buffer(kBuffer);
   auto last_progress = Clock::now();
   while (!(out.done() && in.done())) {
@@ -196,9 +196,12 @@ void relay(Stream& client, Stream& upstream, RequestRewriter* rewriter,
         errno != EINTR)
       break;
   }
-  if (!out.refusal.empty()) {
+  // Either filter's answer goes to the client (a response filter's after what
+  // already passed: the connection ends with it either way).
+  if (const std::string& refusal = out.refusal.empty() ? in.refusal : out.refusal;
+      !refusal.empty()) {
     const auto deadline = Clock::now() + std::chrono::seconds(2);
-    write_all(client, out.refusal, deadline);
+    write_all(client, refusal, deadline);
     client.shutdown_write();
   }
 }

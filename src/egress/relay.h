@@ -1,17 +1,18 @@
 // Moves bytes both ways between a sandbox's connection and its upstream until
 // both sides are done, one side fails, or neither moves for `idle`. Half
-// closes pass through. Client-to-upstream bytes can go through a rewriter.
+// closes pass through. Bytes can go through a filter in either direction.
 #pragma once
 
 #include <chrono>
 
-#include "egress/http_rewrite.h"
+#include "egress/http_message.h"
 #include "egress/stream.h"
 
 namespace abx::egress {
 
 // Returns when the connection is over; the caller closes the sockets.
-void relay(Stream& client, Stream& upstream, RequestRewriter* rewriter,
+// `requests` filters client-to-upstream bytes, `responses` the others; null: none.
+void relay(Stream& client, Stream& upstream, HttpFilter* requests, HttpFilter* responses,
            std::chrono::milliseconds idle);
 
 }  // namespace abx::egress

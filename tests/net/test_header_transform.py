@@ -75,7 +75,8 @@ def test_a_secret_header_reaches_the_server_and_never_the_sandbox(net_world, net
     assert value not in (net_daemon.data_dir / "daemon.log").read_text(errors="replace")
     listed = abx(net_daemon, "secrets", "list")
     assert value not in listed.stdout + listed.stderr
-    assert [name, "www.example.test"] in [line.split() for line in listed.stdout.splitlines()]
+    assert [name, "www.example.test", "Authorization"] in [
+        line.split() for line in listed.stdout.splitlines()]
 
 
 def test_a_secret_goes_only_to_the_hosts_it_was_stored_for(net_world, net_daemon):

@@ -5,6 +5,8 @@ port 80 and HTTPS on 443 of every address given, answering like httpbin, and a T
   GET /stream       a line every 0.2 s for 60 s (?seconds=N), to see a live connection cut
   GET / on Host 1.1.1.1 (8.8.8.8): 301 (302), as those hosts answer E2B's own network tests
   /status/CODE      that status, no body (to send a request whose answer shows nothing)
+  /cors             204 with Access-Control-Allow-Origin: the request's Origin, as servers
+                    that reflect it do (the body shows nothing)
   /generate_204     204, no body (connectivitycheck.gstatic.com, as E2B's internet access
                     tests expect)
   GET /bytes?mib=N  N MiB of zeros (the networking bench's bulk download)
@@ -119,6 +121,9 @@ class Handler(BaseHTTPRequestHandler):
             self.reply_json({"headers": self.headers_seen()})
         elif url.path.startswith("/status/") and url.path[8:].isdigit():
             self.reply(int(url.path[8:]), b"", "text/plain")
+        elif url.path == "/cors":
+            self.reply(204, b"", "text/plain",
+                       {"Access-Control-Allow-Origin": self.headers.get("Origin") or "*"})
         elif url.path == "/generate_204":
             self.reply(204, b"", "text/plain")
         elif url.path == "/bytes":

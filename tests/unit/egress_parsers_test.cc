@@ -5,6 +5,7 @@
 #include <random>
 #include <string>
 
+#include "egress/http_response.h"
 #include "egress/http_rewrite.h"
 #include "egress/peek.h"
 
@@ -71,7 +72,7 @@ std::string rewrite(RequestRewriter& r, const std::string& in, size_t piece) {
 
 HostRule rule() { return HostRule{"api.com", {{"X-Key", "abx-secret:K"}, {"X-Team", "blue"}}}; }
 
-std::optional<std::string> secret(const std::string& name) {
+std::optional<std::string> secret(const std::string& name, const std::string&) {
   if (name == "K") return std::string("v");
   return std::nullopt;
 }
@@ -115,6 +116,84 @@ TEST(EgressRewrite, RefusesWhatCouldSmuggleOrLeak) {
   refused("GET / HTTP/1.1\r\n\r\n", " 502 ", /*secrets=*/false);
   refused("GET / HTTP/1.1\r\n\r\n", " 502 ", true, HostRule{"api.com", {{"X", "abx-secret:NONE"}}});
   refused("GET / HTTP/1.1\r\n\r\n", " 502 ", true, HostRule{"api.com", {{"X", "a\r\nY: b"}}});
+}
+
+TEST(EgressRewrite, RefusesARuleThatSetsHostOrFraming) {
+  // Refused when a rule is made; one stored before that check is refused here.
+  for (const char* name : {"Host", "content-length", "Transfer-Encoding", "Proxy-Authorization"}) {
+    RequestRewriter r(HostRule{"api.com", {{name, "x"}}}, "api.com", secret, true);
+    const std::string out = rewrite(r, "GET / HTTP/1.1\r\nHost: api.com\r\n\r\n", 64);
+    EXPECT_EQ(out.rfind("ERROR HTTP/1.1 502 ", 0), 0u) << out;
+    EXPECT_NE(out.find(name), std::string::npos) << out;
+  }
+}
+
+TEST(EgressRewrite, AsksForASecretByTheHeaderItGoesIn) {
+  std::vector<std::string> asked;
+  const SecretLookup lookup = [&](const std::string& name, const std::string& header) {
+    asked.push_back(name + " in " + header);
+    return header == "Authorization" ? std::optional<std::string>("v") : std::nullopt;
+  };
+  RequestRewriter in_origin(HostRule{"api.com", {{"Origin", "abx-secret:K"}}}, "api.com", lookup,
+                            true);
+  EXPECT_EQ(rewrite(in_origin, "GET / HTTP/1.1\r\n\r\n", 64).rfind("ERROR HTTP/1.1 502 ", 0), 0u);
+  EXPECT_EQ(asked, std::vector<std::string>{"K in Origin"});
+}
+
+std::string filter_responses(ExchangeLog& log, const std::string& in, size_t piece) {
+  ResponseFilter filter(log);
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += piece)
+    if (!filter.feed(std::string_view(in).substr(i, piece), out)) return "ERROR " + out;
+  return out;
+}
+
+TEST(EgressResponses, StripHeadersThatEchoASecretWhateverTheFraming) {
+  const std::string echo = "Access-Control-Allow-Origin: https://x/s3cret\r\n";
+  const std::string in =
+      "HTTP/1.1 100 Continue\r\n" + echo +
+      "\r\n"
+      "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n" +
+      echo +
+      "\r\ns3cret"
+      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n" +
+      echo +
+      "\r\n"  // a HEAD's: no body
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n" +
+      echo +
+      "\r\n"
+      "6\r\ns3cret\r\n0\r\nX: s3cret\r\n\r\n"
+      "HTTP/1.1 304 Not Modified\r\nWww-Authenticate: Bearer s3cret\r\nX-Kept: 1\r\n\r\n";
+  const std::string expected =
+      "HTTP/1.1 100 Continue\r\n\r\n"
+      "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\ns3cret"
+      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "6\r\ns3cret\r\n0\r\n\r\n"
+      "HTTP/1.1 304 Not Modified\r\nX-Kept: 1\r\n\r\n";
+  for (const size_t piece : {size_t{1}, size_t{5}, in.size()}) {
+    ExchangeLog log;
+    log.secrets = {"s3cret"};
+    log.requests = {RequestKind::kOther, RequestKind::kHead, RequestKind::kOther,
+                    RequestKind::kOther};
+    EXPECT_EQ(filter_responses(log, in, piece), expected) << piece;
+    EXPECT_TRUE(log.requests.empty());
+  }
+}
+
+TEST(EgressResponses, TheRewriterNotesWhatTheFilterNeeds) {
+  ExchangeLog log;
+  RequestRewriter r(rule(), "api.com", secret, true, &log);
+  rewrite(r, "HEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n", 64);
+  EXPECT_EQ(log.requests, (std::deque<RequestKind>{RequestKind::kHead, RequestKind::kOther}));
+  EXPECT_EQ(log.secrets, std::vector<std::string>{"v"});
+}
+
+TEST(EgressRewrite, BoundsTheRequestsNotYetAnswered) {
+  ExchangeLog log;
+  log.requests.assign(1024, RequestKind::kOther);
+  RequestRewriter r(rule(), "api.com", secret, true, &log);
+  EXPECT_EQ(rewrite(r, "GET / HTTP/1.1\r\n\r\n", 64).rfind("ERROR HTTP/1.1 429 ", 0), 0u);
 }
 
 TEST(EgressRewrite, PassesUpgradedStreamsThroughUntouched) {

@@ -64,8 +64,8 @@ class EgressProxyTest : public ::testing::Test {
     config.always_denied = [](uint32_t ip) { return ip == kForbidden; };
     // Every name here is served on 127.0.0.1 ("localhost" too, and only there).
     config.resolves_to = [](const std::string&, uint32_t ip) { return ip == kLoopback; };
-    config.secret = [this](uint32_t, const std::string& name,
-                           const std::string& host) -> std::optional<std::string> {
+    config.secret = [this](uint32_t, const std::string& name, const std::string& host,
+                           const std::string&) -> std::optional<std::string> {
       std::lock_guard lock(mutex_);
       secret_hosts_.push_back(host);
       const auto it = secrets_.find(name);
@@ -116,7 +116,7 @@ TEST(EgressRelay, AWriteToAPeerThatIsGoneIsAnErrorNotASignal) {
   ASSERT_EQ(::write(sandbox_end.get(), "hello", 5), 5);
   PlainStream client(client_side.get()), upstream(upstream_side.get());
   // splice(2) into the dead socket fails with EPIPE, which raises SIGPIPE unless blocked.
-  relay(client, upstream, nullptr, std::chrono::seconds(2));
+  relay(client, upstream, nullptr, nullptr, std::chrono::seconds(2));
   SUCCEED() << "still running";
 }
 
@@ -204,6 +204,20 @@ TEST_F(EgressProxyTest, SetsRuleHeadersOnPlainHttpRequests) {
   std::lock_guard lock(mutex_);
   EXPECT_FALSE(secret_hosts_.empty());
   for (const std::string& host : secret_hosts_) EXPECT_EQ(host, "localhost");
+}
+
+TEST_F(EgressProxyTest, ManyRequestsOnOneConnectionWithoutSecretsAreNotCounted) {
+  // Only a connection whose rule sends secrets reads its responses (and bounds the requests
+  // not yet answered): one without keeps every request it pipelines.
+  HttpServer http;
+  start({http.port()});
+  Policy p;
+  p.rules = {HostRule{"localhost", {{"X-Team", "blue"}}}};
+  set_policy(p);
+  const UniqueFd client = connect_via(*proxy_, http.port());
+  std::string requests, answers;
+  for (int i = 0; i < 1100; ++i) requests += get("localhost"), answers += kOk;
+  EXPECT_EQ(exchange(client.get(), requests), answers);
 }
 
 TEST_F(EgressProxyTest, AnUnknownSecretFailsTheRequestAndNothingIsForwarded) {

@@ -255,7 +255,7 @@ class SocksServer : public Server {
     make_nonblocking(out.get());
     write_all(s, std::string("\x05\x00\x00\x01\x7f\x00\x00\x01\x00\x00", 10), deadline);
     PlainStream upstream(out.get());
-    relay(s, upstream, nullptr, std::chrono::seconds(10));
+    relay(s, upstream, nullptr, nullptr, std::chrono::seconds(10));
   }
 
  private:
