@@ -303,17 +303,11 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
   return subscription;
 }
 
-void ProcessTable::adopt_running() {
-  auto adopted = sandbox_->adopt_processes();
-  if (!adopted) {
-    log_->add("warn", "the commands started before the daemon restarted were not found again (" +
-                          adopted.error().message() + ")");
-    return;
-  }
+void ProcessTable::adopt(std::vector<runtime::AdoptedProcess> adopted) {
   // What waits for the first attach is bounded per sandbox, not per process.
   const size_t backlog =
-      std::max<size_t>(64 * 1024, 2 * output_buffer_ / std::max<size_t>(1, adopted->size()));
-  for (auto& process : *adopted) adopt(std::move(process), backlog);
+      std::max<size_t>(64 * 1024, 2 * output_buffer_ / std::max<size_t>(1, adopted.size()));
+  for (auto& process : adopted) adopt(std::move(process), backlog);
 }
 
 void ProcessTable::adopt(runtime::AdoptedProcess adopted, size_t backlog) {

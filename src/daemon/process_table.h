@@ -100,13 +100,12 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
         log_(std::move(log)),
         output_buffer_(output_buffer) {}
 
-  // Takes over the commands an earlier daemon started in this sandbox
+  // Takes over commands an earlier daemon started in this sandbox
   // (runtime::Sandbox::adopt_processes): listed again, their output and end
   // streamed to whoever attaches, their deadlines kept. What they wrote
   // before the first attach waits for it (twice the output buffer, shared
   // by the sandbox's adopted commands, at least 64 KiB each).
-  // Blocks briefly (one request to the sandbox's init).
-  void adopt_running();
+  void adopt(std::vector<runtime::AdoptedProcess> adopted);
 
   // Spawns (blocks briefly: one request to the sandbox's init). The returned
   // subscription already holds the start event.

@@ -7,6 +7,7 @@
 
 #include "daemon/envd_requests.h"
 #include "daemon/routes.h"
+#include "daemon/sandbox_adoption.h"
 #include "daemon/sandbox_ops.h"
 #include "interp/interp.h"
 
@@ -17,15 +18,6 @@ using nlohmann::json;
 
 constexpr size_t kMaxBodyBytes = 16u << 20;
 constexpr auto kIdleKeepalive = std::chrono::seconds(5);
-
-std::shared_ptr<interp::Interpreter> interpreter_of(LiveSandbox& live) {
-  std::lock_guard lock(live.mutex);
-  if (!live.interpreter) {
-    live.interpreter =
-        interp::Interpreter::create(*live.sandbox, live.row.env_vars, std::move(live.prestarted));
-  }
-  return live.interpreter;
-}
 
 Task<void> text_error(Exchange& exchange, int status, const std::string& message) {
   co_await exchange.respond(status, "text/plain; charset=utf-8", message);

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/clock.h"
+#include "daemon/sandbox_adoption.h"
 #include "daemon/service.h"
 
 namespace abx::daemon {
@@ -21,7 +22,7 @@ Result<bool> set_paused(LiveSandbox& live, Store& store, Usage& usage, bool paus
   // Paused when the daemon restarted, its commands are found again now
   // (those found before are this daemon's already: init hands over only
   // what no daemon holds).
-  if (!paused) live.processes->adopt_running();
+  if (!paused) adopt_running_processes(live);
   SandboxRow row;
   {
     std::lock_guard lock(live.mutex);

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/ids.h"
+#include "daemon/sandbox_adoption.h"
 #include "daemon/sandbox_trust.h"
 #include "daemon/start_command.h"
 #include "interp/interp.h"
@@ -41,7 +42,15 @@ Service::Service(net::io_context& ioc, BlockingPool& pool, runtime::Runtime& run
   runtime_.on_stopped(this);
 }
 
-Service::~Service() { runtime_.on_stopped(nullptr); }
+Service::~Service() {
+  runtime_.on_stopped(nullptr);
+  // The daemon stops, not its sandboxes: their contexts stay for the next one.
+  std::lock_guard lock(mutex_);
+  for (auto& [id, live] : live_) {
+    std::lock_guard live_lock(live->mutex);
+    if (live->interpreter) live->interpreter->leave_running();
+  }
+}
 
 // The runtime calls from its own thread; the registry is changed on ours.
 void Service::sandbox_stopped(const std::string& id, const std::string& reason) {
@@ -146,7 +155,7 @@ void Service::restore() {
                    "the daemon restarted and adopted the sandbox (earlier log lines "
                    "went with the old daemon)");
     // A paused one's commands are found again when it resumes (sandbox_pause.cc).
-    if (!live->row.paused) live->processes->adopt_running();
+    if (!live->row.paused) adopt_running_processes(*live);
     std::lock_guard lock(mutex_);
     live_[id] = std::move(live);
   }

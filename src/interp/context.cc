@@ -1,8 +1,11 @@
 #include "interp/context.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 
+#include <algorithm>
 #include <csignal>
+#include <nlohmann/json.hpp>
 
 #include "common/ids.h"
 #include "interp/events.h"
@@ -18,6 +21,14 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kPollInterval{100};  // how soon a cancel is noticed
 constexpr std::chrono::seconds kInterruptGrace{2};       // SIGINT, then kill after this
 constexpr std::chrono::seconds kKeepaliveInterval{5};
+constexpr size_t kMaxContextId = 64;
+
+bool is_context_id(const std::string& id) {
+  const auto ok = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  };
+  return !id.empty() && id.size() <= kMaxContextId && std::all_of(id.begin(), id.end(), ok);
+}
 
 }  // namespace
 
@@ -41,37 +52,81 @@ std::string new_driver_token() {
          ids::random_hex(12) + ":";
 }
 
+std::string new_context_id() {
+  const std::string hex = ids::random_hex(16);
+  return fmt::format("{}-{}-{}-{}-{}", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4),
+                     hex.substr(16, 4), hex.substr(20));
+}
+
+std::string context_label(const ContextLabel& label) {
+  const nlohmann::json json = {
+      {"kind", "context"},     {"id", label.info.id},  {"language", label.info.language},
+      {"cwd", label.info.cwd}, {"token", label.token}, {"default", label.is_default}};
+  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<ContextLabel> parse_context_label(const std::string& text) {
+  const auto json = nlohmann::json::parse(text, nullptr, false);
+  if (!json.is_object() || json.value("kind", nlohmann::json()) != "context") return std::nullopt;
+  auto text_of = [&](const char* key) {
+    const auto it = json.find(key);
+    return it != json.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  ContextLabel label;
+  label.info = {text_of("id"), text_of("language"), text_of("cwd")};
+  label.token = text_of("token");
+  const auto is_default = json.find("default");
+  label.is_default =
+      is_default != json.end() && is_default->is_boolean() && is_default->get<bool>();
+  // The token marks the driver's protocol lines: one we would have made.
+  const bool token_ok = label.token.size() == new_driver_token().size() && label.token.starts_with(
+                                                                               "\x1e"
+                                                                               "abx:");
+  if (!is_context_id(label.info.id) || !find_language(label.info.language) || !token_ok ||
+      label.info.cwd.empty())
+    return std::nullopt;
+  return label;
+}
+
 Result<runtime::Process> start_driver(runtime::Sandbox& sandbox, const Language& language,
                                       const std::map<std::string, std::string>& env,
-                                      const std::string& token, const std::string& cwd) {
+                                      const ContextLabel& label) {
   runtime::ProcessSpec spec;
   spec.argv = language.argv;
   spec.env = env;
-  spec.env["ABX_INTERP_TOKEN"] = token;
-  spec.cwd = cwd;
+  spec.env["ABX_INTERP_TOKEN"] = label.token;
+  spec.cwd = label.info.cwd;
   spec.uid = 0;  // as E2B's kernels, which its Jupyter server starts as root
   spec.gid = 0;
+  spec.supervise_label = context_label(label);
+  spec.supervise_stdin = true;  // its requests: EOF would end it with the daemon
   auto process = sandbox.spawn(spec);
   if (!process) {
     const Error& e = process.error();
     return Error{"start " + language.name + " context", e.errnum, e.message()};
   }
-  for (int fd : {process->stdout_fd.get(), process->stderr_fd.get()}) {
-    if (auto s = set_nonblocking(fd); !s) {
-      (void)sandbox.signal(process->pid, SIGKILL);
-      return s.error();
-    }
+  if (auto s = make_driver_pipes_nonblocking(*process); !s) {
+    (void)sandbox.signal(process->pid, SIGKILL);
+    return s.error();
   }
   return process;
 }
 
+Status make_driver_pipes_nonblocking(const runtime::Process& process) {
+  for (int fd : {process.stdout_fd.get(), process.stderr_fd.get()}) {
+    if (auto s = set_nonblocking(fd); !s) return s;
+  }
+  return {};
+}
+
 Context::Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
-                 std::map<std::string, std::string> env)
+                 std::map<std::string, std::string> env, bool is_default)
     : info_(std::move(info)),
       language_(language),
       sandbox_(sandbox),
       env_(std::move(env)),
-      token_(new_driver_token()) {}
+      token_(new_driver_token()),
+      is_default_(is_default) {}
 
 Context::Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
                  Prestarted&& prestarted)
@@ -79,15 +134,31 @@ Context::Context(ContextInfo info, const Language& language, runtime::Sandbox& s
       language_(language),
       sandbox_(sandbox),
       env_(std::move(prestarted.env)),
-      token_(std::move(prestarted.token)) {
+      token_(std::move(prestarted.token)),
+      is_default_(true) {
   pid_ = prestarted.process.pid;
   process_ = std::move(prestarted.process);
 }
 
+Context::Context(const ContextLabel& label, const Language& language, runtime::Sandbox& sandbox,
+                 std::map<std::string, std::string> env, runtime::Process adopted)
+    : info_(label.info),
+      language_(language),
+      sandbox_(sandbox),
+      env_(std::move(env)),
+      token_(label.token),
+      is_default_(label.is_default),
+      resync_pending_(true) {
+  pid_ = adopted.pid;
+  process_ = std::move(adopted);
+}
+
 Context::~Context() {
   std::lock_guard lock(mutex_);
-  stop_locked();
+  if (!leave_running_) stop_locked();
 }
+
+void Context::leave_running() { leave_running_ = true; }
 
 Status Context::start() {
   std::lock_guard lock(mutex_);
@@ -95,6 +166,7 @@ Status Context::start() {
 }
 
 Status Context::restart() {
+  // What the old driver still ran for an earlier daemon goes with it.
   kill();
   std::lock_guard lock(mutex_);
   stop_locked();
@@ -106,7 +178,7 @@ void Context::kill() {
 }
 
 Status Context::start_locked() {
-  auto process = start_driver(sandbox_, language_, env_, token_, info_.cwd);
+  auto process = start_driver(sandbox_, language_, env_, label());
   if (!process) return process.error();
   pid_ = process->pid;
   process_ = std::move(process.value());
@@ -117,6 +189,7 @@ void Context::stop_locked() {
   if (process_) (void)sandbox_.signal(process_->pid, SIGKILL);
   process_.reset();
   pid_ = 0;
+  resync_pending_ = false;
 }
 
 void Context::report_death(const LineSink& emit, const std::string& how, bool interrupted) {
@@ -139,6 +212,21 @@ Status Context::execute(const ExecuteRequest& request, const LineSink& emit,
   std::lock_guard lock(mutex_);
   if (!process_) {
     if (auto s = start_locked(); !s) return s;
+  }
+  if (resync_pending_) {
+    switch (resync_locked(cancelled, timeout)) {
+      case Resync::kReady:
+        break;
+      case Resync::kDied:
+        report_death(emit, "ended", false);
+        return {};
+      case Resync::kKilled:
+        report_death(emit,
+                     "was still running an execution started before the daemon restarted and "
+                     "did not stop within 2 s of its interrupt, so it was killed",
+                     true);
+        return {};
+    }
   }
   if (!write_all(process_->stdin_fd.get(), language_.request_line(request))) {
     report_death(emit, "was gone before the code was sent", false);
@@ -166,6 +254,49 @@ Status Context::execute(const ExecuteRequest& request, const LineSink& emit,
     }
     stream.keepalive_if_quiet(kKeepaliveInterval);
   }
+}
+
+// The driver of an adopted context may still be running an execution the
+// daemon that died sent it, or hold its unread lines: a probe that prints a
+// nonce is queued behind it, and everything up to the probe's end is dropped.
+// So the execution in flight at the restart completes in the sandbox (its
+// output is lost with its client) and ours starts after it. A timeout or
+// cancel meanwhile interrupts it, as it would our own.
+Context::Resync Context::resync_locked(const std::atomic<bool>& cancelled,
+                                       std::chrono::milliseconds timeout) {
+  const std::string nonce = "abx-resync-" + ids::random_hex(8);
+  ExecuteRequest probe;
+  probe.code = fmt::format(fmt::runtime(language_.echo_format), nonce);
+  if (!write_all(process_->stdin_fd.get(), language_.request_line(probe))) return Resync::kDied;
+  std::string out;  // stdout's tail: the nonce, then the probe's end line
+  const auto started = Clock::now();
+  std::optional<Clock::time_point> interrupted_at;
+  for (;;) {
+    pollfd fds[3] = {{process_->stdout_fd.get(), POLLIN, 0},
+                     {process_->stderr_fd.get(), POLLIN, 0},
+                     {process_->exit_fd.get(), POLLIN, 0}};
+    (void)::poll(fds, 3, static_cast<int>(kPollInterval.count()));
+    std::string dropped;
+    if (fds[1].revents != 0) (void)read_available(process_->stderr_fd.get(), dropped);
+    if (fds[0].revents != 0 && read_available(process_->stdout_fd.get(), out) == ReadState::kEof)
+      return Resync::kDied;
+    if (fds[2].revents != 0) return Resync::kDied;
+    if (const auto at = out.find(nonce); at != std::string::npos) {
+      const auto end = out.find("end_of_execution", at);
+      if (end != std::string::npos && out.find('\n', end) != std::string::npos) break;
+    } else if (out.size() > 2 * nonce.size()) {
+      out.erase(0, out.size() - nonce.size());  // keep what may be the nonce's start
+    }
+    const auto now = Clock::now();
+    const bool timed_out = timeout.count() > 0 && now - started >= timeout;
+    if (!interrupted_at && (cancelled.load() || timed_out)) {
+      (void)sandbox_.signal(process_->pid, SIGINT);
+      interrupted_at = now;
+    }
+    if (interrupted_at && now - *interrupted_at >= kInterruptGrace) return Resync::kKilled;
+  }
+  resync_pending_ = false;
+  return Resync::kReady;
 }
 
 }  // namespace abx::interp

@@ -33,20 +33,45 @@ std::map<std::string, std::string> context_env(std::map<std::string, std::string
 // A fresh ABX_INTERP_TOKEN, which marks the driver's protocol lines.
 std::string new_driver_token();
 
+// E2B's context ids are Jupyter kernel UUIDs; ours look the same.
+std::string new_context_id();
+
+// What a context's driver carries for the next daemon: the sandbox's init
+// keeps it with the driver's pipes (runtime::ProcessSpec::supervise_label)
+// and hands both over after a daemon restart.
+struct ContextLabel {
+  ContextInfo info;
+  std::string token;        // the driver's ABX_INTERP_TOKEN
+  bool is_default = false;  // its language's default context
+};
+std::string context_label(const ContextLabel& label);
+// nullopt: not a context's label (a command's), or not one we would write:
+// it comes back from inside the sandbox.
+std::optional<ContextLabel> parse_context_label(const std::string& text);
+
 // Starts `language`'s driver as a context does: as root (as E2B's kernels),
-// in `cwd`, with `env` and `token`, its output pipes non-blocking.
+// in `label.info.cwd`, with `env` and `label.token`, its output pipes
+// non-blocking, supervised by the sandbox's init (it outlives the daemon).
 Result<runtime::Process> start_driver(runtime::Sandbox& sandbox, const Language& language,
                                       const std::map<std::string, std::string>& env,
-                                      const std::string& token, const std::string& cwd);
+                                      const ContextLabel& label);
+// An adopted driver's output pipes, as start_driver leaves them.
+Status make_driver_pipes_nonblocking(const runtime::Process& process);
 
 class Context {
  public:
   Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
-          std::map<std::string, std::string> env);
+          std::map<std::string, std::string> env, bool is_default);
   // Takes over a driver started ahead of need with the same env (the
-  // caller checked), so that the first execution finds it running.
+  // caller checked), so that the first execution finds it running. It is
+  // its language's default context.
   Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
           Prestarted&& prestarted);
+  // Takes over the driver of a context an earlier daemon made (found again
+  // through the sandbox's init), with its state. Its first execution waits
+  // for what the driver was still running for that daemon (resync_locked).
+  Context(const ContextLabel& label, const Language& language, runtime::Sandbox& sandbox,
+          std::map<std::string, std::string> env, runtime::Process adopted);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -58,6 +83,9 @@ class Context {
   Status restart();
   // Kills the process at once; a running execution reports it and returns.
   void kill();
+  // The daemon is stopping: the process is left running (for the next
+  // daemon to adopt) when this context goes.
+  void leave_running();
 
   Status execute(const ExecuteRequest& request, const LineSink& emit,
                  const std::atomic<bool>& cancelled, std::chrono::milliseconds timeout);
@@ -66,12 +94,18 @@ class Context {
   Status start_locked();
   void stop_locked();
   void report_death(const LineSink& emit, const std::string& how, bool interrupted);
+  ContextLabel label() const { return {info_, token_, is_default_}; }
+  enum class Resync { kReady, kDied, kKilled };
+  Resync resync_locked(const std::atomic<bool>& cancelled, std::chrono::milliseconds timeout);
 
   const ContextInfo info_;
   const Language& language_;
   runtime::Sandbox& sandbox_;
   const std::map<std::string, std::string> env_;
   const std::string token_;
+  const bool is_default_;
+  bool resync_pending_ = false;  // under mutex_
+  std::atomic<bool> leave_running_{false};
   std::mutex mutex_;  // held for a whole execution
   std::optional<runtime::Process> process_;
   std::atomic<int> pid_{0};  // readable without the mutex, to kill a busy context

@@ -66,6 +66,15 @@ class Interpreter {
   // context_id and language given → EINVAL.
   virtual Status execute(const ExecuteRequest& request, const LineSink& emit,
                          const std::atomic<bool>& cancelled, std::chrono::milliseconds timeout) = 0;
+
+  // Takes over the contexts an earlier daemon made in this sandbox: the
+  // drivers the sandbox's init handed over whose label is a context's
+  // (parse_context_label), with their ids, languages, cwds and state. An
+  // execution they were running completes first (Context's resync).
+  virtual void adopt(std::vector<runtime::AdoptedProcess> drivers) = 0;
+  // The daemon is stopping: the contexts' processes are left running for the
+  // next daemon when this Interpreter goes.
+  virtual void leave_running() = 0;
 };
 
 }  // namespace abx::interp

@@ -25,13 +25,6 @@ namespace {
 
 constexpr int kAvailabilityTimeoutMs = 5000;
 
-// E2B's context ids are Jupyter kernel UUIDs; ours look the same.
-std::string new_context_id() {
-  const std::string hex = ids::random_hex(16);
-  return fmt::format("{}-{}-{}-{}-{}", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4),
-                     hex.substr(16, 4), hex.substr(20));
-}
-
 bool is_variable_name(const std::string& name) {
   const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
@@ -95,7 +88,32 @@ class SandboxInterpreter final : public Interpreter {
   }
 
   ~SandboxInterpreter() override {
+    if (leave_running_) return;
     for (auto& [id, context] : contexts_) context->kill();
+  }
+
+  void adopt(std::vector<runtime::AdoptedProcess> drivers) override {
+    std::lock_guard lock(mutex_);
+    for (auto& driver : drivers) {
+      auto label = parse_context_label(driver.label);
+      if (driver.ended || !label || contexts_.contains(label->info.id) ||
+          !driver.process.stdin_fd.valid() || !make_driver_pipes_nonblocking(driver.process))
+        continue;  // its pipes close here
+      const Language& language = *find_language(label->info.language).value();
+      available_.insert(language.name);  // it ran here already
+      const std::string id = label->info.id;
+      if (label->is_default && !default_ids_.contains(language.name))
+        default_ids_[language.name] = id;
+      contexts_[id] =
+          std::make_shared<Context>(*label, language, sandbox_, env_, std::move(driver.process));
+      order_.push_back(id);
+    }
+  }
+
+  void leave_running() override {
+    std::lock_guard lock(mutex_);
+    leave_running_ = true;
+    for (auto& [id, context] : contexts_) context->leave_running();
   }
 
   Result<ContextInfo> create_context(const std::string& language, const std::string& cwd) override {
@@ -170,7 +188,7 @@ class SandboxInterpreter final : public Interpreter {
     if (auto it = default_ids_.find(name); it != default_ids_.end()) {
       return contexts_.at(it->second);
     }
-    auto context = create_locked(name, kDefaultCwd);
+    auto context = create_locked(name, kDefaultCwd, true, true);
     if (context) default_ids_[name] = context.value()->info().id;
     return context;
   }
@@ -179,12 +197,13 @@ class SandboxInterpreter final : public Interpreter {
   // must not cost a process per language); a created one starts at once, so
   // that a bad cwd fails the create.
   Result<std::shared_ptr<Context>> create_locked(const std::string& language_name,
-                                                 const std::string& cwd, bool start = true) {
+                                                 const std::string& cwd, bool start = true,
+                                                 bool is_default = false) {
     auto language = find_language(language_name);
     if (!language) return language.error();
     if (auto s = check_available(*language.value()); !s) return s.error();
     ContextInfo info{new_context_id(), language.value()->name, cwd.empty() ? kDefaultCwd : cwd};
-    auto context = std::make_shared<Context>(info, *language.value(), sandbox_, env_);
+    auto context = std::make_shared<Context>(info, *language.value(), sandbox_, env_, is_default);
     if (start) {
       if (auto s = context->start(); !s) return s.error();
     }
@@ -202,7 +221,7 @@ class SandboxInterpreter final : public Interpreter {
       if (default_ids_.contains(language)) continue;
       auto context = std::string_view(language) == "python" && prestarted_
                          ? adopt_prestarted_locked()
-                         : create_locked(language, kDefaultCwd, false);
+                         : create_locked(language, kDefaultCwd, false, true);
       if (context) default_ids_[language] = context.value()->info().id;
     }
   }
@@ -211,7 +230,7 @@ class SandboxInterpreter final : public Interpreter {
   Result<std::shared_ptr<Context>> adopt_prestarted_locked() {
     auto language = find_language("python");
     if (!language) return language.error();
-    ContextInfo info{new_context_id(), language.value()->name, kDefaultCwd};
+    ContextInfo info{prestarted_->context_id, language.value()->name, kDefaultCwd};
     auto context =
         std::make_shared<Context>(info, *language.value(), sandbox_, std::move(*prestarted_));
     prestarted_.reset();
@@ -239,6 +258,7 @@ class SandboxInterpreter final : public Interpreter {
   std::map<std::string, std::string> default_ids_;  // language → context id
   std::set<std::string> available_;                 // languages whose check passed
   std::shared_ptr<Prestarted> prestarted_;          // until the default Python context takes it
+  bool leave_running_ = false;                      // the daemon is stopping
 };
 
 }  // namespace

@@ -50,13 +50,15 @@ const std::array<Language, 4>& languages() {
         std::string(python_charts_source())},
        json_request_line,
        "",
-       ""},
+       "",
+       "print('{}')"},
       {"javascript",
        {"/usr/bin/env", "node", "-e", std::string(javascript_driver_source())},
        json_request_line,
        "command -v node",
        "javascript contexts need `node` in the sandbox; this template has none (use a template "
-       "with nodejs installed)"},
+       "with nodejs installed)",
+       "console.log('{}')"},
       // The JavaScript driver, told to strip each cell's types first.
       {"typescript",
        {"/usr/bin/env", "node", "-e", std::string(javascript_driver_source()), "typescript"},
@@ -65,12 +67,14 @@ const std::array<Language, 4>& languages() {
        "\"require.resolve('typescript')\"; }",
        "typescript contexts need `node` and the typescript package in the sandbox; this template "
        "lacks them (use code-interpreter-v1, or a template with Debian's nodejs and "
-       "node-typescript installed)"},
+       "node-typescript installed)",
+       "console.log('{}')"},
       {"bash",
        {"/bin/bash", "--noprofile", "--norc", "-c", std::string(bash_driver_source())},
        bash_request_line,
        "",
-       ""},
+       "",
+       "echo {}"},
   }};
   return table;
 }

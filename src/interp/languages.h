@@ -20,6 +20,9 @@ struct Language {
   // empty when the template always can.
   std::string availability_check;
   std::string missing_hint;  // why it failed when the check fails
+  // Code that prints its argument, a word of [a-z0-9-] (fmt's "{}"): what an
+  // adopted context's first execution is preceded by (Context::resync_locked).
+  std::string echo_format;
 };
 
 // The language called `name` (or one of E2B's aliases: js, ts);

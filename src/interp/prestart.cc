@@ -54,8 +54,10 @@ std::shared_ptr<Prestarted> prestart(runtime::Sandbox& sandbox) {
   auto prestarted = std::make_shared<Prestarted>();
   prestarted->env = context_env({});
   prestarted->token = new_driver_token();
-  auto process =
-      start_driver(sandbox, *python.value(), prestarted->env, prestarted->token, kDefaultCwd);
+  prestarted->context_id = new_context_id();
+  const ContextLabel label{
+      {prestarted->context_id, "python", kDefaultCwd}, prestarted->token, true};
+  auto process = start_driver(sandbox, *python.value(), prestarted->env, label);
   if (!process) return nullptr;
   if (!wait_until_ready(*process, prestarted->token)) {
     (void)sandbox.signal(process->pid, SIGKILL);

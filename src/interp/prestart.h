@@ -24,6 +24,7 @@ struct Prestarted {
   std::string token;                       // the driver's ABX_INTERP_TOKEN
   std::map<std::string, std::string> env;  // exactly what the driver was given
   std::set<std::string> available;         // default languages whose check passed
+  std::string context_id;                  // the default Python context's, once it takes it
 };
 
 // Whether sandboxes of this root filesystem are worth a prestarted Python:

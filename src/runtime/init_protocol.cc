@@ -219,6 +219,7 @@ std::string encode(const Request& q) {
       w.u8(1);
       w.str(q.label);
       w.u32(q.timeout_ms);
+      w.u8(q.keep_stdin);
     }
   } else if (q.type == RequestType::kOpen) {
     w.str(q.open.path);
@@ -240,13 +241,17 @@ bool decode(const std::string& bytes, Request* q) {
   q->type = static_cast<RequestType>(type);
   switch (q->type) {
     case RequestType::kSpawn: {
-      uint8_t group = 0, supervised = 0;
+      uint8_t group = 0, supervised = 0, keep_stdin = 0;
       if (!read_spec(r, &q->spec) || (!r.done() && (!r.u8(&group) || group > 1))) return false;
       if (!r.done() && (!r.u8(&supervised) || supervised != 1 || !r.str(&q->label) ||
-                        q->label.size() > kMaxProcessLabel || !r.u32(&q->timeout_ms)))
+                        q->label.size() > kMaxProcessLabel || !r.u32(&q->timeout_ms) ||
+                        !r.u8(&keep_stdin) || keep_stdin > 1))
         return false;
       q->command_group = group == 1;
       q->supervised = supervised == 1;
+      // Only a pipe of its own can be kept: a pty's input is its master.
+      q->keep_stdin = keep_stdin == 1;
+      if (q->keep_stdin && (q->spec.pty || !q->spec.stdin_pipe)) return false;
       return r.done();
     }
     case RequestType::kAdopt:
@@ -312,16 +317,18 @@ std::string encode(const Supervised& p) {
   w.u8(p.pty);
   w.str(p.label);
   w.u8(p.done);
+  w.u8(p.has_stdin);
   return w.take();
 }
 
 bool decode(const std::string& bytes, Supervised* p) {
   Reader r(bytes);
   uint32_t tag = 0;
-  uint8_t ended = 0, pty = 0, done = 0;
+  uint8_t ended = 0, pty = 0, done = 0, has_stdin = 0;
   if (!r.u32(&tag) || tag != kSupervisedTag || !r.i32(&p->pid) || !r.u8(&ended) || !r.u8(&pty) ||
-      !r.str(&p->label) || !r.u8(&done) || !r.done())
+      !r.str(&p->label) || !r.u8(&done) || !r.u8(&has_stdin) || !r.done())
     return false;
+  p->has_stdin = has_stdin != 0;
   p->ended = ended != 0;
   p->pty = pty != 0;
   p->done = done != 0;

@@ -104,21 +104,27 @@ struct Request {
   bool supervised = false;
   std::string label;
   uint32_t timeout_ms = 0;  // supervised: killed then while no daemon holds it (0: never)
+  bool keep_stdin = false;  // supervised, with a stdin pipe: init keeps its write end too
 };
 
-// Read ends a supervised spawn hands init after its stdio: the exit pipe's,
-// then stdout's and stderr's (none with a pty: init keeps its master).
-inline size_t kept_fds(const ProcessSpec& spec) { return spec.pty ? 1 : 3; }
+// Ends a supervised spawn hands init after its stdio: the exit pipe's read
+// end, then stdout's and stderr's (none with a pty: init keeps its master),
+// then stdin's write end (keep_stdin).
+inline size_t kept_fds(const Request& request) {
+  return request.spec.pty ? 1 : 3 + (request.keep_stdin ? 1 : 0);
+}
 
 // A supervised process handed to an adopting daemon (kAdopt), with the fds
 // init kept: the exit pipe's read end, then stdout's and stderr's or the pty
-// master. `ended`: the exit status is waiting in the exit pipe.
+// master, then stdin's write end (`stdin`). `ended`: the exit status is
+// waiting in the exit pipe.
 struct Supervised {
   int32_t pid = 0;
   bool ended = false;
   bool pty = false;
   std::string label;
   bool done = true;
+  bool has_stdin = false;
 };
 
 // errnum == 0 and an empty step mean success.

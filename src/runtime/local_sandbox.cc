@@ -241,6 +241,8 @@ Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
   request.supervised = !spec.supervise_label.empty();
   request.label = spec.supervise_label;
   request.timeout_ms = spec.supervise_timeout_ms;
+  request.keep_stdin =
+      request.supervised && spec.supervise_stdin && !spec.pty && process.stdin_fd.valid();
   // The fds init needs, in proto::Request's order, for the request as it is.
   auto fds_for = [&] {
     std::vector<int> fds;
@@ -251,6 +253,7 @@ Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
         fds.push_back(process.stdout_fd.get());
         fds.push_back(process.stderr_fd.get());
       }
+      if (request.keep_stdin) fds.push_back(process.stdin_fd.get());
     }
     if (request.command_group) fds.push_back(group->procs.get());
     return fds;
@@ -261,6 +264,7 @@ Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
   // it is asked again with less.
   if (reply && request.supervised && is_older_init(*reply)) {
     request.supervised = false;
+    request.keep_stdin = false;
     request.label.clear();
     reply = call(request, fds_for(), &received);
   }
@@ -335,7 +339,8 @@ Result<std::vector<AdoptedProcess>> LocalSandbox::adopt_processes() {
 // fds a supervised process has (anything else is dropped, not trusted).
 std::optional<AdoptedProcess> LocalSandbox::adopted_process(const proto::Supervised& message,
                                                             std::vector<UniqueFd> fds) {
-  const size_t expected = message.pty ? 2 : 3;
+  if (message.has_stdin && message.pty) return std::nullopt;
+  const size_t expected = (message.pty ? 2u : 3u) + (message.has_stdin ? 1u : 0u);
   if (message.pid <= 1 || fds.size() != expected) return std::nullopt;
   for (size_t i = 0; i < fds.size(); ++i) {
     const bool master = message.pty && i == 1;
@@ -351,6 +356,7 @@ std::optional<AdoptedProcess> LocalSandbox::adopted_process(const proto::Supervi
   } else {
     adopted.process.stdout_fd = std::move(fds[1]);
     adopted.process.stderr_fd = std::move(fds[2]);
+    if (message.has_stdin) adopted.process.stdin_fd = std::move(fds[3]);
   }
   return adopted;
 }

@@ -106,6 +106,10 @@ struct ProcessSpec {
   // With supervise_label: the command's timeout (0: none), which init enforces
   // itself while no daemon holds the process (a daemon that does enforces it).
   uint32_t supervise_timeout_ms = 0;
+  // With supervise_label and a stdin pipe: init keeps its write end too, so
+  // the process never reads EOF when a daemon goes (an interpreter context's
+  // driver, which reads its requests there); the next daemon gets it back.
+  bool supervise_stdin = false;
   // Non-zero: the size of each output pipe (F_SETPIPE_SZ), which is what a
   // supervised process may write while no daemon reads before it waits.
   size_t output_buffer_bytes = 0;
@@ -135,7 +139,7 @@ ExitInfo decode_wait_status(int status);
 // A supervised process found running (or ended, its status waiting in
 // exit_fd) by a daemon that adopted its sandbox.
 struct AdoptedProcess {
-  Process process;  // no stdin: it went with the daemon that held it
+  Process process;  // stdin only if init kept it (ProcessSpec::supervise_stdin)
   std::string label;
   bool ended = false;
 };

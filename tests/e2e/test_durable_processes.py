@@ -26,8 +26,8 @@ def e2b_env(monkeypatch, d: Daemon) -> None:
     monkeypatch.setenv("E2B_DOMAIN", f"localhost:{urlparse(d.url).port}")
 
 
-def restart(d: Daemon, monkeypatch) -> Daemon:
-    d.proc.send_signal(signal.SIGKILL)
+def restart(d: Daemon, monkeypatch, how: signal.Signals = signal.SIGKILL) -> Daemon:
+    d.proc.send_signal(how)
     d.proc.wait()
     again = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
     e2b_env(monkeypatch, again)
@@ -147,4 +147,39 @@ def test_the_sandbox_enforces_a_deadline_while_no_daemon_runs(own_daemon, monkey
     again = e2b.Sandbox.connect(sb.sandbox_id)
     listed = {p.pid for p in again.commands.list()}
     assert untimed.pid in listed and timed.pid not in listed, listed
+    again.kill()
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "stop"])
+def test_interpreter_contexts_keep_their_state_across_a_daemon_restart(own_daemon, monkeypatch,
+                                                                       how):
+    from e2b_code_interpreter import Sandbox as CodeSandbox
+
+    sb = CodeSandbox.create(template="host", timeout=300)
+    assert sb.run_code("x = 41").error is None
+    made = sb.create_code_context(language="python", cwd="/tmp")
+    assert sb.run_code("y = 'kept'", context=made).error is None
+    bash = sb.create_code_context(language="bash")
+    assert sb.run_code("export GREETING=hello", context=bash).error is None
+    # An execution in flight when the daemon dies completes in the sandbox; the next one in
+    # that context runs after it.
+    def run_across_the_kill():
+        try:  # its stream ends with the daemon
+            sb.run_code("import time; open('/tmp/started', 'w').close(); time.sleep(3); "
+                        "z = 'finished'", context=made)
+        except Exception:
+            pass
+
+    in_flight = threading.Thread(target=run_across_the_kill, daemon=True)
+    in_flight.start()
+    wait_until(lambda: sb.files.exists("/tmp/started"), what="the execution to start")
+    own_daemon["d"] = restart(own_daemon["d"], monkeypatch, how)
+    in_flight.join(30)
+
+    again = CodeSandbox.connect(sb.sandbox_id)
+    assert again.run_code("x + 1").text == "42"
+    ids = {c.id for c in again.list_code_contexts()}
+    assert made.id in ids and bash.id in ids, ids
+    assert again.run_code("y + ' ' + z", context=made).text == "kept finished"
+    assert again.run_code("echo $GREETING", context=bash).logs.stdout == ["hello\n"]
     again.kill()

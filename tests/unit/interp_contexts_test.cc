@@ -2,6 +2,9 @@
 // lifecycle, request validation, and the bash and javascript drivers.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "interp/context.h"
 #include "interp/interp.h"
 #include "interp_test_support.h"
 
@@ -22,6 +25,32 @@ class InterpContexts : public ::testing::Test {
     return info.ok() ? info->id : "";
   }
 };
+
+TEST(InterpContextLabel, RoundTripsAndRefusesWhatWeWouldNotWrite) {
+  const ContextLabel label{{new_context_id(), "bash", "/tmp"}, new_driver_token(), true};
+  const auto back = parse_context_label(context_label(label));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->info.id, label.info.id);
+  EXPECT_EQ(back->info.language, "bash");
+  EXPECT_EQ(back->info.cwd, "/tmp");
+  EXPECT_EQ(back->token, label.token);
+  EXPECT_TRUE(back->is_default);
+  // A command's label, and labels changed inside the sandbox, are no context's.
+  EXPECT_FALSE(parse_context_label(R"({"tag":"","cmd":"sleep"})"));
+  EXPECT_FALSE(parse_context_label("not json"));
+  auto changed = [&](const char* key, const nlohmann::json& value) {
+    auto json = nlohmann::json::parse(context_label(label));
+    json[key] = value;
+    return parse_context_label(json.dump());
+  };
+  EXPECT_FALSE(changed("id", "../../etc"));
+  EXPECT_FALSE(changed("id", 7));
+  EXPECT_FALSE(changed("language", "cobol"));
+  EXPECT_FALSE(changed("token", "x"));
+  EXPECT_FALSE(changed("cwd", ""));
+  EXPECT_TRUE(changed("default", "yes").has_value());  // not a boolean: not the default
+  EXPECT_FALSE(changed("default", "yes")->is_default);
+}
 
 TEST_F(InterpContexts, UnknownLanguageIsRejectedWithTheKnownOnes) {
   auto info = interpreter->create_context("cobol", "");

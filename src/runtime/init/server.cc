@@ -106,6 +106,7 @@ class Server {
     std::string label;
     bool pty = false;
     uint32_t timeout_ms = 0;
+    bool has_stdin = false;  // the last fd is stdin's write end
   };
   struct Supervised {
     Kept kept;
@@ -131,7 +132,7 @@ class Server {
   // fds: the exit pipe, the stdio ends, the kept read ends (supervised), then
   // the command group's procs file.
   Status spawn(int client, const proto::Request& request, std::vector<UniqueFd> fds) {
-    const size_t kept_count = request.supervised ? proto::kept_fds(request.spec) : 0;
+    const size_t kept_count = request.supervised ? proto::kept_fds(request) : 0;
     if (fds.size() < 1 + kept_count + (request.command_group ? 1 : 0))
       return Error{"spawn", EINVAL, "malformed spawn request"};
     UniqueFd exit_pipe = std::move(fds.front());
@@ -143,7 +144,7 @@ class Server {
     }
     std::optional<Kept> kept;
     if (request.supervised) {
-      kept = Kept{{}, request.label, request.spec.pty, request.timeout_ms};
+      kept = Kept{{}, request.label, request.spec.pty, request.timeout_ms, request.keep_stdin};
       const auto first_kept = fds.end() - static_cast<std::ptrdiff_t>(kept_count);
       std::move(first_kept, fds.end(), std::back_inserter(kept->fds));
       fds.erase(first_kept, fds.end());
@@ -382,8 +383,9 @@ class Server {
       drop(client);
     for (size_t i = 0; i < orphans.size(); ++i) {
       Supervised& process = supervised_.at(orphans[i]);
-      const proto::Supervised message{orphans[i], process.ended, process.kept.pty,
-                                      process.kept.label, i + 1 == orphans.size()};
+      const proto::Supervised message{
+          orphans[i],         process.ended,           process.kept.pty,
+          process.kept.label, i + 1 == orphans.size(), process.kept.has_stdin};
       std::vector<int> fds;
       for (const auto& fd : process.kept.fds) fds.push_back(fd.get());
       if (!proto::send_message(client, proto::encode(message), fds)) {
