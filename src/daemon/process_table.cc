@@ -227,6 +227,14 @@ Error start_failure(const Error& error, const std::string& cwd) {
   if (error.errnum == EACCES)
     return Error::with_message("the user may not enter this directory in the sandbox: " + cwd,
                                error.errnum);
+  // init resolves it inside the sandbox's root, where /proc's links to a
+  // process's fds, cwd or root are refused (they could lead out of it).
+  if (error.errnum == ELOOP)
+    return Error::with_message(
+        "not a directory inside the sandbox (a loop, or a /proc link to a process's fd, cwd or "
+        "root): " +
+            cwd,
+        kErrBadInput);
   return error;
 }
 

@@ -10,11 +10,13 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "runtime/init/caps.h"
+#include "runtime/root_paths.h"
 
 namespace abx::runtime::init {
 namespace {
@@ -118,6 +120,37 @@ void setup_stdio(const Prepared& p, int report) {
     fail(report, "dup2 stdio");
 }
 
+// Before the child looks up any path a caller gave: init's fds (the overlay's
+// upper dir, host cgroup files, its control socket, every exit pipe) would
+// otherwise be reachable as /proc/self/fd/N, as runc's were (CVE-2024-21626).
+// Only stdio and the close-on-exec report pipe stay.
+void close_inherited_fds(int report) {
+  const auto keep = static_cast<unsigned>(report);
+  if (keep > 3) ::close_range(3, keep - 1, 0);
+  ::close_range(keep + 1, ~0U, 0);
+}
+
+// The caller's cwd, looked up as the user inside the sandbox's root: ".."
+// stops at "/", and /proc's magic links (/proc/self/fd/N, /proc/1/cwd,
+// /proc/PID/root) are refused (ELOOP). As runc does, a cwd the kernel cannot
+// name from the root is refused too.
+void enter_cwd(const std::string& cwd, int report) {
+  const std::string step = "chdir " + cwd;
+  UniqueFd root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root.valid()) fail(report, step);
+  auto dir = root_paths::open(root.get(), cwd, O_PATH | O_DIRECTORY);
+  if (!dir) {
+    errno = dir.error().errnum;
+    fail(report, step);
+  }
+  if (::fchdir(dir->get()) != 0) fail(report, step);
+  char named[PATH_MAX];
+  if (::getcwd(named, sizeof named) == nullptr || named[0] != '/') {
+    errno = ELOOP;
+    fail(report, step);
+  }
+}
+
 [[noreturn]] void exec_child(const Prepared& p, int report) {
   if (auto s = become_workload(p.workload_procs); !s) {
     errno = s.error().errnum;
@@ -129,12 +162,12 @@ void setup_stdio(const Prepared& p, int report) {
   reset_open_files_limit();
   if (::setsid() < 0) fail(report, "setsid");
   setup_stdio(p, report);
+  close_inherited_fds(report);
   if (auto s = become_user(p.uid, p.gid, p.set_groups); !s) {
     errno = s.error().errnum;
     fail(report, s.error().step);
   }
-  if (::chdir(p.cwd.c_str()) != 0) fail(report, "chdir " + p.cwd);
-  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  enter_cwd(p.cwd, report);
   int first_error = 0;
   for (const auto& candidate : p.candidates) {
     ::execve(candidate.c_str(), p.argv.data(), p.envp.data());

@@ -1,6 +1,7 @@
 #include "runtime/init/mnt.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -8,6 +9,9 @@
 #include <unistd.h>
 
 #include <string>
+
+#include "common/unique_fd.h"
+#include "runtime/root_paths.h"
 
 namespace abx::runtime::init::mnt {
 namespace {
@@ -49,17 +53,6 @@ Status mount_fs(const char* type, const std::string& target, unsigned long flags
              std::string("mount ") + type, target);
 }
 
-Status make_dirs(const std::string& path, mode_t mode) {
-  size_t at = 0;
-  do {
-    at = path.find('/', at + 1);
-    const std::string prefix = path.substr(0, at);
-    if (::mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST)
-      return Error::from_errno("mkdir", prefix);
-  } while (at != std::string::npos);
-  return {};
-}
-
 Status make_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Error::from_errno("create mount point", path);
@@ -93,21 +86,53 @@ Status bind_mount(const std::string& source, const std::string& target, bool rea
              target);
 }
 
-// Adds `flags` to those a bind mount already has.
-Status remount_bind(const std::string& target, unsigned long flags) {
-  return sys(::mount(nullptr, target.c_str(), nullptr,
-                     MS_BIND | MS_REMOUNT | flags | locked_flags(target), nullptr),
-             "remount", target);
+// The new root, where the template's paths are resolved (see root_paths.h):
+// until enter_root, a plain path call would follow the template's links from
+// the staging root, where the host's "/" is /oldroot.
+Result<UniqueFd> open_new_root() {
+  UniqueFd root(::open(kNew, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!root.valid()) return Error::from_errno("open new root");
+  return root;
 }
 
-// Creates a mount point of the same kind as `source` (dir or file).
-Status make_mount_point(const std::string& source, const std::string& target) {
-  struct stat st {};
-  if (::stat(source.c_str(), &st) != 0) return Error::from_errno("stat bind source", source);
-  if (S_ISDIR(st.st_mode)) return make_dirs(target, 0755);
-  const auto slash = target.rfind('/');
-  if (auto s = make_dirs(target.substr(0, slash), 0755); !s) return s;
-  return make_file(target);
+// Names the template path a failure was about: its links are the usual cause.
+Error in_template(const std::string& path, const Error& error) {
+  if (error.errnum == ELOOP)
+    return Error{"template path " + path + " loops or leads through a /proc link", ELOOP, {}};
+  return Error{"template path " + path, error.errnum, {}};
+}
+
+// Where the kernel's own trees go (/proc, /dev): a directory of the
+// template, not a link, so that every later path through it stays on them.
+Result<UniqueFd> make_kernel_dir(int root, const std::string& path, mode_t mode) {
+  auto dir = root_paths::make(root, path, root_paths::Kind::kDirectory, mode, O_PATH | O_DIRECTORY,
+                              RESOLVE_NO_SYMLINKS);
+  if (dir) return dir;
+  if (dir.error().errnum == ELOOP)
+    return Error{"template path " + path + " must be a directory, not a link", ELOOP, {}};
+  return in_template(path, dir.error());
+}
+
+// Attaches the detached mount `tree` on the file or directory `target` is.
+Status attach(int tree, int target, const std::string& what) {
+  return sys(::move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH),
+             "mount", what);
+}
+
+// A bind of the tree at `source` (with what is mounted below it) onto
+// `target`, both fds; `attrs` (MOUNT_ATTR_*) set on its top mount, or on
+// every mount of it with `recursive_attrs`.
+Status bind_onto(int source, int target, uint64_t attrs, bool recursive_attrs,
+                 const std::string& what) {
+  UniqueFd tree(
+      ::open_tree(source, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+  if (!tree.valid()) return Error::from_errno("bind mount", what);
+  mount_attr attr{};
+  attr.attr_set = attrs;
+  const unsigned flags = AT_EMPTY_PATH | (recursive_attrs ? AT_RECURSIVE : 0);
+  if (attrs != 0 && ::mount_setattr(tree.get(), "", flags, &attr, sizeof attr) != 0)
+    return Error::from_errno("bind mount attributes", what);
+  return attach(tree.get(), target, what);
 }
 
 // See proto::kWritableLayerFd. A tmpfs upper only: a build's host writable
@@ -192,20 +217,41 @@ Status mount_overlay(const InitConfig& config) {
   return mount_fs("overlay", kNew, 0, options);
 }
 
+// Each target is resolved inside the new root (a link the template put
+// there is followed there) and the source's tree is bound on that very file.
 Status bind_read_only(const InitConfig& config) {
+  if (config.binds.empty()) return {};
+  auto root = open_new_root();
+  if (!root) return root.error();
   for (size_t i = 0; i < config.binds.size(); ++i) {
-    const std::string source = source_path(config, config.lower_layers.size() + i);
-    const std::string target = kNew + config.binds[i].second;
-    if (auto s = make_mount_point(source, target); !s) return s;
-    if (auto s = bind_mount(source, target, true); !s) return s;
+    const int source = config.source_fds.at(config.lower_layers.size() + i);
+    const std::string& path = config.binds[i].second;
+    struct stat st {};
+    if (::fstat(source, &st) != 0) return Error::from_errno("stat bind source", path);
+    const bool dir = S_ISDIR(st.st_mode);
+    auto target = root_paths::make(root->get(), path,
+                                   dir ? root_paths::Kind::kDirectory : root_paths::Kind::kFile,
+                                   dir ? 0755 : 0644, O_PATH | (dir ? O_DIRECTORY : 0));
+    if (!target) return in_template(path, target.error());
+    const uint64_t read_only = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    if (auto s = bind_onto(source, target->get(), read_only, true, path); !s) return s;
   }
   return {};
 }
 
 Status mount_proc(const InitConfig&) {
-  const std::string target = std::string(kNew) + "/proc";
-  if (auto s = make_dirs(target, 0555); !s) return s;
-  if (auto s = mount_fs("proc", target, MS_NOSUID | MS_NODEV | MS_NOEXEC, ""); !s) return s;
+  auto root = open_new_root();
+  if (!root) return root.error();
+  auto target = make_kernel_dir(root->get(), "/proc", 0555);
+  if (!target) return target.error();
+  UniqueFd context(::fsopen("proc", FSOPEN_CLOEXEC));
+  if (!context.valid()) return Error::from_errno("mount proc");
+  if (::fsconfig(context.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
+    return Error::from_errno("mount proc");
+  UniqueFd proc(::fsmount(context.get(), FSMOUNT_CLOEXEC,
+                          MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
+  if (!proc.valid()) return Error::from_errno("mount proc");
+  if (auto s = attach(proc.get(), target->get(), "/proc"); !s) return s;
   return bind_boot_id();
 }
 
@@ -223,11 +269,10 @@ Status bind_proc_views(const InitConfig& config) {
   return {};
 }
 
+// Assembled on the staging tmpfs (kStagedDev), then bound with all its
+// mounts onto the template's /dev.
 Status make_dev(const InitConfig& config) {
-  const std::string dev = std::string(kNew) + "/dev";
-  if (auto s = make_dirs(dev, 0755); !s) return s;
-  if (auto s = bind_mount(kStagedDev, dev, false); !s) return s;
-  if (auto s = remount_bind(dev, MS_NOSUID | MS_NOEXEC); !s) return s;
+  const std::string dev = kStagedDev;
   for (const char* name : kDevices) {
     if (auto s = make_file(dev + "/" + name); !s) return s;
     if (auto s = bind_mount(std::string(kOld) + "/dev/" + name, dev + "/" + name, false); !s)
@@ -248,21 +293,37 @@ Status make_dev(const InitConfig& config) {
   for (auto [name, target] : kDevLinks)
     if (auto s = sys(::symlink(target, (dev + "/" + name).c_str()), "symlink /dev", name); !s)
       return s;
-  return {};
+  UniqueFd staged(::open(kStagedDev, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!staged.valid()) return Error::from_errno("open staged /dev");
+  auto root = open_new_root();
+  if (!root) return root.error();
+  auto target = make_kernel_dir(root->get(), "/dev", 0755);
+  if (!target) return target.error();
+  return bind_onto(staged.get(), target->get(), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false,
+                   "/dev");
 }
 
+// Each made, changed or owned through an fd of what the path resolves to
+// inside the new root: a template's "/tmp -> /oldroot/tmp/x" leads to the
+// sandbox's own /oldroot/tmp/x, never to the host's.
 Status make_standard_dirs(const InitConfig& config) {
-  const std::string tmp = std::string(kNew) + "/tmp";
-  if (auto s = make_dirs(tmp, 01777); !s) return s;
+  auto root = open_new_root();
+  if (!root) return root.error();
+  auto tmp = root_paths::make(root->get(), "/tmp", root_paths::Kind::kDirectory, 01777,
+                              O_RDONLY | O_DIRECTORY);
+  if (!tmp) return in_template("/tmp", tmp.error());
   struct stat st {};
   // A needless chmod would copy /tmp up into a build's captured layer.
-  if (::stat(tmp.c_str(), &st) != 0 || (st.st_mode & 07777) != 01777)
-    if (auto s = sys(::chmod(tmp.c_str(), 01777), "chmod /tmp"); !s) return s;
-  const std::string home = std::string(kNew) + "/home/user";
-  if (::stat(home.c_str(), &st) == 0) return {};  // the template decided its owner
-  if (auto s = make_dirs(home, 0755); !s) return s;
+  if (::fstat(tmp->get(), &st) != 0 || (st.st_mode & 07777) != 01777)
+    if (auto s = sys(::fchmod(tmp->get(), 01777), "chmod /tmp"); !s) return s;
+  auto home = root_paths::open(root->get(), "/home/user", O_PATH);
+  if (home) return {};  // the template decided its owner
+  if (home.error().errnum != ENOENT) return in_template("/home/user", home.error());
+  auto made = root_paths::make(root->get(), "/home/user", root_paths::Kind::kDirectory, 0755,
+                               O_RDONLY | O_DIRECTORY);
+  if (!made) return in_template("/home/user", made.error());
   if (!config.full_id_map) return {};
-  return sys(::chown(home.c_str(), kUser, kUser), "chown /home/user");
+  return sys(::fchown(made->get(), kUser, kUser), "chown /home/user");
 }
 
 Status mask_proc(const InitConfig&) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/unique_fd.h"
+#include "runtime/root_paths.h"
 
 namespace abx::runtime::init::net {
 
@@ -21,14 +22,17 @@ Status set_hostname(const proto::InitConfig& config) {
 
 namespace {
 
-// Replaces `path` (even a symlink the template left there) with `text`.
+// Replaces `name` in /etc (even a symlink the template left there) with
+// `text`. /etc is resolved inside the root: a magic link of /proc planted
+// there (/proc/self/fd/N: init's own fds) is refused, not followed.
 // A template without /etc, or with a read-only one, keeps what it has.
-Status replace_file(const std::string& path, const std::string& text) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+Status replace_file(int etc, const std::string& name, const std::string& text) {
+  const std::string path = "/etc/" + name;
+  if (::unlinkat(etc, name.c_str(), 0) != 0 && errno != ENOENT)
     return errno == EROFS ? Status{} : Error::from_errno("unlink", path);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return errno == ENOENT || errno == EROFS ? Status{} : Error::from_errno("create", path);
+  const int fd =
+      ::openat(etc, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return errno == EROFS ? Status{} : Error::from_errno("create", path);
   const ssize_t n = ::write(fd, text.data(), text.size());
   const int saved = errno;
   ::close(fd);
@@ -44,13 +48,19 @@ Status replace_file(const std::string& path, const std::string& text) {
 // template's own files.
 Status write_host_files(const proto::InitConfig& config) {
   if (config.host_writable_dir) return {};
+  UniqueFd root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root.valid()) return Error::from_errno("open /");
+  auto etc = root_paths::open(root.get(), "/etc", O_PATH | O_DIRECTORY);
+  if (!etc) return etc.error().errnum == ENOENT ? Status{} : etc.error();
   const std::string& name = config.hostname;
-  if (auto s = replace_file("/etc/hostname", name + "\n"); !s) return s;
+  if (auto s = replace_file(etc->get(), "hostname", name + "\n"); !s) return s;
   if (!config.nameserver.empty())
-    if (auto s = replace_file("/etc/resolv.conf", "nameserver " + config.nameserver + "\n"); !s)
+    if (auto s = replace_file(etc->get(), "resolv.conf", "nameserver " + config.nameserver + "\n");
+        !s)
       return s;
-  return replace_file("/etc/hosts", "127.0.0.1\tlocalhost " + name + "\n::1\tlocalhost " + name +
-                                        " ip6-localhost ip6-loopback\n");
+  return replace_file(etc->get(), "hosts",
+                      "127.0.0.1\tlocalhost " + name + "\n::1\tlocalhost " + name +
+                          " ip6-localhost ip6-loopback\n");
 }
 
 Status loopback_up(const proto::InitConfig& /*config*/) {
