@@ -19,8 +19,10 @@ struct ServeOptions {
   // Client connections held at once; 0: 4096, or half the open-files limit
   // when that is lower. Over it, new connections answer only GET /health.
   size_t max_connections = 0;
-  std::string log_level = "info";     // trace|debug|info|warn|error
-  std::filesystem::path init_binary;  // abx-init; default: beside /proc/self/exe
+  size_t max_connections_per_address = 0;  // 0: a quarter of max_connections
+  unsigned header_timeout_s = 10;          // a request head must arrive within this
+  std::string log_level = "info";          // trace|debug|info|warn|error
+  std::filesystem::path init_binary;       // abx-init; default: beside /proc/self/exe
   // Written once the server listens: "http://127.0.0.1:PORT\n". Lets the CLI
   // and tests find a daemon started with port 0.
   std::filesystem::path address_file;
