@@ -719,9 +719,11 @@ std::string source_of(const tcp::socket& socket) {
   return address.to_string();
 }
 
-// Never spins: when accept fails (out of descriptors) it gives up the spare
-// descriptor once, closes the connection idle longest, and waits a growing
-// delay before trying again; it says so at most once a second.
+// Never spins: when accept fails for want of a descriptor it closes the
+// connection reading its head longest (or idle longest) and tries again a
+// moment later, so the next connection is served in full; only when none can
+// be closed does it give up the spare descriptor (one more connection may ask
+// for /health) and then wait a growing delay. It says so at most once a second.
 Task<void> accept_loop(Listener listener) {
   auto& acceptor = *listener.acceptor;
   auto& ioc = static_cast<net::io_context&>(acceptor.get_executor().context());
@@ -737,17 +739,16 @@ Task<void> accept_loop(Listener listener) {
     tcp::socket socket = co_await acceptor.async_accept(
         net::make_strand(ioc), net::redirect_error(net::use_awaitable, ec));
     if (ec == net::error::operation_aborted) co_return;
-    if (ec && out_of_descriptors(ec) && spare.valid()) {
+    const bool evicted = ec && out_of_descriptors(ec) && listener.table->evict_one();
+    if (ec && !evicted && out_of_descriptors(ec) && spare.valid()) {
       accept_warning.log(ec.message() + "; answering /health only meanwhile");
       spare.reset();
       on_spare = true;
-      listener.table->evict_one();
       continue;
     }
     if (ec) {
-      // Closing a connection reading its head or idle frees a descriptor in
-      // a moment; otherwise wait longer each time.
-      const bool evicted = listener.table->evict_one();
+      // The closed connection gives back its descriptor in a moment;
+      // otherwise wait longer each time.
       const auto delay = evicted ? kAcceptAfterEviction : backoff;
       accept_warning.log(ec.message() + "; retrying in " + std::to_string(delay.count()) + " ms");
       backoff_timer.expires_after(delay);

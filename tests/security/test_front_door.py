@@ -10,6 +10,7 @@ connect from other loopback addresses (127.0.0.2 and up) than the valid client (
 from __future__ import annotations
 
 import os
+import resource
 import select
 import socket
 import time
@@ -75,19 +76,19 @@ def close_all(socks: list[socket.socket]) -> None:
         sock.close()
 
 
-def key_is_served(d: Daemon) -> int:
-    """The status a valid key's request gets (from 127.0.0.1), 0 when it got no answer."""
+def key_is_served(d: Daemon) -> int | str:
+    """The status a valid key's request gets (from 127.0.0.1), or why it got none."""
     try:
         with d.api() as api:
-            return api.get("/v2/sandboxes", timeout=15).status_code
-    except httpx.HTTPError:
-        return 0
+            return api.get("/v2/sandboxes", timeout=30).status_code
+    except httpx.HTTPError as e:
+        return f"{type(e).__name__}: {e}"
 
 
 def assert_same_daemon(d: Daemon, pid: int) -> None:
     assert d.proc.poll() is None, "the daemon died"
     assert d.proc.pid == pid and os.path.exists(f"/proc/{pid}")
-    assert key_is_served(d) == 200
+    assert (got := key_is_served(d)) == 200, got
 
 
 @pytest.fixture
@@ -116,7 +117,8 @@ def test_a_slowloris_over_the_connection_limit_does_not_lock_a_key_out(capped_da
         probe = connect_from(d, attackers[0], PARTIAL_HEAD)
         held.append(probe)
         time.sleep(1)
-        assert key_is_served(d) == 200, "a partial-head flood locked a valid key out"
+        got = key_is_served(d)
+        assert got == 200, f"a partial-head flood locked a valid key out: {got}"
         assert d.proc.poll() is None
     finally:
         close_all(held)
@@ -135,7 +137,7 @@ def test_one_address_cannot_take_every_connection(capped_daemon):
                         f"(holds {still_open(greedy)})")
         # Everyone else still has the rest: none of theirs is closed to make room.
         others = open_from(d, "127.0.0.3", PER_ADDRESS) + open_from(d, "127.0.0.4", PER_ADDRESS)
-        assert key_is_served(d) == 200
+        assert (got := key_is_served(d)) == 200, got
         assert still_open(others) == len(others), "another address lost connections"
         assert still_open(greedy) == PER_ADDRESS
     finally:
@@ -220,6 +222,50 @@ def holding_sandbox(state_dir):
         yield served
 
 
+OPEN_FILES = 256
+FLOOD = 2 * OPEN_FILES  # more connections than the daemon has descriptors
+
+
+@pytest.fixture
+def fd_bound_daemon(state_dir) -> Iterator[Daemon]:
+    """A connection limit above the descriptor limit: accept itself fails (EMFILE)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < FLOOD + 64:
+        pytest.skip(f"this process may open only {hard} files; the flood needs {FLOOD}")
+    if soft < FLOOD + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    d = start_daemon(state_dir / "state", shared_templates=False,
+                     extra_args=("--warm-pool", "0", "--max-connections", "100000"),
+                     open_files=OPEN_FILES, env={"ABX_HTTP_HEADER_TIMEOUT_S": "120"})
+    yield d
+    stop_daemon(d)
+
+
+def test_out_of_descriptors_a_new_connection_is_served_in_full(fd_bound_daemon):
+    """Partial heads until accept fails for want of a descriptor: the daemon closes the
+    oldest of them for each new connection, which then serves a key's request (not only
+    /health), at the first attempt."""
+    d = fd_bound_daemon
+    pid = d.proc.pid
+    held = []
+    try:
+        for _ in range(FLOOD):
+            try:
+                held.append(connect_from(d, "127.0.0.2", PARTIAL_HEAD))
+            except OSError:
+                break  # the listen backlog is full: that is saturated too
+        assert len(held) > OPEN_FILES
+        wait_until(lambda: "Too many open files" in (d.data_dir / "daemon.log").read_text(),
+                   timeout=30, what="the daemon out of descriptors")
+        got = key_is_served(d)
+        assert got == 200, f"a new connection was not served while out of fds: {got}"
+        assert httpx.get(f"{d.url}/health", timeout=15).status_code == 204
+        assert d.proc.poll() is None
+    finally:
+        close_all(held)
+    assert_same_daemon(d, pid)
+
+
 def test_requests_without_a_credential_cannot_take_the_last_connections(holding_sandbox):
     d, sandbox_id = holding_sandbox
     pid = d.proc.pid
@@ -238,7 +284,8 @@ def test_requests_without_a_credential_cannot_take_the_last_connections(holding_
         refused = [sock.recv(65536) for sock in held if answered(sock)]
         assert refused and all(answer.startswith(b"HTTP/1.1 503 ") for answer in refused), refused
         assert len(refused) < len(held)
-        assert key_is_served(d) == 200, "requests without a credential locked a valid key out"
+        got = key_is_served(d)
+        assert got == 200, f"requests without a credential locked a valid key out: {got}"
         assert d.proc.poll() is None
     finally:
         close_all(held)
