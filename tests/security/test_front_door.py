@@ -40,7 +40,18 @@ def address(d: Daemon) -> tuple[str, int]:
 
 
 def connect_from(d: Daemon, source: str, first: bytes = b"") -> socket.socket:
-    sock = socket.create_connection(address(d), timeout=10, source_address=(source, 0))
+    """A connection from `source`. A handshake that does not complete is tried again from
+    another port: the kernel completes handshakes whether or not the daemon accepts (its
+    backlog is 4096), but a networked daemon's nftables input rule on this host drops every
+    packet to its DNS or proxy port, which may be the port picked here."""
+    for attempt in range(3):
+        try:
+            sock = socket.create_connection(address(d), timeout=3, source_address=(source, 0))
+            break
+        except TimeoutError:
+            if attempt == 2:
+                raise
+    sock.settimeout(10)
     if first:
         sock.sendall(first)
     return sock
