@@ -127,12 +127,13 @@ def _port_open_through_proxy(d: Daemon, sandbox_id: str, port: int) -> bool:
 
 
 @contextmanager
-def host_sandbox_serving(state_dir: Path, script: str,
-                         port: int = 8000) -> Iterator[tuple[Daemon, str]]:
-    """A daemon of its own with a `host` sandbox running the Python `script` in the
-    background, once `port` answers through the port proxy: (daemon, sandbox id). The daemon
-    is stopped afterwards, also when the server never came up."""
-    d = start_daemon(state_dir / "state", shared_templates=False, extra_args=("--warm-pool", "0"))
+def host_sandbox_serving(state_dir: Path, script: str, port: int = 8000,
+                         extra_args: tuple[str, ...] = ()) -> Iterator[tuple[Daemon, str]]:
+    """A daemon of its own (`abx serve` with `extra_args`) with a `host` sandbox running the
+    Python `script` in the background, once `port` answers through the port proxy: (daemon,
+    sandbox id). The daemon is stopped afterwards, also when the server never came up."""
+    d = start_daemon(state_dir / "state", shared_templates=False,
+                     extra_args=("--warm-pool", "0", *extra_args))
     try:
         with d.api() as api:
             r = api.post("/sandboxes", json={"templateID": "host"})

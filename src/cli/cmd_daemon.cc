@@ -101,6 +101,15 @@ void add_serve(CLI::App& root, Commands& commands) {
                   "Client connections held at once (0: 4096, or half the open-files limit)")
       ->envname("ABX_MAX_CONNECTIONS")
       ->capture_default_str();
+  app->add_option("--max-connections-per-address", options->max_connections_per_address,
+                  "Of those, how many one client address may hold (0: a quarter)")
+      ->envname("ABX_MAX_CONNECTIONS_PER_ADDRESS")
+      ->capture_default_str();
+  app->add_option("--header-timeout", options->header_timeout_s,
+                  "Seconds a connection has to send a complete request head")
+      ->envname("ABX_HTTP_HEADER_TIMEOUT_S")
+      ->check(CLI::Range(1u, 3600u))
+      ->capture_default_str();
   app->add_option("--log-level", options->log_level, "trace|debug|info|warn|error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();

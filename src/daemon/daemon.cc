@@ -276,8 +276,10 @@ int serve(const ServeOptions& options) {
     }
   } forget_secrets{egress.get()};
   service.restore();
-  auto port = http::listen(ioc, options.listen, make_router(service, *keys, key_path.string()),
-                           options.max_connections);
+  const http::ServerLimits limits{options.max_connections, options.max_connections_per_address,
+                                  std::chrono::seconds(options.header_timeout_s)};
+  auto port =
+      http::listen(ioc, options.listen, make_router(service, *keys, key_path.string()), limits);
   if (!port) return fail(port.error());
   service.set_listen_address(reachable_address(options.listen, *port));
   remember_listen_port(options.data_dir, *port);

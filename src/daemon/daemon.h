@@ -19,6 +19,8 @@ struct ServeOptions {
   // Client connections held at once; 0: 4096, or half the open-files limit
   // when that is lower. Over it, new connections answer only GET /health.
   size_t max_connections = 0;
+  size_t max_connections_per_address = 0;  // 0: a quarter of max_connections
+  unsigned header_timeout_s = 10;          // a request head must arrive within this
   // What each command's stdout and stderr hold while no daemon reads them
   // (a restart): past it the command's writes wait for the next daemon.
   size_t output_buffer = 1024 * 1024;

@@ -66,6 +66,15 @@ class Exchange {
   virtual Task<bool> write_raw(std::string data) = 0;
   // Ends the connection: a read_raw_some under way returns "".
   virtual void close_raw() = 0;
+
+  // The caller proved a credential (an API key, a dashboard session, a
+  // sandbox's access token): the request may use the connections the server
+  // keeps in reserve.
+  virtual void set_authenticated() {}
+  // The server is short of connections and this request holds one kept in
+  // reserve: unless it proves a credential or asks for /health, it is to be
+  // answered 503 (the connection then closes).
+  virtual bool on_reserve() const { return false; }
 };
 
 // The whole body, or false in `fits` when it is larger than `limit`.

@@ -54,6 +54,11 @@ constexpr size_t kDefaultMaxConnections = 4096;
 // Connections over the limit that may still ask for GET /health (each gets a
 // 503 for anything else).
 constexpr size_t kHealthOnlyConnections = 32;
+// One client address may hold this share of the connections by default.
+constexpr size_t kPerAddressShare = 4;
+// This share of the connections is kept for requests with a credential (and
+// /health): requests without one hold the rest at most.
+constexpr size_t kReserveShare = 8;
 constexpr auto kHealthOnlyHeaderTimeout = std::chrono::seconds(5);
 // Accept failures (out of descriptors) are retried after this, doubling up to the maximum.
 constexpr auto kAcceptBackoffFirst = std::chrono::milliseconds(100);
@@ -65,9 +70,9 @@ struct Timeouts {
   // keep-alive connection between requests is closed after this long, as envd
   // does, or earlier when the daemon is at its connection limit.
   std::chrono::seconds idle{640};
-  // From a request's first byte to the end of its header; also how long a
-  // new connection may stay silent before its first request.
-  std::chrono::seconds header{30};
+  // From a request's first byte to the end of its header; for a new
+  // connection, from its accept (--header-timeout).
+  std::chrono::seconds header{10};
   // Without a byte while a request body is read.
   std::chrono::seconds body{60};
   // Without the client acknowledging a byte of a response being written: a
@@ -86,9 +91,9 @@ std::chrono::seconds seconds_from_env(const char* name, std::chrono::seconds fal
 }
 
 // Tests shorten the timeouts to check the 408s and the closes quickly.
-Timeouts timeouts_from_env() {
+Timeouts timeouts_from_env(std::chrono::seconds header) {
   Timeouts timeouts;
-  timeouts.header = seconds_from_env("ABX_HTTP_HEADER_TIMEOUT_S", timeouts.header);
+  timeouts.header = header;
   timeouts.body = seconds_from_env("ABX_HTTP_BODY_TIMEOUT_S", timeouts.body);
   timeouts.send = seconds_from_env("ABX_HTTP_SEND_TIMEOUT_S", timeouts.send);
   return timeouts;
@@ -117,7 +122,8 @@ class Deadline {
  public:
   enum class Kind { read, send };
 
-  Deadline(beast::tcp_stream& stream, std::chrono::seconds after, Kind kind = Kind::read)
+  Deadline(beast::tcp_stream& stream, std::chrono::steady_clock::duration after,
+           Kind kind = Kind::read)
       : state_(std::make_shared<State>()),
         timer_(stream.get_executor()),
         socket_(stream.socket()),
@@ -162,7 +168,7 @@ class Deadline {
   std::shared_ptr<State> state_;
   net::steady_timer timer_;
   tcp::socket& socket_;
-  std::chrono::seconds after_;
+  std::chrono::steady_clock::duration after_;
   Kind kind_;
   std::optional<uint64_t> acked_;
 };
@@ -198,17 +204,28 @@ BodyError body_error(const beast::error_code& ec) {
 class BeastExchange final : public Exchange {
  public:
   BeastExchange(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser,
-                const Timeouts& timeouts)
+                const Timeouts& timeouts, ConnectionTable::Slot& slot, bool on_reserve)
       : stream_(stream),
         buffer_(buffer),
         parser_(parser),
         timeouts_(timeouts),
+        slot_(slot),
+        on_reserve_(on_reserve),
         request_(to_request(parser.get())) {
     keep_alive_ = parser.get().keep_alive();
   }
 
   const Request& request() const override { return request_; }
   bool responded() const { return responded_; }
+
+  void set_authenticated() override {
+    authenticated_ = true;
+    slot_.set_authenticated();
+  }
+  bool on_reserve() const override { return on_reserve_; }
+  // Held a reserved connection without a credential: it was answered 503
+  // (or /health) and gives the connection back.
+  bool must_close_after() const { return on_reserve_ && !authenticated_; }
   bool keep_alive() const { return keep_alive_; }
 
   // Up to kReadChunk of the body, all of which must come within the body
@@ -417,6 +434,9 @@ class BeastExchange final : public Exchange {
   beast::flat_buffer& buffer_;
   Parser& parser_;
   Timeouts timeouts_;
+  ConnectionTable::Slot& slot_;
+  const bool on_reserve_;
+  bool authenticated_ = false;
   Request request_;
   bool keep_alive_ = true;
   bool responded_ = false;
@@ -456,66 +476,91 @@ Task<bool> handle_one(BeastExchange& exchange, const Handler& handler) {
   co_return exchange.keep_alive();
 }
 
-// What the table needs to close a connection waiting between requests: the
-// close runs on the connection's strand, and only while it still waits.
-struct IdleWait {
+// What the table needs to close a connection that reads its head or waits
+// between requests: the close runs on the connection's strand, and only while
+// it waits for bytes.
+struct Evictable {
   tcp::socket* socket = nullptr;  // null once the connection ended
   bool waiting = false;
 };
 
-std::function<void()> closer(const net::any_io_executor& strand, std::shared_ptr<IdleWait> idle) {
-  return [strand, idle = std::move(idle)] {
-    net::post(strand, [idle] {
-      if (!idle->waiting || !idle->socket) return;
+std::function<void()> closer(const net::any_io_executor& strand,
+                             std::shared_ptr<Evictable> evictable) {
+  return [strand, evictable = std::move(evictable)] {
+    net::post(strand, [evictable] {
+      if (!evictable->waiting || !evictable->socket) return;
       beast::error_code ignored;
-      idle->socket->cancel(ignored);
+      evictable->socket->cancel(ignored);
     });
   };
 }
 
-// Waits for the first byte of the next request (or the rest of a pipelined
-// one): a keep-alive connection may stay quiet for a long time between
-// requests, unless the table closes it to make room. False when the
-// connection should close.
+// Waits for the first bytes of the next request (or takes a pipelined one):
+// a keep-alive connection may stay quiet for a long time between requests,
+// unless the table closes it to make room. A `fresh` connection is reading
+// its head from the start. False when the connection should close.
 Task<bool> wait_for_request(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                             std::chrono::seconds timeout, ConnectionTable::Slot& slot,
-                            const std::shared_ptr<IdleWait>& idle) {
-  if (buffer.size() > 0) co_return slot.set_busy();
-  slot.set_idle(closer(stream.get_executor(), idle));
-  idle->waiting = true;
+                            const std::shared_ptr<Evictable>& evictable, bool fresh) {
+  const auto close = closer(stream.get_executor(), evictable);
+  if (buffer.size() > 0) {
+    slot.set_reading_head(close);
+    co_return !slot.evicted();
+  }
+  if (fresh) {
+    slot.set_reading_head(close);
+  } else {
+    slot.set_idle(close);
+  }
+  evictable->waiting = true;
   stream.expires_after(timeout);
   beast::error_code ec;
   const size_t got = co_await stream.async_read_some(buffer.prepare(kReadChunk),
                                                      net::redirect_error(net::use_awaitable, ec));
-  idle->waiting = false;
+  evictable->waiting = false;
   buffer.commit(got);
   stream.expires_never();
-  const bool kept = slot.set_busy();
-  co_return got > 0 && kept;
+  if (got == 0 || slot.evicted()) co_return false;
+  // From its first byte a next request is a head being read: evicted before idle ones.
+  if (!fresh) slot.set_reading_head(close);
+  co_return true;
 }
 
-// Feeds the header to the parser as it arrives (see put_header).
+// Feeds the header to the parser as it arrives (see put_header); stops when
+// the table gave the connection's place away.
 Task<beast::error_code> parse_header(beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                                     Parser& parser, size_t* parsed) {
+                                     Parser& parser, size_t* parsed, ConnectionTable::Slot& slot,
+                                     Evictable& evictable) {
   for (;;) {
     beast::error_code ec = put_header(parser, buffer, parsed);
     if (ec != bhttp::error::need_more) co_return ec;
+    if (slot.evicted()) co_return net::error::operation_aborted;
     ec = {};
+    evictable.waiting = true;
     const size_t got = co_await stream.async_read_some(buffer.prepare(kReadChunk),
                                                        net::redirect_error(net::use_awaitable, ec));
+    evictable.waiting = false;
     buffer.commit(got);
     if (ec == net::error::eof) co_return bhttp::error::partial_message;
     if (ec) co_return ec;
   }
 }
 
-// Reads one request's header; a refusal when it is malformed, too large or late.
+// Reads one request's header within `budget`; a refusal when it is
+// malformed, too large or late.
 Task<std::optional<Refusal>> read_header(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                                          Parser& parser, const Timeouts& timeouts,
+                                         std::chrono::steady_clock::duration budget,
+                                         ConnectionTable::Slot& slot, Evictable& evictable,
                                          bool* client_gone) {
-  const Deadline deadline(stream, timeouts.header);
+  const Deadline deadline(stream, std::max<std::chrono::steady_clock::duration>(budget, {}));
   size_t parsed = 0;
-  const beast::error_code ec = co_await parse_header(stream, buffer, parser, &parsed);
+  const beast::error_code ec =
+      co_await parse_header(stream, buffer, parser, &parsed, slot, evictable);
+  if (slot.evicted()) {
+    *client_gone = true;  // its place is another connection's: close without an answer
+    co_return std::nullopt;
+  }
   if (deadline.expired()) {
     co_return Refusal{408, "request header not received within " +
                                std::to_string(timeouts.header.count()) + " s"};
@@ -543,30 +588,38 @@ Refusal at_capacity_refusal() {
 // Serves requests until the client or a timeout ends the connection. A
 // health-only connection (over the limit) answers one GET /health.
 Task<void> serve_requests(beast::tcp_stream& stream, const Handler& handler, Timeouts timeouts,
-                          ConnectionTable::Slot& slot, const std::shared_ptr<IdleWait>& idle) {
+                          ConnectionTable::Slot& slot,
+                          const std::shared_ptr<Evictable>& evictable) {
   const bool health_only = slot.kind() == ConnectionTable::Kind::health_only;
   if (health_only) timeouts.header = std::min(timeouts.header, kHealthOnlyHeaderTimeout);
   beast::flat_buffer buffer(kBufferLimit);
-  // A new connection must start its request within the header timeout.
-  std::chrono::seconds wait = timeouts.header;
-  for (;;) {
-    if (!co_await wait_for_request(stream, buffer, wait, slot, idle)) co_return;
-    wait = timeouts.idle;
+  for (bool fresh = true;; fresh = false) {
+    // A new connection's head is due within the header timeout of its
+    // accept; a keep-alive one's from the first byte of its next request.
+    const auto started = std::chrono::steady_clock::now();
+    const auto wait = fresh ? timeouts.header : timeouts.idle;
+    if (!co_await wait_for_request(stream, buffer, wait, slot, evictable, fresh)) co_return;
+    const auto budget =
+        fresh ? timeouts.header - (std::chrono::steady_clock::now() - started) : timeouts.header;
     Parser parser;
     set_limits(parser);
     bool client_gone = false;
-    if (auto refusal = co_await read_header(stream, buffer, parser, timeouts, &client_gone)) {
+    if (auto refusal = co_await read_header(stream, buffer, parser, timeouts, budget, slot,
+                                            *evictable, &client_gone)) {
       co_await refuse_and_close(stream, *refusal);
       co_return;
     }
     if (client_gone) co_return;
+    const auto admission = slot.set_busy();
+    if (admission == ConnectionTable::Admission::closed) co_return;
     if (health_only && !is_health_check(parser)) {
       co_await refuse_and_close(stream, at_capacity_refusal());
       co_return;
     }
-    BeastExchange exchange(stream, buffer, parser, timeouts);
+    BeastExchange exchange(stream, buffer, parser, timeouts, slot,
+                           admission == ConnectionTable::Admission::reserve_only);
     if (!co_await handle_one(exchange, handler)) co_return;
-    if (health_only) co_return;
+    if (health_only || exchange.must_close_after()) co_return;
     if (!co_await exchange.drain_body()) co_return;
   }
 }
@@ -576,10 +629,10 @@ Task<void> serve_requests(beast::tcp_stream& stream, const Handler& handler, Tim
 Task<void> serve_connection(tcp::socket socket, Handler handler, Timeouts timeouts,
                             std::unique_ptr<ConnectionTable::Slot> slot) {
   beast::tcp_stream stream(std::move(socket));
-  auto idle = std::make_shared<IdleWait>();
-  idle->socket = &stream.socket();
+  auto evictable = std::make_shared<Evictable>();
+  evictable->socket = &stream.socket();
   try {
-    co_await serve_requests(stream, handler, timeouts, *slot, idle);
+    co_await serve_requests(stream, handler, timeouts, *slot, evictable);
   } catch (const std::system_error& e) {
     spdlog::debug("http: connection closed: {}", e.what());
   } catch (const std::exception& e) {
@@ -587,7 +640,7 @@ Task<void> serve_connection(tcp::socket socket, Handler handler, Timeouts timeou
   } catch (...) {
     spdlog::warn("http: connection closed after an unknown exception");
   }
-  idle->socket = nullptr;
+  evictable->socket = nullptr;
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
 }
@@ -654,9 +707,23 @@ void spawn_connection(tcp::socket socket, const Listener& listener,
       });
 }
 
-// Never spins: when accept fails (out of descriptors) it gives up the spare
-// descriptor once, closes the connection idle longest, and waits a growing
-// delay before trying again; it says so at most once a second.
+// The client's address, as the per-address limit counts it (an IPv4 client
+// on an IPv6 socket counts as its IPv4 address).
+std::string source_of(const tcp::socket& socket) {
+  beast::error_code ec;
+  auto address = socket.remote_endpoint(ec).address();
+  if (ec) return "?";
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    address = net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6());
+  }
+  return address.to_string();
+}
+
+// Never spins: when accept fails for want of a descriptor it closes the
+// connection reading its head longest (or idle longest) and tries again a
+// moment later, so the next connection is served in full; only when none can
+// be closed does it give up the spare descriptor (one more connection may ask
+// for /health) and then wait a growing delay. It says so at most once a second.
 Task<void> accept_loop(Listener listener) {
   auto& acceptor = *listener.acceptor;
   auto& ioc = static_cast<net::io_context&>(acceptor.get_executor().context());
@@ -672,17 +739,16 @@ Task<void> accept_loop(Listener listener) {
     tcp::socket socket = co_await acceptor.async_accept(
         net::make_strand(ioc), net::redirect_error(net::use_awaitable, ec));
     if (ec == net::error::operation_aborted) co_return;
-    if (ec && out_of_descriptors(ec) && spare.valid()) {
+    const bool evicted = ec && out_of_descriptors(ec) && listener.table->evict_one();
+    if (ec && !evicted && out_of_descriptors(ec) && spare.valid()) {
       accept_warning.log(ec.message() + "; answering /health only meanwhile");
       spare.reset();
       on_spare = true;
-      listener.table->evict_longest_idle();
       continue;
     }
     if (ec) {
-      // Closing an idle connection frees a descriptor in a moment; otherwise
-      // wait longer each time.
-      const bool evicted = listener.table->evict_longest_idle();
+      // The closed connection gives back its descriptor in a moment;
+      // otherwise wait longer each time.
       const auto delay = evicted ? kAcceptAfterEviction : backoff;
       accept_warning.log(ec.message() + "; retrying in " + std::to_string(delay.count()) + " ms");
       backoff_timer.expires_after(delay);
@@ -692,7 +758,7 @@ Task<void> accept_loop(Listener listener) {
       continue;
     }
     backoff = kAcceptBackoffFirst;
-    auto slot = listener.table->admit(on_spare);
+    auto slot = listener.table->admit(source_of(socket), on_spare);
     on_spare = false;
     if (!slot) {
       limit_warning.log(std::to_string(listener.table->open()) +
@@ -702,7 +768,8 @@ Task<void> accept_loop(Listener listener) {
     if (slot->kind() == ConnectionTable::Kind::regular &&
         listener.table->open() >= listener.table->limit()) {
       limit_warning.log(std::to_string(listener.table->open()) +
-                        " connections open; each new one closes the one idle longest");
+                        " connections open; each new one closes one reading its head longest "
+                        "or idle longest");
     } else if (slot->kind() == ConnectionTable::Kind::health_only) {
       limit_warning.log(std::to_string(listener.table->open()) +
                         " connections open; new ones answer only GET /health");
@@ -727,6 +794,17 @@ size_t connection_limit(size_t requested) {
   return std::max<size_t>(1, std::min(kDefaultMaxConnections, files / 2));
 }
 
+ConnectionLimits connection_limits(const ServerLimits& server) {
+  ConnectionLimits limits;
+  limits.connections = connection_limit(server.max_connections);
+  limits.per_source = server.max_per_address > 0
+                          ? std::min(server.max_per_address, limits.connections)
+                          : std::max<size_t>(1, limits.connections / kPerAddressShare);
+  limits.reserve = limits.connections / kReserveShare;
+  limits.overflow = kHealthOnlyConnections;
+  return limits;
+}
+
 }  // namespace
 
 Task<std::string> read_body(Exchange& exchange, size_t limit, bool* fits) {
@@ -744,7 +822,7 @@ Task<std::string> read_body(Exchange& exchange, size_t limit, bool* fits) {
 }
 
 Result<uint16_t> listen(net::io_context& ioc, const std::string& host_port, Handler handler,
-                        size_t max_connections) {
+                        const ServerLimits& server_limits) {
   const size_t colon = host_port.rfind(':');
   if (colon == std::string::npos) {
     return Error{"parse listen address", EINVAL, host_port + " (expected host:port)"};
@@ -768,11 +846,14 @@ Result<uint16_t> listen(net::io_context& ioc, const std::string& host_port, Hand
   if (!ec) acceptor->listen(net::socket_base::max_listen_connections, ec);
   if (ec) return Error{"listen on " + host_port, ec.value(), ec.message()};
   const uint16_t bound = acceptor->local_endpoint().port();
-  const size_t limit = connection_limit(max_connections);
-  spdlog::info("http: up to {} connections at once ({} more answer only GET /health)", limit,
-               kHealthOnlyConnections);
-  Listener listener{acceptor, std::move(handler), timeouts_from_env(),
-                    std::make_shared<ConnectionTable>(limit, kHealthOnlyConnections)};
+  const ConnectionLimits limits = connection_limits(server_limits);
+  spdlog::info(
+      "http: up to {} connections at once, {} per client address, {} of them kept for requests "
+      "with a credential ({} more answer only GET /health); request heads due within {} s",
+      limits.connections, limits.per_source, limits.reserve, limits.overflow,
+      server_limits.header_timeout.count());
+  Listener listener{acceptor, std::move(handler), timeouts_from_env(server_limits.header_timeout),
+                    std::make_shared<ConnectionTable>(limits)};
   net::co_spawn(ioc, accept_loop(std::move(listener)), [](const std::exception_ptr& failure) {
     if (failure) spdlog::error("http: the accept loop ended with an exception");
   });

@@ -73,6 +73,22 @@ Plane plane_of_port(int port) {
   return Plane::proxy;
 }
 
+// Short of connections, the ones the server keeps in reserve serve only
+// callers with a credential, and /health: requests without one cannot lock
+// every key out by holding every connection.
+Task<bool> may_use_connection(Exchange& exchange, const Caller& caller) {
+  if (!caller.is_anonymous()) {
+    exchange.set_authenticated();
+    co_return true;
+  }
+  if (!exchange.on_reserve() || exchange.request().path == "/health") co_return true;
+  co_await routes::respond_error(
+      exchange, 503,
+      "the daemon is at its connection limit; retry shortly (requests with a credential are "
+      "still served)");
+  co_return false;
+}
+
 class Router {
  public:
   Router(Service& service, std::shared_ptr<ApiKeys> keys, std::string key_path)
@@ -125,6 +141,7 @@ class Router {
                     key_path_;
       co_return co_await routes::respond_error(exchange, 401, message);
     }
+    if (!co_await may_use_connection(exchange, *caller)) co_return;
     if (!match.route) co_return co_await unmatched(exchange, Plane::control, match);
     if (match.route->credential == Credential::admin_key && !caller->admin) {
       co_return co_await routes::respond_error(
@@ -196,6 +213,7 @@ class Router {
       co_return co_await routes::respond_error(exchange, 401,
                                                unauthenticated_message(need, request, call.row));
     }
+    if (!co_await may_use_connection(exchange, authenticated.caller)) co_return;
     if (call.row.paused) {
       bool resumed = false;
       if (call.row.auto_resume && match.route) resumed = co_await resume_for_request(live);
