@@ -123,6 +123,7 @@ std::string NftRules::base_ruleset() const {
   t += set_decl("opened", opened_);
   t += "  map sandboxes { type ifname : verdict; }\n";
   t += "  map redirects { type ifname : verdict; }\n";
+  t += "  map hosts { type ifname : verdict; }\n";
   t += "  chain refuse {\n    meta l4proto tcp reject with tcp reset\n"
        "    reject with icmpx type admin-prohibited\n  }\n";
   t += "  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n"
@@ -136,7 +137,8 @@ std::string NftRules::base_ruleset() const {
   t += "  chain input {\n    type filter hook input priority filter; policy accept;\n";
   if (!host_ports.empty()) {
     const std::string to_ours = " meta l4proto { tcp, udp } th dport { " + host_ports + " }";
-    t += "    iifname " + links + to_ours + " ct status dnat accept\n";
+    // Redirected flows pass only through their sandbox's host_N: its bounds.
+    t += "    iifname " + links + to_ours + " ct status dnat iifname vmap @hosts\n";
     // The resolver and proxy serve this pool's sandboxes, no one else.
     t += "    iifname != " + links + to_ours + " drop\n";
   }
@@ -173,28 +175,58 @@ Status NftRules::remove() {
   return run("add table " + table_ + "\ndelete table " + table_ + "\n", "remove nftables rules");
 }
 
-// A sandbox has three chains and no named set of its own: libnftables reads
+// A sandbox has five chains and no named set of its own: libnftables reads
 // every set of the table (not its chains) into its cache before each
 // transaction, so per-sandbox sets made each create and kill cost time that
-// grew with the number of sandboxes (~0.4 s at 1000). sb_N holds what never
-// changes (its source address, its connection cap: a cap kept across policy
-// updates) and goes to pol_N; pol_N and nat_N are the policy, rewritten
-// whole in one transaction when it changes.
+// grew with the number of sandboxes (~0.4 s at 1000). sb_N (forward), host_N
+// (input: its flows to the DNS forwarder and the proxy) and cap_N hold what
+// never changes: its source address and its bounds, state kept across policy
+// updates. cap_N is the one `ct count` of all its flows wherever they go (a
+// rule's count is shared by every chain that jumps to it); host_N adds the
+// bounds of flows to the daemon, new ones limited in rate before they are
+// counted (so a dropped flow leaves nothing in a count). pol_N and nat_N
+// are the policy, rewritten whole in one transaction when it changes.
 Status NftRules::add_sandbox(uint32_t slot) {
   const std::string n = std::to_string(slot);
   const std::string link = quoted(pool_.link_name(slot));
   const std::string t = table_;
   std::string c;
-  for (const char* chain : {"sb_", "pol_", "nat_"}) c += "add chain " + t + " " + chain + n + "\n";
-  const std::string sb = "add rule " + t + " sb_" + n + " ";
-  c += sb + "ip saddr != " + ipv4_text(pool_.address(slot)) + " goto refuse\n";
-  c += sb + "ct state new ct count over " + std::to_string(max_connections_) + " goto refuse\n";
-  c += sb + "goto pol_" + n + "\n";
+  for (const char* chain : {"cap_", "sb_", "host_", "pol_", "nat_"})
+    c += "add chain " + t + " " + chain + n + "\n";
+  const std::string cap = "add rule " + t + " cap_" + n + " ";
+  c += cap + "ip saddr != " + ipv4_text(pool_.address(slot)) + " goto refuse\n";
+  c += cap + "ct state new ct count over " + std::to_string(max_connections_) + " goto refuse\n";
+  c += "add rule " + t + " sb_" + n + " jump cap_" + n + "\n";
+  c += "add rule " + t + " sb_" + n + " goto pol_" + n + "\n";
+  c += host_rules(slot);
   c += "add element " + t + " sandboxes { " + link + " : goto sb_" + n + " }\n";
   c += "add element " + t + " redirects { " + link + " : goto nat_" + n + " }\n";
+  c += "add element " + t + " hosts { " + link + " : goto host_" + n + " }\n";
   // One transaction: the chains are reached only once they refuse all.
   const egress::Policy refuse_all{{}, {egress::kAllTraffic}, {}, {}, {}, {}, {}};
   return run(c + policy_commands(slot, refuse_all), "add sandbox nftables rules");
+}
+
+// New flows beyond the rate are dropped (a client sends again a little
+// later, as after a lost packet) before anything counts them; beyond the
+// count they are refused (the client hears at once).
+std::string NftRules::host_rules(uint32_t slot) const {
+  const std::string n = std::to_string(slot);
+  const std::string host = "add rule " + table_ + " host_" + n + " ";
+  std::vector<std::pair<std::string, FlowBound>> bounds;
+  if (ports_.dns) bounds.emplace_back("th dport " + std::to_string(ports_.dns), kDnsFlows);
+  if (ports_.proxy) bounds.emplace_back("tcp dport " + std::to_string(ports_.proxy), kProxyFlows);
+  // Only TCP and UDP come here (the input chain's match): `th` needs no
+  // protocol set, which would be a set of this sandbox's in the table.
+  std::string c;
+  for (const auto& [match, bound] : bounds)
+    c += host + "ct state new " + match + " limit rate over " + std::to_string(bound.per_second) +
+         "/second burst " + std::to_string(bound.burst) + " packets drop\n";
+  c += host + "jump cap_" + n + "\n";
+  c += host + "ct state != new accept\n";
+  for (const auto& [match, bound] : bounds)
+    c += host + match + " ct count over " + std::to_string(bound.at_once) + " goto refuse\n";
+  return c + host + "accept\n";
 }
 
 Status NftRules::set_policy(uint32_t slot, const egress::Policy& policy) {
@@ -249,7 +281,10 @@ std::string NftRules::policy_commands(uint32_t slot, const egress::Policy& polic
   c += pol + "accept\n";
   const std::string nat = "add rule " + t + " nat_" + n + " ";
   c += nat + "ip saddr != " + ipv4_text(pool_.address(slot)) + " return\n";  // a spoof: nowhere
-  if (ports_.dns)
+  // A policy under which no name resolves has no use for the forwarder: its
+  // queries are refused here and make no flow at all.
+  const bool names_resolve = !policy.allow_hosts.empty() || !policy.denies_all();
+  if (ports_.dns && names_resolve)
     for (const char* proto : {"udp", "tcp"})
       c += nat + "ip daddr " + ipv4_text(pool_.gateway(slot)) + " " + proto +
            " dport 53 redirect to :" + std::to_string(ports_.dns) + "\n";
@@ -259,8 +294,8 @@ std::string NftRules::policy_commands(uint32_t slot, const egress::Policy& polic
   return c;
 }
 
-// Flushed before deleted: a chain with rules cannot go, and sb_N's rules are
-// what refer to pol_N.
+// Flushed before deleted: a chain with rules cannot go, and sb_N's and
+// host_N's rules are what refer to cap_N and pol_N.
 Status NftRules::remove_sandbox(uint32_t slot) {
   const std::string n = std::to_string(slot);
   const std::string link = quoted(pool_.link_name(slot));
@@ -268,9 +303,10 @@ Status NftRules::remove_sandbox(uint32_t slot) {
   std::string c;
   c += "delete element " + t + " sandboxes { " + link + " }\n";
   c += "delete element " + t + " redirects { " + link + " }\n";
-  for (const char* chain : {"sb_", "pol_", "nat_"})
+  c += "delete element " + t + " hosts { " + link + " }\n";
+  for (const char* chain : {"sb_", "host_", "cap_", "pol_", "nat_"})
     c += "flush chain " + t + " " + chain + n + "\n";
-  for (const char* chain : {"sb_", "pol_", "nat_"})
+  for (const char* chain : {"sb_", "host_", "cap_", "pol_", "nat_"})
     c += "delete chain " + t + " " + chain + n + "\n";
   return run(c, "remove sandbox nftables rules");
 }

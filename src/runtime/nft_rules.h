@@ -10,7 +10,9 @@
 // address on eth0) and its connection cap, then apply allowOut before
 // denyOut (the policy is rules, rewritten whole on a change). Packets to the host
 // itself (any of its addresses) meet the input chain: only DNS and the
-// egress proxy, reached through the redirects, pass.
+// egress proxy, reached through the redirects, pass, within the same
+// connection cap and bounds of their own (FlowBound). A policy under which
+// no name resolves gets no DNS redirect at all.
 #pragma once
 
 #include <cstdint>
@@ -32,9 +34,21 @@ struct NftPorts {
   uint16_t proxy = 0;  // the daemon's egress proxy, 0: none
 };
 
+// How many flows of one kind a sandbox may have in the host's connection
+// tracking table at once, and how many new ones per second (in bursts of).
+struct FlowBound {
+  uint32_t at_once, per_second, burst;
+};
+// Flows to the daemon's DNS forwarder (UDP and TCP): a resolver opens one per
+// lookup, each tracked ~30 s.
+inline constexpr FlowBound kDnsFlows{256, 20, 100};
+// Connections redirected to the egress proxy (which serves 128 per sandbox).
+inline constexpr FlowBound kProxyFlows{256, 50, 200};
+
 class NftRules {
  public:
-  // `max_connections`: per sandbox; new ones beyond are refused.
+  // `max_connections`: flows per sandbox, wherever they go; new ones beyond
+  // are refused.
   static Result<std::unique_ptr<NftRules>> open(const NetPool& pool, NftPorts ports,
                                                 std::vector<egress::Cidr> opened,
                                                 uint32_t max_connections);
@@ -61,6 +75,8 @@ class NftRules {
            uint32_t max_connections);
   Status run(const std::string& commands, const std::string& step);
   std::string base_ruleset() const;
+  // The rules of host_N, the bounds of a sandbox's flows to the daemon.
+  std::string host_rules(uint32_t slot) const;
   // Fills a sandbox's sets and chains (they exist) for `policy`.
   std::string policy_commands(uint32_t slot, const egress::Policy& policy) const;
 
