@@ -15,6 +15,10 @@ pytestmark = pytest.mark.net
 
 DNS_AT_ONCE = 256    # kDnsFlows in src/runtime/nft_rules.h, and the README
 PROXY_AT_ONCE = 256  # kProxyFlows
+# The kernel's count forgets a connection once it is closed (the proxy closes those past its
+# own 128 per sandbox) and a new one takes its place, at the limited rate: a few more than
+# the count may pass in the seconds a burst takes.
+CLOSED_MEANWHILE = 16
 QUERIES = 10000
 
 DNS_BURST = """python3 - <<'EOF'
@@ -56,7 +60,8 @@ EOF"""
 
 
 def entries_of(world: World, source: str) -> int:
-    """The entries of the daemon namespace's conntrack table whose flow `source` began."""
+    """The entries of the daemon namespace's conntrack table whose flow `source` began (a
+    killed sandbox's entries stay till they expire: measure what grows)."""
     r = world.run_in(world.daemon_ns, "cat", "/proc/net/nf_conntrack", timeout=60)
     assert r.returncode == 0, r.stderr
     return sum(1 for line in r.stdout.splitlines() if f" src={source} " in line)
@@ -88,9 +93,9 @@ def syn_burst(d: WorldDaemon, sandbox: str, address: str, port: int) -> int:
 def test_dns_queries_from_many_sockets_stay_within_the_bound(net_world, net_daemon):
     sandbox = create(net_daemon)
     source = address(net_daemon, sandbox)
-    before = host_count(net_world)
+    before, had = host_count(net_world), entries_of(net_world, source)
     dns_burst(net_daemon, sandbox)
-    made = entries_of(net_world, source)
+    made = entries_of(net_world, source) - had
     assert made <= DNS_AT_ONCE, (
         f"{QUERIES} one-query sockets left {made} entries of the sandbox in the host's table "
         f"(it grew from {before} to {host_count(net_world)}); the bound is {DNS_AT_ONCE}")
@@ -103,10 +108,11 @@ def test_dns_queries_from_many_sockets_stay_within_the_bound(net_world, net_daem
 def test_a_sandbox_without_internet_makes_no_dns_or_proxy_flows(net_world, net_daemon):
     sandbox = create(net_daemon, allow_internet_access=False)
     source = address(net_daemon, sandbox)
+    had = entries_of(net_world, source)
     dns_burst(net_daemon, sandbox)
     syn_burst(net_daemon, sandbox, WWW, 80)
     syn_burst(net_daemon, sandbox, gateway(net_daemon, sandbox), 443)
-    made = entries_of(net_world, source)
+    made = entries_of(net_world, source) - had
     assert made <= 4, f"a sandbox without internet left {made} entries in the host's table"
 
 
@@ -114,10 +120,10 @@ def test_syns_to_the_proxy_redirect_stay_within_the_bound(net_world, net_daemon)
     # Names in the policy: its TCP to ports 80 and 443 goes to the daemon's proxy.
     sandbox = create(net_daemon, network={"allowOut": ["example.test"], "denyOut": ["0.0.0.0/0"]})
     source = address(net_daemon, sandbox)
-    before = host_count(net_world)
+    before, had = host_count(net_world), entries_of(net_world, source)
     held = syn_burst(net_daemon, sandbox, WWW, 80)
-    made = entries_of(net_world, source)
+    made = entries_of(net_world, source) - had
     assert held > PROXY_AT_ONCE * 2, f"the sandbox held only {held} sockets: no test"
-    assert made <= PROXY_AT_ONCE, (
+    assert made <= PROXY_AT_ONCE + CLOSED_MEANWHILE, (
         f"{held} connections to the proxy left {made} entries of the sandbox in the host's "
         f"table (it grew from {before} to {host_count(net_world)}); the bound is {PROXY_AT_ONCE}")
