@@ -123,7 +123,6 @@ std::string NftRules::base_ruleset() const {
   t += set_decl("opened", opened_);
   t += "  map sandboxes { type ifname : verdict; }\n";
   t += "  map redirects { type ifname : verdict; }\n";
-  t += "  map hosts { type ifname : verdict; }\n";
   t += "  chain refuse {\n    meta l4proto tcp reject with tcp reset\n"
        "    reject with icmpx type admin-prohibited\n  }\n";
   t += "  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n"
@@ -137,8 +136,8 @@ std::string NftRules::base_ruleset() const {
   t += "  chain input {\n    type filter hook input priority filter; policy accept;\n";
   if (!host_ports.empty()) {
     const std::string to_ours = " meta l4proto { tcp, udp } th dport { " + host_ports + " }";
-    // Redirected flows pass only through their sandbox's host_N: its bounds.
-    t += "    iifname " + links + to_ours + " ct status dnat iifname vmap @hosts\n";
+    // Redirected flows pass only through their sandbox's chains: its bounds.
+    t += "    iifname " + links + to_ours + " ct status dnat iifname vmap @sandboxes\n";
     // The resolver and proxy serve this pool's sandboxes, no one else.
     t += "    iifname != " + links + to_ours + " drop\n";
   }
@@ -178,14 +177,17 @@ Status NftRules::remove() {
 // A sandbox has five chains and no named set of its own: libnftables reads
 // every set of the table (not its chains) into its cache before each
 // transaction, so per-sandbox sets made each create and kill cost time that
-// grew with the number of sandboxes (~0.4 s at 1000). sb_N (forward), host_N
-// (input: its flows to the DNS forwarder and the proxy) and cap_N hold what
-// never changes: its source address and its bounds, state kept across policy
-// updates. cap_N is the one `ct count` of all its flows wherever they go (a
-// rule's count is shared by every chain that jumps to it); host_N adds the
-// bounds of flows to the daemon, new ones limited in rate before they are
-// counted (so a dropped flow leaves nothing in a count). pol_N and nat_N
-// are the policy, rewritten whole in one transaction when it changes.
+// grew with the number of sandboxes (~0.4 s at 1000; each map's elements are
+// read too, so its two maps serve forward and input alike). sb_N, host_N and
+// cap_N hold what never changes: its source address and its bounds, state
+// kept across policy updates. sb_N is where the forward and input chains send
+// its packets; the redirected ones (to the DNS forwarder and the proxy, seen
+// only in input) go on to host_N, the others to pol_N. cap_N is the one `ct
+// count` of all its flows wherever they go (a rule's count is shared by every
+// chain that jumps to it); host_N adds the bounds of flows to the daemon, new
+// ones limited in rate before they are counted (so a dropped flow leaves
+// nothing in a count). pol_N and nat_N are the policy, rewritten whole in one
+// transaction when it changes.
 Status NftRules::add_sandbox(uint32_t slot) {
   const std::string n = std::to_string(slot);
   const std::string link = quoted(pool_.link_name(slot));
@@ -196,12 +198,15 @@ Status NftRules::add_sandbox(uint32_t slot) {
   const std::string cap = "add rule " + t + " cap_" + n + " ";
   c += cap + "ip saddr != " + ipv4_text(pool_.address(slot)) + " goto refuse\n";
   c += cap + "ct state new ct count over " + std::to_string(max_connections_) + " goto refuse\n";
-  c += "add rule " + t + " sb_" + n + " jump cap_" + n + "\n";
-  c += "add rule " + t + " sb_" + n + " goto pol_" + n + "\n";
+  const std::string sb = "add rule " + t + " sb_" + n + " ";
+  // Redirected to the host: only input sees those (forward may see a flow
+  // another table DNATs elsewhere, which pol_N judges; fib only for those).
+  c += sb + "ct status dnat fib daddr type local goto host_" + n + "\n";
+  c += sb + "jump cap_" + n + "\n";
+  c += sb + "goto pol_" + n + "\n";
   c += host_rules(slot);
   c += "add element " + t + " sandboxes { " + link + " : goto sb_" + n + " }\n";
   c += "add element " + t + " redirects { " + link + " : goto nat_" + n + " }\n";
-  c += "add element " + t + " hosts { " + link + " : goto host_" + n + " }\n";
   // One transaction: the chains are reached only once they refuse all.
   const egress::Policy refuse_all{{}, {egress::kAllTraffic}, {}, {}, {}, {}, {}};
   return run(c + policy_commands(slot, refuse_all), "add sandbox nftables rules");
@@ -303,7 +308,6 @@ Status NftRules::remove_sandbox(uint32_t slot) {
   std::string c;
   c += "delete element " + t + " sandboxes { " + link + " }\n";
   c += "delete element " + t + " redirects { " + link + " }\n";
-  c += "delete element " + t + " hosts { " + link + " }\n";
   for (const char* chain : {"sb_", "host_", "cap_", "pol_", "nat_"})
     c += "flush chain " + t + " " + chain + n + "\n";
   for (const char* chain : {"sb_", "host_", "cap_", "pol_", "nat_"})
