@@ -116,9 +116,28 @@ Status NftRules::run(const std::string& commands, const std::string& step) {
   return Error{step, EIO, why};
 }
 
-std::string NftRules::base_ruleset() const {
+// The kernel tracks a closed TCP connection 120 s (TIME_WAIT) and a UDP
+// exchange 30 s, and a `ct count` forgets a connection once it is closed: a
+// sandbox that opens and closes connections in a loop filled the table past
+// every count. Its flows are tracked shorter (kClosedSeconds), so what
+// closed ones hold is at most the rate of new flows times that.
+std::string NftRules::short_timeouts() const {
+  const std::string links = quoted(pool_.link_prefix() + "*");
+  const std::string s = std::to_string(kClosedSeconds);
+  std::string t = "  ct timeout abx_tcp {\n    protocol tcp; l3proto ip;\n";
+  t += "    policy = { time_wait: " + s + ", close: " + s + " }\n  }\n";
+  t += "  ct timeout abx_udp {\n    protocol udp; l3proto ip;\n";
+  t += "    policy = { unreplied: " + s + " }\n  }\n";
+  t += "  chain track {\n    type filter hook prerouting priority mangle; policy accept;\n";
+  t += "    iifname " + links + " ct state new meta l4proto tcp ct timeout set \"abx_tcp\"\n";
+  t += "    iifname " + links + " ct state new meta l4proto udp ct timeout set \"abx_udp\"\n  }\n";
+  return t;
+}
+
+std::string NftRules::base_ruleset(bool with_short_timeouts) const {
   const std::string links = quoted(pool_.link_prefix() + "*");
   std::string t = "table " + table_ + " {\n";
+  if (with_short_timeouts) t += short_timeouts();
   t += set_decl("denied", egress::always_denied_ranges());
   t += set_decl("opened", opened_);
   t += "  map sandboxes { type ifname : verdict; }\n";
@@ -166,8 +185,11 @@ std::string NftRules::base_ruleset() const {
 }
 
 Status NftRules::install() {
-  return run("add table " + table_ + "\ndelete table " + table_ + "\n" + base_ruleset(),
-             "install nftables rules");
+  const std::string replace = "add table " + table_ + "\ndelete table " + table_ + "\n";
+  if (run(replace + base_ruleset(true), "install nftables rules")) return {};
+  // A kernel without conntrack timeout objects (nf_conntrack_timeout).
+  short_timeouts_ = false;
+  return run(replace + base_ruleset(false), "install nftables rules");
 }
 
 Status NftRules::remove() {
@@ -197,6 +219,8 @@ Status NftRules::add_sandbox(uint32_t slot) {
     c += "add chain " + t + " " + chain + n + "\n";
   const std::string cap = "add rule " + t + " cap_" + n + " ";
   c += cap + "ip saddr != " + ipv4_text(pool_.address(slot)) + " goto refuse\n";
+  c += cap + "ct state new limit rate over " + std::to_string(kAllFlows.per_second) +
+       "/second burst " + std::to_string(kAllFlows.burst) + " packets drop\n";
   c += cap + "ct state new ct count over " + std::to_string(max_connections_) + " goto refuse\n";
   const std::string sb = "add rule " + t + " sb_" + n + " ";
   // Redirected to the host: only input sees those (forward may see a flow

@@ -44,6 +44,13 @@ struct FlowBound {
 inline constexpr FlowBound kDnsFlows{256, 20, 100};
 // Connections redirected to the egress proxy (which serves 128 per sandbox).
 inline constexpr FlowBound kProxyFlows{256, 50, 200};
+// Seconds a sandbox's closed TCP connections (TIME_WAIT, CLOSE) and its UDP
+// exchanges (a DNS query and its answer) stay tracked; the kernel's defaults
+// are 120 and 30.
+inline constexpr uint32_t kClosedSeconds = 10;
+// New flows of any kind a sandbox may open per second (in bursts of): with
+// kClosedSeconds, what its closed flows hold in the table.
+inline constexpr FlowBound kAllFlows{0, 500, 1000};
 
 class NftRules {
  public:
@@ -55,6 +62,9 @@ class NftRules {
 
   // Replaces this pool's table (a dead daemon's rules) with an empty base.
   Status install();
+  // Whether install() could shorten how long sandbox flows stay tracked
+  // (kClosedSeconds): not on a kernel without nf_conntrack_timeout.
+  bool has_short_timeouts() const { return short_timeouts_; }
   // Removes the table.
   Status remove();
 
@@ -74,7 +84,8 @@ class NftRules {
   NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened,
            uint32_t max_connections);
   Status run(const std::string& commands, const std::string& step);
-  std::string base_ruleset() const;
+  std::string base_ruleset(bool with_short_timeouts) const;
+  std::string short_timeouts() const;
   // The rules of host_N, the bounds of a sandbox's flows to the daemon.
   std::string host_rules(uint32_t slot) const;
   // Fills a sandbox's sets and chains (they exist) for `policy`.
@@ -84,6 +95,7 @@ class NftRules {
   NftPorts ports_;
   std::vector<egress::Cidr> opened_;
   uint32_t max_connections_;
+  bool short_timeouts_ = true;
   std::string table_;  // "inet abx_0ac8", see table_of
   static std::string table_of(const egress::Cidr& pool);
   std::mutex mutex_;  // one transaction at a time, on the one context

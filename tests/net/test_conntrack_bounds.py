@@ -127,3 +127,41 @@ def test_syns_to_the_proxy_redirect_stay_within_the_bound(net_world, net_daemon)
     assert made <= PROXY_AT_ONCE + CLOSED_MEANWHILE, (
         f"{held} connections to the proxy left {made} entries of the sandbox in the host's "
         f"table (it grew from {before} to {host_count(net_world)}); the bound is {PROXY_AT_ONCE}")
+
+
+CLOSED_SECONDS = 10  # kClosedSeconds: how long a closed connection or a DNS exchange is tracked
+OPEN_AND_CLOSE = """python3 - <<'EOF'
+import socket
+for _ in range({count}):
+    with socket.create_connection(("{address}", 7), timeout=5) as s:
+        s.sendall(b"ping\\n")
+        s.recv(100)
+EOF"""
+
+
+def tracked(world: World, source: str) -> list[tuple[str, str, int]]:
+    """(protocol, TCP state or "", seconds left) of each entry `source` began."""
+    r = world.run_in(world.daemon_ns, "cat", "/proc/net/nf_conntrack", timeout=60)
+    out = []
+    for line in r.stdout.splitlines():
+        if f" src={source} " in line:
+            fields = line.split()
+            state = fields[5] if fields[2] == "tcp" else ""
+            out.append((fields[2], state, int(fields[4])))
+    return out
+
+
+def test_closed_connections_and_dns_exchanges_leave_the_table_soon(net_world, net_daemon):
+    # A closed connection is no longer counted against the sandbox's bounds, so how long the
+    # kernel keeps tracking it is what bounds a sandbox that opens and closes in a loop.
+    sandbox = create(net_daemon)
+    source = address(net_daemon, sandbox)
+    r = sh(net_daemon, sandbox, "set -e\n" + OPEN_AND_CLOSE.format(count=20, address=WWW) +
+           "\ngetent hosts www.example.test")
+    assert r.returncode == 0 and WWW in r.stdout, r.stderr
+    entries = tracked(net_world, source)
+    closed = [seconds for proto, state, seconds in entries if state in ("TIME_WAIT", "CLOSE")]
+    dns = [seconds for proto, _, seconds in entries if proto == "udp"]
+    assert len(closed) >= 20 and dns, f"not what the sandbox did: {entries}"
+    assert max(closed) <= CLOSED_SECONDS, f"closed connections stay tracked {max(closed)} s"
+    assert max(dns) <= CLOSED_SECONDS, f"DNS exchanges stay tracked {max(dns)} s"
