@@ -7,7 +7,7 @@
 // sandboxes, the pool, and the always-denied ranges are refused (an admin
 // may open named private ranges, which the policy then judges); the
 // sandbox's own chains check its source address (a sandbox root may set any
-// address on eth0) and its connection cap, then apply allowOut before
+// address on eth0), its connection cap and its rate of new flows, then apply allowOut before
 // denyOut (the policy is rules, rewritten whole on a change). Packets to the host
 // itself (any of its addresses) meet the input chain: only DNS and the
 // egress proxy, reached through the redirects, pass, within the same
@@ -40,7 +40,7 @@ struct FlowBound {
   uint32_t at_once, per_second, burst;
 };
 // Flows to the daemon's DNS forwarder (UDP and TCP): a resolver opens one per
-// lookup, each tracked ~30 s.
+// lookup, each tracked kClosedSeconds (30 s where the kernel cannot).
 inline constexpr FlowBound kDnsFlows{256, 20, 100};
 // Connections redirected to the egress proxy (which serves 128 per sandbox).
 inline constexpr FlowBound kProxyFlows{256, 50, 200};
