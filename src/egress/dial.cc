@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
@@ -12,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "egress/lookup.h"
 #include "egress/tls_ca.h"
 
 namespace abx::egress {
@@ -19,19 +19,13 @@ namespace {
 
 Error socks_error(const std::string& what) { return Error::with_message("SOCKS5 proxy: " + what); }
 
-// The IPv4 addresses of a SOCKS proxy's host (a literal or a name).
-Result<std::vector<uint32_t>> addresses_of(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0)
-    return socks_error("resolve " + host + ": " + gai_strerror(rc));
-  std::vector<uint32_t> out;
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next)
-    out.push_back(ntohl(reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr));
-  ::freeaddrinfo(found);
-  return out;
+// The IPv4 addresses of a SOCKS proxy's host (a literal or a name), looked
+// up within what is left of the dial's time.
+Result<std::vector<uint32_t>> addresses_of(const std::string& host, Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  auto addresses = ipv4_addresses(host, std::max(left, std::chrono::milliseconds(1)));
+  if (!addresses) return socks_error("resolve " + host + ": " + addresses.error().message());
+  return addresses;
 }
 
 bool send_bytes(Stream& s, const std::vector<unsigned char>& bytes, Clock::time_point deadline) {
@@ -147,7 +141,7 @@ Result<Tunnel> dial_direct(uint32_t ip, uint16_t port, const DialOptions& option
 
 Result<Tunnel> dial_socks5(const SocksProxy& proxy, uint32_t ip, uint16_t port,
                            const DialOptions& options) {
-  auto addresses = addresses_of(proxy.host);
+  auto addresses = addresses_of(proxy.host, options.deadline);
   if (!addresses) return addresses.error();
   // The first address that may be dialled: one socket per connection, so one attempt.
   const auto allowed = std::find_if(addresses->begin(), addresses->end(), [&](uint32_t address) {

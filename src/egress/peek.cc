@@ -189,15 +189,28 @@ FirstBytes classify(std::string_view bytes) {
   return classify_http(bytes);
 }
 
+namespace {
+
+// Poll says a socket is readable while bytes wait in it, and a peek leaves
+// them there: so the peek asks to be woken only once more than `seen` bytes
+// are in (TCP honours the low mark in poll), instead of waking at once again.
+void wake_past(int fd, size_t seen) {
+  const int low_mark = static_cast<int>(seen + 1);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &low_mark, sizeof low_mark);
+}
+
+}  // namespace
+
 FirstBytes peek_first_bytes(int fd, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<char> buffer(kHttpPeekLimit);
   size_t seen = 0;
+  FirstBytes first{Protocol::kNeedMore, {}, false};
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    pollfd p{fd, POLLIN, 0};
+    pollfd p{fd, POLLIN | POLLRDHUP, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
     const ssize_t n = ::recv(fd, buffer.data(), buffer.size(), MSG_PEEK | MSG_DONTWAIT);
     if (n <= 0) {
@@ -205,11 +218,19 @@ FirstBytes peek_first_bytes(int fd, std::chrono::milliseconds timeout) {
       break;  // closed before saying anything
     }
     const size_t size = static_cast<size_t>(n);
-    const FirstBytes first = classify(std::string_view(buffer.data(), size));
-    if (first.protocol != Protocol::kNeedMore) return first;
-    if (size == seen) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // no new bytes
+    first = classify(std::string_view(buffer.data(), size));
+    if (first.protocol != Protocol::kNeedMore) break;
+    if (size == seen) {
+      // No new bytes: the client has closed its side (nothing more will come),
+      // or the socket ignores the low mark (not TCP) and is waited on gently.
+      if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     seen = size;
+    wake_past(fd, seen);
   }
+  if (seen > 0) wake_past(fd, 0);  // the relay reads as usual
+  if (first.protocol != Protocol::kNeedMore) return first;
   FirstBytes unknown = classify(std::string_view(buffer.data(), seen));
   if (unknown.protocol == Protocol::kNeedMore) unknown.protocol = Protocol::kOther;
   return unknown;

@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/netfilter_ipv4.h>
-#include <netdb.h>
 #include <netinet/tcp.h>
 #include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
@@ -20,6 +19,7 @@
 #include "egress/dial.h"
 #include "egress/http_response.h"
 #include "egress/http_rewrite.h"
+#include "egress/lookup.h"
 #include "egress/peek.h"
 #include "egress/relay.h"
 #include "egress/stream.h"
@@ -43,17 +43,9 @@ bool needs_secret(const HostRule& rule) {
 
 // Whether `name` resolves (here, now) to `ip`: plain HTTP has no certificate to
 // prove the server is `name`, so a secret only goes to an address of the name.
-bool resolves_to(const std::string& name, uint32_t ip) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) != 0) return false;
-  bool match = false;
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next)
-    match = match || ntohl(reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr) == ip;
-  ::freeaddrinfo(found);
-  return match;
+bool resolves_to(const std::string& name, uint32_t ip, std::chrono::milliseconds timeout) {
+  auto addresses = ipv4_addresses(name, timeout);
+  return addresses && std::find(addresses->begin(), addresses->end(), ip) != addresses->end();
 }
 
 // Whether a connection decided under `before` still goes the same way under `after`.
@@ -105,8 +97,12 @@ struct EgressProxy::Impl {
   void run(uint64_t id, UniqueFd client, UniqueFd upstream, uint32_t source, sockaddr_in dst);
   std::string handle(uint64_t id, int client, int upstream, uint32_t source, uint32_t ip,
                      uint16_t port);
+  // A lookup that does not answer in time is a name without that address.
   bool name_has(const std::string& name, uint32_t ip) const {
-    return config.resolves_to ? config.resolves_to(name, ip) : resolves_to(name, ip);
+    if (!config.resolves_to) return resolves_to(name, ip, config.lookup_timeout);
+    return within<bool>(config.lookup_timeout,
+                        [f = config.resolves_to, name, ip] { return f(name, ip); })
+        .value_or(false);
   }
   std::shared_ptr<const Policy> decide(uint64_t id, uint32_t source, uint32_t ip,
                                        const std::string& name);

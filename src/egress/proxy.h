@@ -45,7 +45,8 @@ struct ProxyConfig {
                                            const std::string& host, const std::string& header)>
       secret;
   // Whether `name` has the address `ip` now; null: the host's resolver
-  // (getaddrinfo). A name the sandbox sent only counts for an address it has.
+  // (getaddrinfo). A name the sandbox sent only counts for an address it has;
+  // one whose lookup takes longer than lookup_timeout has none.
   std::function<bool(const std::string& name, uint32_t ip)> resolves_to;
   // The per-daemon CA (ca.pem, and ca.key mode 0600): created on first start, reused after.
   std::filesystem::path ca_dir;
@@ -57,6 +58,7 @@ struct ProxyConfig {
   std::vector<uint16_t> peek_ports{80, 443};
   std::chrono::milliseconds peek_timeout{5000};        // for the first bytes (SNI, Host)
   std::chrono::milliseconds handshake_timeout{10000};  // connect + SOCKS + TLS, each side
+  std::chrono::milliseconds lookup_timeout{5000};      // a name's addresses (egress/lookup.h)
   std::chrono::milliseconds idle_timeout{600000};      // no byte either way: closed
 };
 

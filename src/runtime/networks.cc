@@ -44,6 +44,10 @@ Result<std::unique_ptr<Networks>> Networks::open(const NetworkConfig& config,
   if (!rules) return rules.error();
   networks->rules_ = std::move(*rules);
   if (auto s = networks->rules_->install(); !s) return s.error();
+  if (!networks->rules_->has_short_timeouts() && warnings)
+    warnings->push_back(
+        "this kernel has no conntrack timeout objects (nf_conntrack_timeout): a sandbox's "
+        "closed connections stay in the host's connection tracking table 120 s, not 10");
   networks->remove_stale_tables();
   UniqueFd fd(::open(pool_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (fd.valid()) (void)write_all(fd.get(), networks->pool_.cidr().text() + "\n", "write", "pool");

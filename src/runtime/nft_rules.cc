@@ -116,9 +116,28 @@ Status NftRules::run(const std::string& commands, const std::string& step) {
   return Error{step, EIO, why};
 }
 
-std::string NftRules::base_ruleset() const {
+// The kernel tracks a closed TCP connection 120 s (TIME_WAIT) and a UDP
+// exchange 30 s, and a `ct count` forgets a connection once it is closed: a
+// sandbox that opens and closes connections in a loop filled the table past
+// every count. Its flows are tracked shorter (kClosedSeconds), so what
+// closed ones hold is at most the rate of new flows times that.
+std::string NftRules::short_timeouts() const {
+  const std::string links = quoted(pool_.link_prefix() + "*");
+  const std::string s = std::to_string(kClosedSeconds);
+  std::string t = "  ct timeout abx_tcp {\n    protocol tcp; l3proto ip;\n";
+  t += "    policy = { time_wait: " + s + ", close: " + s + " }\n  }\n";
+  t += "  ct timeout abx_udp {\n    protocol udp; l3proto ip;\n";
+  t += "    policy = { unreplied: " + s + " }\n  }\n";
+  t += "  chain track {\n    type filter hook prerouting priority mangle; policy accept;\n";
+  t += "    iifname " + links + " ct state new meta l4proto tcp ct timeout set \"abx_tcp\"\n";
+  t += "    iifname " + links + " ct state new meta l4proto udp ct timeout set \"abx_udp\"\n  }\n";
+  return t;
+}
+
+std::string NftRules::base_ruleset(bool with_short_timeouts) const {
   const std::string links = quoted(pool_.link_prefix() + "*");
   std::string t = "table " + table_ + " {\n";
+  if (with_short_timeouts) t += short_timeouts();
   t += set_decl("denied", egress::always_denied_ranges());
   t += set_decl("opened", opened_);
   t += "  map sandboxes { type ifname : verdict; }\n";
@@ -136,7 +155,8 @@ std::string NftRules::base_ruleset() const {
   t += "  chain input {\n    type filter hook input priority filter; policy accept;\n";
   if (!host_ports.empty()) {
     const std::string to_ours = " meta l4proto { tcp, udp } th dport { " + host_ports + " }";
-    t += "    iifname " + links + to_ours + " ct status dnat accept\n";
+    // Redirected flows pass only through their sandbox's chains: its bounds.
+    t += "    iifname " + links + to_ours + " ct status dnat iifname vmap @sandboxes\n";
     // The resolver and proxy serve this pool's sandboxes, no one else.
     t += "    iifname != " + links + to_ours + " drop\n";
   }
@@ -165,36 +185,77 @@ std::string NftRules::base_ruleset() const {
 }
 
 Status NftRules::install() {
-  return run("add table " + table_ + "\ndelete table " + table_ + "\n" + base_ruleset(),
-             "install nftables rules");
+  const std::string replace = "add table " + table_ + "\ndelete table " + table_ + "\n";
+  if (run(replace + base_ruleset(true), "install nftables rules")) return {};
+  // A kernel without conntrack timeout objects (nf_conntrack_timeout).
+  short_timeouts_ = false;
+  return run(replace + base_ruleset(false), "install nftables rules");
 }
 
 Status NftRules::remove() {
   return run("add table " + table_ + "\ndelete table " + table_ + "\n", "remove nftables rules");
 }
 
-// A sandbox has three chains and no named set of its own: libnftables reads
+// A sandbox has five chains and no named set of its own: libnftables reads
 // every set of the table (not its chains) into its cache before each
 // transaction, so per-sandbox sets made each create and kill cost time that
-// grew with the number of sandboxes (~0.4 s at 1000). sb_N holds what never
-// changes (its source address, its connection cap: a cap kept across policy
-// updates) and goes to pol_N; pol_N and nat_N are the policy, rewritten
-// whole in one transaction when it changes.
+// grew with the number of sandboxes (~0.4 s at 1000; each map's elements are
+// read too, so its two maps serve forward and input alike). sb_N, host_N and
+// cap_N hold what never changes: its source address and its bounds, state
+// kept across policy updates. sb_N is where the forward and input chains send
+// its packets; the redirected ones (to the DNS forwarder and the proxy, seen
+// only in input) go on to host_N, the others to pol_N. cap_N is the one `ct
+// count` of all its flows wherever they go (a rule's count is shared by every
+// chain that jumps to it); host_N adds the bounds of flows to the daemon, new
+// ones limited in rate before they are counted (so a dropped flow leaves
+// nothing in a count). pol_N and nat_N are the policy, rewritten whole in one
+// transaction when it changes.
 Status NftRules::add_sandbox(uint32_t slot) {
   const std::string n = std::to_string(slot);
   const std::string link = quoted(pool_.link_name(slot));
   const std::string t = table_;
   std::string c;
-  for (const char* chain : {"sb_", "pol_", "nat_"}) c += "add chain " + t + " " + chain + n + "\n";
+  for (const char* chain : {"cap_", "sb_", "host_", "pol_", "nat_"})
+    c += "add chain " + t + " " + chain + n + "\n";
+  const std::string cap = "add rule " + t + " cap_" + n + " ";
+  c += cap + "ip saddr != " + ipv4_text(pool_.address(slot)) + " goto refuse\n";
+  c += cap + "ct state new limit rate over " + std::to_string(kAllFlows.per_second) +
+       "/second burst " + std::to_string(kAllFlows.burst) + " packets drop\n";
+  c += cap + "ct state new ct count over " + std::to_string(max_connections_) + " goto refuse\n";
   const std::string sb = "add rule " + t + " sb_" + n + " ";
-  c += sb + "ip saddr != " + ipv4_text(pool_.address(slot)) + " goto refuse\n";
-  c += sb + "ct state new ct count over " + std::to_string(max_connections_) + " goto refuse\n";
+  // Redirected to the host: only input sees those (forward may see a flow
+  // another table DNATs elsewhere, which pol_N judges; fib only for those).
+  c += sb + "ct status dnat fib daddr type local goto host_" + n + "\n";
+  c += sb + "jump cap_" + n + "\n";
   c += sb + "goto pol_" + n + "\n";
+  c += host_rules(slot);
   c += "add element " + t + " sandboxes { " + link + " : goto sb_" + n + " }\n";
   c += "add element " + t + " redirects { " + link + " : goto nat_" + n + " }\n";
   // One transaction: the chains are reached only once they refuse all.
   const egress::Policy refuse_all{{}, {egress::kAllTraffic}, {}, {}, {}, {}, {}};
   return run(c + policy_commands(slot, refuse_all), "add sandbox nftables rules");
+}
+
+// New flows beyond the rate are dropped (a client sends again a little
+// later, as after a lost packet) before anything counts them; beyond the
+// count they are refused (the client hears at once).
+std::string NftRules::host_rules(uint32_t slot) const {
+  const std::string n = std::to_string(slot);
+  const std::string host = "add rule " + table_ + " host_" + n + " ";
+  std::vector<std::pair<std::string, FlowBound>> bounds;
+  if (ports_.dns) bounds.emplace_back("th dport " + std::to_string(ports_.dns), kDnsFlows);
+  if (ports_.proxy) bounds.emplace_back("tcp dport " + std::to_string(ports_.proxy), kProxyFlows);
+  // Only TCP and UDP come here (the input chain's match): `th` needs no
+  // protocol set, which would be a set of this sandbox's in the table.
+  std::string c;
+  for (const auto& [match, bound] : bounds)
+    c += host + "ct state new " + match + " limit rate over " + std::to_string(bound.per_second) +
+         "/second burst " + std::to_string(bound.burst) + " packets drop\n";
+  c += host + "jump cap_" + n + "\n";
+  c += host + "ct state != new accept\n";
+  for (const auto& [match, bound] : bounds)
+    c += host + match + " ct count over " + std::to_string(bound.at_once) + " goto refuse\n";
+  return c + host + "accept\n";
 }
 
 Status NftRules::set_policy(uint32_t slot, const egress::Policy& policy) {
@@ -249,7 +310,10 @@ std::string NftRules::policy_commands(uint32_t slot, const egress::Policy& polic
   c += pol + "accept\n";
   const std::string nat = "add rule " + t + " nat_" + n + " ";
   c += nat + "ip saddr != " + ipv4_text(pool_.address(slot)) + " return\n";  // a spoof: nowhere
-  if (ports_.dns)
+  // A policy under which no name resolves has no use for the forwarder: its
+  // queries are refused here and make no flow at all.
+  const bool names_resolve = !policy.allow_hosts.empty() || !policy.denies_all();
+  if (ports_.dns && names_resolve)
     for (const char* proto : {"udp", "tcp"})
       c += nat + "ip daddr " + ipv4_text(pool_.gateway(slot)) + " " + proto +
            " dport 53 redirect to :" + std::to_string(ports_.dns) + "\n";
@@ -259,8 +323,8 @@ std::string NftRules::policy_commands(uint32_t slot, const egress::Policy& polic
   return c;
 }
 
-// Flushed before deleted: a chain with rules cannot go, and sb_N's rules are
-// what refer to pol_N.
+// Flushed before deleted: a chain with rules cannot go, and sb_N's and
+// host_N's rules are what refer to cap_N and pol_N.
 Status NftRules::remove_sandbox(uint32_t slot) {
   const std::string n = std::to_string(slot);
   const std::string link = quoted(pool_.link_name(slot));
@@ -268,9 +332,9 @@ Status NftRules::remove_sandbox(uint32_t slot) {
   std::string c;
   c += "delete element " + t + " sandboxes { " + link + " }\n";
   c += "delete element " + t + " redirects { " + link + " }\n";
-  for (const char* chain : {"sb_", "pol_", "nat_"})
+  for (const char* chain : {"sb_", "host_", "cap_", "pol_", "nat_"})
     c += "flush chain " + t + " " + chain + n + "\n";
-  for (const char* chain : {"sb_", "pol_", "nat_"})
+  for (const char* chain : {"sb_", "host_", "cap_", "pol_", "nat_"})
     c += "delete chain " + t + " " + chain + n + "\n";
   return run(c, "remove sandbox nftables rules");
 }

@@ -7,10 +7,12 @@
 // sandboxes, the pool, and the always-denied ranges are refused (an admin
 // may open named private ranges, which the policy then judges); the
 // sandbox's own chains check its source address (a sandbox root may set any
-// address on eth0) and its connection cap, then apply allowOut before
+// address on eth0), its connection cap and its rate of new flows, then apply allowOut before
 // denyOut (the policy is rules, rewritten whole on a change). Packets to the host
 // itself (any of its addresses) meet the input chain: only DNS and the
-// egress proxy, reached through the redirects, pass.
+// egress proxy, reached through the redirects, pass, within the same
+// connection cap and bounds of their own (FlowBound). A policy under which
+// no name resolves gets no DNS redirect at all.
 #pragma once
 
 #include <cstdint>
@@ -32,15 +34,37 @@ struct NftPorts {
   uint16_t proxy = 0;  // the daemon's egress proxy, 0: none
 };
 
+// How many flows of one kind a sandbox may have in the host's connection
+// tracking table at once, and how many new ones per second (in bursts of).
+struct FlowBound {
+  uint32_t at_once, per_second, burst;
+};
+// Flows to the daemon's DNS forwarder (UDP and TCP): a resolver opens one per
+// lookup, each tracked kClosedSeconds (30 s where the kernel cannot).
+inline constexpr FlowBound kDnsFlows{256, 20, 100};
+// Connections redirected to the egress proxy (which serves 128 per sandbox).
+inline constexpr FlowBound kProxyFlows{256, 50, 200};
+// Seconds a sandbox's closed TCP connections (TIME_WAIT, CLOSE) and its UDP
+// exchanges (a DNS query and its answer) stay tracked; the kernel's defaults
+// are 120 and 30.
+inline constexpr uint32_t kClosedSeconds = 10;
+// New flows of any kind a sandbox may open per second (in bursts of): with
+// kClosedSeconds, what its closed flows hold in the table.
+inline constexpr FlowBound kAllFlows{0, 500, 1000};
+
 class NftRules {
  public:
-  // `max_connections`: per sandbox; new ones beyond are refused.
+  // `max_connections`: flows per sandbox, wherever they go; new ones beyond
+  // are refused.
   static Result<std::unique_ptr<NftRules>> open(const NetPool& pool, NftPorts ports,
                                                 std::vector<egress::Cidr> opened,
                                                 uint32_t max_connections);
 
   // Replaces this pool's table (a dead daemon's rules) with an empty base.
   Status install();
+  // Whether install() could shorten how long sandbox flows stay tracked
+  // (kClosedSeconds): not on a kernel without nf_conntrack_timeout.
+  bool has_short_timeouts() const { return short_timeouts_; }
   // Removes the table.
   Status remove();
 
@@ -60,7 +84,10 @@ class NftRules {
   NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened,
            uint32_t max_connections);
   Status run(const std::string& commands, const std::string& step);
-  std::string base_ruleset() const;
+  std::string base_ruleset(bool with_short_timeouts) const;
+  std::string short_timeouts() const;
+  // The rules of host_N, the bounds of a sandbox's flows to the daemon.
+  std::string host_rules(uint32_t slot) const;
   // Fills a sandbox's sets and chains (they exist) for `policy`.
   std::string policy_commands(uint32_t slot, const egress::Policy& policy) const;
 
@@ -68,6 +95,7 @@ class NftRules {
   NftPorts ports_;
   std::vector<egress::Cidr> opened_;
   uint32_t max_connections_;
+  bool short_timeouts_ = true;
   std::string table_;  // "inet abx_0ac8", see table_of
   static std::string table_of(const egress::Cidr& pool);
   std::mutex mutex_;  // one transaction at a time, on the one context

@@ -266,8 +266,9 @@ struct NetworkConfig {
   std::vector<std::string> open_private;  // private CIDRs an admin opens (a corporate proxy)
   uint16_t dns_port = 0;                  // the daemon's DNS forwarder (host namespace)
   uint16_t proxy_port = 0;                // the daemon's egress proxy (host namespace)
-  // Connections a sandbox may have open at once (its own, not through the
-  // proxy): the host's connection tracking table is shared by everyone.
+  // Flows a sandbox may have at once in the host's connection tracking table
+  // (shared by everyone): its connections out and its flows to the DNS
+  // forwarder and the egress proxy alike.
   uint32_t max_connections = 4096;
 };
 

@@ -3,6 +3,8 @@
 // record what reaches them play the internet.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -62,8 +64,7 @@ class EgressProxyTest : public ::testing::Test {
       return source == kLoopback ? policy_ : nullptr;
     };
     config.always_denied = [](uint32_t ip) { return ip == kForbidden; };
-    // Every name here is served on 127.0.0.1 ("localhost" too, and only there).
-    config.resolves_to = [](const std::string&, uint32_t ip) { return ip == kLoopback; };
+    config.resolves_to = resolves_to_;
     config.secret = [this](uint32_t, const std::string& name, const std::string& host,
                            const std::string&) -> std::optional<std::string> {
       std::lock_guard lock(mutex_);
@@ -77,6 +78,7 @@ class EgressProxyTest : public ::testing::Test {
     config.peek_ports = std::move(peek_ports);
     config.peek_timeout = std::chrono::milliseconds(300);
     config.handshake_timeout = std::chrono::seconds(3);
+    config.lookup_timeout = std::chrono::milliseconds(500);
     config.idle_timeout = std::chrono::seconds(5);
     config.max_per_sandbox = 8;
     auto proxy = EgressProxy::start(std::move(config), 0);
@@ -95,6 +97,9 @@ class EgressProxyTest : public ::testing::Test {
   std::shared_ptr<const Policy> policy_ = std::make_shared<const Policy>();
   std::map<std::string, std::string> secrets_;
   std::vector<std::string> secret_hosts_;  // the host each secret was asked for
+  // Every name here is served on 127.0.0.1 ("localhost" too, and only there).
+  std::function<bool(const std::string&, uint32_t)> resolves_to_ =
+      [](const std::string&, uint32_t ip) { return ip == kLoopback; };
   std::unique_ptr<EgressProxy> proxy_;
 };
 
@@ -244,6 +249,46 @@ TEST_F(EgressProxyTest, PlainHttpSecretsOnlyGoToAnAddressOfTheName) {
   const UniqueFd client = connect_via(*proxy_, http.port(), kElsewhere);
   const std::string answer = exchange(client.get(), get("localhost"));
   EXPECT_TRUE(contains(answer, "HTTP/1.1 502 ")) << answer;
+  EXPECT_TRUE(http.heads().empty());
+}
+
+// The host's resolver, as seen from a lookup: it answers nothing until opened.
+class SilentResolver {
+ public:
+  void wait() {
+    std::unique_lock lock(mutex_);
+    opened_cv_.wait(lock, [this] { return opened_; });
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    opened_ = true;
+    opened_cv_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_cv_;
+  bool opened_ = false;
+};
+
+TEST_F(EgressProxyTest, ALookupThatNeverAnswersFailsTheRequestInsteadOfHanging) {
+  HttpServer http;
+  auto resolver = std::make_shared<SilentResolver>();
+  resolves_to_ = [resolver](const std::string& name, uint32_t ip) {
+    if (name == "silent.test") resolver->wait();
+    return ip == kLoopback;
+  };
+  start({http.port()});
+  Policy p;
+  p.rules = {HostRule{"silent.test", {{"Authorization", "abx-secret:TOKEN"}}}};
+  set_policy(p);
+  secrets_["TOKEN"] = "s3cret";
+  // Plain HTTP: the secret goes only to an address of the name, which it asks the resolver.
+  const UniqueFd client = connect_via(*proxy_, http.port());
+  const std::string answer = exchange(client.get(), get("silent.test"));
+  resolver->open();  // so that no lookup outlives the test
+  EXPECT_TRUE(contains(answer, "HTTP/1.1 502 "))
+      << "no answer before the client gave up: " << answer;
   EXPECT_TRUE(http.heads().empty());
 }
 
