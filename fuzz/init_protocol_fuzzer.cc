@@ -1,0 +1,36 @@
+// The messages between the daemon and a sandbox's init (runtime/init_protocol):
+// the daemon decodes replies and handed-over processes that come from inside
+// the sandbox, and init decodes requests. Whatever decodes must encode and
+// decode again to the same message.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "runtime/init_protocol.h"
+
+namespace proto = abx::runtime::proto;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string input(reinterpret_cast<const char*>(data), size);
+  proto::Request request;
+  if (proto::decode(input, &request)) {
+    proto::Request again;
+    if (!proto::decode(proto::encode(request), &again) || again.label != request.label ||
+        again.supervised != request.supervised || again.keep_stdin != request.keep_stdin ||
+        again.timeout_ms != request.timeout_ms)
+      std::abort();
+  }
+  proto::Reply reply;
+  (void)proto::decode(input, &reply);
+  proto::FileReply file_reply;
+  (void)proto::decode(input, &file_reply);
+  proto::Supervised process;
+  if (proto::decode(input, &process)) {
+    proto::Supervised again;
+    if (!proto::decode(proto::encode(process), &again) || again.pid != process.pid ||
+        again.label != process.label || again.has_stdin != process.has_stdin)
+      std::abort();
+  }
+  return 0;
+}
