@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from harness import private_state_dir, start_daemon, stop_daemon  # noqa: E402
 
 import dashboard  # noqa: E402  (bench/dashboard.py: the dashboard's page load and size)
+import durable  # noqa: E402  (bench/durable.py: command output through init, daemon footprint)
 import net  # noqa: E402  (bench/net.py: the networking figures, in tests/net's test world)
 import sdk  # noqa: E402  (bench/sdk.py: the Python SDK's one-shot and cycles per second)
 import snapshots  # noqa: E402  (bench/snapshots.py: pause, snapshots and fork)
@@ -552,6 +553,13 @@ def main() -> None:
     ap.add_argument("--only-dashboard", action="store_true",
                     help="measure just the dashboard's section (page load with 1000 sandboxes in "
                     "Debian's chromium, its size in abx) and put it into --out")
+    ap.add_argument("--only-durable", action="store_true",
+                    help="measure just the command output and daemon footprint section and put "
+                    "it into --out")
+    ap.add_argument("--output-mib", type=int, default=1024,
+                    help="MiB of `yes` output read through the sandbox per round")
+    ap.add_argument("--footprint-cycles", type=int, default=200,
+                    help="create/exec/kill cycles before the daemon's busy footprint")
     ap.add_argument("--net-rounds", type=int, default=5,
                     help="rounds of the networking transfers (iperf3, HTTPS)")
     ap.add_argument("--net-seconds", type=int, default=3, help="seconds of each iperf3 run")
@@ -613,6 +621,25 @@ def record_snapshots_only(args) -> None:
     print(section)
 
 
+def measure_durable(args, daemon) -> str:
+    return durable.measure(args.abx, daemon, max(3, args.rounds // 6), args.output_mib,
+                           args.footprint_cycles, BWRAP, pct)
+
+
+def record_durable_only(args) -> None:
+    """--only-durable: measure command output and the daemon's footprint into the results."""
+    state, daemon = bench_daemon(args)
+    try:
+        section = measure_durable(args, daemon)
+    finally:
+        stop_daemon(daemon)
+        shutil.rmtree(state, ignore_errors=True)
+    out = Path(args.out)
+    text = out.read_text() if out.exists() else "# Benchmark results\n"
+    out.write_text(splice(text, durable.HEADER, section))
+    print(section)
+
+
 def record_dashboard_only(args) -> None:
     """--only-dashboard: measure the dashboard's section and put it into the existing results."""
     section = dashboard.measure(args, pct, table)
@@ -632,6 +659,8 @@ def splice(text: str, header: str, section: str) -> str:
 
 
 def run(args) -> None:
+    if args.only_durable:
+        return record_durable_only(args)
     if args.only_dashboard:
         return record_dashboard_only(args)
     if args.only_snapshots:
@@ -659,6 +688,7 @@ def run(args) -> None:
                                 idle_memory_with_kernels(daemon, args.kernel_idle), args.kernel_idle)
         memory = idle_memory(daemon, args.idle)
         disk = disk_per_idle_sandbox(args.abx, daemon)
+        durable_section = measure_durable(args, daemon)
     finally:
         stop_daemon(daemon)
         shutil.rmtree(state, ignore_errors=True)
@@ -720,6 +750,7 @@ Every section but Networking is measured with loopback-only sandboxes (`network.
         text += "\n" + networking
     text += "\n" + snapshot_section
     text += "\n" + dashboard_section
+    text += "\n" + durable_section
     if versus:
         text += "\n" + versus
     Path(args.out).write_text(text)
