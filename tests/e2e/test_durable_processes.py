@@ -183,3 +183,37 @@ def test_interpreter_contexts_keep_their_state_across_a_daemon_restart(own_daemo
     assert again.run_code("y + ' ' + z", context=made).text == "kept finished"
     assert again.run_code("echo $GREETING", context=bash).logs.stdout == ["hello\n"]
     again.kill()
+
+
+def test_five_sigkills_in_a_row_lose_no_command_and_no_context_state(own_daemon, monkeypatch):
+    from e2b_code_interpreter import Sandbox as CodeSandbox
+
+    script = "i=0; while true; do i=$((i+1)); echo line $i; sleep 0.01; done"
+    boxes = [CodeSandbox.create(template="host", timeout=600) for _ in range(2)]
+    writers = {sb.sandbox_id: sb.commands.run(script, background=True).pid for sb in boxes}
+    for sb in boxes:
+        assert sb.run_code("n = 0").error is None
+    streams: dict[str, Collector] = {}
+    for restart_number in range(1, 6):
+        for sb in boxes:
+            before = streams.get(sb.sandbox_id)
+            stream = streams[sb.sandbox_id] = Collector(sb.commands.connect(writers[sb.sandbox_id]))
+            wait_until(lambda s=stream: len(s.seen()) >= 20, timeout=30,
+                       what=f"output after restart {restart_number - 1}")
+            seen = stream.seen()
+            assert seen == list(range(seen[0], seen[0] + len(seen))), "a gap in the output"
+            if before is not None:  # the stream the last daemon's death ended
+                before.thread.join(30)
+                last = before.seen()[-1]
+                # Nothing twice, and at most the few lines the killed daemon had read but
+                # not sent yet.
+                assert last < seen[0] <= last + 5, (last, seen[:5])
+            assert sb.run_code("n += 1; n").text == str(restart_number)
+        own_daemon["d"] = restart(own_daemon["d"], monkeypatch)
+        boxes = [CodeSandbox.connect(sb.sandbox_id) for sb in boxes]
+        for sb in boxes:
+            listed = {p.pid for p in sb.commands.list()}
+            assert writers[sb.sandbox_id] in listed, listed
+    for sb in boxes:
+        assert sb.run_code("n").text == "5"
+        sb.kill()
