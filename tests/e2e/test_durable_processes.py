@@ -7,12 +7,11 @@ from __future__ import annotations
 import re
 import signal
 import threading
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 from harness import Daemon, start_daemon, stop_daemon
-from pathlib import Path
-
 from helpers import sandbox_host_pids, wait_until
 
 pytestmark = pytest.mark.offline
