@@ -129,13 +129,21 @@ def start_private_daemon() -> tuple[Daemon, Path]:
     return start_daemon(state / "state", extra_args=("--config", str(state / "config.json"))), state
 
 
-def build_templates(d: Daemon) -> None:
+def build_templates() -> None:
     """The suites ask for `base` and `code-interpreter-v1`: built once in the shared test
-    templates dir (as tests/conftest.py does), so no create waits for a build."""
-    for name in ("base", "code-interpreter-v1"):
-        r = abx(d, "template", "build", name, timeout=TEMPLATE_BUILD_TIMEOUT)
-        if r.returncode != 0:
-            raise SystemExit(f"e2b-suites: building {name} failed:\n{r.stderr[-3000:]}")
+    templates dir (as tests/conftest.py does), so no create waits for a build. By a daemon of
+    their own with sandbox networks on: a build's RUN steps fetch Debian's packages, which the
+    suites' daemon (no sandbox networks) could not (`make e2b-suites` alone on a new machine)."""
+    state = private_state_dir("abx-e2b-builds-")
+    d = start_daemon(state / "state")
+    try:
+        for name in ("base", "code-interpreter-v1"):
+            r = abx(d, "template", "build", name, timeout=TEMPLATE_BUILD_TIMEOUT)
+            if r.returncode != 0:
+                raise SystemExit(f"e2b-suites: building {name} failed:\n{r.stderr[-3000:]}")
+    finally:
+        stop_daemon(d)
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def suite_env(d: Daemon) -> dict[str, str]:
@@ -400,10 +408,10 @@ def run_main_tests(args: argparse.Namespace, scratch: Path) -> dict[str, dict]:
     """Every test but the network ones (when those run apart), with a daemon on this machine
     whose sandboxes have no network; it builds the templates the suites ask for."""
     by_name = {s.name: s for s in SUITES}
+    build_templates()
     d, state = start_private_daemon()
     outcomes: dict[str, dict] = {}
     try:
-        build_templates(d)
         env = suite_env(d)
         for name in args.only if args.network != "only" else ():
             suite = by_name[name]
