@@ -326,7 +326,8 @@ bool decode(const std::string& bytes, Supervised* p) {
   uint32_t tag = 0;
   uint8_t ended = 0, pty = 0, done = 0, has_stdin = 0;
   if (!r.u32(&tag) || tag != kSupervisedTag || !r.i32(&p->pid) || !r.u8(&ended) || !r.u8(&pty) ||
-      !r.str(&p->label) || !r.u8(&done) || !r.u8(&has_stdin) || !r.done())
+      !r.str(&p->label) || p->label.size() > kMaxProcessLabel || !r.u8(&done) ||
+      !r.u8(&has_stdin) || !r.done())
     return false;
   p->has_stdin = has_stdin != 0;
   p->ended = ended != 0;

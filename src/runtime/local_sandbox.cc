@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <optional>
@@ -42,8 +43,10 @@ bool is_pty_master(int fd) {
          minor(st.st_rdev) == 2;
 }
 
-// How long an adopting daemon waits for each process init hands over.
-constexpr int kAdoptWaitMs = 2'000;
+// How long an adopting daemon waits for the whole list init hands over: a
+// restart adopts every sandbox in turn, and one whose init drips its list
+// must not hold the others (and the daemon's start) for long.
+constexpr auto kAdoptWait = std::chrono::seconds(5);
 
 }  // namespace
 
@@ -313,10 +316,13 @@ Result<std::vector<AdoptedProcess>> LocalSandbox::adopt_processes() {
   // last ended ones init keeps: more is not a process list.
   const size_t most = record_.limits.pids + 64;
   std::vector<AdoptedProcess> out;
+  const auto deadline = std::chrono::steady_clock::now() + kAdoptWait;
   for (size_t messages = 0; messages <= most; ++messages) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd readable{control_.get(), POLLIN, 0};
-    if (::poll(&readable, 1, kAdoptWaitMs) != 1)
-      return Error{"sandbox init", ETIMEDOUT, "no list of supervised processes"};
+    if (left.count() <= 0 || ::poll(&readable, 1, static_cast<int>(left.count())) != 1)
+      return Error{"sandbox init", ETIMEDOUT, "no whole list of supervised processes"};
     std::string bytes;
     std::vector<UniqueFd> fds;
     auto got = proto::recv_message(control_.get(), &bytes, &fds);
