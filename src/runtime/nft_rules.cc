@@ -157,8 +157,10 @@ std::string NftRules::base_ruleset(bool with_short_timeouts) const {
     const std::string to_ours = " meta l4proto { tcp, udp } th dport { " + host_ports + " }";
     // Redirected flows pass only through their sandbox's chains: its bounds.
     t += "    iifname " + links + to_ours + " ct status dnat iifname vmap @sandboxes\n";
-    // The resolver and proxy serve this pool's sandboxes, no one else.
-    t += "    iifname != " + links + to_ours + " drop\n";
+    // The resolver and proxy serve this pool's sandboxes, no one else. Only
+    // new flows: a reply to a host client whose own port happens to be one of
+    // these (another daemon's resolver port, say) is not ours to drop.
+    t += "    iifname != " + links + to_ours + " ct state new drop\n";
   }
   t += "    iifname " + links + " goto refuse\n  }\n";
   t += "  chain forward {\n    type filter hook forward priority filter; policy accept;\n"
