@@ -285,7 +285,9 @@ def leftovers_now(d: WorldDaemon) -> list[str]:
     rules = world.run_in(world.daemon_ns, "nft", "list", "ruleset")
     if rules.stdout.strip():
         found.append(f"nftables rules in the daemon namespace:\n{rules.stdout}")
-    if netns := frozenset(os.listdir("/run/netns")) - d.netns_before:
+    # Other test runs' worlds (abxw<pid>-*) come and go on a shared machine: not this daemon's.
+    if netns := {n for n in frozenset(os.listdir("/run/netns")) - d.netns_before
+                 if not n.startswith("abxw")}:
         found.append(f"network namespaces: {sorted(netns)}")
     pids = [pid for pid in subprocess.run(["ip", "netns", "pids", world.daemon_ns],
                                           capture_output=True, text=True).stdout.split()
