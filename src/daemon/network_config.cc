@@ -47,11 +47,12 @@ Result<runtime::NetworkConfig> load_network_config(const std::filesystem::path& 
   for (const auto& [key, field, most] :
        {std::tuple{"proxyMaxConnections", &runtime::NetworkConfig::proxy_max_connections, 1000000},
         std::tuple{"proxyIdleTimeoutSec", &runtime::NetworkConfig::proxy_idle_timeout_s, 86400}}) {
-    if (!net.contains(key)) continue;
-    const json& value = net[key];
+    const std::string name = key;  // json's contains() takes no const char* const&
+    if (!net.contains(name)) continue;
+    const json& value = net[name];
     if (!value.is_number_unsigned() || value.get<uint64_t>() < 1 ||
         value.get<uint64_t>() > uint64_t(most))
-      return bad(std::string(key) + " must be a number from 1 to " + std::to_string(most));
+      return bad(name + " must be a number from 1 to " + std::to_string(most));
     config.*field = value.get<uint32_t>();
   }
   return config;
