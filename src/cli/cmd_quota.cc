@@ -30,6 +30,8 @@ const QuotaFlag kFlags[] = {
     {"--creates-per-minute", "createsPerMinute", "Creates admitted in any 60 s"},
     {"--snapshots", "maxSnapshots", "Snapshots kept at once (default 100)"},
     {"--snapshot-disk-mb", "maxSnapshotDiskMB", "MB the team's snapshots hold (default 10240)"},
+    {"--proxy-connections", "maxProxyConnections",
+     "Connections held in the egress proxy at once (default 0: half its table)"},
 };
 
 std::string team_path(const std::string& team) { return "/abx/v1/teams/" + team + "/quota"; }

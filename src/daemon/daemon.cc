@@ -267,12 +267,17 @@ int serve(const ServeOptions& options) {
       const std::string team = service.owner_at(address);
       return team.empty() ? std::nullopt : service.secrets().get(team, name, to, header);
     });
+    egress->find_teams([&service, quotas = tenancy.quotas](uint32_t address) {
+      const std::string team = service.owner_at(address);
+      if (team.empty()) return egress::ProxyConfig::Team{};
+      return egress::ProxyConfig::Team{team, quotas->quota_for(team).max_proxy_connections};
+    });
   }
   // The proxy asks the service for secrets: it stops asking before the service goes.
   struct ForgetSecrets {
     EgressServices* services;
     ~ForgetSecrets() {
-      if (services) services->find_secrets(nullptr);
+      if (services) services->find_secrets(nullptr), services->find_teams(nullptr);
     }
   } forget_secrets{egress.get()};
   service.restore();

@@ -40,6 +40,12 @@ std::unique_ptr<EgressServices> EgressServices::start(const std::filesystem::pat
     std::shared_lock lock(self->mutex_);
     return self->secrets_ ? self->secrets_(address, name, host, header) : std::nullopt;
   };
+  proxy.team_for = [self](uint32_t address) {
+    std::shared_lock lock(self->mutex_);
+    return self->teams_ ? self->teams_(address) : egress::ProxyConfig::Team{};
+  };
+  if (network.proxy_max_connections) proxy.max_connections = network.proxy_max_connections;
+  proxy.idle_timeout = std::chrono::seconds(network.proxy_idle_timeout_s);
   proxy.ca_dir = data_dir / "egress-ca";
   if (const char* extra = std::getenv("ABX_UPSTREAM_CA_FILE")) proxy.upstream_ca_file = extra;
   if (auto started = egress::EgressProxy::start(std::move(proxy), 0))
@@ -66,12 +72,17 @@ std::string EgressServices::ca_pem() const { return proxy_ ? proxy_->ca_pem() : 
 void EgressServices::use(runtime::Runtime* runtime) {
   std::unique_lock lock(mutex_);
   runtime_ = runtime;
-  if (!runtime) secrets_ = nullptr;  // it asks the service, which goes with the runtime
+  if (!runtime) secrets_ = nullptr, teams_ = nullptr;  // they ask the service, which goes too
 }
 
 void EgressServices::find_secrets(SecretLookup lookup) {
   std::unique_lock lock(mutex_);
   secrets_ = std::move(lookup);
+}
+
+void EgressServices::find_teams(TeamLookup lookup) {
+  std::unique_lock lock(mutex_);
+  teams_ = std::move(lookup);
 }
 
 void EgressServices::policy_changed(uint32_t address) {

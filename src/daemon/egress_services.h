@@ -40,6 +40,10 @@ class EgressServices {
       std::function<std::optional<std::string>(uint32_t address, const std::string& name,
                                                const std::string& host, const std::string& header)>;
   void find_secrets(SecretLookup lookup);
+  // The team of a sandbox's address and its share of the proxy's connections
+  // (the proxy's slot accounting); null: every sandbox is a team of its own.
+  using TeamLookup = std::function<egress::ProxyConfig::Team(uint32_t address)>;
+  void find_teams(TeamLookup lookup);
   // The CA sandboxes trust for the hosts whose HTTPS the proxy intercepts; empty: none.
   std::string ca_pem() const;
 
@@ -50,6 +54,7 @@ class EgressServices {
   mutable std::shared_mutex mutex_;
   runtime::Runtime* runtime_ = nullptr;
   SecretLookup secrets_;
+  TeamLookup teams_;
   std::unique_ptr<egress::DnsForwarder> dns_;
   std::unique_ptr<egress::EgressProxy> proxy_;
 };

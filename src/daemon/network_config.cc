@@ -1,6 +1,7 @@
 #include "daemon/network_config.h"
 
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "common/fd_io.h"
 #include "egress/policy.h"
@@ -42,6 +43,17 @@ Result<runtime::NetworkConfig> load_network_config(const std::filesystem::path& 
     if (!max.is_number_unsigned() || max.get<uint64_t>() < 1 || max.get<uint64_t>() > 1000000)
       return bad("maxConnections must be a number of connections per sandbox, 1 to 1000000");
     config.max_connections = max.get<uint32_t>();
+  }
+  for (const auto& [key, field, most] :
+       {std::tuple{"proxyMaxConnections", &runtime::NetworkConfig::proxy_max_connections, 1000000},
+        std::tuple{"proxyIdleTimeoutSec", &runtime::NetworkConfig::proxy_idle_timeout_s, 86400}}) {
+    const std::string name = key;  // json's contains() takes no const char* const&
+    if (!net.contains(name)) continue;
+    const json& value = net[name];
+    if (!value.is_number_unsigned() || value.get<uint64_t>() < 1 ||
+        value.get<uint64_t>() > uint64_t(most))
+      return bad(name + " must be a number from 1 to " + std::to_string(most));
+    config.*field = value.get<uint32_t>();
   }
   return config;
 }

@@ -36,6 +36,7 @@ const QuotaField kFields[] = {
     {"createsPerMinute", "--creates-per-minute", nullptr, &TeamQuota::creates_per_minute},
     {"maxSnapshots", "--snapshots", nullptr, &TeamQuota::max_snapshots},
     {"maxSnapshotDiskMB", "--snapshot-disk-mb", &TeamQuota::max_snapshot_disk_mb, nullptr},
+    {"maxProxyConnections", "--proxy-connections", nullptr, &TeamQuota::max_proxy_connections},
 };
 
 Error refusal(const std::string& team, const std::string& what, uint64_t limit, const char* flag,
@@ -81,7 +82,8 @@ Result<TeamQuota> quota_from_json(const json& doc, TeamQuota base) {
       return Error::with_message(
           "quota: unknown field '" + name +
               "'; known: maxSandboxes, maxMemoryMB, maxDiskMB, "
-              "maxTimeoutSec, createsPerMinute, maxSnapshots, maxSnapshotDiskMB",
+              "maxTimeoutSec, createsPerMinute, maxSnapshots, maxSnapshotDiskMB, "
+              "maxProxyConnections",
           kErrBadInput);
     }
     if (!value.is_number_unsigned() || value.get<uint64_t>() > UINT32_MAX) {

@@ -32,6 +32,9 @@ struct TeamQuota {
   // others these have limits by default (disk is the host's to lose).
   uint32_t max_snapshots = 100;
   uint64_t max_snapshot_disk_mb = 10240;
+  // Connections the team's sandboxes may hold in the egress proxy at once;
+  // 0 (the default): half the proxy's table, so other teams always find room.
+  uint32_t max_proxy_connections = 0;
 };
 
 nlohmann::json quota_to_json(const TeamQuota& quota);

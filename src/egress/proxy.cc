@@ -22,6 +22,7 @@
 #include "egress/lookup.h"
 #include "egress/peek.h"
 #include "egress/relay.h"
+#include "egress/slots.h"
 #include "egress/stream.h"
 #include "egress/tls_ca.h"
 
@@ -75,6 +76,7 @@ struct EgressProxy::Impl {
     std::shared_ptr<const Policy> policy;  // what it was allowed under; null: not decided yet
     int client = -1, upstream = -1;
     bool cut = false;
+    ActivityStamp activity;  // when it last moved a byte
   };
 
   ProxyConfig config;
@@ -88,7 +90,7 @@ struct EgressProxy::Impl {
   bool stopping = false;
   uint64_t next_id = 1;
   std::map<uint64_t, Record> records;
-  std::map<uint32_t, size_t> per_source;
+  std::unique_ptr<SlotTable> slots;
   std::map<uint64_t, std::thread> threads;
   std::vector<uint64_t> finished;
 
@@ -96,7 +98,8 @@ struct EgressProxy::Impl {
   void serve(UniqueFd client, sockaddr_in original_dst);
   void run(uint64_t id, UniqueFd client, UniqueFd upstream, uint32_t source, sockaddr_in dst);
   std::string handle(uint64_t id, int client, int upstream, uint32_t source, uint32_t ip,
-                     uint16_t port);
+                     uint16_t port, const ActivityStamp& activity);
+  ProxyConfig::Team team_of(uint32_t source) const;
   // A lookup that does not answer in time is a name without that address.
   bool name_has(const std::string& name, uint32_t ip) const {
     if (!config.resolves_to) return resolves_to(name, ip, config.lookup_timeout);
@@ -174,14 +177,21 @@ void EgressProxy::Impl::serve(UniqueFd client, sockaddr_in original_dst) {
     return;
   }
   const uint32_t source = ntohl(peer.sin_addr.s_addr);
+  const ProxyConfig::Team team = team_of(source);
   UniqueFd upstream(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   std::lock_guard lock(mutex);
   if (stopping || !upstream.valid()) return;
-  const auto open_here = per_source.find(source);
-  if (records.size() >= config.max_connections ||
-      (open_here != per_source.end() && open_here->second >= config.max_per_sandbox)) {
-    spdlog::debug("egress: refused {}: too many connections", address_text(source));
+  const SlotTable::Admission admission = slots->admit(source, team.key, team.max_connections);
+  if (!admission.admitted) {
+    spdlog::debug("egress: refused {}: {}", address_text(source), admission.refusal);
     return;
+  }
+  if (admission.evict) {  // its thread ends and closes it; the slot is this one's now
+    Record& victim = records.at(*admission.evict);
+    spdlog::debug("egress: closed {} -> {}:{} to make room for another team",
+                  address_text(victim.source), address_text(victim.ip), victim.port);
+    cut(victim);
+    slots->remove(*admission.evict);
   }
   set_socket_options(client.get());
   const uint64_t id = next_id++;
@@ -191,13 +201,14 @@ void EgressProxy::Impl::serve(UniqueFd client, sockaddr_in original_dst) {
   record.port = ntohs(original_dst.sin_port);
   record.client = client.get();
   record.upstream = upstream.get();
-  ++per_source[source];
+  record.activity = std::make_shared<std::atomic<int64_t>>(activity_now());
+  slots->add(id, source, team.key, record.activity);
   try {
     threads.emplace(id, std::thread(&Impl::run, this, id, std::move(client), std::move(upstream),
                                     source, original_dst));
   } catch (const std::system_error&) {  // no thread to be had: refuse, never fail the daemon
     records.erase(id);
-    if (--per_source[source] == 0) per_source.erase(source);
+    slots->remove(id);
     spdlog::debug("egress: refused {}: no thread for it", address_text(source));
   }
 }
@@ -206,13 +217,18 @@ void EgressProxy::Impl::run(uint64_t id, UniqueFd client, UniqueFd upstream, uin
                             sockaddr_in dst) {
   const uint32_t ip = ntohl(dst.sin_addr.s_addr);
   const uint16_t port = ntohs(dst.sin_port);
-  const std::string refusal = handle(id, client.get(), upstream.get(), source, ip, port);
+  ActivityStamp activity;
+  {
+    std::lock_guard lock(mutex);
+    activity = records.at(id).activity;
+  }
+  const std::string refusal = handle(id, client.get(), upstream.get(), source, ip, port, activity);
   if (!refusal.empty())
     spdlog::debug("egress: refused {} -> {}:{}: {}", address_text(source), address_text(ip), port,
                   refusal);
   std::lock_guard lock(mutex);
   records.erase(id);
-  if (--per_source[source] == 0) per_source.erase(source);
+  slots->remove(id);
   finished.push_back(id);
   // The sockets close as this returns: after the record that names them is gone.
 }
@@ -241,7 +257,7 @@ std::shared_ptr<const Policy> EgressProxy::Impl::decide(uint64_t id, uint32_t so
 
 // Serves one connection; returns why it was refused ("" when it was served).
 std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uint32_t source,
-                                      uint32_t ip, uint16_t port) {
+                                      uint32_t ip, uint16_t port, const ActivityStamp& activity) {
   if (!config.policy_for || !config.policy_for(source)) return "no sandbox has this address";
   if (config.always_denied && config.always_denied(ip)) return "the destination is always denied";
   FirstBytes first;
@@ -266,7 +282,9 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
   const int on = 1;
   ::setsockopt(upstream, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 
-  PlainStream sandbox(client);
+  PlainStream sandbox_socket(client);
+  StampedStream sandbox(sandbox_socket, activity);
+  StampedStream upstream_stream(tunnel->stream(), activity);
   const auto secret = [this, source, host = first.name](const std::string& name,
                                                         const std::string& header) {
     return config.secret ? config.secret(source, name, host, header) : std::nullopt;
@@ -283,7 +301,7 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
     SSL_set_tlsext_host_name(ssl, first.name.c_str());
     SSL_set1_host(ssl, first.name.c_str());
     SSL_set_connect_state(ssl);
-    TlsStream real(ssl, tunnel->stream());
+    TlsStream real(ssl, upstream_stream);
     const auto deadline = Clock::now() + config.handshake_timeout;
     if (Status s = real.handshake(deadline); !s) return "upstream " + s.error().message();
     const auto context = ca->server_context(first.name);
@@ -299,11 +317,22 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
   } else if (rule != nullptr && first.protocol == Protocol::kHttp) {
     const bool secrets_allowed = !needs_secret(*rule) || name_has(first.name, ip);
     RequestRewriter rewriter(*rule, first.name, secret, secrets_allowed, noted);
-    relay(sandbox, tunnel->stream(), &rewriter, response_filter, config.idle_timeout);
+    relay(sandbox, upstream_stream, &rewriter, response_filter, config.idle_timeout);
   } else {
-    relay(sandbox, tunnel->stream(), nullptr, nullptr, config.idle_timeout);
+    relay(sandbox, upstream_stream, nullptr, nullptr, config.idle_timeout);
   }
   return {};
+}
+
+// A sandbox of no known team is a team of its own; a team with no cap of its
+// own may hold half the table, so another team always finds room.
+ProxyConfig::Team EgressProxy::Impl::team_of(uint32_t source) const {
+  ProxyConfig::Team team;
+  if (config.team_for) team = config.team_for(source);
+  if (team.key.empty()) team.key = "sandbox:" + address_text(source);
+  if (team.max_connections == 0)
+    team.max_connections = std::max<size_t>(1, config.max_connections / 2);
+  return team;
 }
 
 Result<std::unique_ptr<EgressProxy>> EgressProxy::start(ProxyConfig config, uint16_t port) {
@@ -315,6 +344,8 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(ProxyConfig config, uint
   impl->ca = std::move(*ca);
   impl->upstream_tls = std::move(*upstream);
   impl->config = std::move(config);
+  impl->slots =
+      std::make_unique<SlotTable>(impl->config.max_connections, impl->config.max_per_sandbox);
 
   impl->listener = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!impl->listener.valid()) return Error::from_errno("egress proxy: socket");

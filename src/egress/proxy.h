@@ -52,6 +52,16 @@ struct ProxyConfig {
   std::filesystem::path ca_dir;
   // An extra CA file trusted for TLS to real hosts, besides the system store (tests).
   std::string upstream_ca_file;
+  // The team a connection's sandbox belongs to, by its source address, and
+  // the most connections that team may hold at once (0: max_connections / 2).
+  // Null, or an empty key: every sandbox is a team of its own. When the table
+  // is full, a team holding fewer connections than the team holding the most
+  // takes that team's least recently active one (egress/slots.h).
+  struct Team {
+    std::string key;
+    size_t max_connections = 0;
+  };
+  std::function<Team(uint32_t source_ip)> team_for;
   size_t max_connections = 1024, max_per_sandbox = 128;
   // Destination ports whose first bytes are read for an HTTP Host or a TLS SNI;
   // other ports are matched by address only (server-first protocols never wait).
@@ -59,7 +69,7 @@ struct ProxyConfig {
   std::chrono::milliseconds peek_timeout{5000};        // for the first bytes (SNI, Host)
   std::chrono::milliseconds handshake_timeout{10000};  // connect + SOCKS + TLS, each side
   std::chrono::milliseconds lookup_timeout{5000};      // a name's addresses (egress/lookup.h)
-  std::chrono::milliseconds idle_timeout{600000};      // no byte either way: closed
+  std::chrono::milliseconds idle_timeout{60000};       // no byte either way: closed
 };
 
 class EgressProxy {

@@ -270,6 +270,11 @@ struct NetworkConfig {
   // (shared by everyone): its connections out and its flows to the DNS
   // forwarder and the egress proxy alike.
   uint32_t max_connections = 4096;
+  // For the daemon's egress proxy (the runtime ignores them): its table of
+  // connections for all sandboxes (0: its default, 1024) and how long one may
+  // move no byte before it is closed.
+  uint32_t proxy_max_connections = 0;
+  uint32_t proxy_idle_timeout_s = 60;
 };
 
 struct RuntimeConfig {
