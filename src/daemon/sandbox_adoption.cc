@@ -28,8 +28,8 @@ void adopt_running_processes(LiveSandbox& live) {
 std::shared_ptr<interp::Interpreter> interpreter_of(LiveSandbox& live) {
   std::lock_guard lock(live.mutex);
   if (!live.interpreter) {
-    live.interpreter =
-        interp::Interpreter::create(*live.sandbox, live.row.env_vars, std::move(live.prestarted));
+    live.interpreter = interp::Interpreter::create(*live.sandbox, live.row.env_vars,
+                                                   std::move(live.prestarted), live.sandbox);
   }
   return live.interpreter;
 }

@@ -40,13 +40,17 @@ using LineSink = std::function<void(const std::string& line)>;
 
 class Interpreter {
  public:
-  // `sandbox` must outlive the Interpreter. `sandbox_env` are the sandbox's
-  // environment variables (from create), given to every context.
-  // `prestarted` (from the warm pool) becomes the default Python context if
-  // it was started with the same environment, and is killed otherwise.
+  // `sandbox` must outlive the Interpreter: `owner`, when given, is held
+  // until the Interpreter and its contexts are gone (an execution may run on
+  // after the sandbox's registry entry went, and its context still signals
+  // its process). `sandbox_env` are the sandbox's environment variables
+  // (from create), given to every context. `prestarted` (from the warm pool)
+  // becomes the default Python context if it was started with the same
+  // environment, and is killed otherwise.
   static std::unique_ptr<Interpreter> create(runtime::Sandbox& sandbox,
                                              std::map<std::string, std::string> sandbox_env,
-                                             std::shared_ptr<Prestarted> prestarted = nullptr);
+                                             std::shared_ptr<Prestarted> prestarted = nullptr,
+                                             std::shared_ptr<runtime::Sandbox> owner = nullptr);
   virtual ~Interpreter() = default;
 
   // Errors: unknown language → Error{"context language", EINVAL, "..."}.

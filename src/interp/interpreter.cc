@@ -74,8 +74,9 @@ bool still_running(const runtime::Process& process) {
 class SandboxInterpreter final : public Interpreter {
  public:
   SandboxInterpreter(runtime::Sandbox& sandbox, std::map<std::string, std::string> sandbox_env,
-                     std::shared_ptr<Prestarted> prestarted)
-      : sandbox_(sandbox), env_(context_env(std::move(sandbox_env))) {
+                     std::shared_ptr<Prestarted> prestarted,
+                     std::shared_ptr<runtime::Sandbox> owner)
+      : owner_(std::move(owner)), sandbox_(sandbox), env_(context_env(std::move(sandbox_env))) {
     if (!prestarted) return;
     // Only the very process a first execution would have started: a sandbox
     // created with env vars (or template env) gets its context started on use.
@@ -249,6 +250,8 @@ class SandboxInterpreter final : public Interpreter {
     return {};
   }
 
+  // First, so it goes last: the contexts' destructors still signal through sandbox_.
+  const std::shared_ptr<runtime::Sandbox> owner_;
   runtime::Sandbox& sandbox_;
   const std::map<std::string, std::string> env_;
   std::mutex mutex_;  // guards the maps below, never held during an execution
@@ -265,9 +268,10 @@ class SandboxInterpreter final : public Interpreter {
 
 std::unique_ptr<Interpreter> Interpreter::create(runtime::Sandbox& sandbox,
                                                  std::map<std::string, std::string> sandbox_env,
-                                                 std::shared_ptr<Prestarted> prestarted) {
+                                                 std::shared_ptr<Prestarted> prestarted,
+                                                 std::shared_ptr<runtime::Sandbox> owner) {
   return std::make_unique<SandboxInterpreter>(sandbox, std::move(sandbox_env),
-                                              std::move(prestarted));
+                                              std::move(prestarted), std::move(owner));
 }
 
 }  // namespace abx::interp
