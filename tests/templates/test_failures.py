@@ -75,3 +75,30 @@ def test_interrupted_build_leaves_no_garbage_after_restart(state_dir):
         assert all(t["name"] != ".building-base" for t in listed)
     finally:
         stop_daemon(d)
+
+
+def test_step_timeout_stops_a_long_run_with_a_clear_error(built_base, tmp_path):
+    """`--step-timeout 3`: a RUN that would run for ten minutes is stopped, the build fails
+    naming the step, the limit and how to raise it, with the step's last output; nothing is
+    listed under the name and the step's process is gone."""
+    context = tmp_path / "slow"
+    context.mkdir()
+    (context / "Sandboxfile").write_text("FROM base\nRUN echo step-has-begun && sleep 607\n")
+    r = abx(built_base, "template", "build", str(context), "--name", "slow-step",
+            "--step-timeout", "3", timeout=600)
+    assert r.returncode != 0
+    assert "Sandboxfile line 2" in r.stderr and "sleep 607" in r.stderr, r.stderr
+    assert "ran longer than 3 s and was stopped" in r.stderr, r.stderr
+    assert "--step-timeout" in r.stderr and "step-has-begun" in r.stderr, r.stderr
+    listed = json.loads(abx(built_base, "template", "list", "--json").stdout)
+    assert "slow-step" not in {t["name"] for t in listed}
+    sleeping = [p for p in os.listdir("/proc") if p.isdigit()
+                and _cmdline(p) == b"sleep\x00607\x00"]
+    assert sleeping == [], "the stopped step's process still runs"
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
