@@ -1,4 +1,4 @@
-// The messages between the daemon and a sandbox's init (runtime/init_protocol):
+// The messages between the daemon and a sandbox's init (agent/protocol):
 // the daemon decodes replies and handed-over processes that come from inside
 // the sandbox, and init decodes requests. Whatever decodes must encode and
 // decode again to the same message.
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "runtime/init_protocol.h"
+#include "agent/protocol.h"
 
 namespace proto = abx::runtime::proto;
 

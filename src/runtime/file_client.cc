@@ -5,8 +5,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "agent/protocol.h"
 #include "common/fd_io.h"
-#include "runtime/init_protocol.h"
 #include "runtime/local_sandbox.h"
 
 namespace abx::runtime::file_client {

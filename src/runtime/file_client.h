@@ -1,5 +1,5 @@
 // The runtime's side of a kFile conversation with a sandbox's init (see
-// init_protocol.h and init/file_worker.h): one connection per operation,
+// agent/protocol.h and agent/file_worker.h): one connection per operation,
 // answered by a worker inside the sandbox.
 #pragma once
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <utility>
 
-#include "runtime/init_protocol.h"
+#include "agent/protocol.h"
 
 namespace abx::runtime::fs_ops {
 namespace {

@@ -21,10 +21,10 @@
 #include <set>
 #include <sstream>
 
+#include "agent/protocol.h"
 #include "common/fd_io.h"
 #include "common/ids.h"
 #include "runtime/cgroup.h"
-#include "runtime/init_protocol.h"
 #include "runtime/local_sandbox.h"
 #include "runtime/lxcfs.h"
 #include "runtime/networks.h"

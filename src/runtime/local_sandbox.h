@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
+#include "agent/protocol.h"
 #include "runtime/cgroup.h"
-#include "runtime/init_protocol.h"
 #include "runtime/networks.h"
 #include "runtime/reaper.h"
 #include "runtime/runtime.h"

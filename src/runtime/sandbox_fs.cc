@@ -15,10 +15,10 @@
 #include <iterator>
 #include <utility>
 
+#include "agent/protocol.h"
 #include "common/fd_io.h"
 #include "runtime/file_client.h"
 #include "runtime/fs_ops.h"
-#include "runtime/init_protocol.h"
 
 namespace abx::runtime::sandbox_fs {
 namespace {

@@ -23,7 +23,7 @@
 #include <string>
 #include <thread>
 
-#include "runtime/init_protocol.h"
+#include "agent/protocol.h"
 
 namespace abx::runtime::spawner {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/protocol.h"
 #include "daemon/envd_auth.h"
-#include "runtime/init_protocol.h"
 #include "runtime/sandbox_fs.h"
 #include "temp_dir.h"
 

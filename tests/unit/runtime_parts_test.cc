@@ -11,8 +11,8 @@
 
 #include <cstdio>
 
+#include "agent/protocol.h"
 #include "runtime/cgroup.h"
-#include "runtime/init_protocol.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp_policy.h"
 #include "runtime/user.h"

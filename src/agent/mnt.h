@@ -4,10 +4,10 @@
 // root is assembled at /newroot, both on a staging tmpfs.
 #pragma once
 
+#include "agent/protocol.h"
 #include "common/error.h"
-#include "runtime/init_protocol.h"
 
-namespace abx::runtime::init::mnt {
+namespace abx::agent::mnt {
 
 using proto::InitConfig;
 
@@ -23,4 +23,4 @@ Status mask_proc(const InitConfig& config);
 Status close_sources(const InitConfig& config);  // the runtime's fds of layers and binds
 Status enter_root(const InitConfig& config);     // pivot_root into /newroot, drop the rest
 
-}  // namespace abx::runtime::init::mnt
+}  // namespace abx::agent::mnt

@@ -11,7 +11,9 @@
 #include "common/unique_fd.h"
 #include "runtime/runtime.h"
 
-namespace abx::runtime::init {
+namespace abx::agent {
+
+using runtime::ProcessSpec;
 
 // A child forked but not yet known to have exec'd: init keeps serving its
 // other clients meanwhile and settles the spawn when `report` says (EOF: it
@@ -22,7 +24,7 @@ struct Launched {
   UniqueFd report;      // the read end of the child's close-on-exec report pipe
 };
 
-// The bound on a Launched's exec: proto::kStartBoundMs (init_protocol.h).
+// The bound on a Launched's exec: proto::kStartBoundMs (agent/protocol.h).
 
 // What every child of init does first, before it uses memory the sandbox
 // pays for: default signal dispositions and an empty mask, the workload
@@ -53,4 +55,4 @@ Status start_outcome(int report, pid_t pid, bool reaped);
 // collects it.
 void abandon_start(pid_t pid);
 
-}  // namespace abx::runtime::init
+}  // namespace abx::agent

@@ -11,10 +11,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "agent/protocol.h"
 #include "common/unique_fd.h"
-#include "runtime/init_protocol.h"
 
-namespace abx::runtime::init {
+namespace abx::agent {
 
 // `fds`: for kWrite, the read end of the data pipe. Init's copies of the
 // session and fds are closed when this returns; a fork failure is answered
@@ -26,4 +26,4 @@ pid_t start_file_worker(UniqueFd session, const FileRequest& request, std::vecto
 // seconds; 0 for a write, which ends when the daemon hangs up instead.
 uint32_t operation_deadline_seconds(const FileRequest& request);
 
-}  // namespace abx::runtime::init
+}  // namespace abx::agent

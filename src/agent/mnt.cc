@@ -1,4 +1,4 @@
-#include "runtime/init/mnt.h"
+#include "agent/mnt.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -13,7 +13,7 @@
 #include "common/unique_fd.h"
 #include "runtime/root_paths.h"
 
-namespace abx::runtime::init::mnt {
+namespace abx::agent::mnt {
 namespace {
 
 constexpr const char* kStaging = "/tmp";  // exists on every host; hidden by our tmpfs
@@ -105,8 +105,8 @@ Error in_template(const std::string& path, const Error& error) {
 // Where the kernel's own trees go (/proc, /dev): a directory of the
 // template, not a link, so that every later path through it stays on them.
 Result<UniqueFd> make_kernel_dir(int root, const std::string& path, mode_t mode) {
-  auto dir = root_paths::make(root, path, root_paths::Kind::kDirectory, mode, O_PATH | O_DIRECTORY,
-                              RESOLVE_NO_SYMLINKS);
+  auto dir = runtime::root_paths::make(root, path, runtime::root_paths::Kind::kDirectory, mode,
+                                       O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS);
   if (dir) return dir;
   if (dir.error().errnum == ELOOP)
     return Error{"template path " + path + " must be a directory, not a link", ELOOP, {}};
@@ -229,9 +229,10 @@ Status bind_read_only(const InitConfig& config) {
     struct stat st {};
     if (::fstat(source, &st) != 0) return Error::from_errno("stat bind source", path);
     const bool dir = S_ISDIR(st.st_mode);
-    auto target = root_paths::make(root->get(), path,
-                                   dir ? root_paths::Kind::kDirectory : root_paths::Kind::kFile,
-                                   dir ? 0755 : 0644, O_PATH | (dir ? O_DIRECTORY : 0));
+    auto target = runtime::root_paths::make(
+        root->get(), path,
+        dir ? runtime::root_paths::Kind::kDirectory : runtime::root_paths::Kind::kFile,
+        dir ? 0755 : 0644, O_PATH | (dir ? O_DIRECTORY : 0));
     if (!target) return in_template(path, target.error());
     const uint64_t read_only = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     if (auto s = bind_onto(source, target->get(), read_only, true, path); !s) return s;
@@ -309,18 +310,19 @@ Status make_dev(const InitConfig& config) {
 Status make_standard_dirs(const InitConfig& config) {
   auto root = open_new_root();
   if (!root) return root.error();
-  auto tmp = root_paths::make(root->get(), "/tmp", root_paths::Kind::kDirectory, 01777,
-                              O_RDONLY | O_DIRECTORY);
+  auto tmp = runtime::root_paths::make(root->get(), "/tmp", runtime::root_paths::Kind::kDirectory,
+                                       01777, O_RDONLY | O_DIRECTORY);
   if (!tmp) return in_template("/tmp", tmp.error());
   struct stat st {};
   // A needless chmod would copy /tmp up into a build's captured layer.
   if (::fstat(tmp->get(), &st) != 0 || (st.st_mode & 07777) != 01777)
     if (auto s = sys(::fchmod(tmp->get(), 01777), "chmod /tmp"); !s) return s;
-  auto home = root_paths::open(root->get(), "/home/user", O_PATH);
+  auto home = runtime::root_paths::open(root->get(), "/home/user", O_PATH);
   if (home) return {};  // the template decided its owner
   if (home.error().errnum != ENOENT) return in_template("/home/user", home.error());
-  auto made = root_paths::make(root->get(), "/home/user", root_paths::Kind::kDirectory, 0755,
-                               O_RDONLY | O_DIRECTORY);
+  auto made =
+      runtime::root_paths::make(root->get(), "/home/user", runtime::root_paths::Kind::kDirectory,
+                                0755, O_RDONLY | O_DIRECTORY);
   if (!made) return in_template("/home/user", made.error());
   if (!config.full_id_map) return {};
   return sys(::fchown(made->get(), kUser, kUser), "chown /home/user");
@@ -361,4 +363,4 @@ Status enter_root(const InitConfig&) {
   return sys(::chdir("/"), "chdir /");
 }
 
-}  // namespace abx::runtime::init::mnt
+}  // namespace abx::agent::mnt

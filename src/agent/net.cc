@@ -1,4 +1,4 @@
-#include "runtime/init/net.h"
+#include "agent/net.h"
 
 #include <fcntl.h>
 #include <net/if.h>
@@ -12,7 +12,7 @@
 #include "common/unique_fd.h"
 #include "runtime/root_paths.h"
 
-namespace abx::runtime::init::net {
+namespace abx::agent::net {
 
 Status set_hostname(const proto::InitConfig& config) {
   if (::sethostname(config.hostname.data(), config.hostname.size()) != 0)
@@ -50,7 +50,7 @@ Status write_host_files(const proto::InitConfig& config) {
   if (config.host_writable_dir) return {};
   UniqueFd root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root.valid()) return Error::from_errno("open /");
-  auto etc = root_paths::open(root.get(), "/etc", O_PATH | O_DIRECTORY);
+  auto etc = runtime::root_paths::open(root.get(), "/etc", O_PATH | O_DIRECTORY);
   if (!etc) return etc.error().errnum == ENOENT ? Status{} : etc.error();
   const std::string& name = config.hostname;
   if (auto s = replace_file(etc->get(), "hostname", name + "\n"); !s) return s;
@@ -74,4 +74,4 @@ Status loopback_up(const proto::InitConfig& /*config*/) {
   return {};
 }
 
-}  // namespace abx::runtime::init::net
+}  // namespace abx::agent::net

@@ -16,7 +16,7 @@
 //           O_RDONLY by init as that sandbox user, is passed back.
 //   kFile   request: FileRequest, on a connection of its own; kWrite passes
 //           the read end of the data pipe. Init hands the connection to a
-//           worker it forks (see init/file_worker.h), which answers with
+//           worker it forks (see agent/file_worker.h), which answers with
 //           FileReply messages, the last one `done`, and exits.
 // Start-up: the runtime hands init an InitConfig on an fd, then the O_PATH
 // fds of the rootfs sources in one message on the handoff socket, and waits
@@ -33,7 +33,17 @@
 #include "runtime/file_request.h"
 #include "runtime/runtime.h"
 
-namespace abx::runtime::proto {
+namespace abx::agent {
+// The runtime's data types the protocol carries.
+using runtime::EntryInfo;
+using runtime::FileOp;
+using runtime::FileRequest;
+using runtime::FileType;
+using runtime::kMaxProcessLabel;
+using runtime::ProcessSpec;
+}  // namespace abx::agent
+
+namespace abx::agent::proto {
 
 // What init needs to build the sandbox.
 struct InitConfig {
@@ -41,8 +51,8 @@ struct InitConfig {
   uint64_t disk_bytes = 0;
   std::vector<std::string> lower_layers;                   // host paths, topmost first
   std::vector<std::pair<std::string, std::string>> binds;  // host path → sandbox path
-  bool full_id_map = true;         // false: only uid/gid 0 exists inside (rootless without subuids)
-  std::string seccomp_bpf;         // compiled once by the runtime (seccomp_policy::compile)
+  bool full_id_map = true;  // false: only uid/gid 0 exists inside (rootless without subuids)
+  std::string seccomp_bpf;  // compiled once by the runtime (runtime::seccomp_policy::compile)
   bool host_writable_dir = false;  // the writable layer is a host dir (RootfsSpec::writable_dir)
   uint64_t shm_bytes = 0;          // size of /dev/shm's tmpfs (0: the kernel's default)
   std::vector<std::string> proc_views;  // lxcfs files to bind over /proc/<name>
@@ -201,4 +211,9 @@ Status send_message(int sock, const std::string& bytes, const std::vector<int>& 
 // false on an orderly EOF.
 Result<bool> recv_message(int sock, std::string* bytes, std::vector<UniqueFd>* fds);
 
-}  // namespace abx::runtime::proto
+}  // namespace abx::agent::proto
+
+// The runtime is the protocol's client and names it as its own.
+namespace abx::runtime {
+namespace proto = agent::proto;
+}  // namespace abx::runtime

@@ -1,4 +1,4 @@
-#include "runtime/init/caps.h"
+#include "agent/caps.h"
 
 #include <sys/capability.h>
 #include <sys/prctl.h>
@@ -7,7 +7,7 @@
 #include <iterator>
 #include <vector>
 
-namespace abx::runtime::init::caps {
+namespace abx::agent::caps {
 namespace {
 
 // Docker's default capability set.
@@ -61,4 +61,4 @@ Status keep_only_default_set() {
   return {};
 }
 
-}  // namespace abx::runtime::init::caps
+}  // namespace abx::agent::caps

@@ -1,4 +1,4 @@
-#include "runtime/init/contain.h"
+#include "agent/contain.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -9,11 +9,11 @@
 #include <string>
 #include <utility>
 
-#include "runtime/init/mnt.h"
-#include "runtime/init/net.h"
+#include "agent/mnt.h"
+#include "agent/net.h"
 #include "runtime/seccomp_policy.h"
 
-namespace abx::runtime::init {
+namespace abx::agent {
 namespace {
 
 using proto::InitConfig;
@@ -58,7 +58,7 @@ Status make_undumpable(const InitConfig&) {
 // workers, opens) and none can clear it; only a template that opted in
 // (InitConfig::allow_setid) goes without.
 Status load_seccomp(const InitConfig& config) {
-  return seccomp_policy::load(config.seccomp_bpf, !config.allow_setid);
+  return runtime::seccomp_policy::load(config.seccomp_bpf, !config.allow_setid);
 }
 
 using Step = Status (*)(const InitConfig&);
@@ -93,4 +93,4 @@ Status contain(const InitConfig& config) {
   return {};
 }
 
-}  // namespace abx::runtime::init
+}  // namespace abx::agent

@@ -1,4 +1,4 @@
-#include "runtime/init_protocol.h"
+#include "agent/protocol.h"
 
 #include <linux/magic.h>
 #include <sys/socket.h>
@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-namespace abx::runtime::proto {
+namespace abx::agent::proto {
 namespace {
 
 class Writer {
@@ -414,4 +414,4 @@ Result<bool> recv_message(int sock, std::string* bytes, std::vector<UniqueFd>* f
   return true;
 }
 
-}  // namespace abx::runtime::proto
+}  // namespace abx::agent::proto

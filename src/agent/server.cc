@@ -1,4 +1,4 @@
-#include "runtime/init/server.h"
+#include "agent/server.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,11 +15,11 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/init/file_worker.h"
-#include "runtime/init/launch.h"
-#include "runtime/init/open_file.h"
+#include "agent/file_worker.h"
+#include "agent/launch.h"
+#include "agent/open_file.h"
 
-namespace abx::runtime::init {
+namespace abx::agent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -431,4 +431,4 @@ void serve(int listen_fd, int signal_fd, const proto::InitConfig& config) {
   Server(listen_fd, signal_fd, config).run();
 }
 
-}  // namespace abx::runtime::init
+}  // namespace abx::agent

@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/init/caps.h"
-#include "runtime/init/contain.h"
-#include "runtime/init/server.h"
-#include "runtime/init_protocol.h"
+#include "agent/caps.h"
+#include "agent/contain.h"
+#include "agent/protocol.h"
+#include "agent/server.h"
 
-namespace abx::runtime::init {
+namespace abx::agent {
 namespace {
 
 struct InitFds {
@@ -101,29 +101,27 @@ int setup_signals() {
 }
 
 }  // namespace
-}  // namespace abx::runtime::init
+}  // namespace abx::agent
 
 int main(int argc, char** argv) {
-  using namespace abx::runtime;
+  using namespace abx::agent;
   if (argc != 5) return 2;
-  init::InitFds fds{std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4])};
+  InitFds fds{std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4])};
   ::umask(022);
   proto::InitConfig config;
-  const bool configured =
-      init::read_config(fds.config, &config) && init::receive_sources(fds.handoff, &config);
+  const bool configured = read_config(fds.config, &config) && receive_sources(fds.handoff, &config);
   std::vector<int*> kept = {&fds.status, &fds.listen};
   for (int& fd : config.source_fds) kept.push_back(&fd);
   if (config.workload_procs_fd >= 0) kept.push_back(&config.workload_procs_fd);
-  init::tidy_fds(kept);
+  tidy_fds(kept);
   if (!configured) {
-    init::report(fds.status, abx::Error{"read init config", EPROTO, {}});
+    report(fds.status, abx::Error{"read init config", EPROTO, {}});
     return 1;
   }
-  if (!config.raw_sockets) init::caps::withhold(CAP_NET_RAW);
-  const int signal_fd = init::setup_signals();
-  abx::Status contained =
-      signal_fd >= 0 ? init::contain(config) : abx::Error::from_errno("signalfd");
-  init::report(fds.status, contained);
+  if (!config.raw_sockets) caps::withhold(CAP_NET_RAW);
+  const int signal_fd = setup_signals();
+  abx::Status contained = signal_fd >= 0 ? contain(config) : abx::Error::from_errno("signalfd");
+  report(fds.status, contained);
   if (!contained) return 1;
-  init::serve(fds.listen, signal_fd, config);
+  serve(fds.listen, signal_fd, config);
 }

@@ -4,14 +4,14 @@
 // mount and user namespaces.
 #pragma once
 
+#include "agent/protocol.h"
 #include "common/error.h"
 #include "common/unique_fd.h"
-#include "runtime/init_protocol.h"
 
-namespace abx::runtime::init {
+namespace abx::agent {
 
 // A regular file opened O_RDONLY with the filesystem ids and groups of
 // request.uid/gid (root when the sandbox maps only uid 0: `full_id_map` false).
 Result<UniqueFd> open_for_reading(const proto::OpenRequest& request, bool full_id_map);
 
-}  // namespace abx::runtime::init
+}  // namespace abx::agent

@@ -2,13 +2,13 @@
 // syscalls and ioctls (an `ip` exec costs milliseconds).
 #pragma once
 
+#include "agent/protocol.h"
 #include "common/error.h"
-#include "runtime/init_protocol.h"
 
-namespace abx::runtime::init::net {
+namespace abx::agent::net {
 
 Status set_hostname(const proto::InitConfig& config);
 Status write_host_files(const proto::InitConfig& config);  // /etc/hosts, /etc/hostname
 Status loopback_up(const proto::InitConfig& config);
 
-}  // namespace abx::runtime::init::net
+}  // namespace abx::agent::net

@@ -1,4 +1,4 @@
-#include "runtime/init/file_worker.h"
+#include "agent/file_worker.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -11,11 +11,11 @@
 
 #include <optional>
 
+#include "agent/caps.h"
+#include "agent/launch.h"
 #include "runtime/fs_ops.h"
-#include "runtime/init/caps.h"
-#include "runtime/init/launch.h"
 
-namespace abx::runtime::init {
+namespace abx::agent {
 namespace {
 
 // Anything but a write must be done by then: SIGALRM ends it (and init, for
@@ -171,7 +171,7 @@ std::optional<uint64_t> commit() {
 // the worker removes what it made, by its name in the directory it made it
 // in, as the user it wrote as.
 void write_file(int root, const FileRequest& request) {
-  auto created = fs_ops::create_file(root, request.path, true, make_dir_as_root);
+  auto created = runtime::fs_ops::create_file(root, request.path, true, make_dir_as_root);
   if (!created) return send(failure(created.error()));
   const int file = created->file.get();
   proto::FileReply opened;
@@ -179,27 +179,27 @@ void write_file(int root, const FileRequest& request) {
   // The daemon may be gone already (killed right after it asked): what was
   // made goes with it, as for an upload it abandons.
   if (!proto::send_message(kSessionFd, proto::encode(opened), {})) {
-    fs_ops::remove_created(*created);
+    runtime::fs_ops::remove_created(*created);
     ::_exit(1);
   }
   auto written = copy_in(file);
   if (!written) {  // out of disk, say: tell the daemon now, it is still sending
-    fs_ops::remove_created(*created);
+    runtime::fs_ops::remove_created(*created);
     return send(failure(Error{written.error().step, written.error().errnum, request.path}));
   }
   const std::optional<uint64_t> sent = commit();
   Status status;
   if (!sent || *sent != *written) status = Error{"write", EIO, request.path + ": upload abandoned"};
   // Always, so an overwrite clears metadata a former upload left (as envd).
-  if (status) status = fs_ops::write_metadata(file, request.metadata, request.path);
+  if (status) status = runtime::fs_ops::write_metadata(file, request.metadata, request.path);
   // After the data: a write by anyone but root clears set-id bits.
   if (status && request.mode != 0 && ::fchmod(file, request.mode & 07777) != 0)
     status = Error::from_errno("chmod", request.path);
   if (status && ::fsync(file) != 0 && errno != EINVAL)
     status = Error::from_errno("sync", request.path);
-  if (status) status = fs_ops::commit_created(*created, request.path);
+  if (status) status = runtime::fs_ops::commit_created(*created, request.path);
   if (!status) {
-    fs_ops::remove_created(*created);
+    runtime::fs_ops::remove_created(*created);
     return send(failure(status.error()));
   }
   proto::FileReply done;
@@ -210,28 +210,29 @@ void write_file(int root, const FileRequest& request) {
 void run(const FileRequest& request) {
   UniqueFd root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root.valid()) return send(failure(Error::from_errno("open /")));
-  const fs_ops::Owners owners;  // inside, root is 0 and `user` 1000
+  const runtime::fs_ops::Owners owners;  // inside, root is 0 and `user` 1000
   const int r = root.get();
   switch (request.op) {
     case FileOp::kStat: {
-      auto entry = fs_ops::stat(r, request.path, owners);
+      auto entry = runtime::fs_ops::stat(r, request.path, owners);
       if (!entry) return send(failure(entry.error()));
       return answer_entries(std::vector<EntryInfo>{std::move(*entry)});
     }
     case FileOp::kList:
-      return answer_entries(fs_ops::list(r, request.path, static_cast<int>(request.depth), owners));
+      return answer_entries(
+          runtime::fs_ops::list(r, request.path, static_cast<int>(request.depth), owners));
     case FileOp::kMakeDir:
-      return answer(fs_ops::make_dir(r, request.path, make_dir_as_root));
+      return answer(runtime::fs_ops::make_dir(r, request.path, make_dir_as_root));
     case FileOp::kSymlink:
-      return answer(fs_ops::make_symlink(r, request.path, request.other));
+      return answer(runtime::fs_ops::make_symlink(r, request.path, request.other));
     case FileOp::kMove:
-      return answer(fs_ops::move(r, request.path, request.other));
+      return answer(runtime::fs_ops::move(r, request.path, request.other));
     case FileOp::kRemove:
-      return answer(fs_ops::remove(r, request.path));
+      return answer(runtime::fs_ops::remove(r, request.path));
     case FileOp::kWrite:
       return write_file(r, request);
     case FileOp::kOpenDir: {
-      auto dir = fs_ops::open_dir(r, request.path);
+      auto dir = runtime::fs_ops::open_dir(r, request.path);
       if (!dir) return send(failure(dir.error()));
       return send(proto::FileReply{}, {dir->get()});
     }
@@ -326,4 +327,4 @@ uint32_t operation_deadline_seconds(const FileRequest& request) {
   return request.op == FileOp::kWrite ? 0 : kOperationSeconds + 5;
 }
 
-}  // namespace abx::runtime::init
+}  // namespace abx::agent

@@ -1,4 +1,4 @@
-#include "runtime/init/open_file.h"
+#include "agent/open_file.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -7,7 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-namespace abx::runtime::init {
+namespace abx::agent {
 namespace {
 
 // openat2 may fail with EAGAIN when a rename races a RESOLVE_IN_ROOT lookup.
@@ -81,4 +81,4 @@ Result<UniqueFd> open_for_reading(const proto::OpenRequest& request, bool full_i
   return fd;
 }
 
-}  // namespace abx::runtime::init
+}  // namespace abx::agent

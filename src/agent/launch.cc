@@ -1,4 +1,4 @@
-#include "runtime/init/launch.h"
+#include "agent/launch.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -15,10 +15,10 @@
 #include <cstring>
 #include <string>
 
-#include "runtime/init/caps.h"
+#include "agent/caps.h"
 #include "runtime/root_paths.h"
 
-namespace abx::runtime::init {
+namespace abx::agent {
 namespace {
 
 constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -138,7 +138,7 @@ void enter_cwd(const std::string& cwd, int report) {
   const std::string step = "chdir " + cwd;
   UniqueFd root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root.valid()) fail(report, step);
-  auto dir = root_paths::open(root.get(), cwd, O_PATH | O_DIRECTORY);
+  auto dir = runtime::root_paths::open(root.get(), cwd, O_PATH | O_DIRECTORY);
   if (!dir) {
     errno = dir.error().errnum;
     fail(report, step);
@@ -267,4 +267,4 @@ Status start_outcome(int report, pid_t pid, bool reaped) {
 // holds.
 void abandon_start(pid_t pid) { ::kill(pid, SIGKILL); }
 
-}  // namespace abx::runtime::init
+}  // namespace abx::agent

@@ -4,10 +4,10 @@
 // exit pipe. Never returns; init ends only when killed.
 #pragma once
 
-#include "runtime/init_protocol.h"
+#include "agent/protocol.h"
 
-namespace abx::runtime::init {
+namespace abx::agent {
 
 [[noreturn]] void serve(int listen_fd, int signal_fd, const proto::InitConfig& config);
 
-}  // namespace abx::runtime::init
+}  // namespace abx::agent

@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 
-namespace abx::runtime::init::caps {
+namespace abx::agent::caps {
 
 // Takes `cap` out of Docker's set for every process from now on.
 void withhold(cap_value_t cap);
@@ -20,4 +20,4 @@ Status restrict_for_user_process();
 // file capabilities from the effective set).
 Status keep_only_default_set();
 
-}  // namespace abx::runtime::init::caps
+}  // namespace abx::agent::caps
