@@ -1,7 +1,7 @@
 // The messages between the daemon and a sandbox's init (agent/protocol):
-// the daemon decodes replies and handed-over processes that come from inside
-// the sandbox, and init decodes requests. Whatever decodes must encode and
-// decode again to the same message.
+// the daemon decodes replies, kept output and handed-over processes that
+// come from inside the sandbox, and init decodes requests. Whatever decodes
+// must encode and decode again to the same message.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -18,7 +18,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     proto::Request again;
     if (!proto::decode(proto::encode(request), &again) || again.label != request.label ||
         again.supervised != request.supervised || again.keep_stdin != request.keep_stdin ||
-        again.timeout_ms != request.timeout_ms)
+        again.timeout_ms != request.timeout_ms || again.ring_bytes != request.ring_bytes ||
+        again.offset != request.offset || again.max_bytes != request.max_bytes)
+      std::abort();
+  }
+  proto::ReadReply read;
+  if (proto::decode(input, &read)) {
+    proto::ReadReply again;
+    if (!proto::decode(proto::encode(read), &again) ||
+        again.slice.chunks.size() != read.slice.chunks.size() || again.slice.end != read.slice.end)
       std::abort();
   }
   proto::Reply reply;

@@ -220,6 +220,7 @@ std::string encode(const Request& q) {
       w.str(q.label);
       w.u32(q.timeout_ms);
       w.u8(q.keep_stdin);
+      if (q.ring_bytes > 0) w.u32(q.ring_bytes);
     }
   } else if (q.type == RequestType::kOpen) {
     w.str(q.open.path);
@@ -230,6 +231,10 @@ std::string encode(const Request& q) {
   } else if (q.type == RequestType::kSignal) {
     w.u32(static_cast<uint32_t>(q.pid));
     w.u32(static_cast<uint32_t>(q.signo));
+  } else if (q.type == RequestType::kRead) {
+    w.u32(static_cast<uint32_t>(q.pid));
+    w.u64(q.offset);
+    w.u32(q.max_bytes);
   }
   return w.take();
 }
@@ -247,6 +252,9 @@ bool decode(const std::string& bytes, Request* q) {
                         q->label.size() > kMaxProcessLabel || !r.u32(&q->timeout_ms) ||
                         !r.u8(&keep_stdin) || keep_stdin > 1))
         return false;
+      if (!r.done() && (!r.u32(&q->ring_bytes) || q->ring_bytes == 0 ||
+                        q->ring_bytes > kMaxRingBytes || q->spec.pty))
+        return false;
       q->command_group = group == 1;
       q->supervised = supervised == 1;
       // Only a pipe of its own can be kept: a pty's input is its master.
@@ -258,6 +266,9 @@ bool decode(const std::string& bytes, Request* q) {
       return r.done();
     case RequestType::kSignal:
       return r.i32(&q->pid) && r.i32(&q->signo) && r.done();
+    case RequestType::kRead:
+      return r.i32(&q->pid) && r.u64(&q->offset) && r.u32(&q->max_bytes) &&
+             q->max_bytes <= kMaxReadBytes && r.done();
     case RequestType::kOpen:
       return r.str(&q->open.path) && r.u32(&q->open.uid) && r.u32(&q->open.gid) && r.done();
     case RequestType::kFile:
@@ -334,6 +345,51 @@ bool decode(const std::string& bytes, Supervised* p) {
   p->pty = pty != 0;
   p->done = done != 0;
   return true;
+}
+
+// Tagged like Supervised, so a daemon tells it from an older init's Reply.
+constexpr uint32_t kReadReplyTag = 0x52494e47;  // "RING"
+
+std::string encode(const ReadReply& p) {
+  Writer w;
+  w.u32(kReadReplyTag);
+  w.u32(static_cast<uint32_t>(p.errnum));
+  w.str(p.step);
+  w.u64(p.slice.start);
+  w.u64(p.slice.end);
+  w.u8(p.slice.ended);
+  w.u32(static_cast<uint32_t>(p.slice.wait_status));
+  w.u32(static_cast<uint32_t>(p.slice.chunks.size()));
+  for (const auto& chunk : p.slice.chunks) {
+    w.u8(static_cast<uint8_t>(chunk.stream));
+    w.u64(chunk.offset);
+    w.str(chunk.bytes);
+  }
+  return w.take();
+}
+
+bool decode(const std::string& bytes, ReadReply* p) {
+  Reader r(bytes);
+  uint32_t tag = 0, count = 0;
+  uint8_t ended = 0;
+  if (!r.u32(&tag) || tag != kReadReplyTag || !r.i32(&p->errnum) || !r.str(&p->step) ||
+      !r.u64(&p->slice.start) || !r.u64(&p->slice.end) || p->slice.start > p->slice.end ||
+      !r.u8(&ended) || ended > 1 || !r.i32(&p->slice.wait_status) || !r.u32(&count) ||
+      count > bytes.size())
+    return false;
+  p->slice.ended = ended == 1;
+  p->slice.chunks.resize(count);
+  uint64_t next = p->slice.start;
+  for (auto& chunk : p->slice.chunks) {
+    uint8_t stream = 0;
+    if (!r.u8(&stream) || stream < 1 || stream > 2 || !r.u64(&chunk.offset) ||
+        !r.str(&chunk.bytes) || chunk.offset < next ||
+        chunk.bytes.size() > p->slice.end - chunk.offset)
+      return false;
+    chunk.stream = static_cast<runtime::OutputStream>(stream);
+    next = chunk.offset + chunk.bytes.size();
+  }
+  return r.done();
 }
 
 Status check_readable_file(int fd, const std::string& path) {

@@ -12,6 +12,8 @@
 //           daemon went away (the last `done`, pid 0 when there is none),
 //           each with its kept fds; the asking connection owns them now.
 //   kSignal request: pid, signo.  reply: Reply.
+//   kRead   request: pid, offset, max_bytes. reply: ReadReply, the output the
+//           agent keeps of a supervised command spawned with ring_bytes.
 //   kOpen   request: OpenRequest.  reply: Reply; on success the file, opened
 //           O_RDONLY by init as that sandbox user, is passed back.
 //   kFile   request: FileRequest, on a connection of its own; kWrite passes
@@ -40,6 +42,7 @@ using runtime::FileOp;
 using runtime::FileRequest;
 using runtime::FileType;
 using runtime::kMaxProcessLabel;
+using runtime::OutputSlice;
 using runtime::ProcessSpec;
 }  // namespace abx::agent
 
@@ -82,7 +85,14 @@ struct InitConfig {
   int workload_procs_fd = -1;  // not a source: taken off the handoff's end
 };
 
-enum class RequestType : uint8_t { kSpawn = 1, kSignal = 2, kOpen = 3, kFile = 4, kAdopt = 5 };
+enum class RequestType : uint8_t {
+  kSpawn = 1,
+  kSignal = 2,
+  kOpen = 3,
+  kFile = 4,
+  kAdopt = 5,
+  kRead = 6,
+};
 
 // A regular file to open for reading inside the sandbox, with the permissions
 // of sandbox uid/gid: path resolution and the permission checks are the
@@ -115,7 +125,16 @@ struct Request {
   std::string label;
   uint32_t timeout_ms = 0;  // supervised: killed then while no daemon holds it (0: never)
   bool keep_stdin = false;  // supervised, with a stdin pipe: init keeps its write end too
+  // supervised, with pipes: the agent relays the output and keeps this many
+  // of its newest bytes (ProcessSpec::output_ring_bytes); 0: none.
+  uint32_t ring_bytes = 0;
+  // kRead: a supervised command's kept output from `offset`, at most
+  // `max_bytes` (kMaxReadBytes), answered with an OutputSlice message.
+  uint64_t offset = 0;
+  uint32_t max_bytes = 0;
 };
+inline constexpr uint32_t kMaxReadBytes = 128 * 1024;
+inline constexpr uint32_t kMaxRingBytes = 64 * 1024 * 1024;
 
 // Ends a supervised spawn hands init after its stdio: the exit pipe's read
 // end, then stdout's and stderr's (none with a pty: init keeps its master),
@@ -181,6 +200,14 @@ std::string encode(const FileReply& reply);
 bool decode(const std::string& bytes, FileReply* reply);
 std::string encode(const Supervised& process);
 bool decode(const std::string& bytes, Supervised* process);
+// kRead's answer: the slice, or (errnum != 0) why there is none.
+struct ReadReply {
+  int32_t errnum = 0;
+  std::string step;
+  OutputSlice slice;
+};
+std::string encode(const ReadReply& reply);
+bool decode(const std::string& bytes, ReadReply* reply);
 
 // What a kOpen may hand out, checked by init before it replies and again by
 // the daemon on the fd it receives: a regular file (EISDIR for a directory,

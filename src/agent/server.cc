@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "agent/file_worker.h"
 #include "agent/launch.h"
 #include "agent/open_file.h"
+#include "agent/output_relay.h"
 
 namespace abx::agent {
 namespace {
@@ -40,7 +42,15 @@ class Server {
       const size_t first_start = fds.size();
       for (const auto& [client, start] : starts_)
         fds.push_back({start.launched.report.get(), POLLIN, 0});
+      const size_t first_relay = fds.size();
+      std::vector<OutputRelay*> relay_of;
+      for (auto& [pid, relay] : relays_) {
+        relay.add_pollfds(&fds);
+        relay_of.resize(fds.size() - first_relay, &relay);
+      }
       if (::poll(fds.data(), fds.size(), next_deadline_ms()) < 0) continue;  // EINTR
+      for (size_t i = first_relay; i < fds.size(); ++i)
+        if (fds[i].revents) relay_of[i - first_relay]->handle(fds[i]);
       if (fds[1].revents) reap();
       if (fds[0].revents) accept_client();
       for (size_t i = 2; i < first_worker; ++i)
@@ -51,6 +61,7 @@ class Server {
       kill_late_workers();
       kill_late_orphans();
       fail_late_starts();
+      tidy_relays();
       std::erase_if(clients_, [](const UniqueFd& c) { return !c.valid(); });
     }
   }
@@ -87,6 +98,9 @@ class Server {
       reply = proto::reply_from(Error{"decode request", EPROTO, {}});
     } else if (request.type == proto::RequestType::kSignal) {
       reply = signal(request.pid, request.signo);
+    } else if (request.type == proto::RequestType::kRead) {
+      if (!proto::send_message(fd, proto::encode(read_output(request)), {})) drop(fd);
+      return;
     } else if (request.type == proto::RequestType::kOpen) {
       reply = open_file(request.open, &opened);
       if (opened.valid()) reply_fds.push_back(opened.get());
@@ -126,7 +140,8 @@ class Server {
     Launched launched;
     UniqueFd exit_pipe;
     Clock::time_point deadline;
-    std::optional<Kept> kept;  // a supervised spawn's
+    std::optional<Kept> kept;          // a supervised spawn's
+    std::optional<OutputRelay> relay;  // one with ring_bytes
   };
 
   // fds: the exit pipe, the stdio ends, the kept read ends (supervised), then
@@ -149,13 +164,36 @@ class Server {
       std::move(first_kept, fds.end(), std::back_inserter(kept->fds));
       fds.erase(first_kept, fds.end());
     }
+    std::optional<OutputRelay> relay;
+    if (request.ring_bytes > 0) {
+      auto interposed = interpose_relay(request.ring_bytes, &fds);
+      if (!interposed) return interposed.error();
+      relay.emplace(std::move(*interposed));
+    }
     auto launched = launch(request.spec, config_.full_id_map, config_.workload_procs_fd,
                            command_procs.get(), fds);
     if (!launched) return launched.error();
-    starts_[client] =
-        Start{std::move(*launched), std::move(exit_pipe),
-              Clock::now() + std::chrono::milliseconds(proto::kStartBoundMs), std::move(kept)};
+    starts_[client] = Start{std::move(*launched), std::move(exit_pipe),
+                            Clock::now() + std::chrono::milliseconds(proto::kStartBoundMs),
+                            std::move(kept), std::move(relay)};
     return {};
+  }
+
+  // The command writes to pipes of the agent's; the daemon's write ends
+  // (the last two of `stdio`) become the relay's sinks.
+  static Result<OutputRelay> interpose_relay(uint32_t ring_bytes, std::vector<UniqueFd>* stdio) {
+    if (stdio->size() < 2) return Error{"spawn", EINVAL, "a relayed command needs output pipes"};
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) return Error::from_errno("pipe");
+    UniqueFd out_read(out[0]), out_write(out[1]);
+    if (::pipe2(err, O_CLOEXEC) != 0) return Error::from_errno("pipe");
+    UniqueFd err_read(err[0]), err_write(err[1]);
+    UniqueFd out_sink = std::move((*stdio)[stdio->size() - 2]);
+    UniqueFd err_sink = std::move(stdio->back());
+    (*stdio)[stdio->size() - 2] = std::move(out_write);
+    stdio->back() = std::move(err_write);
+    return OutputRelay(ring_bytes, std::move(out_read), std::move(out_sink), std::move(err_read),
+                       std::move(err_sink));
   }
 
   // Answers the client; a child that exec'd is a process init now reports
@@ -177,6 +215,11 @@ class Server {
     if (!outcome) return;
     const pid_t pid = start.launched.pid;
     exit_pipes_[pid] = std::move(start.exit_pipe);
+    if (start.relay) {
+      start.relay->set_held(sent);
+      std::erase(ended_relays_, pid);  // an ended command's pid, used again
+      relays_.insert_or_assign(pid, std::move(*start.relay));
+    }
     if (start.kept) {
       if (start.launched.pty_master.valid())
         start.kept->fds.push_back(std::move(start.launched.pty_master));
@@ -348,6 +391,10 @@ class Server {
   void report_exit(pid_t pid, int status) {
     auto it = exit_pipes_.find(pid);
     if (it == exit_pipes_.end()) return;
+    if (auto relay = relays_.find(pid); relay != relays_.end()) {
+      relay->second.drain();  // its output reaches the daemon before its end
+      relay->second.ended(status);
+    }
     const int32_t value = status;
     (void)::write(it->second.get(), &value, sizeof value);
     exit_pipes_.erase(it);
@@ -392,10 +439,41 @@ class Server {
         drop(client);
         return;
       }
-      if (process.ended)
+      if (process.ended) {
         supervised_.erase(orphans[i]);
-      else
+      } else {
         process.owner = client;
+        if (auto relay = relays_.find(orphans[i]); relay != relays_.end())
+          relay->second.set_held(true);
+      }
+    }
+  }
+
+  proto::ReadReply read_output(const proto::Request& request) {
+    proto::ReadReply reply;
+    auto it = relays_.find(request.pid);
+    if (it == relays_.end()) {
+      reply.errnum = ENOENT;
+      reply.step = "no output kept for pid " + std::to_string(request.pid);
+      return reply;
+    }
+    reply.slice = it->second.slice(request.offset, request.max_bytes);
+    return reply;
+  }
+
+  // A command that ended and whose output all went out keeps only its
+  // tail, and only the newest kMaxEndedRelays such commands keep that.
+  static constexpr size_t kEndedTail = 64 * 1024;
+  static constexpr size_t kMaxEndedRelays = 64;
+  void tidy_relays() {
+    for (auto& [pid, relay] : relays_) {
+      if (relay.tail_only() || !relay.has_ended() || !relay.finished()) continue;
+      relay.keep_tail(kEndedTail);
+      ended_relays_.push_back(pid);
+    }
+    while (ended_relays_.size() > kMaxEndedRelays) {
+      relays_.erase(ended_relays_.front());
+      ended_relays_.pop_front();
     }
   }
 
@@ -407,9 +485,12 @@ class Server {
   }
 
   void drop(int fd) {
-    for (auto& [pid, process] : supervised_)
-      if (process.owner == fd) process.owner = -1;  // the daemon went away
-    if (starts_.contains(fd)) return;               // settle_start answers it (or drops it)
+    for (auto& [pid, process] : supervised_) {
+      if (process.owner != fd) continue;
+      process.owner = -1;  // the daemon went away
+      if (auto relay = relays_.find(pid); relay != relays_.end()) relay->second.set_held(false);
+    }
+    if (starts_.contains(fd)) return;  // settle_start answers it (or drops it)
     for (auto& c : clients_)
       if (c.get() == fd) c.reset();
   }
@@ -423,6 +504,8 @@ class Server {
   std::map<int, Start> starts_;  // by the client connection that waits
   std::map<pid_t, Supervised> supervised_;
   uint64_t supervised_made_ = 0;
+  std::map<pid_t, OutputRelay> relays_;  // by pid, also a while after the command ended
+  std::deque<pid_t> ended_relays_;       // the ended ones, oldest first
 };
 
 }  // namespace

@@ -292,6 +292,7 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
   request.spec.supervise_timeout_ms = static_cast<uint32_t>(
       std::clamp<int64_t>(request.timeout.count(), 0, std::numeric_limits<uint32_t>::max()));
   request.spec.output_buffer_bytes = output_buffer_;
+  request.spec.output_ring_bytes = output_buffer_;
   auto spawned = sandbox_->spawn(request.spec);
   if (!spawned) {
     Error failure = start_failure(spawned.error(), request.spec.cwd);

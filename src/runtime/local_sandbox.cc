@@ -127,8 +127,9 @@ class LocalSandbox::Turn {
   bool had_ = false;
 };
 
-Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std::vector<int>& fds,
-                                        std::vector<UniqueFd>* received) const {
+Result<std::string> LocalSandbox::exchange(const proto::Request& request,
+                                           const std::vector<int>& fds,
+                                           std::vector<UniqueFd>* received) const {
   constexpr auto kTurnWait = std::chrono::seconds(2);
   const Turn turn(*this, kTurnWait);
   if (!turn.had()) {
@@ -144,10 +145,37 @@ Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std
   std::string bytes;
   auto got = proto::recv_message(control_.get(), &bytes, received);
   if (!got) return got.error();
-  proto::Reply reply;
   if (!*got) return Error{"sandbox init", ECONNRESET, "control connection closed"};
-  if (!proto::decode(bytes, &reply)) return Error{"sandbox init", EPROTO, "malformed reply"};
+  return bytes;
+}
+
+Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std::vector<int>& fds,
+                                        std::vector<UniqueFd>* received) const {
+  auto bytes = exchange(request, fds, received);
+  if (!bytes) return bytes.error();
+  proto::Reply reply;
+  if (!proto::decode(*bytes, &reply)) return Error{"sandbox init", EPROTO, "malformed reply"};
   return reply;
+}
+
+// An older agent answers a kRead it cannot decode with a plain Reply.
+Result<OutputSlice> LocalSandbox::read_output(int pid, uint64_t offset, size_t max) {
+  proto::Request request{proto::RequestType::kRead, {}, pid, 0};
+  request.offset = offset;
+  request.max_bytes = static_cast<uint32_t>(std::min<size_t>(max, proto::kMaxReadBytes));
+  std::vector<UniqueFd> received;
+  auto bytes = exchange(request, {}, &received);
+  if (!bytes) return bytes.error();
+  proto::ReadReply reply;
+  if (proto::decode(*bytes, &reply)) {
+    if (reply.errnum != 0) return Error::with_message(reply.step, reply.errnum);
+    return std::move(reply.slice);
+  }
+  proto::Reply older;
+  if (proto::decode(*bytes, &older) && is_older_init(older))
+    return Error{"read output", ENOTSUP,
+                 "this sandbox's agent is older and keeps no output: recreate the sandbox"};
+  return Error{"sandbox init", EPROTO, "malformed reply"};
 }
 
 // Freezing waits for the request in flight on the control connection (and,
@@ -246,6 +274,9 @@ Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
   request.timeout_ms = spec.supervise_timeout_ms;
   request.keep_stdin =
       request.supervised && spec.supervise_stdin && !spec.pty && process.stdin_fd.valid();
+  if (request.supervised && !spec.pty)
+    request.ring_bytes =
+        static_cast<uint32_t>(std::min<size_t>(spec.output_ring_bytes, proto::kMaxRingBytes));
   // The fds init needs, in proto::Request's order, for the request as it is.
   auto fds_for = [&] {
     std::vector<int> fds;
@@ -263,8 +294,12 @@ Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
   };
   std::vector<UniqueFd> received;
   auto reply = call(request, fds_for(), &received);
-  // An older init knows no supervision (nor, older still, command groups):
-  // it is asked again with less.
+  // An older init knows no output ring, or no supervision (nor, older
+  // still, command groups): it is asked again with less.
+  if (reply && request.ring_bytes > 0 && is_older_init(*reply)) {
+    request.ring_bytes = 0;
+    reply = call(request, fds_for(), &received);
+  }
   if (reply && request.supervised && is_older_init(*reply)) {
     request.supervised = false;
     request.keep_stdin = false;

@@ -54,12 +54,16 @@ class LocalSandbox final : public Sandbox {
                                                  const layer_copy::Limits& limits) const override;
   std::map<int, std::vector<ProcessEntry>> command_processes() const override;
   Result<std::vector<AdoptedProcess>> adopt_processes() override;
+  Result<OutputSlice> read_output(int pid, uint64_t offset, size_t max) override;
 
  private:
   static std::optional<AdoptedProcess> adopted_process(const proto::Supervised& message,
                                                        std::vector<UniqueFd> fds);
   Result<proto::Reply> call(const proto::Request& request, const std::vector<int>& fds,
                             std::vector<UniqueFd>* received) const;
+  // One request and its answer, undecoded (call() decodes a Reply).
+  Result<std::string> exchange(const proto::Request& request, const std::vector<int>& fds,
+                               std::vector<UniqueFd>* received) const;
   Status set_user_net(const egress::Policy& policy);
   Error paused_error() const;
 

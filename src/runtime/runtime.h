@@ -113,8 +113,30 @@ struct ProcessSpec {
   // Non-zero: the size of each output pipe (F_SETPIPE_SZ), which is what a
   // supervised process may write while no daemon reads before it waits.
   size_t output_buffer_bytes = 0;
+  // Non-zero, with supervise_label and pipes (not a pty): the sandbox's agent
+  // relays the output and keeps its newest this many bytes, so any client
+  // can read it again from an offset (Sandbox::read_output), also after the
+  // daemon restarted or the command ended, and the command never waits on a
+  // full pipe while no daemon reads (what it writes past this is dropped).
+  size_t output_ring_bytes = 0;
 };
 inline constexpr size_t kMaxProcessLabel = 32 * 1024;
+
+// Output a supervised command wrote, as its agent keeps it: offsets count
+// every byte the command wrote to stdout and stderr, from its first.
+enum class OutputStream : uint8_t { kStdout = 1, kStderr = 2 };
+struct OutputChunk {
+  OutputStream stream = OutputStream::kStdout;
+  uint64_t offset = 0;
+  std::string bytes;
+};
+struct OutputSlice {
+  uint64_t start = 0;               // the oldest byte still kept
+  uint64_t end = 0;                 // one past the newest byte written so far
+  std::vector<OutputChunk> chunks;  // from the asked offset (or `start`), in order
+  bool ended = false;               // the command was reaped
+  int32_t wait_status = 0;          // as from waitpid, when `ended`
+};
 
 struct Process {
   int pid = 0;         // pid inside the sandbox (what E2B calls the pid)
@@ -241,6 +263,11 @@ class Sandbox {
   // The supervised processes (ProcessSpec::supervise_label) whose daemon
   // went away: from now on this daemon holds their output and exit. Empty
   // for a sandbox whose init predates supervision. Thread-safe.
+  // A supervised command's output from `offset` on, at most `max` bytes
+  // (runtime::ProcessSpec::output_ring_bytes), kept by the sandbox's agent.
+  virtual Result<OutputSlice> read_output(int /*pid*/, uint64_t /*offset*/, size_t /*max*/) {
+    return Error{"read output", ENOTSUP, "this runtime keeps no command output"};
+  }
   virtual Result<std::vector<AdoptedProcess>> adopt_processes() {
     return std::vector<AdoptedProcess>{};
   }

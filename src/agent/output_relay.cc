@@ -1,0 +1,118 @@
+#include "agent/output_relay.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace abx::agent {
+namespace {
+
+constexpr size_t kWindow = 256 * 1024;
+constexpr size_t kReadBytes = 128 * 1024;
+
+void set_nonblocking(int fd) {
+  if (fd < 0) return;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+}  // namespace
+
+OutputRelay::OutputRelay(size_t capacity, UniqueFd out_source, UniqueFd out_sink,
+                         UniqueFd err_source, UniqueFd err_sink)
+    : ring_(capacity),
+      window_(std::min(kWindow, capacity)),
+      streams_{Stream{OutputStream::kStdout, std::move(out_source), std::move(out_sink)},
+               Stream{OutputStream::kStderr, std::move(err_source), std::move(err_sink)}} {
+  for (Stream& stream : streams_) {
+    set_nonblocking(stream.source.get());
+    set_nonblocking(stream.sink.get());
+  }
+}
+
+// Held, it reads only while every stream's unforwarded bytes fit the
+// window, so a slow reader of one stream never lets the other's output push
+// its bytes out of the ring.
+bool OutputRelay::wants_input(const Stream& stream) const {
+  if (!stream.source.valid()) return false;
+  if (!held_) return true;
+  for (const Stream& other : streams_)
+    if (other.sink.valid() && ring_.end() - other.cursor >= window_) return false;
+  return true;
+}
+
+void OutputRelay::add_pollfds(std::vector<pollfd>* fds) const {
+  for (const Stream& stream : streams_) {
+    if (wants_input(stream)) fds->push_back({stream.source.get(), POLLIN, 0});
+    if (stream.sink.valid() && stream.cursor < ring_.end())
+      fds->push_back({stream.sink.get(), POLLOUT, 0});
+  }
+}
+
+void OutputRelay::handle(const pollfd& ready) {
+  for (Stream& stream : streams_) {
+    if (ready.fd == stream.source.get() && stream.source.valid()) read_source(stream);
+    if (ready.fd == stream.sink.get() && stream.sink.valid()) forward(stream);
+  }
+}
+
+void OutputRelay::drain() {
+  for (Stream& stream : streams_) read_source(stream);
+}
+
+// Reads while the source has bytes and the window allows, forwarding as it
+// goes; EOF closes the source.
+void OutputRelay::read_source(Stream& stream) {
+  static char buffer[kReadBytes];
+  while (wants_input(stream)) {
+    const ssize_t n = ::read(stream.source.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0 || (n < 0 && errno != EAGAIN)) stream.source.reset();
+    if (n <= 0) break;
+    ring_.append(stream.name, std::string_view(buffer, static_cast<size_t>(n)));
+    forward(stream);
+  }
+  forward(stream);
+}
+
+void OutputRelay::forward(Stream& stream) {
+  if (stream.cursor < ring_.start()) {  // dropped before any daemon took it
+    dropped_ += ring_.start() - stream.cursor;
+    stream.cursor = ring_.start();
+  }
+  while (stream.sink.valid()) {
+    uint64_t at = 0;
+    const std::string_view bytes = ring_.next_of(stream.name, stream.cursor, &at);
+    stream.cursor = at;
+    if (bytes.empty()) break;
+    const ssize_t n = ::write(stream.sink.get(), bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    if (n < 0) {  // no reader will ever come (EPIPE)
+      stream.sink.reset();
+      break;
+    }
+    stream.cursor += static_cast<uint64_t>(n);
+  }
+  if (!stream.source.valid() && stream.cursor >= ring_.end()) stream.sink.reset();  // EOF
+}
+
+bool OutputRelay::finished() const {
+  return std::none_of(streams_.begin(), streams_.end(), [](const Stream& stream) {
+    return stream.source.valid() || stream.sink.valid();
+  });
+}
+
+OutputSlice OutputRelay::slice(uint64_t offset, size_t max) const {
+  OutputSlice slice;
+  slice.start = ring_.start();
+  slice.end = ring_.end();
+  slice.chunks = ring_.read(offset, max);
+  slice.ended = wait_status_.has_value();
+  slice.wait_status = wait_status_.value_or(0);
+  return slice;
+}
+
+}  // namespace abx::agent
