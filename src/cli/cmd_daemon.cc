@@ -92,8 +92,9 @@ void add_serve(CLI::App& root, Commands& commands) {
       ->envname("ABX_WARM_POOL")
       ->capture_default_str();
   app->add_option("--output-buffer", options->output_buffer,
-                  "Bytes of each command's stdout and stderr kept while no daemon reads them "
-                  "(a restart); past it the command waits")
+                  "Bytes of each command's newest output the sandbox keeps (a restart, "
+                  "GET .../processes/{pid}/output); past it, while no daemon reads, the "
+                  "oldest is dropped")
       ->envname("ABX_OUTPUT_BUFFER")
       ->check(CLI::Range(size_t{4096}, size_t{64} * 1024 * 1024))
       ->capture_default_str();

@@ -263,4 +263,24 @@ Result<LogsQuery> parse_logs_query(const std::map<std::string, std::string>& que
   return out;
 }
 
+Result<OutputQuery> parse_output_query(const std::string& pid,
+                                       const std::map<std::string, std::string>& query) {
+  OutputQuery out;
+  auto whole = [](const std::string& text, auto* value, auto low, auto high) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+    return ec == std::errc() && end == text.data() + text.size() && !text.empty() &&
+           *value >= low && *value <= high;
+  };
+  if (!whole(pid, &out.pid, 2, INT32_MAX))
+    return field_error("pid", "must be the pid of a command in the sandbox, as `abx ps ID` lists");
+  if (auto it = query.find("offset");
+      it != query.end() && !whole(it->second, &out.offset, 0ull, UINT64_MAX))
+    return field_error("offset", "must be a byte offset: a whole number from 0");
+  if (auto it = query.find("limit");
+      it != query.end() && !whole(it->second, &out.limit, size_t{1}, kMaxOutputLimit))
+    return field_error(
+        "limit", "must be a whole number of bytes from 1 to " + std::to_string(kMaxOutputLimit));
+  return out;
+}
+
 }  // namespace abx::daemon

@@ -93,4 +93,15 @@ struct LogsQuery {
 
 Result<LogsQuery> parse_logs_query(const std::map<std::string, std::string>& query);
 
+// GET /abx/v1/sandboxes/{id}/processes/{pid}/output: the command (a pid as
+// the sandbox numbers them) and from which byte of its output, how many.
+struct OutputQuery {
+  int pid = 0;
+  uint64_t offset = 0;
+  size_t limit = 64 * 1024;
+};
+inline constexpr size_t kMaxOutputLimit = 128 * 1024;
+Result<OutputQuery> parse_output_query(const std::string& pid,
+                                       const std::map<std::string, std::string>& query);
+
 }  // namespace abx::daemon

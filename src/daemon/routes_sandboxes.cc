@@ -1,6 +1,7 @@
 // Control plane: E2B's /sandboxes resource (spec/e2b-protocol.md §5, shapes §6).
 #include <algorithm>
 
+#include "common/base64.h"
 #include "common/ids.h"
 #include "common/json_text.h"
 #include "daemon/codec.h"
@@ -438,6 +439,50 @@ Task<void> sandbox_processes(ControlCall& call, Exchange& exchange) {
   if (!live) co_return co_await respond_error(exchange, live.error());
   const auto groups = co_await sandbox_ops::command_processes(call.service, *(*live)->sandbox);
   co_await respond_json(exchange, 200, command_processes_json(groups));
+}
+
+namespace {
+
+nlohmann::json output_json(int pid, uint64_t offset, const runtime::OutputSlice& slice) {
+  nlohmann::json chunks = nlohmann::json::array();
+  uint64_t next = std::min(std::max(offset, slice.start), slice.end);
+  for (const auto& chunk : slice.chunks) {
+    const bool out = chunk.stream == runtime::OutputStream::kStdout;
+    chunks.push_back({{"stream", out ? "stdout" : "stderr"},
+                      {"offset", chunk.offset},
+                      {"data", base64::encode(chunk.bytes)}});
+    next = chunk.offset + chunk.bytes.size();
+  }
+  nlohmann::json body = {{"pid", pid},   {"start", slice.start}, {"end", slice.end},
+                         {"next", next}, {"ended", slice.ended}, {"chunks", std::move(chunks)}};
+  if (slice.ended) {
+    const runtime::ExitInfo exit = runtime::decode_wait_status(slice.wait_status);
+    body["exitCode"] = exit.exit_code;
+    body["status"] = exit.status;
+  }
+  return body;
+}
+
+}  // namespace
+
+// A command's output as the sandbox's agent keeps it, from `offset` on:
+// for `abx logs ID PID`, also after a daemon restart or the command's end.
+Task<void> process_output(ControlCall& call, Exchange& exchange) {
+  auto query = parse_output_query(call.params.at("pid"), exchange.request().query);
+  if (!query) co_return co_await respond_error(exchange, query.error());
+  auto live = sandbox_of(call);
+  if (!live) co_return co_await respond_error(exchange, live.error());
+  const std::string& id = call.params.at("id");
+  auto slice = co_await sandbox_ops::read_output(call.service, *(*live)->sandbox, query->pid,
+                                                 query->offset, query->limit);
+  if (!slice && slice.error().errnum == ENOENT)
+    co_return co_await respond_error(
+        exchange, Error::with_message(
+                      "pid " + std::to_string(query->pid) + " is no command of sandbox " + id +
+                          " whose output is kept: `abx ps " + id + "` lists its commands",
+                      ENOENT));
+  if (!slice) co_return co_await respond_error(exchange, slice.error());
+  co_await respond_json(exchange, 200, output_json(query->pid, query->offset, *slice));
 }
 
 nlohmann::json sandbox_metric(LiveSandbox& live) {

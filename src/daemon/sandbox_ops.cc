@@ -98,6 +98,12 @@ Task<CommandProcesses> command_processes(Service& service, const runtime::Sandbo
   co_return co_await short_lane<CommandProcesses>(service, [&] { return sb.command_processes(); });
 }
 
+Task<Result<runtime::OutputSlice>> read_output(Service& service, runtime::Sandbox& sb, int pid,
+                                               uint64_t offset, size_t max) {
+  co_return co_await short_lane<Result<runtime::OutputSlice>>(
+      service, [&] { return sb.read_output(pid, offset, max); });
+}
+
 Task<Status> close_stdin(Service& service, ProcessTable& table, ProcessSelector selector) {
   co_return co_await short_lane<Status>(service, [&] { return table.close_stdin(selector); });
 }

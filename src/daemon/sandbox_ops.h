@@ -57,6 +57,9 @@ Task<Status> signal(Service& service, ProcessTable& table, ProcessSelector selec
 // Each API command's processes (runtime::Sandbox::command_processes).
 using CommandProcesses = std::map<int, std::vector<runtime::ProcessEntry>>;
 Task<CommandProcesses> command_processes(Service& service, const runtime::Sandbox& sb);
+// A command's output as the sandbox's agent keeps it (runtime::Sandbox::read_output).
+Task<Result<runtime::OutputSlice>> read_output(Service& service, runtime::Sandbox& sb, int pid,
+                                               uint64_t offset, size_t max);
 Task<Status> close_stdin(Service& service, ProcessTable& table, ProcessSelector selector);
 Task<Status> resize_pty(Service& service, ProcessTable& table, ProcessSelector selector,
                         uint16_t cols, uint16_t rows);

@@ -4,9 +4,11 @@ wrote while no daemon ran; its deadline still holds; a PTY shell still answers. 
 the E2B SDK, on the offline `host` template."""
 from __future__ import annotations
 
+import base64
 import re
 import signal
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -219,3 +221,87 @@ def test_five_sigkills_in_a_row_lose_no_command_and_no_context_state(own_daemon,
     for sb in boxes:
         assert sb.run_code("n").text == "5"
         sb.kill()
+
+
+def kept_output(d: Daemon, sandbox_id: str, pid: int) -> tuple[dict, bytes, bytes]:
+    """The whole of what the sandbox's agent keeps of a command, page by page."""
+    out, err, offset, first = b"", b"", 0, None
+    with d.api() as api:
+        while True:
+            page = api.get(f"/abx/v1/sandboxes/{sandbox_id}/processes/{pid}/output",
+                           params={"offset": offset, "limit": 100000})
+            assert page.status_code == 200, page.text
+            body = page.json()
+            first = first or body
+            for chunk in body["chunks"]:
+                data = base64.b64decode(chunk["data"])
+                if chunk["stream"] == "stdout":
+                    out += data
+                else:
+                    err += data
+            if body["next"] == offset:
+                return body | {"start": first["start"]}, out, err
+            offset = body["next"]
+
+
+def test_a_commands_output_is_kept_in_the_sandbox_from_its_first_byte(own_daemon, monkeypatch):
+    """Read from the agent, not from the daemon: after a SIGKILL and a restart the output
+    a command wrote before (which the old daemon had read and streamed) is there again from
+    line 1, stdout and stderr apart, with no gap or duplicate; then, once it ended, its
+    exit code and tail; a pid that is no command is a 404 that says where to look."""
+    sb = e2b.Sandbox.create(template="host", timeout=300)
+    script = ("for i in $(seq 1 400); do echo line $i; echo err $i >&2; "
+              "if [ $i = 300 ]; then until [ -e /tmp/go ]; do sleep 0.1; done; fi; done; exit 3")
+    handle = sb.commands.run(script, background=True)
+    streamed = Collector(handle)
+    wait_until(lambda: len(streamed.seen()) >= 300, what="the command to write 300 lines")
+    own_daemon["d"] = restart(own_daemon["d"], monkeypatch)
+    d = own_daemon["d"]
+
+    body, out, err = kept_output(d, sb.sandbox_id, handle.pid)
+    assert numbers(out.decode()) == list(range(1, 301)), "stdout from its first line, whole"
+    assert re.findall(r"^err (\d+)$", err.decode(), re.M) == [str(i) for i in range(1, 301)]
+    assert body["start"] == 0 and not body["ended"]
+
+    again = e2b.Sandbox.connect(sb.sandbox_id)
+    again.commands.run("touch /tmp/go")
+    wait_until(lambda: kept_output(d, sb.sandbox_id, handle.pid)[0]["ended"],
+               what="the command to end")
+    body, out, _ = kept_output(d, sb.sandbox_id, handle.pid)
+    assert body["exitCode"] == 3, body
+    assert numbers(out.decode())[-1] == 400
+
+    with d.api() as api:
+        missing = api.get(f"/abx/v1/sandboxes/{sb.sandbox_id}/processes/99999/output")
+        assert missing.status_code == 404
+        assert f"abx ps {sb.sandbox_id}" in missing.json()["message"]
+        bad = api.get(f"/abx/v1/sandboxes/{sb.sandbox_id}/processes/{handle.pid}/output",
+                      params={"offset": "-1"})
+        assert bad.status_code == 400 and "offset" in bad.json()["message"]
+    again.kill()
+
+
+def test_a_command_never_waits_on_its_output_while_no_daemon_runs(own_daemon, monkeypatch):
+    """With the daemon gone, a command that writes 4 MB (more than the pipe and the ring
+    hold) runs to its end instead of waiting for a reader; the agent keeps its newest output
+    and counts every byte it wrote."""
+    sb = e2b.Sandbox.create(template="host", timeout=300)
+    # It starts writing once the daemon is gone (SIGKILLed at once).
+    script = "sleep 2; head -c 4000000 /dev/zero | tr '\\0' x; date +%s.%N > /tmp/wrote-all"
+    handle = sb.commands.run(script, background=True)
+    d = own_daemon["d"]
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait()
+    killed_at = time.time()
+    time.sleep(5)  # the command runs while no daemon does
+    own_daemon["d"] = d = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
+    e2b_env(monkeypatch, d)
+    again = e2b.Sandbox.connect(sb.sandbox_id)
+    wrote_all = again.commands.run("cat /tmp/wrote-all || echo 1e12").stdout
+    assert float(wrote_all) < killed_at + 5, "the command waited for a daemon to read"
+    wait_until(lambda: kept_output(d, sb.sandbox_id, handle.pid)[0]["ended"],
+               what="the command to be seen ended")
+    body, out, _ = kept_output(d, sb.sandbox_id, handle.pid)
+    assert body["end"] == 4000000 and body["exitCode"] == 0
+    assert out and set(out) == {ord("x")} and len(out) <= 1024 * 1024
+    again.kill()
