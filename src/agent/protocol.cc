@@ -231,6 +231,8 @@ std::string encode(const Request& q) {
   } else if (q.type == RequestType::kSignal) {
     w.u32(static_cast<uint32_t>(q.pid));
     w.u32(static_cast<uint32_t>(q.signo));
+  } else if (q.type == RequestType::kCloseStdin) {
+    w.u32(static_cast<uint32_t>(q.pid));
   } else if (q.type == RequestType::kRead) {
     w.u32(static_cast<uint32_t>(q.pid));
     w.u64(q.offset);
@@ -266,6 +268,8 @@ bool decode(const std::string& bytes, Request* q) {
       return r.done();
     case RequestType::kSignal:
       return r.i32(&q->pid) && r.i32(&q->signo) && r.done();
+    case RequestType::kCloseStdin:
+      return r.i32(&q->pid) && r.done();
     case RequestType::kRead:
       return r.i32(&q->pid) && r.u64(&q->offset) && r.u32(&q->max_bytes) &&
              q->max_bytes <= kMaxReadBytes && r.done();

@@ -12,6 +12,9 @@
 //           daemon went away (the last `done`, pid 0 when there is none),
 //           each with its kept fds; the asking connection owns them now.
 //   kSignal request: pid, signo.  reply: Reply.
+//   kCloseStdin request: pid. reply: Reply; init lets go of the stdin write
+//           end it keeps (keep_stdin), so the command reads EOF once the
+//           daemon closes its own.
 //   kRead   request: pid, offset, max_bytes. reply: ReadReply, the output the
 //           agent keeps of a supervised command spawned with ring_bytes.
 //   kOpen   request: OpenRequest.  reply: Reply; on success the file, opened
@@ -92,6 +95,7 @@ enum class RequestType : uint8_t {
   kFile = 4,
   kAdopt = 5,
   kRead = 6,
+  kCloseStdin = 7,
 };
 
 // A regular file to open for reading inside the sandbox, with the permissions

@@ -98,6 +98,8 @@ class Server {
       reply = proto::reply_from(Error{"decode request", EPROTO, {}});
     } else if (request.type == proto::RequestType::kSignal) {
       reply = signal(request.pid, request.signo);
+    } else if (request.type == proto::RequestType::kCloseStdin) {
+      close_kept_stdin(request.pid);
     } else if (request.type == proto::RequestType::kRead) {
       if (!proto::send_message(fd, proto::encode(read_output(request)), {})) drop(fd);
       return;
@@ -447,6 +449,15 @@ class Server {
           relay->second.set_held(true);
       }
     }
+  }
+
+  // Idempotent: a process that ended, or whose stdin init does not keep,
+  // has nothing to close here.
+  void close_kept_stdin(pid_t pid) {
+    auto it = supervised_.find(pid);
+    if (it == supervised_.end() || !it->second.kept.has_stdin) return;
+    it->second.kept.fds.pop_back();  // stdin's write end is the last kept
+    it->second.kept.has_stdin = false;
   }
 
   proto::ReadReply read_output(const proto::Request& request) {

@@ -293,6 +293,8 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
       std::clamp<int64_t>(request.timeout.count(), 0, std::numeric_limits<uint32_t>::max()));
   request.spec.output_buffer_bytes = output_buffer_;
   request.spec.output_ring_bytes = output_buffer_;
+  // Its stdin stays open while no daemon runs; close_stdin lets go of it.
+  request.spec.supervise_stdin = request.spec.stdin_pipe && !request.spec.pty;
   auto spawned = sandbox_->spawn(request.spec);
   if (!spawned) {
     Error failure = start_failure(spawned.error(), request.spec.cwd);
@@ -488,9 +490,12 @@ http::Task<void> ProcessTable::wait_reaped(const ProcessSelector& selector,
   }
 }
 
+// The sandbox keeps a copy of a command's stdin (so it outlives the
+// daemon): it lets go of it first, then the command reads EOF with ours.
 Status ProcessTable::close_stdin(const ProcessSelector& selector) {
   auto process = find(selector);
   if (!process) return process.error();
+  if (Status released = sandbox_->close_stdin((*process)->pid); !released) return released;
   std::lock_guard lock((*process)->mutex);
   (*process)->stdin_fd.reset();
   return {};

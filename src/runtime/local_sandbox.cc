@@ -158,6 +158,16 @@ Result<proto::Reply> LocalSandbox::call(const proto::Request& request, const std
   return reply;
 }
 
+// An older agent keeps no command's stdin (see spawn): nothing to close.
+Status LocalSandbox::close_stdin(int pid) {
+  proto::Request request{proto::RequestType::kCloseStdin, {}, pid, 0};
+  std::vector<UniqueFd> received;
+  auto reply = call(request, {}, &received);
+  if (!reply) return reply.error();
+  if (!reply->ok() && !is_older_init(*reply)) return proto::error_from(*reply);
+  return {};
+}
+
 // An older agent answers a kRead it cannot decode with a plain Reply.
 Result<OutputSlice> LocalSandbox::read_output(int pid, uint64_t offset, size_t max) {
   proto::Request request{proto::RequestType::kRead, {}, pid, 0};
@@ -298,6 +308,9 @@ Result<Process> LocalSandbox::spawn(const ProcessSpec& spec) {
   // still, command groups): it is asked again with less.
   if (reply && request.ring_bytes > 0 && is_older_init(*reply)) {
     request.ring_bytes = 0;
+    // Nor can it close a kept stdin on request (kCloseStdin came with the
+    // ring): a command's stdin (they ask for rings) is not kept there.
+    if (spec.output_ring_bytes > 0) request.keep_stdin = false;
     reply = call(request, fds_for(), &received);
   }
   if (reply && request.supervised && is_older_init(*reply)) {

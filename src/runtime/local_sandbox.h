@@ -55,6 +55,7 @@ class LocalSandbox final : public Sandbox {
   std::map<int, std::vector<ProcessEntry>> command_processes() const override;
   Result<std::vector<AdoptedProcess>> adopt_processes() override;
   Result<OutputSlice> read_output(int pid, uint64_t offset, size_t max) override;
+  Status close_stdin(int pid) override;
 
  private:
   static std::optional<AdoptedProcess> adopted_process(const proto::Supervised& message,

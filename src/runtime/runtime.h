@@ -184,6 +184,9 @@ class Sandbox {
 
   // Send a signal to a process (pid inside the sandbox). Thread-safe.
   virtual Status signal(int pid, int signo) = 0;
+  // The sandbox lets go of its copy of a supervised process's stdin
+  // (ProcessSpec::supervise_stdin), so closing the caller's gives it EOF.
+  virtual Status close_stdin(int /*pid*/) { return {}; }
 
   // A regular file opened for reading by the sandbox's init as sandbox
   // uid/gid, so that user's permissions apply (see runtime/sandbox_fs.h).

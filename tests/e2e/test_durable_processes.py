@@ -305,3 +305,29 @@ def test_a_command_never_waits_on_its_output_while_no_daemon_runs(own_daemon, mo
     assert body["end"] == 4000000 and body["exitCode"] == 0
     assert out and set(out) == {ord("x")} and len(out) <= 1024 * 1024
     again.kill()
+
+
+def test_a_commands_stdin_stays_open_across_a_restart_and_closes_on_request(
+        own_daemon, monkeypatch):
+    """A command reading its stdin does not read EOF when the daemon dies: the next daemon
+    sends it more, and close_stdin (before or after the restart) gives it EOF."""
+    sb = e2b.Sandbox.create(template="host", timeout=300)
+    reader = sb.commands.run("while read line; do echo got $line; done; echo eof",
+                             background=True, stdin=True)
+    cat = sb.commands.run("cat; echo cat-eof", background=True, stdin=True)
+    sb.commands.send_stdin(reader.pid, "one\n")
+    streamed = Collector(reader)
+    wait_until(lambda: "got one" in streamed.text, what="the first line to be read")
+    own_daemon["d"] = restart(own_daemon["d"], monkeypatch)
+
+    again = e2b.Sandbox.connect(sb.sandbox_id)
+    after = Collector(again.commands.connect(reader.pid))
+    again.commands.send_stdin(reader.pid, "two\n")
+    wait_until(lambda: "got two" in after.text, what="a line sent after the restart")
+    assert "eof" not in after.text.replace("got", "")
+    again.commands.close_stdin(reader.pid)
+    wait_until(lambda: "\neof\n" in after.text, what="EOF after close_stdin")
+    cat_after = Collector(again.commands.connect(cat.pid))
+    again.commands.close_stdin(cat.pid)
+    wait_until(lambda: "cat-eof" in cat_after.text, what="cat to read EOF")
+    again.kill()
