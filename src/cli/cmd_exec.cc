@@ -290,6 +290,10 @@ class ExecSession {
     frames_.feed(*bytes);
     std::string error;
     while (auto frame = frames_.next(&error)) {
+      if (auto data = e2b::match_data_event(frame->payload); data && !frame->end_stream()) {
+        write_output(data->stream, data->base64);
+        continue;
+      }
       auto message = json::parse(frame->payload, nullptr, false);
       if (message.is_discarded()) return Error{"bad JSON in the command's output stream"};
       if (frame->end_stream()) {
@@ -315,15 +319,17 @@ class ExecSession {
   }
 
   void on_output(const json& data) {
-    for (const auto& [name, fd] :
-         {std::pair{"stdout", STDOUT_FILENO}, std::pair{"pty", STDOUT_FILENO},
-          std::pair{"stderr", STDERR_FILENO}}) {
-      if (!data.contains(name) || !data[name].is_string()) continue;
-      auto bytes = base64::decode(data[name].get<std::string>());
-      if (!bytes) continue;
-      auto& sanitizer = fd == STDOUT_FILENO ? stdout_sanitizer_ : stderr_sanitizer_;
-      if (!write_all(fd, sanitizer ? sanitizer->feed(*bytes) : *bytes)) return on_broken_pipe();
-    }
+    for (const char* name : {"stdout", "pty", "stderr"})
+      if (data.contains(name) && data[name].is_string())
+        write_output(name, data[name].get_ref<const std::string&>());
+  }
+
+  void write_output(std::string_view name, std::string_view base64_bytes) {
+    auto bytes = base64::decode(base64_bytes);
+    if (!bytes) return;
+    const int fd = name == "stderr" ? STDERR_FILENO : STDOUT_FILENO;
+    auto& sanitizer = fd == STDOUT_FILENO ? stdout_sanitizer_ : stderr_sanitizer_;
+    if (!write_all(fd, sanitizer ? sanitizer->feed(*bytes) : *bytes)) on_broken_pipe();
   }
 
   // Nobody reads our output any more: the command stops, as it would locally.

@@ -4,7 +4,39 @@
 #include <cstring>
 #include <string>
 
+#include "common/base64.h"
+
 namespace abx::e2b {
+
+namespace {
+constexpr std::string_view kDataHead = R"({"event":{"data":{")";
+constexpr std::string_view kDataTail = R"("}}})";
+}  // namespace
+
+std::string data_event(std::string_view stream, std::string_view bytes) {
+  std::string out;
+  out.reserve(kDataHead.size() + stream.size() + 3 + (bytes.size() + 2) / 3 * 4 + kDataTail.size());
+  out.append(kDataHead).append(stream).append(R"(":")");
+  base64::encode_append(&out, bytes);
+  out.append(kDataTail);
+  return out;
+}
+
+std::optional<DataEvent> match_data_event(std::string_view payload) {
+  if (!payload.starts_with(kDataHead) || !payload.ends_with(kDataTail)) return std::nullopt;
+  payload.remove_prefix(kDataHead.size());
+  payload.remove_suffix(kDataTail.size());
+  const size_t name_end = payload.find(R"(":")");
+  if (name_end == std::string_view::npos) return std::nullopt;
+  DataEvent event{payload.substr(0, name_end), payload.substr(name_end + 3)};
+  if (event.stream != "stdout" && event.stream != "stderr" && event.stream != "pty")
+    return std::nullopt;
+  // Base64 never needs escaping: a quote or backslash means another shape.
+  const std::string_view text = event.base64;
+  if (std::memchr(text.data(), '"', text.size()) || std::memchr(text.data(), '\\', text.size()))
+    return std::nullopt;
+  return event;
+}
 namespace {
 
 std::string lower(std::string_view text) {

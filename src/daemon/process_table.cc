@@ -35,13 +35,34 @@ struct ProcessTable::Managed {
         strand(net::make_strand(ioc)),
         deadline(strand) {}
 
-  void publish(const StreamEvent& event) {
+  void publish(StreamEvent event) {
     std::lock_guard lock(mutex);
     if (backlog) keep_for_first_attach(event);
-    for (const auto& sub : subscribers) {
-      net::post(sub->executor(), [sub, event] { sub->push(event); });
+    const bool last = event.last;
+    for (size_t i = 0; i < subscribers.size(); ++i) {
+      subscribers[i]->add_queued(event.json.size());
+      const bool final_copy = i + 1 == subscribers.size();
+      net::post(subscribers[i]->executor(),
+                [sub = subscribers[i], event = final_copy ? std::move(event) : event]() mutable {
+                  sub->push_counted(std::move(event));
+                });
     }
-    if (event.last) subscribers.clear();
+    if (last) subscribers.clear();
+  }
+
+  // What the slowest attached stream has yet to take.
+  size_t most_queued() {
+    std::lock_guard lock(mutex);
+    size_t most = 0;
+    for (const auto& sub : subscribers) most = std::max(most, sub->queued());
+    return most;
+  }
+
+  // Whether an output event would reach anyone: else it is not even made
+  // (a background command no one follows streams through here too).
+  bool has_listeners() {
+    std::lock_guard lock(mutex);
+    return backlog || !subscribers.empty();
   }
 
   // An adopted process's events before anyone attached: the newest
@@ -88,6 +109,11 @@ using Managed = ProcessTable::Managed;
 // After the exit status arrives, output still in the pipes is forwarded until
 // EOF, or until it stops flowing (a background child may keep a pipe open).
 constexpr auto kOutputGrace = std::chrono::milliseconds(100);
+// How much output may wait for a command's slowest stream before the daemon
+// stops reading it (the command then waits, as on a pipe, the agent holding
+// a little): the daemon's memory stays bounded whatever a sandbox writes.
+constexpr size_t kMaxQueuedOutput = 4 * 1024 * 1024;
+constexpr auto kQueuedPoll = std::chrono::milliseconds(2);
 
 // How often wait_reaped looks: a killed process is reaped within a few ms.
 constexpr auto kReapPoll = std::chrono::milliseconds(2);
@@ -120,6 +146,23 @@ Status write_input(int fd, std::string_view bytes) {
   return {};
 }
 
+// Waits while the slowest stream holds too much. A stream that keeps taking
+// counts as output for wait_outputs_quiet, so a command's end waits for the
+// rest of its output; one that takes nothing for kOutputGrace does not.
+net::awaitable<void> wait_for_slow_streams(Managed& process) {
+  size_t queued = process.most_queued();
+  if (queued <= kMaxQueuedOutput) co_return;
+  net::steady_timer tick(process.strand);
+  while (queued > kMaxQueuedOutput) {
+    tick.expires_after(kQueuedPoll);
+    boost::system::error_code ec;
+    co_await tick.async_wait(net::redirect_error(net::use_awaitable, ec));
+    const size_t now = process.most_queued();
+    if (now < queued && process.drain_waiter) process.drain_waiter->cancel();
+    queued = now;
+  }
+}
+
 net::awaitable<void> drain_output(std::shared_ptr<Managed> process,
                                   std::shared_ptr<Descriptor> source, std::string name) {
   std::string buffer(64 * 1024, '\0');
@@ -129,8 +172,10 @@ net::awaitable<void> drain_output(std::shared_ptr<Managed> process,
                                                       net::redirect_error(net::use_awaitable, ec));
     if (n > 0) {
       process->bytes_read += n;
-      process->publish({proto_json::data_event(name, std::string_view(buffer.data(), n))});
+      if (process->has_listeners())
+        process->publish({proto_json::data_event(name, std::string_view(buffer.data(), n))});
       if (process->lines) process->lines->add(name, std::string_view(buffer.data(), n));
+      co_await wait_for_slow_streams(*process);
     }
     if (process->drain_waiter) process->drain_waiter->cancel();
     if (ec) break;
@@ -267,7 +312,7 @@ net::awaitable<void> wait_outputs_quiet(Managed& process) {
 
 }  // namespace
 
-void Subscription::push(StreamEvent event) {
+void Subscription::push_counted(StreamEvent event) {
   queue_.push_back(std::move(event));
   wake_.cancel();
 }
@@ -281,6 +326,7 @@ http::Task<StreamEvent> Subscription::next(std::chrono::milliseconds wait) {
   if (queue_.empty()) co_return StreamEvent{};
   StreamEvent event = std::move(queue_.front());
   queue_.pop_front();
+  queued_ -= event.json.size();
   co_return event;
 }
 

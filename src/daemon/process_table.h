@@ -3,6 +3,7 @@
 // as envd ProcessEvent JSON to every stream attached to them.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -64,13 +65,23 @@ class Subscription {
  public:
   explicit Subscription(boost::asio::any_io_executor executor) : wake_(std::move(executor)) {}
   boost::asio::any_io_executor executor() { return wake_.get_executor(); }
-  void push(StreamEvent event);
+  void push(StreamEvent event) {
+    add_queued(event.json.size());
+    push_counted(std::move(event));
+  }
+  // An event add_queued already counted (published from another thread).
+  void push_counted(StreamEvent event);
   // The next event, or one with empty json after `wait` of silence.
   http::Task<StreamEvent> next(std::chrono::milliseconds wait);
+  // Bytes of events published to it and not yet taken by next(): the
+  // process's output waits while its slowest stream holds too many.
+  void add_queued(size_t bytes) { queued_ += bytes; }
+  size_t queued() const { return queued_; }
 
  private:
   boost::asio::steady_timer wake_;
   std::deque<StreamEvent> queue_;
+  std::atomic<size_t> queued_{0};
 };
 
 struct ProcessSummary {

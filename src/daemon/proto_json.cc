@@ -2,6 +2,7 @@
 
 #include "common/base64.h"
 #include "common/json_text.h"
+#include "common/process_events.h"
 #include "daemon/codec.h"
 
 namespace abx::daemon::proto_json {
@@ -14,8 +15,7 @@ std::string start_event(int pid) {
 }
 
 std::string data_event(std::string_view stream_name, std::string_view bytes) {
-  return json_text::dump(
-      json{{"event", {{"data", {{std::string(stream_name), base64::encode(bytes)}}}}}});
+  return e2b::data_event(stream_name, bytes);
 }
 
 std::string end_event(const runtime::ExitInfo& exit, const std::string& error) {

@@ -92,6 +92,30 @@ TEST(Base64, RoundTrips) {
   std::string all;
   for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
   EXPECT_EQ(base64::decode(base64::encode(all)), all);
+  for (size_t n = 0; n < 12; ++n) {  // every tail length, padded and not
+    const std::string bytes = all.substr(250 - n, n);
+    EXPECT_EQ(base64::decode(base64::encode(bytes)), bytes) << n;
+    EXPECT_EQ(base64::decode(base64::encode(bytes, false)), bytes) << n;
+  }
+  EXPECT_FALSE(base64::decode("YWJjZ").has_value());     // a stray fifth character
+  EXPECT_FALSE(base64::decode("YW*jZGVm").has_value());  // a bad one in a whole group
+  EXPECT_EQ(base64::decode("-_-_"), base64::decode("+/+/"));
+}
+
+TEST(DataEvent, WrittenAndMatchedWithoutAJsonTree) {
+  const std::string event = e2b::data_event("stderr", "oops\n");
+  EXPECT_EQ(event, R"({"event":{"data":{"stderr":"b29wcwo="}}})");
+  EXPECT_EQ(nlohmann::json::parse(event)["event"]["data"]["stderr"], "b29wcwo=");
+  auto matched = e2b::match_data_event(event);
+  ASSERT_TRUE(matched.has_value());
+  EXPECT_EQ(matched->stream, "stderr");
+  EXPECT_EQ(base64::decode(matched->base64), "oops\n");
+  // Other shapes go to the JSON parser.
+  EXPECT_FALSE(e2b::match_data_event(R"({"event": {"data":{"stdout":"YQ=="}}})"));
+  EXPECT_FALSE(e2b::match_data_event(R"({"event":{"data":{"stdin":"YQ=="}}})"));
+  EXPECT_FALSE(e2b::match_data_event(R"({"event":{"data":{"stdout":"Y\"Q"}}})"));
+  EXPECT_FALSE(e2b::match_data_event(R"({"event":{"data":{"stdout":"YQ==","x":"y"}}})"));
+  EXPECT_FALSE(e2b::match_data_event(R"({"event":{"end":{}}})"));
 }
 
 TEST(ExitCode, FromEndEvent) {
