@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "cli/api.h"
+#include "cli/command_output.h"
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/process_events.h"
@@ -60,18 +61,6 @@ std::string command_line(const std::vector<std::string>& words) {
   return words.size() == 1 ? words.front() : shell_join(words);
 }
 
-// False when the reader is gone (EPIPE): `abx exec ID -- yes | head -2`.
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EPIPE) return false;
-    if (n <= 0) return true;  // another failure of local output must not stop the command
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
 // envd's Signal enum by number; INT and HUP are our additions (envd knows
 // TERM and KILL only), so a remote `trap ... INT` runs on Ctrl-C.
 std::string signal_name(int signo) {
@@ -86,22 +75,6 @@ std::string signal_name(int signo) {
       return "SIGNAL_SIGKILL";
   }
 }
-
-// SIGPIPE ignored while a session runs: a closed stdout is an EPIPE to act on.
-class IgnoredSigpipe {
- public:
-  IgnoredSigpipe() {
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    ::sigaction(SIGPIPE, &ignore, &old_);
-  }
-  ~IgnoredSigpipe() { ::sigaction(SIGPIPE, &old_, nullptr); }
-  IgnoredSigpipe(const IgnoredSigpipe&) = delete;
-  IgnoredSigpipe& operator=(const IgnoredSigpipe&) = delete;
-
- private:
-  struct sigaction old_ {};
-};
 
 // Signals become bytes on a pipe so the poll loop handles them in order with
 // everything else, outside the signal handler.
@@ -159,14 +132,9 @@ class ExecSession {
         shell_(std::move(shell)),
         stdin_is_tty_(terminal::is_tty(STDIN_FILENO)),
         // A TTY is read only for -t or -i; piped input always goes to the command.
-        forward_stdin_(options.tty || options.interactive || !stdin_is_tty_) {
-    // Without -t the sandbox's output is not meant for a terminal; when it
-    // lands on one anyway, escape sequences from it must not reach it.
-    if (!options.tty && !options.raw) {
-      if (terminal::is_tty(STDOUT_FILENO)) stdout_sanitizer_.emplace();
-      if (terminal::is_tty(STDERR_FILENO)) stderr_sanitizer_.emplace();
-    }
-  }
+        forward_stdin_(options.tty || options.interactive || !stdin_is_tty_),
+        // Without -t the sandbox's output is not meant for a terminal.
+        output_(options.tty || options.raw) {}
 
   Result<int> run() {
     std::unique_ptr<terminal::RawMode> raw;
@@ -185,7 +153,7 @@ class ExecSession {
       if (forced_exit_) return *forced_exit_;
       keep_alive();
     }
-    finish_output();
+    output_.finish();
     if (forced_exit_) return *forced_exit_;
     if (!exit_code_ && stream_error_code_ == "deadline_exceeded") {
       write_all(STDERR_FILENO, "abx: the command was stopped at its timeout of " +
@@ -327,9 +295,9 @@ class ExecSession {
   void write_output(std::string_view name, std::string_view base64_bytes) {
     auto bytes = base64::decode(base64_bytes);
     if (!bytes) return;
-    const int fd = name == "stderr" ? STDERR_FILENO : STDOUT_FILENO;
-    auto& sanitizer = fd == STDOUT_FILENO ? stdout_sanitizer_ : stderr_sanitizer_;
-    if (!write_all(fd, sanitizer ? sanitizer->feed(*bytes) : *bytes)) on_broken_pipe();
+    const bool written =
+        name == "stderr" ? output_.write_stderr(*bytes) : output_.write_stdout(*bytes);
+    if (!written) on_broken_pipe();
   }
 
   // Nobody reads our output any more: the command stops, as it would locally.
@@ -341,12 +309,6 @@ class ExecSession {
 
   json signal_request(int signo) const {
     return {{"process", process_ref()}, {"signal", signal_name(signo)}};
-  }
-
-  // What the sanitizers still hold (a character cut at the end).
-  void finish_output() {
-    if (stdout_sanitizer_) write_all(STDOUT_FILENO, stdout_sanitizer_->finish());
-    if (stderr_sanitizer_) write_all(STDERR_FILENO, stderr_sanitizer_->finish());
   }
 
   json process_ref() const { return {{"pid", *pid_}}; }
@@ -404,8 +366,7 @@ class ExecSession {
   Clock::time_point next_keep_alive_;
   const bool stdin_is_tty_;
   const bool forward_stdin_;
-  std::optional<TerminalSanitizer> stdout_sanitizer_;
-  std::optional<TerminalSanitizer> stderr_sanitizer_;
+  CommandOutput output_;
   connect::FrameReader frames_;
   std::optional<int> pid_;
   std::optional<int> exit_code_;

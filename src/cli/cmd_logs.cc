@@ -3,7 +3,8 @@
 // "time  line" a row. --follow asks again every second for newer lines until
 // the sandbox ends (no stream on E2B's route: a poll is what it offers). An
 // ended sandbox's log is kept a while, with why it ended.
-// The commands' own output is not in it: `abx exec` shows that.
+// The commands' own output is not in it: `abx logs ID PID` shows a
+// command's (src/cli/process_logs.h).
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/process_logs.h"
 #include "cli/text.h"
 #include "common/rfc3339.h"
 
@@ -21,6 +23,7 @@ constexpr auto kFollowInterval = std::chrono::seconds(1);
 
 struct LogsOptions {
   std::string id;
+  int pid = 0;  // a command's output instead of the sandbox's log
   bool follow = false;
   bool json = false;
 };
@@ -73,8 +76,12 @@ Result<bool> still_running(const Endpoint& endpoint, const std::string& id) {
 }
 
 Result<int> run_logs(const LogsOptions& options) {
+  if (options.pid != 0 && options.json)
+    return Error{"--json is for the sandbox's log; a command's output comes as it is"};
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
+  if (options.pid != 0)
+    return show_process_output(*endpoint, options.id, options.pid, options.follow);
   Cursor cursor;
   for (;;) {
     // Asked first, so that the log read next has every line of an ended sandbox.
@@ -103,10 +110,16 @@ Result<int> run_logs(const LogsOptions& options) {
 void add_logs(CLI::App& root, Commands& commands) {
   auto options = std::make_shared<LogsOptions>();
   auto* app = root.add_subcommand(
-      "logs", "Show a sandbox's log: its creation, timeout changes, commands and their exits");
+      "logs",
+      "Show a sandbox's log (its creation, timeout changes, commands and their exits), or with "
+      "PID that command's output");
   app->add_option("id", options->id, "Sandbox id")->required();
+  app->add_option("pid", options->pid,
+                  "A command's pid (abx ps ID): its stdout and stderr from the start instead")
+      ->check(CLI::PositiveNumber);
   app->add_flag("-f,--follow", options->follow,
-                "Keep printing new lines (asks every second) until the sandbox ends");
+                "Keep printing new lines until the sandbox ends (with PID: until the command "
+                "ends, then exit with its exit code)");
   app->add_flag("--json", options->json, "One JSON object a line (E2B's logEntries)");
   commands.push_back({app, [options] { return run_logs(*options); }});
 }
