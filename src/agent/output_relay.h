@@ -50,6 +50,10 @@ class OutputRelay {
     tail_only_ = true;
   }
   bool tail_only() const { return tail_only_; }
+  size_t kept() const { return ring_.kept(); }
+  // Drops the oldest output until at most `bytes` are kept (what was not
+  // forwarded yet counts as dropped).
+  void shrink_to(size_t bytes) { ring_.trim_to(bytes); }
   uint64_t dropped() const { return dropped_; }
 
  private:
@@ -71,5 +75,23 @@ class OutputRelay {
   std::optional<int> wait_status_;
   uint64_t dropped_ = 0;
 };
+
+// The agent's memory for all its commands' output: past `budget`, the
+// largest rings give up their oldest half until the sum fits, so however many
+// commands an API caller starts, the agent (whose memory the sandbox's limit
+// does not bound) keeps at most that much.
+template <class Relays>
+void keep_within(Relays& relays, size_t budget) {
+  size_t total = 0;
+  for (const auto& [pid, relay] : relays) total += relay.kept();
+  while (total > budget) {
+    auto largest = relays.begin();
+    for (auto it = relays.begin(); it != relays.end(); ++it)
+      if (it->second.kept() > largest->second.kept()) largest = it;
+    const size_t before = largest->second.kept();
+    largest->second.shrink_to(before / 2);
+    total -= before - largest->second.kept();
+  }
+}
 
 }  // namespace abx::agent

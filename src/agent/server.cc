@@ -476,7 +476,9 @@ class Server {
   // tail, and only the newest kMaxEndedRelays such commands keep that.
   static constexpr size_t kEndedTail = 64 * 1024;
   static constexpr size_t kMaxEndedRelays = 64;
+  static constexpr size_t kKeptBudget = 64 * 1024 * 1024;
   void tidy_relays() {
+    keep_within(relays_, kKeptBudget);
     for (auto& [pid, relay] : relays_) {
       if (relay.tail_only() || !relay.has_ended() || !relay.finished()) continue;
       relay.keep_tail(kEndedTail);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <map>
 #include <string>
 
 #include "agent/output_relay.h"
@@ -163,6 +164,39 @@ TEST(AgentProtocol, ReadRequestAndReplyRoundTrip) {
   EXPECT_FALSE(proto::decode(proto::encode(reply), &again));
   proto::Reply plain;
   EXPECT_FALSE(proto::decode(proto::encode(plain), &again));
+}
+
+}  // namespace
+}  // namespace abx::agent
+
+namespace abx::agent {
+namespace {
+
+TEST(OutputRelay, AllRingsTogetherStayWithinTheAgentsBudget) {
+  std::map<int, OutputRelay> relays;
+  std::vector<UniqueFd> writers;
+  const std::string block(64 * 1024, 'y');
+  for (int i = 0; i < 3; ++i) {
+    Pipe out, err, out_sink, err_sink;
+    OutputRelay& relay =
+        relays
+            .emplace(i, OutputRelay(1 << 20, std::move(out.read), std::move(out_sink.write),
+                                    std::move(err.read), std::move(err_sink.write)))
+            .first->second;
+    relay.set_held(false);
+    for (int k = 0; k < 4 * (i + 1); ++k) {  // 256, 512, 768 KiB
+      ASSERT_EQ(::write(out.write.get(), block.data(), block.size()),
+                static_cast<ssize_t>(block.size()));
+      relay.drain();
+    }
+    writers.push_back(std::move(out.write));
+  }
+  keep_within(relays, 1 << 20);
+  size_t total = 0;
+  for (const auto& [pid, relay] : relays) total += relay.kept();
+  EXPECT_LE(total, size_t{1} << 20);
+  EXPECT_EQ(relays.at(0).kept(), 256u * 1024);           // the smallest keeps all it had
+  EXPECT_EQ(relays.at(2).slice(0, 1).end, 768u * 1024);  // offsets still count every byte
 }
 
 }  // namespace
