@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/process_events.h"
+#include "cli/sandbox_end.h"
 #include "cli/terminal.h"
 #include "cli/text.h"
 #include "common/base64.h"
@@ -147,7 +148,9 @@ class ExecSession {
     next_keep_alive_ = Clock::now() + std::chrono::seconds(1);
     while (!(*stream)->done()) {
       if (auto st = wait_and_handle(**stream, signals); !st) {
-        if (!control_.get_sandbox(options_.id)) return sandbox_gone();
+        if (auto why = sandbox_end_reason(control_.endpoint(), options_.id)) {
+          return sandbox_gone(*why);
+        }
         return st.error();
       }
       if (forced_exit_) return *forced_exit_;
@@ -197,16 +200,14 @@ class ExecSession {
 
   using Clock = std::chrono::steady_clock;
 
-  // The sandbox is gone, or the stream broke: say which, and why if known.
-  int sandbox_gone() const {
-    write_all(STDERR_FILENO, "abx: sandbox " + options_.id +
-                                 " ended while the command ran: it was killed or reached its "
-                                 "timeout (abx set-timeout ID SECONDS gives it longer)\n");
+  // The sandbox ended under the command: say so, and why if known.
+  int sandbox_gone(const std::string& why) const {
+    write_all(STDERR_FILENO, "abx: " + sandbox_ended_message(options_.id, why) + "\n");
     return kKilledExit;
   }
 
   Result<int> ended_without_status() const {
-    if (!control_.get_sandbox(options_.id)) return sandbox_gone();
+    if (auto why = sandbox_end_reason(control_.endpoint(), options_.id)) return sandbox_gone(*why);
     return Error{stream_error_.empty() ? "the command's stream ended without an exit status; "
                                          "see abx info " +
                                              options_.id

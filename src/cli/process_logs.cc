@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli/command_output.h"
+#include "cli/sandbox_end.h"
 #include "common/base64.h"
 
 namespace abx::cli {
@@ -89,11 +90,9 @@ class OutputFollower {
 
   // A page failed while following: the sandbox ending is the usual reason.
   Result<int> ended_under_us(const Error& error) const {
-    if (ControlPlane(endpoint_).get_sandbox(id_)) return error;
-    write_all(STDERR_FILENO, "abx: sandbox " + id_ +
-                                 " ended while the command ran: it was killed or reached its "
-                                 "timeout (abx logs " +
-                                 id_ + " says why)\n");
+    auto why = sandbox_end_reason(endpoint_, id_);
+    if (!why) return error;
+    write_all(STDERR_FILENO, "abx: " + sandbox_ended_message(id_, *why) + "\n");
     return kSandboxEndedExit;
   }
 

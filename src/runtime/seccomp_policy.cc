@@ -243,13 +243,26 @@ Status add_personality_rules(void* ctx) {
   return {};
 }
 
+// prlimit64 changes another process's limits when its ids are the caller's,
+// and init (PID 1) runs as sandbox root: root inside could set init's
+// open-file limit to 3 (init then can no longer accept, so every request to
+// the sandbox hangs) or its CPU-time hard limit to 1 s (the kernel enforces it
+// with a SIGKILL even PID 1 cannot ignore). Refused for PID 1 when a new
+// limit is given; reading init's limits, and setting any other process's,
+// stay allowed.
+Status add_init_limit_rules(void* ctx) {
+  const scmp_arg_cmp args[] = {low32_equals(0, 1), scmp_arg_cmp{2, SCMP_CMP_NE, 0, 0}};
+  return add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), "prlimit64", 2, args);
+}
+
 }  // namespace
 
 Result<Filter> build() {
   Filter ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return Error{"seccomp init", ENOMEM, {}};
-  for (auto step : {add_denied_syscalls, add_namespace_rules, add_ioctl_rules,
-                    add_socket_family_rules, add_netlink_protocol_rules, add_personality_rules}) {
+  for (auto step :
+       {add_denied_syscalls, add_namespace_rules, add_ioctl_rules, add_socket_family_rules,
+        add_netlink_protocol_rules, add_personality_rules, add_init_limit_rules}) {
     if (auto s = step(ctx.get()); !s) return s.error();
   }
   return ctx;
