@@ -200,3 +200,9 @@ def veth_prefix(sandboxes_dir: Path) -> str | None:
         return None
     pool = ipaddress.ip_network(pool_file.read_text().strip())
     return f"ab{int(pool.network_address) >> 16:04x}-"
+
+
+def cgroup_dirs() -> list[Path]:
+    """Per-sandbox cgroup dirs of every abx runtime on the host (v1 and v2)."""
+    root = Path("/sys/fs/cgroup")
+    return [p for p in [*root.glob("*/abx/*/*"), *root.glob("abx/*/*")] if p.is_dir()]

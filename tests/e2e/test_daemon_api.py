@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from harness import SHARED_TEMPLATES, start_daemon, stop_daemon
-from helpers import cgroup_instance_name, sandbox_host_pids, veth_prefix, wait_until
+from helpers import cgroup_dirs, cgroup_instance_name, sandbox_host_pids, veth_prefix, wait_until
 
 
 def create(api: httpx.Client, **body) -> dict:
@@ -54,12 +54,6 @@ def run(daemon, sandbox: dict, cmd: str, user: str | None = None, timeout_ms: in
             end = ev["end"]
     assert frames[-1][0] & 2, "the stream must close with an end-of-stream frame"
     return out.decode(), err.decode(), end
-
-
-def cgroup_dirs() -> list[Path]:
-    """Per-sandbox cgroup dirs of every abx runtime on the host (v1 and v2)."""
-    root = Path("/sys/fs/cgroup")
-    return [p for p in [*root.glob("*/abx/*/*"), *root.glob("abx/*/*")] if p.is_dir()]
 
 
 def leftovers(data_dir: Path) -> dict[str, object]:

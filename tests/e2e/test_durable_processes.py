@@ -4,27 +4,18 @@ wrote while no daemon ran; its deadline still holds; a PTY shell still answers. 
 the E2B SDK, on the offline `host` template."""
 from __future__ import annotations
 
-import base64
 import re
 import signal
 import threading
 import time
-from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
+from durable_helpers import Collector, e2b_env, kept_output, numbers, running_in
 from harness import Daemon, start_daemon, stop_daemon
-from helpers import sandbox_host_pids, wait_until
+from helpers import wait_until
 
 pytestmark = pytest.mark.offline
 e2b = pytest.importorskip("e2b", reason="the E2B SDK is installed by make deps")
-
-
-def e2b_env(monkeypatch, d: Daemon) -> None:
-    monkeypatch.setenv("E2B_API_URL", d.url)
-    monkeypatch.setenv("E2B_SANDBOX_URL", d.url)
-    monkeypatch.setenv("E2B_API_KEY", d.api_key)
-    monkeypatch.setenv("E2B_DOMAIN", f"localhost:{urlparse(d.url).port}")
 
 
 def restart(d: Daemon, monkeypatch, how: signal.Signals = signal.SIGKILL) -> Daemon:
@@ -44,35 +35,6 @@ def own_daemon(state_dir, monkeypatch):
     if d.proc.poll() is not None:  # a test ended while no daemon ran: one more kills its sandboxes
         d = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
     stop_daemon(d)
-
-
-def numbers(text: str) -> list[int]:
-    return [int(n) for n in re.findall(r"^line (\d+)$", text, re.M)]
-
-
-class Collector:
-    """Streams a command's stdout on a thread: the sync SDK calls on_stdout inside wait()."""
-
-    def __init__(self, handle):
-        self.handle = handle
-        self.text = ""
-        self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        try:
-            self.handle.wait(on_stdout=self._add)
-        except Exception:  # the stream ends with the daemon, or when the command is killed
-            pass
-
-    def _add(self, chunk: str):
-        with self.lock:
-            self.text += chunk
-
-    def seen(self) -> list[int]:
-        with self.lock:
-            return numbers(self.text)
 
 
 def test_a_writing_background_command_survives_a_daemon_sigkill(own_daemon, monkeypatch):
@@ -119,18 +81,6 @@ def test_a_deadline_holds_across_a_restart_and_a_pty_shell_still_answers(own_dae
                what="the command to be stopped at its 8 s timeout by the new daemon")
     assert timed.pid not in {p.pid for p in again.commands.list()}
     again.kill()
-
-
-def running_in(sandbox_id: str, marker: str) -> bool:
-    """Whether a process of the sandbox has `marker` in its command line, seen from the host
-    (no daemon needed)."""
-    for pid in sandbox_host_pids(sandbox_id):
-        try:
-            if marker in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode():
-                return True
-        except OSError:
-            continue
-    return False
 
 
 def test_the_sandbox_enforces_a_deadline_while_no_daemon_runs(own_daemon, monkeypatch):
@@ -221,27 +171,6 @@ def test_five_sigkills_in_a_row_lose_no_command_and_no_context_state(own_daemon,
     for sb in boxes:
         assert sb.run_code("n").text == "5"
         sb.kill()
-
-
-def kept_output(d: Daemon, sandbox_id: str, pid: int) -> tuple[dict, bytes, bytes]:
-    """The whole of what the sandbox's agent keeps of a command, page by page."""
-    out, err, offset, first = b"", b"", 0, None
-    with d.api() as api:
-        while True:
-            page = api.get(f"/abx/v1/sandboxes/{sandbox_id}/processes/{pid}/output",
-                           params={"offset": offset, "limit": 100000})
-            assert page.status_code == 200, page.text
-            body = page.json()
-            first = first or body
-            for chunk in body["chunks"]:
-                data = base64.b64decode(chunk["data"])
-                if chunk["stream"] == "stdout":
-                    out += data
-                else:
-                    err += data
-            if body["next"] == offset:
-                return body | {"start": first["start"]}, out, err
-            offset = body["next"]
 
 
 def test_a_commands_output_is_kept_in_the_sandbox_from_its_first_byte(own_daemon, monkeypatch):
