@@ -110,20 +110,39 @@ def daemon_side(daemon, rounds: int) -> dict[str, list[float]]:
     return {"create": create, "exec true (bash -c true)": exec_true, "kill": kill}
 
 
+def exec_true_ms(api, sandbox: dict) -> float:
+    """`true` through process.Process/Start (Connect, as the E2B SDKs send it), to its end."""
+    msg = json.dumps({"process": {"cmd": "true"}}).encode()
+    headers = {"E2b-Sandbox-Id": sandbox["sandboxID"], "E2b-Sandbox-Port": "49983",
+               "Content-Type": "application/connect+json", "Connect-Protocol-Version": "1"}
+    if sandbox.get("envdAccessToken"):
+        headers["X-Access-Token"] = sandbox["envdAccessToken"]
+    t = time.perf_counter()
+    r = api.post("/process.Process/Start", content=struct.pack(">BI", 0, len(msg)) + msg,
+                 headers=headers)
+    r.raise_for_status()
+    return (time.perf_counter() - t) * 1000
+
+
 def create_against_baseline(daemon, baseline, rounds: int,
                             template: str = "base") -> dict[str, list[float]]:
-    """create p50 of this build and of an older one (--baseline-abx), alternating each round,
-    so a change on the create path (auth, quotas) is measured against the code before it."""
-    sides = {"create (this build)": daemon.api(), "create (baseline build)": baseline.api()}
-    times: dict[str, list[float]] = {label: [] for label in sides}
+    """create p50 and `exec true` p50 of this build and of an older one (--baseline-abx),
+    alternating each round, so a change on the create or exec path (auth, quotas, the
+    sandbox's agent) is measured against the code before it."""
+    sides = {"this build": daemon.api(), "baseline build": baseline.api()}
+    times: dict[str, list[float]] = {}
+    for label in sides:
+        times[f"create ({label})"] = []
+        times[f"exec true ({label})"] = []
     try:
         for _ in range(rounds):
             for label in random.sample(list(sides), len(sides)):  # neither always goes first
                 api = sides[label]
                 t = time.perf_counter()
-                sid = api.post("/sandboxes", json={"templateID": template}).json()["sandboxID"]
-                times[label].append((time.perf_counter() - t) * 1000)
-                api.delete(f"/sandboxes/{sid}")
+                sandbox = api.post("/sandboxes", json={"templateID": template}).json()
+                times[f"create ({label})"].append((time.perf_counter() - t) * 1000)
+                times[f"exec true ({label})"].append(exec_true_ms(api, sandbox))
+                api.delete(f"/sandboxes/{sandbox['sandboxID']}")
             time.sleep(0.05)  # let both warm pools refill
     finally:
         for api in sides.values():
@@ -238,6 +257,8 @@ def against_baseline(args, daemon) -> str:
         stop_daemon(baseline)
         shutil.rmtree(state, ignore_errors=True)
     ratio = pct(times["create (this build)"], 50) / pct(times["create (baseline build)"], 50)
+    exec_ratio = (pct(times["exec true (this build)"], 50)
+                  / pct(times["exec true (baseline build)"], 50))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return f"""{BASELINE_HEADER}
 
@@ -245,7 +266,8 @@ Measured {now} from template `{args.baseline_template}`, alternating each round 
 `{args.baseline_abx}`.
 
 {table(list(times.items()))}
-- this build / baseline = **{ratio:.2f}×** (target ≤ 1.05×: create p50 unchanged).
+- this build / baseline = **{ratio:.2f}×** for create, **{exec_ratio:.2f}×** for `exec true`
+  (target ≤ 1.05×: both p50 unchanged).
 
 Files API: {args.file_mib} MiB of random bytes uploaded (POST /files, multipart) and
 downloaded (GET /files) through each daemon, alternating in the same rounds.

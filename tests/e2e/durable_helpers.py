@@ -1,15 +1,18 @@
 """Helpers of the tests whose commands and interpreters outlive the daemon
-(test_durable_processes.py, test_durable_load.py): the E2B SDK pointed at a test daemon,
+(test_durable_processes.py, test_durable_load.py, test_cli_process_logs.py): a daemon of
+the test's own to restart (the own_daemon fixture is in conftest.py), the E2B SDK pointed
+at it,
 a command's output streamed on a thread, and what the sandbox's agent keeps of it."""
 from __future__ import annotations
 
 import base64
 import re
+import signal
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
-from harness import Daemon
+from harness import Daemon, start_daemon
 from helpers import sandbox_host_pids
 
 
@@ -20,8 +23,16 @@ def e2b_env(monkeypatch, d: Daemon) -> None:
     monkeypatch.setenv("E2B_DOMAIN", f"localhost:{urlparse(d.url).port}")
 
 
-def numbers(text: str) -> list[int]:
-    return [int(n) for n in re.findall(r"^line (\d+)$", text, re.M)]
+def restart(d: Daemon, monkeypatch, how: signal.Signals = signal.SIGKILL) -> Daemon:
+    d.proc.send_signal(how)
+    d.proc.wait()
+    again = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
+    e2b_env(monkeypatch, again)
+    return again
+
+
+def numbers(text: str, word: str = "line") -> list[int]:
+    return [int(n) for n in re.findall(rf"^{word} (\d+)$", text, re.M)]
 
 
 class Collector:

@@ -4,39 +4,16 @@ daemon SIGKILL and restart it is all there again with no gap or duplicate. Drive
 `abx` binary, on the offline `host` template."""
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
-from urllib.parse import urlparse
 
 import pytest
-from harness import ABX_BIN, Daemon, start_daemon, stop_daemon
+from durable_helpers import e2b_env, numbers
+from harness import ABX_BIN, Daemon, start_daemon
 from helpers import abx, wait_until
 
 pytestmark = pytest.mark.offline
 e2b = pytest.importorskip("e2b", reason="the E2B SDK is installed by make deps")
-
-
-def e2b_env(monkeypatch, d: Daemon) -> None:
-    monkeypatch.setenv("E2B_API_URL", d.url)
-    monkeypatch.setenv("E2B_SANDBOX_URL", d.url)
-    monkeypatch.setenv("E2B_API_KEY", d.api_key)
-    monkeypatch.setenv("E2B_DOMAIN", f"localhost:{urlparse(d.url).port}")
-
-
-@pytest.fixture
-def own_daemon(state_dir, monkeypatch):
-    holder = {"d": start_daemon(state_dir / "state", extra_args=("--warm-pool", "0"))}
-    e2b_env(monkeypatch, holder["d"])
-    yield holder
-    d = holder["d"]
-    if d.proc.poll() is not None:
-        d = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
-    stop_daemon(d)
-
-
-def numbers(text: str, word: str = "line") -> list[int]:
-    return [int(n) for n in re.findall(rf"^{word} (\d+)$", text, re.M)]
 
 
 def follow(d: Daemon, sandbox_id: str, pid: int, until_line: str) -> subprocess.Popen:

@@ -10,31 +10,12 @@ import threading
 import time
 
 import pytest
-from durable_helpers import Collector, e2b_env, kept_output, numbers, running_in
-from harness import Daemon, start_daemon, stop_daemon
+from durable_helpers import Collector, e2b_env, kept_output, numbers, restart, running_in
+from harness import start_daemon
 from helpers import wait_until
 
 pytestmark = pytest.mark.offline
 e2b = pytest.importorskip("e2b", reason="the E2B SDK is installed by make deps")
-
-
-def restart(d: Daemon, monkeypatch, how: signal.Signals = signal.SIGKILL) -> Daemon:
-    d.proc.send_signal(how)
-    d.proc.wait()
-    again = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
-    e2b_env(monkeypatch, again)
-    return again
-
-
-@pytest.fixture
-def own_daemon(state_dir, monkeypatch):
-    holder = {"d": start_daemon(state_dir / "state", extra_args=("--warm-pool", "0"))}
-    e2b_env(monkeypatch, holder["d"])
-    yield holder
-    d = holder["d"]
-    if d.proc.poll() is not None:  # a test ended while no daemon ran: one more kills its sandboxes
-        d = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
-    stop_daemon(d)
 
 
 def test_a_writing_background_command_survives_a_daemon_sigkill(own_daemon, monkeypatch):

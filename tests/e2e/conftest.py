@@ -1,0 +1,18 @@
+"""Fixtures of the e2e tests beyond the session's (tests/conftest.py)."""
+from __future__ import annotations
+
+import pytest
+from durable_helpers import e2b_env
+from harness import start_daemon, stop_daemon
+
+
+@pytest.fixture
+def own_daemon(state_dir, monkeypatch):
+    """A daemon of the test's own, {"d": Daemon}, which the test may restart."""
+    holder = {"d": start_daemon(state_dir / "state", extra_args=("--warm-pool", "0"))}
+    e2b_env(monkeypatch, holder["d"])
+    yield holder
+    d = holder["d"]
+    if d.proc.poll() is not None:  # a test ended while no daemon ran: one more kills its sandboxes
+        d = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
+    stop_daemon(d)
