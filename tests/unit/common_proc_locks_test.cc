@@ -27,9 +27,9 @@ TEST(ProcLocks, NamesTheFlockHolderOfThatFileOnly) {
   EXPECT_EQ(proc_locks::flock_holder_in(text, {0xfd, 1, 4242}), 444);
   EXPECT_EQ(proc_locks::flock_holder_in(text, {0xfd, 1, 4244}), std::nullopt);
   // A holder not visible from our pid namespace is listed as 0: unknown.
-  EXPECT_EQ(proc_locks::flock_holder_in("1: FLOCK  ADVISORY  WRITE 0 00:2d:7 0 EOF\n",
-                                        {0, 0x2d, 7}),
-            std::nullopt);
+  EXPECT_EQ(
+      proc_locks::flock_holder_in("1: FLOCK  ADVISORY  WRITE 0 00:2d:7 0 EOF\n", {0, 0x2d, 7}),
+      std::nullopt);
   EXPECT_EQ(proc_locks::flock_holder_in("garbage\n\n1: FLOCK\n", {0, 0, 0}), std::nullopt);
 }
 
