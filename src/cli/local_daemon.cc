@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/text.h"
 #include "common/daemon_port.h"
 #include "common/http_client.h"
 #include "common/paths.h"
@@ -62,6 +63,25 @@ std::string exe_path(pid_t pid) {
   constexpr std::string_view kDeleted = " (deleted)";
   if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
   return path;
+}
+
+// What /proc says a process runs, arguments joined by spaces, made safe for
+// a terminal and cut short; empty when it is gone.
+std::string command_line(pid_t pid) {
+  constexpr size_t kShown = 200;
+  std::string text = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  // One line: arguments apart by spaces, their own line breaks too.
+  for (char& c : text)
+    if (c == '\0' || c == '\n' || c == '\r' || c == '\t') c = ' ';
+  if (text.size() > kShown) text = text.substr(0, kShown) + "...";
+  return sanitize_for_terminal(text);
+}
+
+// Whether `pid` runs an abx binary (ours, or another build or install of it).
+bool is_abx(pid_t pid) {
+  const fs::path exe = exe_path(pid);
+  return !exe.empty() && (exe == exe_path(::getpid()) || exe.filename() == "abx");
 }
 
 [[noreturn]] void exec_daemon(const fs::path& data_dir, const std::string& listen) {
@@ -221,11 +241,22 @@ std::optional<pid_t> running_pid(const fs::path& data_dir) {
 }
 
 Error not_answering(const fs::path& data_dir, pid_t pid) {
-  const std::string who = pid > 0 ? " (pid " + std::to_string(pid) + ")" : "";
-  const std::string kill = pid > 0 ? " or `kill " + std::to_string(pid) + "`" : "";
-  return Error::with_message("the local daemon" + who + " holds " + data_dir.string() +
-                             " but does not answer; stop it with `abx daemon stop`" + kill +
-                             " (logs: " + paths::daemon_log_file(data_dir).string() + ")");
+  const std::string logs = " (logs: " + paths::daemon_log_file(data_dir).string() + ")";
+  if (pid <= 0)
+    return Error::with_message("a process holds " + data_dir.string() +
+                               " (its daemon.lock) but no daemon answers; stop it with "
+                               "`abx daemon stop`" +
+                               logs);
+  const std::string n = std::to_string(pid);
+  const std::string command = command_line(pid);
+  const std::string named = command.empty() ? "pid " + n : "pid " + n + ": " + command;
+  if (is_abx(pid))
+    return Error::with_message("the local daemon (" + named + ") holds " + data_dir.string() +
+                               " but does not answer; stop it with `abx daemon stop` or `kill " +
+                               n + "`" + logs);
+  return Error::with_message(
+      "another program (" + named + ") holds the lock of " + data_dir.string() +
+      " (daemon.lock), so no daemon can start there; stop it: `kill " + n + "`");
 }
 
 Result<bool> stop(const fs::path& data_dir) {

@@ -34,7 +34,10 @@ Result<bool> stop(const std::filesystem::path& data_dir);
 // that process is still an abx.
 std::optional<pid_t> running_pid(const std::filesystem::path& data_dir);
 
-// "the local daemon (pid N) holds DIR but does not answer; stop it with …"
+// Names the process that holds DIR's lock (pid and command line) and how to
+// stop it: "the local daemon (pid N: abx serve …) holds DIR but does not
+// answer; stop it with …", or for another program "another program (pid N:
+// CMD) holds the lock of DIR …; stop it: `kill N`".
 Error not_answering(const std::filesystem::path& data_dir, pid_t pid);
 
 }  // namespace abx::cli::local_daemon

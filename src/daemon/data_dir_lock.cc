@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include "common/proc_locks.h"
+
 namespace abx::daemon {
 namespace {
 
@@ -25,6 +27,10 @@ pid_t recorded_pid(int fd) {
   const long pid = std::strtol(text, nullptr, 10);
   return pid > 0 ? static_cast<pid_t>(pid) : 0;
 }
+
+// Who holds the lock: the process /proc/locks names (the pid recorded in the
+// file may be stale, or written by something else), else the recorded one.
+pid_t holder_of(int fd) { return proc_locks::flock_holder(fd).value_or(recorded_pid(fd)); }
 
 // 0 once locked, else the errno of the last attempt.
 int try_lock(int fd, int operation) {
@@ -45,7 +51,7 @@ Result<UniqueFd> lock_data_dir(const fs::path& data_dir) {
   if (!fd.valid()) return Error::from_errno("open the data dir lock", path.string());
   if (const int failed = try_lock(fd.get(), LOCK_EX); failed != 0) {
     if (failed != EWOULDBLOCK) return Error{"lock the data dir", failed, path.string()};
-    const pid_t holder = recorded_pid(fd.get());
+    const pid_t holder = holder_of(fd.get());
     const std::string who = holder > 0 ? "(pid " + std::to_string(holder) + ") " : "";
     const std::string how = holder > 0
                                 ? "`abx daemon stop` or `kill " + std::to_string(holder) + "`"
@@ -66,7 +72,7 @@ std::optional<pid_t> lock_holder(const fs::path& data_dir) {
   if (!fd.valid()) return std::nullopt;
   if (::flock(fd.get(), LOCK_SH | LOCK_NB) == 0) return std::nullopt;  // closing unlocks
   if (errno != EWOULDBLOCK) return std::nullopt;
-  return recorded_pid(fd.get());
+  return holder_of(fd.get());
 }
 
 }  // namespace abx::daemon

@@ -1,7 +1,9 @@
 // One daemon per data dir: the daemon holds an exclusive flock on
 // <data_dir>/daemon.lock for its whole life (a second one would adopt, and
-// then sweep, the first one's sandboxes). The file holds the holder's pid, so
-// the CLI can name the daemon that holds it without taking the lock itself.
+// then sweep, the first one's sandboxes). The file holds the holder's pid, but
+// the holder is named as /proc/locks lists it (another program may hold the
+// lock, or the file may name a process that is gone), the file's pid only when
+// that says nothing.
 #pragma once
 
 #include <sys/types.h>
@@ -21,8 +23,8 @@ std::filesystem::path lock_path(const std::filesystem::path& data_dir);
 // pid when another daemon holds it.
 Result<UniqueFd> lock_data_dir(const std::filesystem::path& data_dir);
 
-// Whether a daemon holds the data dir's lock: its pid (0 when not recorded
-// yet), or nothing when the lock is free.
+// Whether a process holds the data dir's lock: its pid (0 when unknown), or
+// nothing when the lock is free.
 std::optional<pid_t> lock_holder(const std::filesystem::path& data_dir);
 
 }  // namespace abx::daemon

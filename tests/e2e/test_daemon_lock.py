@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 
 import httpx
 import pytest
@@ -76,3 +77,30 @@ def test_daemon_stop_stops_a_foreground_serve(state_dir):
         assert first.proc.wait(10) == 0
     finally:
         stop_daemon(first)
+
+
+def test_cli_names_the_process_that_really_holds_the_lock(state_dir):
+    """The lock file records a pid (here ours, as a stale or foreign record would); the
+    CLI names the process /proc/locks says holds the lock, with its command line."""
+    data_dir = state_dir / "state"
+    data_dir.mkdir(parents=True)
+    (data_dir / "daemon.lock").write_text(f"{os.getpid()}\n")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time\n"
+         "f = open(sys.argv[1])\nfcntl.flock(f, fcntl.LOCK_EX)\n"
+         "print('locked', flush=True)\ntime.sleep(600)",
+         str(data_dir / "daemon.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        listed = subprocess.run([str(ABX_BIN), "list"], capture_output=True, text=True,
+                                env=cli_env(data_dir), stdin=subprocess.DEVNULL, timeout=120)
+        assert listed.returncode != 0
+        lines = listed.stderr.strip().splitlines()
+        assert len(lines) == 1, listed.stderr
+        assert f"pid {holder.pid}: {sys.executable} -c import fcntl" in lines[0], lines[0]
+        assert f"kill {holder.pid}`" in lines[0], lines[0]
+        assert f"pid {os.getpid()}" not in lines[0], lines[0]
+        assert not (data_dir / "daemon.pid").exists()  # nothing was spawned
+    finally:
+        holder.kill()
+        holder.wait()
