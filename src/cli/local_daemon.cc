@@ -232,7 +232,9 @@ Result<std::string> ensure_running(const fs::path& data_dir) {
 
 std::optional<pid_t> running_pid(const fs::path& data_dir) {
   // The daemon holding the data dir, however it was started (`abx serve` too).
-  if (const auto holder = daemon::lock_holder(data_dir); holder && *holder > 0) return *holder;
+  // Only an abx: `abx daemon stop` signals what this returns.
+  if (const auto holder = daemon::lock_holder(data_dir); holder && *holder > 0 && is_abx(*holder))
+    return *holder;
   const pid_t pid =
       static_cast<pid_t>(std::atoi(read_file(paths::daemon_pid_file(data_dir)).c_str()));
   if (pid <= 0 || ::kill(pid, 0) != 0) return std::nullopt;
@@ -260,6 +262,8 @@ Error not_answering(const fs::path& data_dir, pid_t pid) {
 }
 
 Result<bool> stop(const fs::path& data_dir) {
+  if (const auto holder = daemon::lock_holder(data_dir); holder && *holder > 0 && !is_abx(*holder))
+    return not_answering(data_dir, *holder);  // not ours to signal: it says whom to stop
   const auto pid = running_pid(data_dir);
   if (!pid) return false;
   if (::kill(*pid, SIGTERM) != 0) return Error::from_errno("signal the local daemon");

@@ -101,6 +101,12 @@ def test_cli_names_the_process_that_really_holds_the_lock(state_dir):
         assert f"kill {holder.pid}`" in lines[0], lines[0]
         assert f"pid {os.getpid()}" not in lines[0], lines[0]
         assert not (data_dir / "daemon.pid").exists()  # nothing was spawned
+        # Not an abx: `abx daemon stop` says whom to stop and leaves it alone.
+        stopped = subprocess.run([str(ABX_BIN), "daemon", "stop"], capture_output=True,
+                                 text=True, env=cli_env(data_dir), stdin=subprocess.DEVNULL,
+                                 timeout=120)
+        assert stopped.returncode != 0 and f"kill {holder.pid}`" in stopped.stderr, stopped
+        assert holder.poll() is None, "abx daemon stop signalled a program that is not abx"
     finally:
         holder.kill()
         holder.wait()
