@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "egress/lookup.h"
 #include "templates/child_process.h"
 #include "templates/tree_ops.h"
 
@@ -191,22 +192,39 @@ std::optional<uint32_t> as_ipv4(const in6_addr& a) {
 
 }  // namespace
 
-Status check_host(const Reference& ref, const std::function<bool(uint32_t)>& denied) {
-  const std::string name = host_name(ref.host);
+Resolved resolve(const std::string& name) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) != 0) return {};
-  std::optional<uint32_t> refused;
-  for (addrinfo* a = found; a && !refused; a = a->ai_next) {
+  Resolved out;
+  out.rc = ::getaddrinfo(name.c_str(), nullptr, &hints, &found);
+  if (out.rc != 0) return out;
+  for (addrinfo* a = found; a; a = a->ai_next) {
     std::optional<uint32_t> ip;
     if (a->ai_family == AF_INET)
       ip = ntohl(reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr);
     else if (a->ai_family == AF_INET6)
       ip = as_ipv4(reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
-    if (ip && denied(*ip)) refused = ip;
+    if (ip) out.addresses.push_back(*ip);
   }
   ::freeaddrinfo(found);
+  return out;
+}
+
+Status check_host(const Reference& ref, const std::function<bool(uint32_t)>& denied,
+                  std::chrono::milliseconds timeout, Resolver resolver) {
+  const std::string name = host_name(ref.host);
+  auto found = egress::within<Resolved>(
+      timeout, [name, resolver = std::move(resolver)] { return resolver(name); });
+  if (!found)
+    return Error::with_message("registry " + ref.host + ": no DNS answer for " + name + " within " +
+                                   std::to_string(timeout.count()) +
+                                   " ms; check the daemon host's resolver (/etc/resolv.conf)",
+                               ETIMEDOUT);
+  if (found->rc != 0) return {};
+  std::optional<uint32_t> refused;
+  for (const uint32_t ip : found->addresses)
+    if (!refused && denied(ip)) refused = ip;
   if (!refused) return {};
   return Error::with_message(
       "registry " + ref.host + " is on this host or a private network (" + name +

@@ -4,10 +4,12 @@
 // skopeo reads from or writes to, and the credentials file it is handed.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 
@@ -54,7 +56,18 @@ Status pull(const Access& access, const fs::path& layout, const fs::path& privat
 // must not reach through skopeo, which runs in the host's network). A name
 // that does not resolve is left to skopeo to report. Names resolve again
 // when skopeo dials: a DNS answer that changes in between is not caught.
-Status check_host(const Reference& ref, const std::function<bool(uint32_t)>& denied);
+// The lookup is given `timeout` (egress::within): getaddrinfo takes no
+// deadline, and a resolver that never answers would hold the request's
+// thread for ever; past it the pull or push fails naming host and limit.
+struct Resolved {
+  int rc = 0;                       // getaddrinfo's
+  std::vector<uint32_t> addresses;  // IPv4 as `denied` reads them (host order)
+};
+using Resolver = std::function<Resolved(const std::string& name)>;
+Resolved resolve(const std::string& name);  // getaddrinfo, IPv4 and IPv6
+inline constexpr std::chrono::milliseconds kLookupTimeout{10000};
+Status check_host(const Reference& ref, const std::function<bool(uint32_t)>& denied,
+                  std::chrono::milliseconds timeout = kLookupTimeout, Resolver resolver = resolve);
 // Copies the single image of the OCI layout at `layout` to `access.ref`.
 Status push(const fs::path& layout, const Access& access, const fs::path& private_dir,
             const LineFn& progress);

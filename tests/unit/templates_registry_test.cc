@@ -7,8 +7,12 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <string>
 
 #include "temp_dir.h"
@@ -46,6 +50,38 @@ TEST(RegistryCredentials, OnlyAuthOrIdentityTokenStrings) {
   EXPECT_TRUE(registry::check_credentials(R"({"identitytoken":"t"})").ok());
   for (const char* bad : {"{}", "[]", "nope", R"({"auth":1})", R"({"credHelper":"x"})"})
     EXPECT_FALSE(registry::check_credentials(bad).ok()) << bad;
+}
+
+// A resolver that never answers (a DNS server swallowing queries) costs the
+// caller the bound, not its thread: check_host fails naming host and limit.
+TEST(RegistryHost, LookupThatNeverAnswersFailsWithinTheBound) {
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  const auto never = [released](const std::string&) {
+    released.wait();  // what getaddrinfo does on a resolver that never answers
+    return registry::Resolved{};
+  };
+  auto ref = registry::parse_reference("silent.example:5000/app");
+  ASSERT_TRUE(ref.ok());
+  auto st = registry::check_host(
+      *ref, [](uint32_t) { return false; }, std::chrono::milliseconds(50), never);
+  release->set_value();  // the given-up lookup's thread ends
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().errnum, ETIMEDOUT);
+  EXPECT_EQ(st.error().message(),
+            "registry silent.example:5000: no DNS answer for silent.example within 50 ms; "
+            "check the daemon host's resolver (/etc/resolv.conf)");
+}
+
+TEST(RegistryHost, AnswersAreCheckedAgainstTheDeniedSet) {
+  auto ref = registry::parse_reference("reg.example/app");
+  ASSERT_TRUE(ref.ok());
+  const auto answers = [](uint32_t ip) {
+    return [ip](const std::string&) { return registry::Resolved{0, {ip}}; };
+  };
+  const auto loopback = [](uint32_t ip) { return ip >> 24 == 127; };
+  EXPECT_FALSE(registry::check_host(*ref, loopback, registry::kLookupTimeout, answers(0x7f000001)));
+  EXPECT_TRUE(registry::check_host(*ref, loopback, registry::kLookupTimeout, answers(0x5db8d822)));
 }
 
 void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
