@@ -287,11 +287,10 @@ def record_baseline_only(args) -> None:
         shutil.rmtree(state, ignore_errors=True)
     out = Path(args.out)
     text = out.read_text() if out.exists() else "# Benchmark results\n"
-    # The comparison (or, from a run without a baseline, the throughput alone) ends the file.
-    ends = [text.index(h) for h in (BASELINE_HEADER, THROUGHPUT_HEADER) if h in text]
-    if ends:
-        text = text[:min(ends)].rstrip("\n") + "\n"
-    out.write_text(text + "\n" + section)
+    # In place of the comparison (or of the throughput a run without a baseline wrote
+    # there); the sections after it stay.
+    old = BASELINE_HEADER if BASELINE_HEADER in text else THROUGHPUT_HEADER
+    out.write_text(splice(text, old, section))
     print(section)
 
 
