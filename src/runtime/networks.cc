@@ -40,7 +40,7 @@ Result<std::unique_ptr<Networks>> Networks::open(const NetworkConfig& config,
   networks->forwarding_ = std::move(*forwarding);
   // The rules keep a reference to the pool: made once it is in its place.
   auto rules = NftRules::open(networks->pool_, {config.dns_port, config.proxy_port},
-                              std::move(opened), config.max_connections);
+                              std::move(opened), config);
   if (!rules) return rules.error();
   networks->rules_ = std::move(*rules);
   if (auto s = networks->rules_->install(); !s) return s.error();

@@ -51,8 +51,13 @@ std::string quoted(const std::string& text) { return "\"" + text + "\""; }
 }  // namespace
 
 NftRules::NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened,
-                   uint32_t max_connections)
-    : pool_(pool), ports_(ports), opened_(std::move(opened)), max_connections_(max_connections) {
+                   const NetworkConfig& bounds)
+    : pool_(pool),
+      ports_(ports),
+      opened_(std::move(opened)),
+      max_connections_(bounds.max_connections),
+      dns_flows_(bounds.dns_flows),
+      proxy_flows_(bounds.proxy_flows) {
   table_ = table_of(pool.cidr());
 }
 
@@ -93,8 +98,8 @@ Status NftRules::remove_pool_table(const egress::Cidr& pool) {
 
 Result<std::unique_ptr<NftRules>> NftRules::open(const NetPool& pool, NftPorts ports,
                                                  std::vector<egress::Cidr> opened,
-                                                 uint32_t max_connections) {
-  std::unique_ptr<NftRules> rules(new NftRules(pool, ports, std::move(opened), max_connections));
+                                                 const NetworkConfig& bounds) {
+  std::unique_ptr<NftRules> rules(new NftRules(pool, ports, std::move(opened), bounds));
   // One context for the daemon's life, made while its fds are few: its
   // netlink socket is waited on with select(), which aborts the process for
   // an fd past 1023 (a daemon with a few hundred sandboxes holds more).
@@ -245,8 +250,8 @@ std::string NftRules::host_rules(uint32_t slot) const {
   const std::string n = std::to_string(slot);
   const std::string host = "add rule " + table_ + " host_" + n + " ";
   std::vector<std::pair<std::string, FlowBound>> bounds;
-  if (ports_.dns) bounds.emplace_back("th dport " + std::to_string(ports_.dns), kDnsFlows);
-  if (ports_.proxy) bounds.emplace_back("tcp dport " + std::to_string(ports_.proxy), kProxyFlows);
+  if (ports_.dns) bounds.emplace_back("th dport " + std::to_string(ports_.dns), dns_flows_);
+  if (ports_.proxy) bounds.emplace_back("tcp dport " + std::to_string(ports_.proxy), proxy_flows_);
   // Only TCP and UDP come here (the input chain's match): `th` needs no
   // protocol set, which would be a set of this sandbox's in the table.
   std::string c;
