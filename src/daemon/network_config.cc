@@ -86,6 +86,8 @@ Result<runtime::NetworkConfig> load_network_config(const std::filesystem::path& 
   }
   for (const auto& [key, field, most] :
        {std::tuple{"proxyMaxConnections", &runtime::NetworkConfig::proxy_max_connections, 1000000},
+        std::tuple{"maxConnectionsAllSandboxes", &runtime::NetworkConfig::max_connections_all,
+                   100000000},
         std::tuple{"proxyIdleTimeoutSec", &runtime::NetworkConfig::proxy_idle_timeout_s, 86400}}) {
     const std::string name = key;  // json's contains() takes no const char* const&
     if (!net.contains(name)) continue;

@@ -46,7 +46,8 @@ inline constexpr FlowBound kAllFlows{0, 500, 1000};
 class NftRules {
  public:
   // `bounds`: a sandbox's flows in the host's connection tracking table
-  // (NetworkConfig's max_connections, dns_flows and proxy_flows).
+  // (NetworkConfig's max_connections, dns_flows and proxy_flows), and of all
+  // sandboxes together (max_connections_all, here as is: 0 is none).
   static Result<std::unique_ptr<NftRules>> open(const NetPool& pool, NftPorts ports,
                                                 std::vector<egress::Cidr> opened,
                                                 const NetworkConfig& bounds);
@@ -87,6 +88,7 @@ class NftRules {
   std::vector<egress::Cidr> opened_;
   uint32_t max_connections_;
   FlowBound dns_flows_, proxy_flows_;
+  uint32_t max_connections_all_;  // 0: no count over all sandboxes
   bool short_timeouts_ = true;
   std::string table_;  // "inet abx_0ac8", see table_of
   static std::string table_of(const egress::Cidr& pool);

@@ -311,6 +311,10 @@ struct NetworkConfig {
   // serves 128 per sandbox).
   FlowBound dns_flows{256, 20, 100};
   FlowBound proxy_flows{256, 50, 200};
+  // Flows of all this daemon's sandboxes together (one count shared by all),
+  // so many sandboxes cannot fill the table either; 0: half the host's
+  // nf_conntrack_max as read at start (none where it cannot be read).
+  uint32_t max_connections_all = 0;
   // For the daemon's egress proxy (the runtime ignores them): its table of
   // connections for all sandboxes (0: its default, 1024) and how long one may
   // move no byte before it is closed.
