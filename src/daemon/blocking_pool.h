@@ -1,6 +1,9 @@
 // Threads for calls that block, so the few io threads never stall. Two lanes:
 // short work (creates, kills, expiry, file operations, spawns) never waits
 // behind long work whose length a caller controls (code executions, builds).
+// The long lane starts no thread until work comes (an idle daemon holds none
+// of them): it gains one whenever its work, running and queued, outnumbers its
+// threads, up to its size; they stay once started.
 #pragma once
 
 #include <atomic>
@@ -8,6 +11,9 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "daemon/http_exchange.h"
 
@@ -36,10 +42,16 @@ class BlockingPool {
 
  private:
   std::function<void()> counted_long(std::function<void()> work);
+  void grow_long();
+  void join_long();
 
   std::atomic<size_t> long_running_{0};
   std::unique_ptr<boost::asio::thread_pool> short_;
-  std::unique_ptr<boost::asio::thread_pool> long_;
+  std::unique_ptr<boost::asio::thread_pool> long_;  // no threads of its own: long_threads_
+  size_t long_max_;
+  std::mutex long_mutex_;
+  std::vector<std::thread> long_threads_;  // each attached to long_
+  bool long_joined_ = false;
 };
 
 }  // namespace abx::daemon

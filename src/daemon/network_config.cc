@@ -1,7 +1,9 @@
 #include "daemon/network_config.h"
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <tuple>
+#include <utility>
 
 #include "common/fd_io.h"
 #include "egress/policy.h"
@@ -9,6 +11,44 @@
 namespace abx::daemon {
 
 using nlohmann::json;
+
+namespace {
+
+using Field = uint32_t runtime::FlowBound::*;
+
+Field flow_field(const std::string& key) {
+  if (key == "atOnce") return &runtime::FlowBound::at_once;
+  if (key == "perSecond") return &runtime::FlowBound::per_second;
+  if (key == "burst") return &runtime::FlowBound::burst;
+  return nullptr;
+}
+
+// network.dnsFlows and network.proxyFlows: {"atOnce", "perSecond", "burst"},
+// each optional, each from 1 to 1000000.
+Result<runtime::NetworkConfig> flow_bounds(const json& net, runtime::NetworkConfig config,
+                                           const std::function<Error(const std::string&)>& bad) {
+  for (const auto& [key, bound] : {std::pair{"dnsFlows", &runtime::NetworkConfig::dns_flows},
+                                   std::pair{"proxyFlows", &runtime::NetworkConfig::proxy_flows}}) {
+    const std::string name = key;
+    if (!net.contains(name)) continue;
+    const json& given = net[name];
+    if (!given.is_object())
+      return bad(name +
+                 " must be an object such as {\"atOnce\": 256, \"perSecond\": 20, "
+                 "\"burst\": 100}");
+    for (const auto& [field, value] : given.items()) {
+      const Field member = flow_field(field);
+      if (!member) return bad(name + "." + field + " is not a key; use atOnce, perSecond, burst");
+      if (!value.is_number_unsigned() || value.get<uint64_t>() < 1 ||
+          value.get<uint64_t>() > 1000000)
+        return bad(name + "." + field + " must be a number from 1 to 1000000");
+      (config.*bound).*member = value.get<uint32_t>();
+    }
+  }
+  return config;
+}
+
+}  // namespace
 
 Result<runtime::NetworkConfig> load_network_config(const std::filesystem::path& file) {
   runtime::NetworkConfig config;
@@ -46,6 +86,8 @@ Result<runtime::NetworkConfig> load_network_config(const std::filesystem::path& 
   }
   for (const auto& [key, field, most] :
        {std::tuple{"proxyMaxConnections", &runtime::NetworkConfig::proxy_max_connections, 1000000},
+        std::tuple{"maxConnectionsAllSandboxes", &runtime::NetworkConfig::max_connections_all,
+                   100000000},
         std::tuple{"proxyIdleTimeoutSec", &runtime::NetworkConfig::proxy_idle_timeout_s, 86400}}) {
     const std::string name = key;  // json's contains() takes no const char* const&
     if (!net.contains(name)) continue;
@@ -55,7 +97,7 @@ Result<runtime::NetworkConfig> load_network_config(const std::filesystem::path& 
       return bad(name + " must be a number from 1 to " + std::to_string(most));
     config.*field = value.get<uint32_t>();
   }
-  return config;
+  return flow_bounds(net, config, bad);
 }
 
 Result<std::vector<egress::Cidr>> load_registry_open_private(const std::filesystem::path& file) {

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <net/if.h>
 
+#include <cstdlib>
+
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
 #include "runtime/net_links.h"
@@ -12,6 +14,16 @@ namespace {
 
 constexpr const char* kPoolFile = "network-pool";  // in the state dir: the pool to reclaim
 constexpr const char* kLockDir = "/run/abx/net";
+
+// What max_connections_all is when the config leaves it 0: half the host's
+// table (nf_conntrack_max), the other half for the host's own flows; 0 (no
+// count) where the kernel does not say.
+uint32_t all_sandboxes_cap(const NetworkConfig& config) {
+  if (config.max_connections_all) return config.max_connections_all;
+  auto text = read_file("/proc/sys/net/netfilter/nf_conntrack_max");
+  if (!text) return 0;
+  return static_cast<uint32_t>(std::strtoul(text->c_str(), nullptr, 10) / 2);
+}
 
 }  // namespace
 
@@ -39,8 +51,10 @@ Result<std::unique_ptr<Networks>> Networks::open(const NetworkConfig& config,
   std::unique_ptr<Networks> networks(new Networks(std::move(*pool)));
   networks->forwarding_ = std::move(*forwarding);
   // The rules keep a reference to the pool: made once it is in its place.
+  NetworkConfig bounds = config;
+  bounds.max_connections_all = all_sandboxes_cap(config);
   auto rules = NftRules::open(networks->pool_, {config.dns_port, config.proxy_port},
-                              std::move(opened), config.max_connections);
+                              std::move(opened), bounds);
   if (!rules) return rules.error();
   networks->rules_ = std::move(*rules);
   if (auto s = networks->rules_->install(); !s) return s.error();

@@ -51,8 +51,14 @@ std::string quoted(const std::string& text) { return "\"" + text + "\""; }
 }  // namespace
 
 NftRules::NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened,
-                   uint32_t max_connections)
-    : pool_(pool), ports_(ports), opened_(std::move(opened)), max_connections_(max_connections) {
+                   const NetworkConfig& bounds)
+    : pool_(pool),
+      ports_(ports),
+      opened_(std::move(opened)),
+      max_connections_(bounds.max_connections),
+      dns_flows_(bounds.dns_flows),
+      proxy_flows_(bounds.proxy_flows),
+      max_connections_all_(bounds.max_connections_all) {
   table_ = table_of(pool.cidr());
 }
 
@@ -93,8 +99,8 @@ Status NftRules::remove_pool_table(const egress::Cidr& pool) {
 
 Result<std::unique_ptr<NftRules>> NftRules::open(const NetPool& pool, NftPorts ports,
                                                  std::vector<egress::Cidr> opened,
-                                                 uint32_t max_connections) {
-  std::unique_ptr<NftRules> rules(new NftRules(pool, ports, std::move(opened), max_connections));
+                                                 const NetworkConfig& bounds) {
+  std::unique_ptr<NftRules> rules(new NftRules(pool, ports, std::move(opened), bounds));
   // One context for the daemon's life, made while its fds are few: its
   // netlink socket is waited on with select(), which aborts the process for
   // an fd past 1023 (a daemon with a few hundred sandboxes holds more).
@@ -144,6 +150,11 @@ std::string NftRules::base_ruleset(bool with_short_timeouts) const {
   t += "  map redirects { type ifname : verdict; }\n";
   t += "  chain refuse {\n    meta l4proto tcp reject with tcp reset\n"
        "    reject with icmpx type admin-prohibited\n  }\n";
+  // One count for every sandbox's flows (cap_N jumps here): the table is the
+  // host's, and a count per sandbox alone grows with the number of sandboxes.
+  if (max_connections_all_)
+    t += "  chain cap_all {\n    ct state new ct count over " +
+         std::to_string(max_connections_all_) + " goto refuse\n  }\n";
   t += "  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n"
        "    iifname vmap @redirects\n  }\n";
   t += "  chain postrouting {\n    type nat hook postrouting priority srcnat; policy accept;\n"
@@ -208,8 +219,9 @@ Status NftRules::remove() {
 // its packets; the redirected ones (to the DNS forwarder and the proxy, seen
 // only in input) go on to host_N, the others to pol_N. cap_N is the one `ct
 // count` of all its flows wherever they go (a rule's count is shared by every
-// chain that jumps to it); host_N adds the bounds of flows to the daemon, new
-// ones limited in rate before they are counted (so a dropped flow leaves
+// chain that jumps to it), then jumps to cap_all, the count of every
+// sandbox's flows together; host_N adds the bounds of flows to the daemon,
+// new ones limited in rate before they are counted (so a dropped flow leaves
 // nothing in a count). pol_N and nat_N are the policy, rewritten whole in one
 // transaction when it changes.
 Status NftRules::add_sandbox(uint32_t slot) {
@@ -224,6 +236,7 @@ Status NftRules::add_sandbox(uint32_t slot) {
   c += cap + "ct state new limit rate over " + std::to_string(kAllFlows.per_second) +
        "/second burst " + std::to_string(kAllFlows.burst) + " packets drop\n";
   c += cap + "ct state new ct count over " + std::to_string(max_connections_) + " goto refuse\n";
+  if (max_connections_all_) c += cap + "jump cap_all\n";
   const std::string sb = "add rule " + t + " sb_" + n + " ";
   // Redirected to the host: only input sees those (forward may see a flow
   // another table DNATs elsewhere, which pol_N judges; fib only for those).
@@ -245,8 +258,8 @@ std::string NftRules::host_rules(uint32_t slot) const {
   const std::string n = std::to_string(slot);
   const std::string host = "add rule " + table_ + " host_" + n + " ";
   std::vector<std::pair<std::string, FlowBound>> bounds;
-  if (ports_.dns) bounds.emplace_back("th dport " + std::to_string(ports_.dns), kDnsFlows);
-  if (ports_.proxy) bounds.emplace_back("tcp dport " + std::to_string(ports_.proxy), kProxyFlows);
+  if (ports_.dns) bounds.emplace_back("th dport " + std::to_string(ports_.dns), dns_flows_);
+  if (ports_.proxy) bounds.emplace_back("tcp dport " + std::to_string(ports_.proxy), proxy_flows_);
   // Only TCP and UDP come here (the input chain's match): `th` needs no
   // protocol set, which would be a set of this sandbox's in the table.
   std::string c;

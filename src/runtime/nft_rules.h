@@ -24,6 +24,7 @@
 #include "common/error.h"
 #include "egress/policy.h"
 #include "runtime/net_pool.h"
+#include "runtime/runtime.h"
 
 struct nft_ctx;
 
@@ -34,16 +35,6 @@ struct NftPorts {
   uint16_t proxy = 0;  // the daemon's egress proxy, 0: none
 };
 
-// How many flows of one kind a sandbox may have in the host's connection
-// tracking table at once, and how many new ones per second (in bursts of).
-struct FlowBound {
-  uint32_t at_once, per_second, burst;
-};
-// Flows to the daemon's DNS forwarder (UDP and TCP): a resolver opens one per
-// lookup, each tracked kClosedSeconds (30 s where the kernel cannot).
-inline constexpr FlowBound kDnsFlows{256, 20, 100};
-// Connections redirected to the egress proxy (which serves 128 per sandbox).
-inline constexpr FlowBound kProxyFlows{256, 50, 200};
 // Seconds a sandbox's closed TCP connections (TIME_WAIT, CLOSE) and its UDP
 // exchanges (a DNS query and its answer) stay tracked; the kernel's defaults
 // are 120 and 30.
@@ -54,11 +45,12 @@ inline constexpr FlowBound kAllFlows{0, 500, 1000};
 
 class NftRules {
  public:
-  // `max_connections`: flows per sandbox, wherever they go; new ones beyond
-  // are refused.
+  // `bounds`: a sandbox's flows in the host's connection tracking table
+  // (NetworkConfig's max_connections, dns_flows and proxy_flows), and of all
+  // sandboxes together (max_connections_all, here as is: 0 is none).
   static Result<std::unique_ptr<NftRules>> open(const NetPool& pool, NftPorts ports,
                                                 std::vector<egress::Cidr> opened,
-                                                uint32_t max_connections);
+                                                const NetworkConfig& bounds);
 
   // Replaces this pool's table (a dead daemon's rules) with an empty base.
   Status install();
@@ -82,7 +74,7 @@ class NftRules {
 
  private:
   NftRules(const NetPool& pool, NftPorts ports, std::vector<egress::Cidr> opened,
-           uint32_t max_connections);
+           const NetworkConfig& bounds);
   Status run(const std::string& commands, const std::string& step);
   std::string base_ruleset(bool with_short_timeouts) const;
   std::string short_timeouts() const;
@@ -95,6 +87,8 @@ class NftRules {
   NftPorts ports_;
   std::vector<egress::Cidr> opened_;
   uint32_t max_connections_;
+  FlowBound dns_flows_, proxy_flows_;
+  uint32_t max_connections_all_;  // 0: no count over all sandboxes
   bool short_timeouts_ = true;
   std::string table_;  // "inet abx_0ac8", see table_of
   static std::string table_of(const egress::Cidr& pool);

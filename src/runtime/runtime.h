@@ -289,6 +289,12 @@ class Sandbox {
   std::shared_ptr<void> warm_up_;
 };
 
+// How many flows of one kind a sandbox may have in the host's connection
+// tracking table at once, and how many new ones per second (in bursts of).
+struct FlowBound {
+  uint32_t at_once, per_second, burst;
+};
+
 // Sandbox networks: a veth per sandbox, NAT out, nftables for the policy.
 struct NetworkConfig {
   bool enabled = true;  // false: every sandbox has loopback only
@@ -300,6 +306,15 @@ struct NetworkConfig {
   // (shared by everyone): its connections out and its flows to the DNS
   // forwarder and the egress proxy alike.
   uint32_t max_connections = 4096;
+  // A sandbox's flows to the DNS forwarder (UDP and TCP; a resolver opens one
+  // per lookup) and its connections redirected to the egress proxy (which
+  // serves 128 per sandbox).
+  FlowBound dns_flows{256, 20, 100};
+  FlowBound proxy_flows{256, 50, 200};
+  // Flows of all this daemon's sandboxes together (one count shared by all),
+  // so many sandboxes cannot fill the table either; 0: half the host's
+  // nf_conntrack_max as read at start (none where it cannot be read).
+  uint32_t max_connections_all = 0;
   // For the daemon's egress proxy (the runtime ignores them): its table of
   // connections for all sandboxes (0: its default, 1024) and how long one may
   // move no byte before it is closed.

@@ -13,8 +13,8 @@ from world import WWW, World, WorldDaemon
 
 pytestmark = pytest.mark.net
 
-DNS_AT_ONCE = 256    # kDnsFlows in src/runtime/nft_rules.h, and the README
-PROXY_AT_ONCE = 256  # kProxyFlows
+DNS_AT_ONCE = 256    # network.dnsFlows.atOnce's default (src/runtime/runtime.h), and the README
+PROXY_AT_ONCE = 256  # network.proxyFlows.atOnce's default
 # The kernel's count forgets a connection once it is closed (the proxy closes those past its
 # own 128 per sandbox) and a new one takes its place, at the limited rate: a few more than
 # the count may pass in the seconds a burst takes.

@@ -19,7 +19,9 @@ int rules_work_with_many_fds_open(const std::filesystem::path& locks) {
   if (::unshare(CLONE_NEWNET) != 0) return 77;
   auto pool = NetPool::claim_exact(*egress::parse_cidr("10.250.0.0/16"), locks.string());
   if (!pool) return 10;
-  auto rules = NftRules::open(*pool, {}, {}, 64);  // its context, while fds are few
+  NetworkConfig bounds;
+  bounds.max_connections = 64;
+  auto rules = NftRules::open(*pool, {}, {}, bounds);  // its context, while fds are few
   if (!rules || !(*rules)->install()) return 11;
   rlimit limit{};
   ::getrlimit(RLIMIT_NOFILE, &limit);

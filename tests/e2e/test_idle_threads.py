@@ -1,0 +1,18 @@
+"""Issue 31, loose end: an idle daemon held 79 threads, 64 of them the long lane's (code
+executions, builds), started whether or not any such work ever came. The lane now starts a
+thread when its work outnumbers its threads (test_blocking_lanes runs ten executions at once
+on it), so an idle daemon holds a few threads: its io threads, the short lane's, the DNS
+forwarder's, the proxy's acceptor, the reaper."""
+from __future__ import annotations
+
+from pathlib import Path
+
+IDLE_MOST = 24
+
+
+def test_an_idle_daemon_holds_no_long_lane_threads(own_daemon):
+    d = own_daemon["d"]
+    with d.api() as api:
+        assert api.get("/sandboxes").status_code == 200
+    threads = len(list(Path(f"/proc/{d.proc.pid}/task").iterdir()))
+    assert threads <= IDLE_MOST, f"an idle daemon runs {threads} threads"
