@@ -18,6 +18,30 @@ from world import World, WorldDaemon
 CURL = "curl -sS --connect-timeout 2 --max-time 6"
 SANDBOX_CA = "/tmp/world-ca.crt"  # where upload_world_ca puts the world's CA
 
+# A sandbox script (OPEN_MANY.format(count=, address=, hold=)): opens `count` connections
+# to the world's echo server and prints how many it holds and how many were
+# refused; with `hold`, keeps them open until /tmp/done appears.
+OPEN_MANY = """python3 - <<'EOF'
+import os, socket, time
+held, refused = [], 0
+for _ in range({count}):
+    s = socket.socket()
+    s.settimeout(3)
+    try:
+        s.connect(("{address}", 7))
+        held.append(s)
+    except OSError:
+        refused += 1
+        s.close()
+print(len(held), refused, flush=True)
+open("/tmp/ready", "w").close()
+deadline = time.monotonic() + 120
+while {hold} and not os.path.exists("/tmp/done") and time.monotonic() < deadline:
+    time.sleep(0.1)
+for s in held:
+    s.close()
+EOF"""
+
 
 def create(d: WorldDaemon, **body: Any) -> str:
     """POST /sandboxes of the `host` template with E2B's wire fields (allow_internet_access,

@@ -6,28 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from netcheck import create, sh
+from netcheck import OPEN_MANY, create, sh
 from world import WWW, World, WorldDaemon, daemon_in_world
 
 pytestmark = pytest.mark.net
 
 LIMIT = 20
-OPEN_MANY = """python3 - <<'EOF'
-import socket
-held, refused = [], 0
-for _ in range({count}):
-    s = socket.socket()
-    s.settimeout(3)
-    try:
-        s.connect(("{address}", 7))
-        held.append(s)
-    except OSError:
-        refused += 1
-        s.close()
-print(len(held), refused)
-for s in held:
-    s.close()
-EOF"""
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +21,7 @@ def limited_daemon(net_world: World) -> Iterator[WorldDaemon]:
 
 
 def open_many(d: WorldDaemon, sandbox: str, count: int) -> tuple[int, int]:
-    r = sh(d, sandbox, OPEN_MANY.format(count=count, address=WWW), timeout=120)
+    r = sh(d, sandbox, OPEN_MANY.format(count=count, address=WWW, hold=False), timeout=120)
     assert r.returncode == 0, r.stderr
     held, refused = map(int, r.stdout.split())
     return held, refused

@@ -9,35 +9,13 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from netcheck import create, sh
+from netcheck import OPEN_MANY, create, sh
 from world import WWW, World, WorldDaemon, daemon_in_world
 
 pytestmark = pytest.mark.net
 
 CAP = 30
 FIRST = 20
-# Opens `count` connections to the world's echo server and says how many it holds and how
-# many were refused; with `hold`, keeps them open until /tmp/done appears.
-OPEN_MANY = """python3 - <<'EOF'
-import os, socket, time
-held, refused = [], 0
-for _ in range({count}):
-    s = socket.socket()
-    s.settimeout(3)
-    try:
-        s.connect(("{address}", 7))
-        held.append(s)
-    except OSError:
-        refused += 1
-        s.close()
-print(len(held), refused, flush=True)
-open("/tmp/ready", "w").close()
-deadline = time.monotonic() + 120
-while {hold} and not os.path.exists("/tmp/done") and time.monotonic() < deadline:
-    time.sleep(0.1)
-for s in held:
-    s.close()
-EOF"""
 
 
 @pytest.fixture(scope="module")
