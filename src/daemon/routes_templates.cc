@@ -30,13 +30,23 @@ namespace fs = std::filesystem;
 
 constexpr auto kProgressPoll = std::chrono::milliseconds(200);
 
+// "name" is what the team calls it; "resolved" its id (templateID in E2B's
+// shapes), which differs for a team's template (name@team).
 json info_json(const templates::TemplateInfo& info) {
-  return {
-      {"name", info.name},         {"resolved", info.resolved},    {"source", info.source},
-      {"built", info.built},       {"sizeBytes", info.size_bytes}, {"createdMs", info.created_ms},
-      {"env", info.env},           {"workdir", info.workdir},      {"user", info.user},
-      {"layers", info.layers},     {"owner", info.owner},          {"startCmd", info.start_cmd},
-      {"readyCmd", info.ready_cmd}};
+  const std::string name = templates::TemplateStore::name_of_id(info.name);
+  return {{"name", name},
+          {"resolved", info.resolved},
+          {"source", info.source},
+          {"built", info.built},
+          {"sizeBytes", info.size_bytes},
+          {"createdMs", info.created_ms},
+          {"env", info.env},
+          {"workdir", info.workdir},
+          {"user", info.user},
+          {"layers", info.layers},
+          {"owner", info.owner},
+          {"startCmd", info.start_cmd},
+          {"readyCmd", info.ready_cmd}};
 }
 
 json list_json(const std::vector<templates::TemplateInfo>& infos) {
@@ -119,8 +129,10 @@ Result<uint32_t> step_timeout_of(const http::Request& request) {
   return seconds;
 }
 
-bool visible(const ControlCall& call, const std::string& name) {
-  return call.service.templates().visible_to(name, call.caller.team);
+// The id of the caller's template `name`: another team's is as unknown as a
+// name nobody uses.
+Result<std::string> template_id(const ControlCall& call, const std::string& name) {
+  return call.service.templates().resolve_for(call.caller.team, name);
 }
 
 // A built-in last built by another team does not name that team.
@@ -129,20 +141,20 @@ templates::TemplateInfo shown_to(const ControlCall& call, templates::TemplateInf
   return info;
 }
 
-// Why `call` may not build or import template `name`, if it may not: the
-// name is another team's (409, without saying whose), or it is a built-in
-// that only an admin may replace. `replaces` is false for a build of a
-// built-in from its own spec that reuses its cached layers, which changes
-// nothing another team's sandboxes run on.
-std::optional<std::pair<int, std::string>> refuse_build(const ControlCall& call,
-                                                        const std::string& name, bool replaces) {
+// The id under which `call` builds or imports template `name` (names are
+// per team, so another team's use of it does not matter), or why it may not:
+// a name that cannot be one (400), or a built-in only an admin may replace
+// (403). `replaces` is false for a build of a built-in from its own spec that
+// reuses its cached layers, which changes nothing another team's sandboxes run on.
+Result<std::string> build_id(const ControlCall& call, const std::string& name, bool replaces) {
   const auto& store = call.service.templates();
-  if (!visible(call, name) && store.owner_of(name))
-    return std::pair{409, templates::TemplateStore::name_taken(name).message()};
-  if (replaces && !call.caller.admin && store.is_builtin(name) && name != "host")
-    return std::pair{
-        403, "only an admin key may replace or rebuild (noCache) built-in template '" + name + "'"};
-  return std::nullopt;
+  auto id = store.id_for(call.caller.team, name);
+  if (!id) return Error::with_message(id.error().message(), kErrBadInput);
+  if (replaces && !call.caller.admin && store.is_builtin(*id))
+    return Error::with_message(
+        "only an admin key may replace or rebuild (noCache) built-in template '" + name + "'",
+        EPERM);
+  return id;
 }
 
 // Streams the job's progress as NDJSON lines, then its outcome.
@@ -282,9 +294,9 @@ Task<void> build_sandboxfile(ControlCall& call, Exchange& exchange) {
   Service& service = call.service;
   const auto& req = exchange.request();
   templates::SandboxfileRequest request;
-  request.name = call.params.at("name");
-  if (auto refused = refuse_build(call, request.name, true))
-    co_return co_await respond_error(exchange, refused->first, refused->second);
+  auto id = build_id(call, call.params.at("name"), true);
+  if (!id) co_return co_await respond_error(exchange, id.error());
+  request.name = std::move(*id);
   request.owner = call.caller.team;
   request.no_cache = query_flag(req, "noCache", false);
   request.network = query_flag(req, "network", true);
@@ -322,10 +334,12 @@ Task<void> build(ControlCall& call, Exchange& exchange) {
   templates::BuildOptions options;
   options.no_cache = no_cache.value();
   options.owner = call.caller.team;
-  const std::string& name = call.params.at("name");
-  if (auto refused = refuse_build(call, name, options.no_cache))
-    co_return co_await respond_error(exchange, refused->first, refused->second);
-  BuildJob job = [&store = call.service.templates(), name,
+  const std::string& asked = call.params.at("name");
+  auto id = build_id(call, asked, options.no_cache);
+  if (!id) co_return co_await respond_error(exchange, id.error());
+  // Only a built-in has a spec; for any other name the error names what was asked.
+  std::string name = call.service.templates().is_builtin(*id) ? *id : asked;
+  BuildJob job = [&store = call.service.templates(), name = std::move(name),
                   options](const templates::BuildProgressFn& progress) {
     return store.build(name, options, progress);
   };
@@ -334,15 +348,15 @@ Task<void> build(ControlCall& call, Exchange& exchange) {
 
 Task<void> import(ControlCall& call, Exchange& exchange) {
   Service& service = call.service;
-  const std::string& name = call.params.at("name");
   const auto& query = exchange.request().query;
   const auto origin_it = query.find("origin");
   const std::string origin = origin_it == query.end() ? "upload" : origin_it->second;
-  if (auto refused = refuse_build(call, name, true))
-    co_return co_await respond_error(exchange, refused->first, refused->second);
+  auto id = build_id(call, call.params.at("name"), true);
+  if (!id) co_return co_await respond_error(exchange, id.error());
   auto upload = co_await receive_upload(service, exchange);
   if (!upload) co_return co_await respond_error(exchange, upload.error());
-  BuildJob job = [&store = service.templates(), name, origin, owner = call.caller.team,
+  BuildJob job = [&store = service.templates(), name = std::move(*id), origin,
+                  owner = call.caller.team,
                   upload = std::move(*upload)](const templates::BuildProgressFn& progress) {
     return store.import_image(name, upload->path / "upload.tar", origin, owner, progress);
   };
@@ -362,14 +376,13 @@ Result<std::string> snapshot_id_of(const std::string& body) {
 
 Task<void> from_snapshot(ControlCall& call, Exchange& exchange) {
   Service& service = call.service;
-  const std::string& name = call.params.at("name");
   auto body = co_await read_json_body(exchange, 1 << 16);
   if (!body) co_return co_await respond_error(exchange, body.error());
   auto snapshot_id = snapshot_id_of(*body);
   if (!snapshot_id) co_return co_await respond_error(exchange, snapshot_id.error());
-  if (auto refused = refuse_build(call, name, true))
-    co_return co_await respond_error(exchange, refused->first, refused->second);
-  auto request = service.snapshot_template(call.caller, *snapshot_id, name);
+  auto id = build_id(call, call.params.at("name"), true);
+  if (!id) co_return co_await respond_error(exchange, id.error());
+  auto request = service.snapshot_template(call.caller, *snapshot_id, *id);
   if (!request) co_return co_await respond_error(exchange, request.error());
   BuildJob job = [&store = service.templates(),
                   request = std::move(*request)](const templates::BuildProgressFn& progress) {
@@ -379,12 +392,13 @@ Task<void> from_snapshot(ControlCall& call, Exchange& exchange) {
 }
 
 Task<void> push(ControlCall& call, Exchange& exchange) {
-  const std::string& name = call.params.at("name");
-  if (!visible(call, name))
-    co_return co_await respond_error(exchange, templates::TemplateStore::no_such_template(name));
+  const std::string& asked = call.params.at("name");
+  auto id = template_id(call, asked);
+  if (!id)
+    co_return co_await respond_error(exchange, templates::TemplateStore::no_such_template(asked));
   auto access = co_await registry_access(exchange);
   if (!access) co_return co_await respond_error(exchange, access.error());
-  BuildJob job = [&store = call.service.templates(), name,
+  BuildJob job = [&store = call.service.templates(), name = std::move(*id),
                   access = std::move(*access)](const templates::BuildProgressFn& progress) {
     return store.push(name, access, progress);
   };
@@ -392,12 +406,12 @@ Task<void> push(ControlCall& call, Exchange& exchange) {
 }
 
 Task<void> pull(ControlCall& call, Exchange& exchange) {
-  const std::string& name = call.params.at("name");
-  if (auto refused = refuse_build(call, name, true))
-    co_return co_await respond_error(exchange, refused->first, refused->second);
+  auto id = build_id(call, call.params.at("name"), true);
+  if (!id) co_return co_await respond_error(exchange, id.error());
   auto access = co_await registry_access(exchange);
   if (!access) co_return co_await respond_error(exchange, access.error());
-  BuildJob job = [&store = call.service.templates(), name, owner = call.caller.team,
+  BuildJob job = [&store = call.service.templates(), name = std::move(*id),
+                  owner = call.caller.team,
                   access = std::move(*access)](const templates::BuildProgressFn& progress) {
     return store.pull(name, access, owner, progress);
   };
@@ -437,17 +451,20 @@ size_t sandboxes_on(Service& service, const std::string& name) {
 
 Task<void> templates_list(ControlCall& call, Exchange& exchange) {
   std::vector<templates::TemplateInfo> shown;
-  for (auto& info : call.service.templates().list()) {
-    if (visible(call, info.name)) shown.push_back(shown_to(call, std::move(info)));
+  const auto& store = call.service.templates();
+  for (auto& info : store.list()) {
+    if (store.visible_to(info.name, call.caller.team))
+      shown.push_back(shown_to(call, std::move(info)));
   }
   co_await respond_json(exchange, 200, list_json(shown));
 }
 
 Task<void> template_get(ControlCall& call, Exchange& exchange) {
   const std::string& name = call.params.at("name");
-  if (!visible(call, name))
+  auto id = template_id(call, name);
+  if (!id)
     co_return co_await respond_error(exchange, templates::TemplateStore::no_such_template(name));
-  auto info = call.service.templates().inspect(name);
+  auto info = call.service.templates().inspect(*id);
   if (!info) co_return co_await respond_error(exchange, info.error());
   co_await respond_json(exchange, 200, info_json(shown_to(call, std::move(*info))));
 }
@@ -457,21 +474,13 @@ json alias_json(const std::string& template_id, bool is_public) {
 }
 
 // E2B's GET /templates/aliases/{alias} (Template.exists()): 200 for a name the
-// caller may use, 403 for one another team owns (E2B's answer; a build under
-// that name is refused as taken anyway, so this tells nothing new), 404 else.
+// caller may use, 404 else; names are per team, so another team's use of the
+// name is nothing to the caller (E2B answers 403 there).
 Task<void> template_alias_get(ControlCall& call, Exchange& exchange) {
   const std::string& name = call.params.at("alias");
-  auto& store = call.service.templates();
-  const bool usable = visible(call, name);
-  auto id =
-      usable ? store.resolve(name) : Result<std::string>(Error::with_message("not found", ENOENT));
-  if (!id) {
-    const bool foreign = !usable && store.owner_of(name).has_value();
-    const std::string message =
-        "template '" + name + (foreign ? "' belongs to another team" : "' not found");
-    co_return co_await respond_error(exchange, foreign ? 403 : 404, message);
-  }
-  co_await respond_json(exchange, 200, alias_json(*id, store.is_builtin(name)));
+  auto id = template_id(call, name);
+  if (!id) co_return co_await respond_error(exchange, 404, "template '" + name + "' not found");
+  co_await respond_json(exchange, 200, alias_json(*id, call.service.templates().is_builtin(*id)));
 }
 
 // A foreign template is as absent as an unknown one; a built-in, and one that
@@ -481,13 +490,15 @@ Task<void> template_remove(ControlCall& call, Exchange& exchange) {
   const auto& query = exchange.request().query;
   const bool force = query.count("force") && query.at("force") == "true";
   auto& store = call.service.templates();
-  if (!visible(call, name))
+  auto found = template_id(call, name);
+  if (!found)
     co_return co_await respond_error(exchange, templates::TemplateStore::no_stored_template(name));
-  if (!call.caller.admin && store.is_builtin(name)) {
+  const std::string& id = *found;
+  if (!call.caller.admin && store.is_builtin(id)) {
     co_return co_await respond_error(exchange, 403,
                                      "'" + name + "' is built in: only an admin key may remove it");
   }
-  const size_t running = sandboxes_on(call.service, name);
+  const size_t running = sandboxes_on(call.service, id);
   const bool used = running > 0;
   if (used && !force) {
     co_return co_await respond_error(
@@ -498,7 +509,7 @@ Task<void> template_remove(ControlCall& call, Exchange& exchange) {
     co_return co_await respond_error(exchange, 403,
                                      "only an admin key may force-remove a template in use");
   }
-  const Status removed = store.remove(name, used);
+  const Status removed = store.remove(id, used);
   if (!removed) co_return co_await respond_error(exchange, removed.error());
   if (!used) co_return co_await exchange.respond(204, "application/json", "");
   // Forced: say how many sandboxes keep its layers until they end.
@@ -523,9 +534,11 @@ Task<void> template_push(ControlCall& call, Exchange& exchange) { co_await push(
 Task<void> template_pull(ControlCall& call, Exchange& exchange) { co_await pull(call, exchange); }
 
 Task<void> template_export(ControlCall& call, Exchange& exchange) {
-  const std::string& name = call.params.at("name");
-  if (!visible(call, name))
-    co_return co_await respond_error(exchange, templates::TemplateStore::no_such_template(name));
+  const std::string& asked = call.params.at("name");
+  auto id = template_id(call, asked);
+  if (!id)
+    co_return co_await respond_error(exchange, templates::TemplateStore::no_such_template(asked));
+  const std::string& name = *id;
   Service& service = call.service;
   auto dir = service.templates().upload_dir();  // removed when the stream ends
   if (!dir) co_return co_await respond_error(exchange, dir.error());

@@ -281,11 +281,7 @@ Result<std::string> template_of(templates::TemplateStore& templates,
                                 const CreateSandboxRequest& request, const Caller& caller) {
   // Another team's template creates like an unknown one, and the error names
   // no template the caller may not see.
-  if (!templates.visible_to(request.template_name, caller.team)) {
-    const Error unknown = templates.unknown_for(request.template_name, caller.team);
-    return Error::with_message(unknown.message(), kErrBadInput);
-  }
-  auto resolved = templates.resolve(request.template_name);
+  auto resolved = templates.resolve_for(caller.team, request.template_name);
   if (!resolved) return Error::with_message(resolved.error().message(), kErrBadInput);
   if (!request.wait_for_build && !templates.is_built(*resolved)) {
     return Error::with_message("template '" + *resolved + "' " + kNotBuiltYet +
@@ -352,8 +348,8 @@ http::Task<Result<SandboxRow>> Service::create_on(CreateSandboxRequest request,
   std::shared_ptr<void> warm_up;
   templates::ProcessDefaults defaults;
   co_await pool_.run([&] {
-    auto rootfs = source ? rootfs_of(*source, &defaults)
-                         : templates_.rootfs(request.template_name, &defaults);
+    auto rootfs =
+        source ? rootfs_of(*source, &defaults) : templates_.rootfs(row.template_id, &defaults);
     if (!rootfs) {
       failure = Error::with_message(rootfs.error().message(),
                                     source ? rootfs.error().errnum : kErrBadInput);

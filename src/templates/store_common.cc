@@ -26,10 +26,35 @@ bool valid_name(const std::string& name) {
   return true;
 }
 
-Status check_buildable_name(const std::string& name) {
-  if (valid_name(name) && name != kHost) return {};
+namespace {
+
+// A team name as api_keys.cc accepts it: 1-63 of a-z, 0-9, '_' and '-'.
+bool valid_team(std::string_view team) {
+  if (team.empty() || team.size() > 63) return false;
+  for (char c : team) {
+    const bool ok = std::islower(static_cast<unsigned char>(c)) ||
+                    std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool valid_id(const std::string& id) {
+  const auto at = id.rfind('@');
+  if (at == std::string::npos) return valid_name(id);
+  return valid_name(id.substr(0, at)) && valid_team(std::string_view(id).substr(at + 1));
+}
+
+Error unbuildable_name(const std::string& name) {
   return Error{"template build", EINVAL,
                "'" + name + "' cannot be a template name: use [a-z0-9._-] (host is built in)"};
+}
+
+Status check_buildable_name(const std::string& id) {
+  if (valid_id(id) && id != kHost) return {};
+  return unbuildable_name(id);
 }
 
 Result<UniqueFd> lock_builds(const fs::path& templates_dir, bool wait) {

@@ -26,9 +26,14 @@ inline constexpr const char* kCodeInterpreter = "code-interpreter-v1";
 inline constexpr const char* kUnownedTeam = "default";
 inline constexpr const char* kBuildingPrefix = ".building-";
 
+// A name users give a template: [a-z0-9._-], starting with a letter or digit.
 bool valid_name(const std::string& name);
-// An error that says what a name may be, unless `name` can name a built template.
-Status check_buildable_name(const std::string& name);
+// A stored template's id: a valid name, or `name@team` (TemplateStore::id_for).
+bool valid_id(const std::string& id);
+// What a build under a name that cannot be one is refused with.
+Error unbuildable_name(const std::string& name);
+// unbuildable_name's error, unless `id` can name a built template.
+Status check_buildable_name(const std::string& id);
 
 Result<UniqueFd> lock_builds(const fs::path& templates_dir, bool wait);
 Status ensure_templates_dir(const fs::path& dir);

@@ -185,12 +185,12 @@ Result<TemplateMeta> TemplateStore::from_image(const std::string& image,
   }
   // Another team's template is as unknown here as everywhere else.
   const std::string team = request.owner.empty() ? store::kUnownedTeam : request.owner;
-  if (!valid_name(image) || (!fs::exists(dir_ / image / "meta.json") && !has_spec(image)) ||
-      !visible_to(image, team))
+  auto id = resolve_for(team, image);
+  if (!id || !fs::exists(dir_ / *id / "meta.json"))
     return Error{"FROM", ENOENT,
                  "unknown template '" + image +
                      "' in FROM; use a template name, debian:<suite> or an image archive"};
-  return read_meta(dir_ / image);
+  return read_meta(dir_ / *id);
 }
 
 Result<TemplateInfo> TemplateStore::build_sandboxfile(const SandboxfileRequest& request,

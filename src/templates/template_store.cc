@@ -22,7 +22,7 @@ using store::lock_builds;
 using store::take_build_lock;
 using store::try_build_lock;
 using store::unknown_template;
-using store::valid_name;
+using store::valid_id;
 
 using store::kBase;
 using store::kCodeInterpreter;
@@ -170,7 +170,7 @@ Result<runtime::RootfsSpec> TemplateStore::rootfs(const std::string& name,
 
 Result<std::string> TemplateStore::resolve(const std::string& name) const {
   if (name == kHost) return std::string(kHost);
-  if (valid_name(name) && (fs::exists(dir_ / name / "meta.json") || has_spec(name))) return name;
+  if (valid_id(name) && (fs::exists(dir_ / name / "meta.json") || has_spec(name))) return name;
   std::string names;
   for (const auto& info : list()) names += (names.empty() ? "" : ", ") + info.name;
   return unknown_template(name, names);
@@ -190,7 +190,7 @@ std::vector<TemplateInfo> TemplateStore::list() const {
   std::error_code ec;
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name == kBase || name == kCodeInterpreter || !valid_name(name)) continue;
+    if (name == kBase || name == kCodeInterpreter || !valid_id(name)) continue;
     if (auto meta = read_meta(it->path())) out.push_back(info_from(*meta));
   }
   return out;
@@ -198,7 +198,7 @@ std::vector<TemplateInfo> TemplateStore::list() const {
 
 Result<TemplateInfo> TemplateStore::inspect(const std::string& name) const {
   if (name == kHost) return host_info();
-  if (valid_name(name)) {
+  if (valid_id(name)) {
     if (auto meta = read_meta(dir_ / name)) return info_from(*meta);
     if (has_spec(name)) return unbuilt_info(name);
   }
@@ -225,7 +225,8 @@ std::filesystem::path TemplateStore::log_path(const std::string& name) const {
 
 Result<TemplateInfo> TemplateStore::publish(TemplateMeta meta) {
   const std::string& name = meta.name;
-  // Checked again here, under the lock: two teams may race for a new name.
+  // The daemon builds under the caller's own id (id_for), so this guards only
+  // against a caller of the store that did not.
   const std::string team = meta.owner.empty() ? store::kUnownedTeam : meta.owner;
   if (!visible_to(name, team) && owner_of(name)) return name_taken(name);
   meta.created_ms = unix_ms_now();
@@ -263,7 +264,7 @@ Result<UploadDir> TemplateStore::upload_dir() {
 
 Status TemplateStore::remove(const std::string& name, bool in_use) {
   if (name == kHost) return Error{"template rm", EPERM, "host is built in and cannot be removed"};
-  if (!valid_name(name) || !fs::exists(dir_ / name / "meta.json")) {
+  if (!valid_id(name) || !fs::exists(dir_ / name / "meta.json")) {
     return no_stored_template(name);
   }
   auto lock = take_build_lock(dir_);

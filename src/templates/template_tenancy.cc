@@ -12,6 +12,7 @@ using store::kBase;
 using store::kCodeInterpreter;
 using store::kHost;
 using store::kUnownedTeam;
+using store::valid_id;
 using store::valid_name;
 
 bool builtin_id(const std::string& id) {
@@ -29,7 +30,7 @@ bool TemplateStore::is_builtin(const std::string& name) const {
 }
 
 std::optional<std::string> TemplateStore::owner_of(const std::string& name) const {
-  if (!valid_name(name)) return std::nullopt;
+  if (!valid_id(name)) return std::nullopt;
   auto meta = read_meta(dir_ / name);
   if (!meta) return std::nullopt;
   return meta->owner.empty() ? std::string(kUnownedTeam) : meta->owner;
@@ -44,9 +45,33 @@ bool TemplateStore::visible_to(const std::string& name, const std::string& team)
 Error TemplateStore::unknown_for(const std::string& name, const std::string& team) const {
   std::string names;
   for (const auto& info : list()) {
-    if (visible_to(info.name, team)) names += (names.empty() ? "" : ", ") + info.name;
+    if (visible_to(info.name, team)) names += (names.empty() ? "" : ", ") + name_of_id(info.name);
   }
   return store::unknown_template(name, names);
 }
+
+Result<std::string> TemplateStore::id_for(const std::string& team, const std::string& name) const {
+  if (!valid_name(name) || name == kHost) return store::unbuildable_name(name);
+  if (is_builtin(name)) return name;  // an admin's to replace (the daemon checks)
+  const std::string scoped = name + "@" + team;
+  if (fs::exists(dir_ / scoped / "meta.json")) return scoped;
+  const auto owner = owner_of(name);
+  return (owner ? *owner == team : team == kUnownedTeam) ? name : scoped;
+}
+
+Result<std::string> TemplateStore::resolve_for(const std::string& team,
+                                               const std::string& name) const {
+  const auto at = name.rfind('@');
+  if (at != std::string::npos) {
+    if (name.substr(at + 1) == team && valid_id(name) && is_built(name)) return name;
+  } else if (valid_name(name)) {
+    const std::string scoped = name + "@" + team;
+    if (fs::exists(dir_ / scoped / "meta.json")) return scoped;
+    if (visible_to(name, team)) return resolve(name);
+  }
+  return unknown_for(name, team);
+}
+
+std::string TemplateStore::name_of_id(const std::string& id) { return id.substr(0, id.rfind('@')); }
 
 }  // namespace abx::templates

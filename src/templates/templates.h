@@ -145,6 +145,18 @@ class TemplateStore {
   // What resolve() answers for an unknown name, listing only what `team` sees:
   // the answer for a foreign template too.
   Error unknown_for(const std::string& name, const std::string& team) const;
+  // Names are per team. A stored template's id is its name for a built-in,
+  // for the default team's and for one stored before names were per team
+  // (its owner keeps it); any other team's is `name@team`. Two teams may use
+  // one name, and neither can learn that the other does.
+  // The id under which `team` builds, imports or replaces template `name`;
+  // an error when `name` cannot be a template name.
+  Result<std::string> id_for(const std::string& team, const std::string& name) const;
+  // The template id `name` means to `team`: its own template of that name, a
+  // built-in, or the id itself; else unknown_for's error.
+  Result<std::string> resolve_for(const std::string& team, const std::string& name) const;
+  // The name users gave template `id`.
+  static std::string name_of_id(const std::string& id);
   // What inspect() and remove() answer for an unknown name.
   static Error no_such_template(const std::string& name);
   static Error no_stored_template(const std::string& name);

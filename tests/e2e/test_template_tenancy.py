@@ -225,18 +225,50 @@ def test_another_teams_template_answers_like_an_unknown_one(own_daemon, image):
     assert "tiny" in template_names(own_daemon, own_daemon.api_key), "the owner still has it"
 
 
-def test_a_name_another_team_owns_cannot_be_taken(own_daemon, image):
+def alias_answer(d: Daemon, key: str, name: str) -> tuple[int, str]:
+    """E2B's Template.exists(): what GET /templates/aliases/NAME tells `key`."""
+    with client(d, key) as api:
+        r = api.get(f"/templates/aliases/{name}")
+    return r.status_code, r.json().get("message", "").replace(name, "NAME")
+
+
+def test_two_teams_may_use_one_name_and_neither_learns_of_the_other(own_daemon, image):
     assert import_image(own_daemon, own_daemon.api_key, "tiny", image).status_code == 200
     other = team_key(own_daemon, "other")
+    # Probing the name tells the other team nothing: as for a name nobody uses.
+    assert alias_answer(own_daemon, other, "tiny") == alias_answer(own_daemon, other, "no-such")
+    assert alias_answer(own_daemon, other, "tiny")[0] == 404
+
     r = import_image(own_daemon, other, "tiny", image)
-    assert r.status_code == 409, r.text
-    assert r.json()["message"] == "template name 'tiny' is in use, choose another"
+    assert r.status_code == 200, r.text
+    with client(own_daemon, other) as api:
+        theirs = api.get("/abx/v1/templates/tiny").json()
     with own_daemon.api() as admin:
-        info = admin.get("/abx/v1/templates/tiny").json()
-    assert info["owner"] == "default", "the owner's template is untouched"
-    # A name nobody holds is free for the other team, and then hidden from the first.
-    assert import_image(own_daemon, other, "tiny-other", image).status_code == 200
-    assert "tiny-other" not in template_names(own_daemon, own_daemon.api_key)
+        mine = admin.get("/abx/v1/templates/tiny").json()
+    assert theirs["name"] == mine["name"] == "tiny"
+    assert theirs["owner"] == "other" and mine["owner"] == "default"
+    assert theirs["resolved"] != mine["resolved"], "two templates, not one"
+    assert alias_answer(own_daemon, other, "tiny")[0] == 200
+
+    # Each team's sandbox runs on its own; removing one leaves the other's.
+    ours, yours = create(own_daemon, own_daemon.api_key, "tiny"), create(own_daemon, other, "tiny")
+    assert ours.status_code == yours.status_code == 201, (ours.text, yours.text)
+    assert ours.json()["templateID"] == mine["resolved"]
+    assert yours.json()["templateID"] == theirs["resolved"]
+    for key, sandbox in ((own_daemon.api_key, ours), (other, yours)):
+        with client(own_daemon, key) as api:
+            assert api.delete(f"/sandboxes/{sandbox.json()['sandboxID']}").status_code == 204
+    with client(own_daemon, other) as api:
+        assert api.delete("/abx/v1/templates/tiny").status_code == 204
+    assert "tiny" not in template_names(own_daemon, other)
+    with own_daemon.api() as admin:
+        assert admin.get("/abx/v1/templates/tiny").json()["owner"] == "default"
+    # A user cannot name another team's id to reach its template.
+    third = team_key(own_daemon, "third")
+    assert create(own_daemon, third, mine["resolved"] + "@third").status_code == 400
+    with client(own_daemon, third) as api:
+        assert api.get("/abx/v1/templates/tiny@default").status_code == 404
+    assert import_image(own_daemon, third, "tiny@third", image).status_code == 400
 
 
 def test_a_sandboxfile_cannot_build_from_another_teams_template(own_daemon, image, tmp_path):

@@ -594,7 +594,7 @@ def test_interrupted_pull_leaves_nothing(template_daemon, second_daemon, registr
 def test_another_teams_template_is_not_pushed_nor_replaced_by_a_pull(template_daemon, registry,
                                                                      source_template):
     """Tenancy as for import: another team's template is unknown to push (404) and its name
-    is taken for pull (409); nothing reaches the registry."""
+    is the other team's own for pull; nothing of the owner's reaches the registry."""
     with template_daemon.api() as admin:
         made = admin.post("/abx/v1/keys", json={"team": "other-team", "name": "registry test"})
         assert made.status_code == 201, made.text
@@ -604,8 +604,13 @@ def test_another_teams_template_is_not_pushed_nor_replaced_by_a_pull(template_da
         with template_daemon.api() as api:
             r = api.post(f"/abx/v1/templates/{source_template}/push", json=body, headers=headers)
             assert r.status_code == 404, r.text
+            # Names are per team: a pull under the name is the other team's own template
+            # (here it fails: the push was refused, so the registry has no such image),
+            # and the owner's template is untouched.
             r = api.post(f"/abx/v1/templates/{source_template}/pull", json=body, headers=headers)
-            assert r.status_code == 409, r.text
+            assert r.status_code == 200 and "no such image" in r.text, r.text
+            owned = api.get(f"/abx/v1/templates/{source_template}").json()
+            assert owned["owner"] == "default" and owned["resolved"] == source_template, owned
             r = api.post(f"/abx/v1/templates/{source_template}/push", json=body,
                          headers={"X-Registry-Auth": "%%%"})
             assert r.status_code == 400, r.text

@@ -185,8 +185,40 @@ TEST_F(TemplateTenancyTest, ReleaseWaitsWhileABuildHoldsTheLock) {
   EXPECT_FALSE(has_layer("l-a"));
 }
 
-// The routes refuse first; the store checks again under its lock, where two
-// teams racing for one new name meet.
+// Names are per team: a team's template of a name another team uses is its
+// own id (name@team), and each team's lookups find only its own.
+TEST_F(TemplateTenancyTest, TwoTeamsKeepTheirOwnTemplatesOfOneName) {
+  store_template("shared", "alpha", {"l-alpha"});  // stored before names were per team
+  TemplateStore store(templates_, runtime_);
+  const auto quiet = [](const std::string&) {};
+
+  auto id = store.id_for("beta", "shared");
+  ASSERT_TRUE(id.ok()) << id.error().message();
+  EXPECT_EQ(*id, "shared@beta");
+  ASSERT_TRUE(store.import_image(*id, docker_image(), "test", "beta", quiet).ok());
+  EXPECT_EQ(read_meta(templates_ / "shared")->layers, std::vector<std::string>{"l-alpha"});
+
+  EXPECT_EQ(store.resolve_for("alpha", "shared").value(), "shared");
+  EXPECT_EQ(store.resolve_for("beta", "shared").value(), "shared@beta");
+  EXPECT_EQ(store.resolve_for("beta", "shared@beta").value(), "shared@beta");
+  EXPECT_EQ(store.id_for("alpha", "shared").value(), "shared");
+  EXPECT_EQ(store.id_for("beta", "shared").value(), "shared@beta");
+  EXPECT_EQ(store.id_for("default", "fresh").value(), "fresh");
+  EXPECT_EQ(store.id_for("beta", "base").value(), "base");  // built-ins are everyone's
+
+  // A third team, or one naming another's id, gets the unknown name's answer.
+  auto other = store.resolve_for("gamma", "shared");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().message().find("beta"), std::string::npos);
+  EXPECT_EQ(store.unknown_for("shared", "gamma").message(), other.error().message());
+  EXPECT_FALSE(store.resolve_for("alpha", "shared@beta").ok());
+  EXPECT_FALSE(store.id_for("alpha", "shared@beta").ok());  // users never name an id
+  EXPECT_EQ(TemplateStore::name_of_id("shared@beta"), "shared");
+  EXPECT_EQ(store.unknown_for("x", "beta").message().find("shared@beta"), std::string::npos);
+}
+
+// The daemon builds under the caller's own id (id_for); the store still
+// refuses to replace another team's template when asked to directly.
 TEST_F(TemplateTenancyTest, ImportUnderAnotherTeamsNameIsRefusedAndLeavesItsTemplate) {
   store_template("taken", "alpha", {"l-taken"});
   TemplateStore store(templates_, runtime_);
