@@ -29,6 +29,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         again.slice.chunks.size() != read.slice.chunks.size() || again.slice.end != read.slice.end)
       std::abort();
   }
+  proto::Hello hello;
+  if (proto::decode(input, &hello)) {
+    proto::Hello again;
+    if (!proto::decode(proto::encode(hello), &again) || again.token != hello.token ||
+        again.version != hello.version)
+      std::abort();
+  }
+  // What a TCP client's bytes become: frames, each within the bound.
+  proto::FrameReader frames;
+  frames.feed(input.data(), input.size());
+  for (std::string one; frames.next(&one) == proto::FrameReader::Next::kFrame;)
+    if (one.size() > proto::kMaxMessage) std::abort();
   proto::Reply reply;
   (void)proto::decode(input, &reply);
   proto::FileReply file_reply;

@@ -2,10 +2,14 @@
 //   abx-init <config fd> <status fd> <listen fd> <handoff fd>
 // inside fresh user/pid/mount/ipc/uts/net namespaces, with every signal
 // blocked. It contains itself (contain.cc), reports on the status fd, then
-// serves the control socket (server.cc). Single-threaded on purpose.
+// serves the control socket (server.cc), and a TCP port too when the runtime
+// asks (InitConfig::tcp_port). Single-threaded on purpose.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -100,6 +104,25 @@ int setup_signals() {
   return ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+// The TCP listener of InitConfig::tcp_port, in the sandbox's network.
+abx::Result<int> listen_tcp(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return abx::Error::from_errno("agent tcp socket");
+  const int on = 1;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(fd, 64) != 0) {
+    auto error = abx::Error::from_errno("agent tcp listen", "port " + std::to_string(port));
+    ::close(fd);
+    return error;
+  }
+  return fd;
+}
+
 }  // namespace
 }  // namespace abx::agent
 
@@ -121,7 +144,15 @@ int main(int argc, char** argv) {
   if (!config.raw_sockets) caps::withhold(CAP_NET_RAW);
   const int signal_fd = setup_signals();
   abx::Status contained = signal_fd >= 0 ? contain(config) : abx::Error::from_errno("signalfd");
+  int tcp_fd = -1;
+  if (contained && config.tcp_port != 0) {
+    auto listening = listen_tcp(config.tcp_port);
+    if (listening)
+      tcp_fd = *listening;
+    else
+      contained = listening.error();
+  }
   report(fds.status, contained);
   if (!contained) return 1;
-  serve(fds.listen, signal_fd, config);
+  serve(fds.listen, signal_fd, config, tcp_fd);
 }

@@ -187,6 +187,8 @@ std::string encode(const InitConfig& c) {
   w.str(c.nameserver);
   w.u8(c.raw_sockets);
   w.u8(c.allow_setid);
+  w.u32(c.tcp_port);
+  w.str(c.tcp_token);
   return w.take();
 }
 
@@ -194,11 +196,14 @@ bool decode(const std::string& bytes, InitConfig* c) {
   Reader r(bytes);
   std::vector<std::string> binds;
   uint8_t full = 0, writable = 0, workload = 0, raw = 0, setid = 0;
+  uint32_t tcp_port = 0;
   if (!r.str(&c->hostname) || !r.u64(&c->disk_bytes) || !r.strs(&c->lower_layers) ||
       !r.strs(&binds) || binds.size() % 2 != 0 || !r.u8(&full) || !r.str(&c->seccomp_bpf) ||
       !r.u8(&writable) || !r.u64(&c->shm_bytes) || !r.strs(&c->proc_views) || !r.u8(&workload) ||
-      !r.str(&c->nameserver) || !r.u8(&raw) || !r.u8(&setid) || !r.done())
+      !r.str(&c->nameserver) || !r.u8(&raw) || !r.u8(&setid) || !r.u32(&tcp_port) ||
+      tcp_port > 65535 || !r.str(&c->tcp_token) || !r.done())
     return false;
+  c->tcp_port = static_cast<uint16_t>(tcp_port);
   for (size_t i = 0; i < binds.size(); i += 2) c->binds.emplace_back(binds[i], binds[i + 1]);
   c->full_id_map = full != 0;
   c->host_writable_dir = writable != 0;
@@ -471,6 +476,87 @@ Result<bool> recv_message(int sock, std::string* bytes, std::vector<UniqueFd>* f
     return Error{"receive from sandbox socket", EMSGSIZE, "message truncated"};
   bytes->resize(static_cast<size_t>(n));
   if (n == 0 && fds->empty()) return false;
+  return true;
+}
+
+std::string encode(const Hello& hello) {
+  Writer w;
+  w.u32(hello.version);
+  w.str(hello.token);
+  return w.take();
+}
+
+bool decode(const std::string& bytes, Hello* hello) {
+  Reader r(bytes);
+  return r.u32(&hello->version) && r.str(&hello->token) && r.done();
+}
+
+bool same_token(const std::string& a, const std::string& b) {
+  unsigned char differ = a.size() == b.size() ? 0 : 1;
+  const std::string& walk = differ ? a : b;  // same length when compared for real
+  for (size_t i = 0; i < walk.size(); ++i) differ |= static_cast<unsigned char>(a[i] ^ walk[i]);
+  return differ == 0 && !a.empty();
+}
+
+FrameReader::Next FrameReader::next(std::string* frame) {
+  uint32_t size = 0;
+  if (buffer_.size() < sizeof size) return Next::kMore;
+  std::memcpy(&size, buffer_.data(), sizeof size);
+  if (size > kMaxMessage) return Next::kTooBig;
+  if (buffer_.size() - sizeof size < size) return Next::kMore;
+  frame->assign(buffer_, sizeof size, size);
+  buffer_.erase(0, sizeof size + size);
+  return Next::kFrame;
+}
+
+std::string frame(const std::string& message) {
+  const auto size = static_cast<uint32_t>(message.size());
+  std::string out(reinterpret_cast<const char*>(&size), sizeof size);
+  return out + message;
+}
+
+Status send_frame(int sock, const std::string& message) {
+  if (message.size() > kMaxMessage) return Error{"send frame", EMSGSIZE, {}};
+  const std::string bytes = frame(message);
+  for (size_t sent = 0; sent < bytes.size();) {
+    const ssize_t n = ::send(sock, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error::from_errno("send frame");
+    sent += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+namespace {
+
+// Reads exactly `size` bytes; false on EOF before any of them.
+Result<bool> recv_exact(int sock, char* into, size_t size) {
+  for (size_t got = 0; got < size;) {
+    const ssize_t n = ::recv(sock, into + got, size - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::from_errno("receive frame");
+    if (n == 0) {
+      if (got == 0) return false;
+      return Error{"receive frame", EPROTO, "the connection ended inside a frame"};
+    }
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+// Exactly one frame: a reply is never followed by anything unasked.
+Result<bool> recv_frame(int sock, std::string* message) {
+  uint32_t size = 0;
+  auto header = recv_exact(sock, reinterpret_cast<char*>(&size), sizeof size);
+  if (!header || !*header) return header;
+  if (size > kMaxMessage) return Error{"receive frame", EMSGSIZE, {}};
+  message->assign(size, '\0');
+  auto body = recv_exact(sock, message->data(), size);
+  if (!body) return body.error();
+  if (!*body && size > 0)
+    return Error{"receive frame", EPROTO, "the connection ended inside a frame"};
   return true;
 }
 

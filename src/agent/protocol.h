@@ -23,6 +23,17 @@
 //           the read end of the data pipe. Init hands the connection to a
 //           worker it forks (see agent/file_worker.h), which answers with
 //           FileReply messages, the last one `done`, and exits.
+// Over TCP (InitConfig::tcp_port: the transport for a daemon that is not on
+// the sandbox's host) no fds travel and every message is a frame (see
+// FrameReader). A connection's first frame is a Hello with the protocol's
+// version and the sandbox's token; anything else closes it. Served there:
+//   kSpawn  the agent makes the pipes: the command is supervised with an
+//           output ring (ring_bytes, default kDefaultTcpRingBytes), no stdin,
+//           no pty, and its timeout_ms is the agent's to enforce.
+//           reply: Reply{pid}.
+//   kRead   as above; the slice's `ended` carries the exit status.
+//   kSignal as above.
+// Any other request gets a Reply with EPROTONOSUPPORT.
 // Start-up: the runtime hands init an InitConfig on an fd, then the O_PATH
 // fds of the rootfs sources in one message on the handoff socket, and waits
 // for one StatusReport ("ready" or the failing step) on a pipe.
@@ -72,6 +83,10 @@ struct InitConfig {
   // true: no no_new_privs, so set-id programs work (sudo in `base`); only for
   // a template whose spec asks for it (RootfsSpec::allow_setid).
   bool allow_setid = false;
+  // Non-zero: init also listens on this TCP port (all addresses of the
+  // sandbox's network) for clients that show `tcp_token` in their Hello.
+  uint16_t tcp_port = 0;
+  std::string tcp_token;
   // Not encoded: O_PATH fds of each lower layer, then of each bind source,
   // then of the writable dir if any, then of lxcfs's proc dir if there are
   // proc_views, received by init in the handoff message (see spawner.h).
@@ -138,6 +153,7 @@ struct Request {
   uint32_t max_bytes = 0;
 };
 inline constexpr uint32_t kMaxReadBytes = 128 * 1024;
+inline constexpr uint32_t kDefaultTcpRingBytes = 1024 * 1024;
 inline constexpr uint32_t kMaxRingBytes = 64 * 1024 * 1024;
 
 // Ends a supervised spawn hands init after its stdio: the exit pipe's read
@@ -212,6 +228,36 @@ struct ReadReply {
 };
 std::string encode(const ReadReply& reply);
 bool decode(const std::string& bytes, ReadReply* reply);
+
+// The first frame on a TCP connection. The version lets a later agent
+// refuse (or adapt to) an older daemon; this one serves only its own.
+inline constexpr uint32_t kProtocolVersion = 1;
+struct Hello {
+  uint32_t version = kProtocolVersion;
+  std::string token;
+};
+std::string encode(const Hello& hello);
+bool decode(const std::string& bytes, Hello* hello);
+// Compares in time independent of where they differ: the token is a secret.
+bool same_token(const std::string& a, const std::string& b);
+
+// Frames on a byte stream: a 4-byte little-endian length, then that many
+// bytes (at most kMaxMessage). Fed what arrives, in pieces of any size.
+class FrameReader {
+ public:
+  enum class Next { kFrame, kMore, kTooBig };
+  void feed(const char* data, size_t size) { buffer_.append(data, size); }
+  // kFrame: the oldest whole frame is in *frame; kMore: none yet; kTooBig:
+  // the stream claims a frame over the bound (the connection must go).
+  Next next(std::string* frame);
+
+ private:
+  std::string buffer_;
+};
+std::string frame(const std::string& message);
+// Blocking: the whole frame, or an error (EOF counts: false, no error).
+Status send_frame(int sock, const std::string& message);
+Result<bool> recv_frame(int sock, std::string* message);
 
 // What a kOpen may hand out, checked by init before it replies and again by
 // the daemon on the fd it receives: a regular file (EISDIR for a directory,

@@ -20,6 +20,7 @@
 #include "agent/launch.h"
 #include "agent/open_file.h"
 #include "agent/output_relay.h"
+#include "agent/tcp_clients.h"
 
 namespace abx::agent {
 namespace {
@@ -28,8 +29,10 @@ using Clock = std::chrono::steady_clock;
 
 class Server {
  public:
-  Server(int listen_fd, int signal_fd, const proto::InitConfig& config)
-      : listen_fd_(listen_fd), signal_fd_(signal_fd), config_(config) {}
+  Server(int listen_fd, int signal_fd, const proto::InitConfig& config, int tcp_listen_fd)
+      : listen_fd_(listen_fd), signal_fd_(signal_fd), config_(config) {
+    if (tcp_listen_fd >= 0) tcp_.emplace(tcp_listen_fd, config.tcp_token);
+  }
 
   [[noreturn]] void run() {
     for (;;) {
@@ -42,6 +45,8 @@ class Server {
       const size_t first_start = fds.size();
       for (const auto& [client, start] : starts_)
         fds.push_back({start.launched.report.get(), POLLIN, 0});
+      const size_t first_tcp = fds.size();
+      if (tcp_) tcp_->add_pollfds(&fds, [this](int fd) { return starts_.contains(fd); });
       const size_t first_relay = fds.size();
       std::vector<OutputRelay*> relay_of;
       for (auto& [pid, relay] : relays_) {
@@ -51,6 +56,8 @@ class Server {
       if (::poll(fds.data(), fds.size(), next_deadline_ms()) < 0) continue;  // EINTR
       for (size_t i = first_relay; i < fds.size(); ++i)
         if (fds[i].revents) relay_of[i - first_relay]->handle(fds[i]);
+      for (size_t i = first_tcp; i < first_relay; ++i)
+        if (fds[i].revents) serve_tcp(fds[i]);
       if (fds[1].revents) reap();
       if (fds[0].revents) accept_client();
       for (size_t i = 2; i < first_worker; ++i)
@@ -61,6 +68,8 @@ class Server {
       kill_late_workers();
       kill_late_orphans();
       fail_late_starts();
+      if (tcp_)
+        for (const int fd : tcp_->close_late(Clock::now())) drop(fd);
       tidy_relays();
       std::erase_if(clients_, [](const UniqueFd& c) { return !c.valid(); });
     }
@@ -211,14 +220,16 @@ class Server {
       reply.pid = start.launched.pid;
       if (start.launched.pty_master.valid()) reply_fds.push_back(start.launched.pty_master.get());
     }
-    const bool sent =
-        static_cast<bool>(proto::send_message(client, proto::encode(reply), reply_fds));
+    const bool sent = answer(client, proto::encode(reply), reply_fds);
     if (!sent) drop(client);
     if (!outcome) return;
     const pid_t pid = start.launched.pid;
     exit_pipes_[pid] = std::move(start.exit_pipe);
+    // A command spawned over TCP is nobody's to hold: the agent keeps its
+    // output for kRead and enforces its timeout, whoever is connected.
+    const bool held = sent && !(tcp_ && tcp_->owns(client));
     if (start.relay) {
-      start.relay->set_held(sent);
+      start.relay->set_held(held);
       std::erase(ended_relays_, pid);  // an ended command's pid, used again
       relays_.insert_or_assign(pid, std::move(*start.relay));
     }
@@ -227,7 +238,7 @@ class Server {
         start.kept->fds.push_back(std::move(start.launched.pty_master));
       const uint32_t timeout_ms = start.kept->timeout_ms;
       Supervised& process = supervised_[pid] =
-          Supervised{std::move(*start.kept), sent ? client : -1, false, ++supervised_made_};
+          Supervised{std::move(*start.kept), held ? client : -1, false, ++supervised_made_};
       if (timeout_ms > 0) process.deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     }
     if (exit_status) report_exit(pid, *exit_status);
@@ -361,6 +372,9 @@ class Server {
         next = worker.deadline;
     for (const auto& [client, start] : starts_)
       if (!next || start.deadline < *next) next = start.deadline;
+    if (auto hello = tcp_ ? tcp_->next_deadline() : std::nullopt;
+        hello && (!next || *hello < *next))
+      next = hello;
     if (!next) return -1;
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now());
     return static_cast<int>(std::max<int64_t>(0, wait.count()));
@@ -504,8 +518,67 @@ class Server {
       if (auto relay = relays_.find(pid); relay != relays_.end()) relay->second.set_held(false);
     }
     if (starts_.contains(fd)) return;  // settle_start answers it (or drops it)
+    if (tcp_ && tcp_->owns(fd)) tcp_->close(fd);
     for (auto& c : clients_)
       if (c.get() == fd) c.reset();
+  }
+
+  // A reply on the control socket (with fds) or, to a TCP client, a frame.
+  bool answer(int client, const std::string& bytes, const std::vector<int>& fds) {
+    if (tcp_ && tcp_->owns(client)) return fds.empty() && tcp_->reply(client, bytes);
+    return static_cast<bool>(proto::send_message(client, bytes, fds));
+  }
+
+  void serve_tcp(const pollfd& ready) {
+    const auto closed = tcp_->handle(
+        ready, [this](int fd, const std::string& bytes) { serve_tcp_request(fd, bytes); });
+    for (const int fd : closed) drop(fd);
+  }
+
+  // What TCP serves (see proto.h): spawn, read and signal, no fds.
+  void serve_tcp_request(int fd, const std::string& bytes) {
+    proto::Request request;
+    std::string reply;
+    if (!proto::decode(bytes, &request)) {
+      reply = proto::encode(proto::reply_from(Error{"decode request", EPROTO, {}}));
+    } else if (request.type == proto::RequestType::kRead) {
+      reply = proto::encode(read_output(request));
+    } else if (request.type == proto::RequestType::kSignal) {
+      reply = proto::encode(signal(request.pid, request.signo));
+    } else if (request.type == proto::RequestType::kSpawn) {
+      auto started = spawn_in_band(fd, std::move(request));
+      if (started) return;  // answered once the child exec'd (settle_start)
+      reply = proto::encode(proto::reply_from(started.error()));
+    } else {
+      reply = proto::encode(proto::reply_from(
+          Error{"request", EPROTONOSUPPORT, "over TCP the agent serves spawn, read and signal"}));
+    }
+    if (!answer(fd, reply, {})) drop(fd);
+  }
+
+  // A spawn whose pipes the agent makes itself: the fds a daemon would pass
+  // (the exit pipe's write end, stdout's and stderr's, then the read ends
+  // init keeps), for a supervised command with an output ring.
+  Status spawn_in_band(int client, proto::Request request) {
+    if (request.spec.pty || request.spec.stdin_pipe || request.command_group)
+      return Error{"spawn", EPROTONOSUPPORT, "over TCP a command has no pty or stdin yet"};
+    if (starts_.contains(client)) return Error{"spawn", EBUSY, "one spawn at a time"};
+    request.supervised = true;
+    request.keep_stdin = false;
+    request.ring_bytes = request.ring_bytes == 0
+                             ? proto::kDefaultTcpRingBytes
+                             : std::min(request.ring_bytes, proto::kMaxRingBytes);
+    UniqueFd ends[3][2];
+    for (auto& pipe : ends) {
+      int p[2];
+      if (::pipe2(p, O_CLOEXEC) != 0) return Error::from_errno("pipe");
+      pipe[0] = UniqueFd(p[0]);
+      pipe[1] = UniqueFd(p[1]);
+    }
+    std::vector<UniqueFd> fds;
+    for (auto& pipe : ends) fds.push_back(std::move(pipe[1]));
+    for (auto& pipe : ends) fds.push_back(std::move(pipe[0]));
+    return spawn(client, request, std::move(fds));
   }
 
   int listen_fd_;
@@ -519,12 +592,13 @@ class Server {
   uint64_t supervised_made_ = 0;
   std::map<pid_t, OutputRelay> relays_;  // by pid, also a while after the command ended
   std::deque<pid_t> ended_relays_;       // the ended ones, oldest first
+  std::optional<TcpClients> tcp_;        // when InitConfig::tcp_port is set
 };
 
 }  // namespace
 
-void serve(int listen_fd, int signal_fd, const proto::InitConfig& config) {
-  Server(listen_fd, signal_fd, config).run();
+void serve(int listen_fd, int signal_fd, const proto::InitConfig& config, int tcp_listen_fd) {
+  Server(listen_fd, signal_fd, config, tcp_listen_fd).run();
 }
 
 }  // namespace abx::agent

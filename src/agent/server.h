@@ -8,6 +8,8 @@
 
 namespace abx::agent {
 
-[[noreturn]] void serve(int listen_fd, int signal_fd, const proto::InitConfig& config);
+// `tcp_listen_fd`: the listener of InitConfig::tcp_port, or -1.
+[[noreturn]] void serve(int listen_fd, int signal_fd, const proto::InitConfig& config,
+                        int tcp_listen_fd);
 
 }  // namespace abx::agent

@@ -147,6 +147,8 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   config.nameserver = nameserver;
   config.raw_sockets = raw_sockets;
   config.allow_setid = spec.rootfs.allow_setid;
+  config.tcp_port = spec.agent_port;
+  config.tcp_token = spec.agent_token;
   return config;
 }
 

@@ -75,6 +75,11 @@ struct SandboxSpec {
   // is handed, once made, to RuntimeConfig::warm_up with it, off the request
   // path (the daemon starts interpreters there); part of the pool key.
   std::string warm_up;
+  // Non-zero: the sandbox's agent also serves its protocol on this TCP port
+  // of the sandbox's network, to clients that show `agent_token` (the
+  // transport for a daemon on another host: agent/protocol.h, AgentTcpClient).
+  uint16_t agent_port = 0;
+  std::string agent_token;
 };
 
 // Everything needed to find a live sandbox again after the daemon restarts.

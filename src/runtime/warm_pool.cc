@@ -13,6 +13,9 @@ std::string spec_key(const SandboxSpec& spec) {
   for (const auto& bind : spec.rootfs.read_only_binds)
     key += "B" + bind.host_path.string() + '\n' + bind.sandbox_path.string() + '\n';
   key += spec.rootfs.allow_setid ? "setid\n" : "nnp\n";
+  // The token is each sandbox's own: such a sandbox is never pooled.
+  if (spec.agent_port != 0)
+    key += "agent " + std::to_string(spec.agent_port) + ' ' + spec.agent_token + '\n';
   const Limits& l = spec.limits;
   for (uint64_t value : {l.memory_bytes, l.pids, uint64_t{l.cpu_millicores}, l.disk_bytes})
     key += std::to_string(value) + ' ';

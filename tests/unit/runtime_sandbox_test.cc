@@ -1,10 +1,15 @@
 // Integration tests: real sandboxes from a `host`-style rootfs (symlinks plus
 // a read-only bind of the host's /usr). Need root; skipped otherwise.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +23,7 @@
 #include <sstream>
 #include <thread>
 
+#include "runtime/agent_tcp_client.h"
 #include "runtime/cgroup.h"
 #include "runtime/runtime.h"
 
@@ -284,6 +290,117 @@ TEST_F(SandboxTest, AnInitThatCannotRunFailsTheCreateNamingTheStep) {
   auto sb = (*rt)->create(spec);
   ASSERT_FALSE(sb);
   EXPECT_NE(sb.error().message().find("exec abx-init"), std::string::npos) << sb.error().message();
+}
+
+// A connection to `port` on the loopback of the sandbox whose PID 1 is
+// `init_pid`, made from a thread that enters its network namespace (a
+// thread's namespace is its own; it ends with the thread).
+UniqueFd connect_in_sandbox(pid_t init_pid, uint16_t port) {
+  UniqueFd connected;
+  std::thread([&] {
+    UniqueFd ns(
+        ::open(("/proc/" + std::to_string(init_pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns.valid() || ::setns(ns.get(), CLONE_NEWNET) != 0) return;
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0)
+      connected = std::move(fd);
+  }).join();
+  return connected;
+}
+
+struct Ended {
+  std::string out, err;
+  int wait_status = -1;
+};
+
+// Reads a command's kept output from the agent until it has ended (30 s at most).
+Ended read_until_ended(AgentTcpClient& agent, int pid) {
+  Ended ended;
+  uint64_t offset = 0;
+  for (int attempt = 0; attempt < 1500; ++attempt) {
+    auto slice = agent.read(pid, offset);
+    EXPECT_TRUE(slice) << slice.error().message();
+    if (!slice) break;
+    for (const auto& chunk : slice->chunks)
+      (chunk.stream == OutputStream::kStdout ? ended.out : ended.err) += chunk.bytes;
+    offset = slice->end;
+    if (slice->ended) {
+      ended.wait_status = slice->wait_status;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return ended;
+}
+
+// The transport for a daemon on another host: the agent serves spawn, read
+// and signal on a TCP port to a client with the sandbox's token, keeps the
+// output itself and enforces the timeout itself.
+TEST_F(SandboxTest, AgentServesItsTokenOverTcp) {
+  SandboxSpec spec;
+  spec.id = "t" + std::to_string(::getpid()) + "tcp";
+  spec.rootfs = rootfs();
+  spec.agent_port = 7070;
+  spec.agent_token = "a-token-of-this-sandbox";
+  auto made = runtime_->create(spec);
+  ASSERT_TRUE(made) << made.error().message();
+  records_.push_back((*made)->record());
+  Sandbox& sb = **made;
+  sandboxes_.push_back(std::move(*made));
+  const pid_t init = sb.record().init_pid;
+  const auto shell = [](const std::string& script) {
+    ProcessSpec process;
+    process.argv = {"/bin/sh", "-c", script};
+    process.env = {{"PATH", "/usr/bin:/bin"}};
+    process.uid = process.gid = 1000;
+    process.cwd = "/";
+    return process;
+  };
+
+  // A wrong token runs nothing: the agent closes the connection.
+  auto stranger = AgentTcpClient::start(connect_in_sandbox(init, 7070), "a-token-of-another");
+  ASSERT_TRUE(stranger) << stranger.error().message();
+  auto refused = stranger->spawn(shell("touch /tmp/ran"), 0);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().errnum, ECONNRESET);
+  EXPECT_EQ(run(sb, "test -e /tmp/ran").status, 256) << "the stranger's command ran";
+
+  // Code in the sandbox holding connections open without a Hello cannot keep
+  // the daemon out: beyond 16 the oldest go.
+  std::vector<UniqueFd> squatters;
+  for (int i = 0; i < 40; ++i) squatters.push_back(connect_in_sandbox(init, 7070));
+  auto agent = AgentTcpClient::start(connect_in_sandbox(init, 7070), spec.agent_token);
+  ASSERT_TRUE(agent) << agent.error().message();
+  auto pid = agent->spawn(shell("echo out; echo err >&2; exit 3"), 0);
+  ASSERT_TRUE(pid) << pid.error().message();
+  const Ended ended = read_until_ended(*agent, *pid);
+  EXPECT_EQ(ended.out, "out\n");
+  EXPECT_EQ(ended.err, "err\n");
+  EXPECT_TRUE(WIFEXITED(ended.wait_status) && WEXITSTATUS(ended.wait_status) == 3);
+
+  auto late = agent->spawn(shell("sleep 100"), 300);
+  ASSERT_TRUE(late) << late.error().message();
+  const int late_status = read_until_ended(*agent, *late).wait_status;
+  EXPECT_TRUE(WIFSIGNALED(late_status) && WTERMSIG(late_status) == SIGKILL) << late_status;
+
+  auto signalled = agent->spawn(shell("sleep 100"), 0);
+  ASSERT_TRUE(signalled) << signalled.error().message();
+  ASSERT_TRUE(agent->signal(*signalled, SIGTERM));
+  const int signalled_status = read_until_ended(*agent, *signalled).wait_status;
+  EXPECT_TRUE(WIFSIGNALED(signalled_status) && WTERMSIG(signalled_status) == SIGTERM);
+
+  ProcessSpec with_pty = shell("true");
+  with_pty.pty = true;
+  auto no_pty = agent->spawn(with_pty, 0);
+  ASSERT_FALSE(no_pty);
+  EXPECT_EQ(no_pty.error().errnum, EPROTONOSUPPORT);
+  // Still serving on the control socket, and over TCP after the refusal.
+  EXPECT_EQ(run(sb, "echo fine").out, "fine\n");
+  EXPECT_TRUE(agent->read(*pid, 0));
 }
 
 TEST_F(SandboxTest, SignalReachesTheWholeProcessGroup) {

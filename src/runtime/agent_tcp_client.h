@@ -1,0 +1,35 @@
+// A client of a sandbox agent's TCP transport (agent/protocol.h): what a
+// daemon that is not on the sandbox's host speaks to the agent. Blocking;
+// one request at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "agent/protocol.h"
+#include "common/error.h"
+#include "common/unique_fd.h"
+#include "runtime/runtime.h"
+
+namespace abx::runtime {
+
+class AgentTcpClient {
+ public:
+  // Sends the Hello on `connected` (a TCP connection to the agent's port). A
+  // wrong token or version is known only at the first call: the agent closes.
+  static Result<AgentTcpClient> start(UniqueFd connected, const std::string& token);
+
+  // A supervised command whose output the agent keeps (ring_bytes, 0: the
+  // agent's default) and which it kills after timeout_ms (0: never). It gets
+  // no stdin (it reads EOF) and no pty: not over TCP yet.
+  Result<int> spawn(const ProcessSpec& spec, uint32_t timeout_ms, uint32_t ring_bytes = 0);
+  Result<OutputSlice> read(int pid, uint64_t offset, uint32_t max_bytes = proto::kMaxReadBytes);
+  Status signal(int pid, int signo);
+
+ private:
+  explicit AgentTcpClient(UniqueFd fd) : fd_(std::move(fd)) {}
+  Result<std::string> call(const proto::Request& request);
+  UniqueFd fd_;
+};
+
+}  // namespace abx::runtime
