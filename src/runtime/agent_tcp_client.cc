@@ -21,21 +21,27 @@ Result<std::string> AgentTcpClient::call(const proto::Request& request) {
   return reply;
 }
 
+Result<proto::Reply> AgentTcpClient::call_for_reply(const proto::Request& request) {
+  auto bytes = call(request);
+  if (!bytes) return bytes.error();
+  proto::Reply reply;
+  if (!proto::decode(*bytes, &reply)) return Error{"sandbox agent", EPROTO, "malformed reply"};
+  if (!reply.ok()) return proto::error_from(reply);
+  return reply;
+}
+
 Result<int> AgentTcpClient::spawn(const ProcessSpec& spec, uint32_t timeout_ms,
                                   uint32_t ring_bytes) {
   proto::Request request;
   request.type = proto::RequestType::kSpawn;
   request.spec = spec;
   request.spec.stdin_pipe = false;  // no stdin over TCP yet: the command reads EOF
-  request.supervised = true;  // what carries the timeout and ring size on the wire
+  request.supervised = true;        // what carries the timeout and ring size on the wire
   request.timeout_ms = timeout_ms;
   request.ring_bytes = ring_bytes;
-  auto bytes = call(request);
-  if (!bytes) return bytes.error();
-  proto::Reply reply;
-  if (!proto::decode(*bytes, &reply)) return Error{"sandbox agent", EPROTO, "malformed reply"};
-  if (!reply.ok()) return proto::error_from(reply);
-  return reply.pid;
+  auto reply = call_for_reply(request);
+  if (!reply) return reply.error();
+  return reply->pid;
 }
 
 Result<OutputSlice> AgentTcpClient::read(int pid, uint64_t offset, uint32_t max_bytes) {
@@ -57,11 +63,8 @@ Status AgentTcpClient::signal(int pid, int signo) {
   request.type = proto::RequestType::kSignal;
   request.pid = pid;
   request.signo = signo;
-  auto bytes = call(request);
-  if (!bytes) return bytes.error();
-  proto::Reply reply;
-  if (!proto::decode(*bytes, &reply)) return Error{"sandbox agent", EPROTO, "malformed reply"};
-  if (!reply.ok()) return proto::error_from(reply);
+  auto reply = call_for_reply(request);
+  if (!reply) return reply.error();
   return {};
 }
 

@@ -29,6 +29,8 @@ class AgentTcpClient {
  private:
   explicit AgentTcpClient(UniqueFd fd) : fd_(std::move(fd)) {}
   Result<std::string> call(const proto::Request& request);
+  // A request answered with a Reply: its error, or the Reply.
+  Result<proto::Reply> call_for_reply(const proto::Request& request);
   UniqueFd fd_;
 };
 
