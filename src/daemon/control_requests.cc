@@ -141,6 +141,9 @@ Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint3
   auto disk = bounded_field(d, "diskSizeMB", 16, 65536);
   if (!disk) return disk.error();
   req.disk_size_mb = *disk;
+  auto output_buffer = bounded_field(d, "outputBufferBytes", 4096, 64u << 20);
+  if (!output_buffer) return output_buffer.error();
+  req.output_buffer_bytes = *output_buffer;
   auto wait = bool_field(d, "waitForBuild", true);
   if (!wait) return wait.error();
   req.wait_for_build = *wait;

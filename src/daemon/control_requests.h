@@ -33,6 +33,10 @@ struct CreateSandboxRequest {
   std::optional<uint32_t> cpu_count;
   std::optional<uint32_t> memory_mb;
   std::optional<uint32_t> disk_size_mb;
+  // Our extension: bytes of each command's stdout and of its stderr that wait
+  // while no daemon reads, and of its newest output the agent keeps
+  // (`abx serve --output-buffer`, for this sandbox only).
+  std::optional<uint32_t> output_buffer_bytes;
   // Our extension: false answers 409 instead of building an unbuilt template
   // first, so that a client can show the build's progress itself.
   bool wait_for_build = true;

@@ -65,6 +65,7 @@ json detail_json(const SandboxRow& row) {
   out["domain"] = nullptr;
   out["lifecycle"] = {{"autoResume", row.auto_resume},
                       {"onTimeout", row.auto_pause ? "pause" : "kill"}};
+  if (row.output_buffer_bytes) out["outputBufferBytes"] = row.output_buffer_bytes;
   return out;
 }
 

@@ -22,6 +22,7 @@ nlohmann::json row_to_json(const SandboxRow& row) {
       {"cpu_count", row.cpu_count},
       {"memory_mb", row.memory_mb},
       {"disk_size_mb", row.disk_size_mb},
+      {"output_buffer_bytes", row.output_buffer_bytes},
       {"default_user",
        {{"name", row.default_user},
         {"uid", row.default_uid},
@@ -72,6 +73,7 @@ Result<SandboxRow> row_from_json(const nlohmann::json& json) {
     row.cpu_count = json.at("cpu_count").get<uint32_t>();
     row.memory_mb = json.at("memory_mb").get<uint32_t>();
     row.disk_size_mb = json.at("disk_size_mb").get<uint32_t>();
+    row.output_buffer_bytes = json.value("output_buffer_bytes", 0u);
     if (const auto it = json.find("default_user"); it != json.end()) {
       row.default_user = it->value("name", "");
       row.default_uid = it->value("uid", 1000u);

@@ -30,6 +30,7 @@ struct SandboxRow {
   uint32_t cpu_count = 1;
   uint32_t memory_mb = 512;
   uint32_t disk_size_mb = 1024;
+  uint32_t output_buffer_bytes = 0;  // CreateSandboxRequest's; 0: the daemon's --output-buffer
   runtime::SandboxRecord record;
   // From the template (an image's config, a Sandboxfile's USER/WORKDIR): who
   // and where processes run when a request does not say.

@@ -61,6 +61,7 @@ CreateSandboxRequest request_like(const SandboxRow& row, int timeout_sec) {
   request.allow_public_traffic = row.traffic_access_token.empty();
   request.cpu_count = row.cpu_count;
   request.memory_mb = row.memory_mb;
+  if (row.output_buffer_bytes) request.output_buffer_bytes = row.output_buffer_bytes;
   request.disk_size_mb = row.disk_size_mb;
   request.auto_pause = row.auto_pause;
   request.auto_pause_memory = row.auto_pause_memory;

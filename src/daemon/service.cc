@@ -101,8 +101,9 @@ std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
                                                 std::unique_ptr<runtime::Sandbox> sb) {
   auto live = std::make_shared<LiveSandbox>();
   live->sandbox = std::shared_ptr<runtime::Sandbox>(std::move(sb));
+  const size_t output_buffer = row.output_buffer_bytes ? row.output_buffer_bytes : output_buffer_;
   live->processes =
-      std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox, live->log, output_buffer_);
+      std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox, live->log, output_buffer);
   live->row = std::move(row);
   live->accounted_ms = now_ms();
   live->metrics = std::make_shared<MetricsHistory>(live->row.started_at_ms);
@@ -327,6 +328,7 @@ http::Task<Result<SandboxRow>> Service::create_on(CreateSandboxRequest request,
   row.alias = request.template_name;
   row.owner = caller.team;
   row.auto_pause = request.auto_pause;
+  row.output_buffer_bytes = request.output_buffer_bytes.value_or(0);
   row.auto_pause_memory = request.auto_pause_memory;
   row.auto_resume = request.auto_resume;
   row.metadata = std::move(request.metadata);
