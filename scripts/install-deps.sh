@@ -35,6 +35,9 @@ if ((${#missing[@]})); then
 fi
 [[ $venv == --build-only ]] && exit 0
 
+# CRIU 4.x (Debian's 3.17 fails `criu check` on current kernels); never fails deps.
+scripts/install-criu.sh
+
 stamp="$venv/.deps-stamp"
 reqs=(tests/requirements.txt tests/compat/python/requirements.txt sdk/python/pyproject.toml
   sdk/python-server/pyproject.toml)
