@@ -247,8 +247,12 @@ int serve(const ServeOptions& options) {
   auto quota_config = load_quota_config(config_file);
   if (!quota_config) return fail(quota_config.error());
   const HostSize host = measure_host(options.data_dir);
-  spdlog::info("host caps: {} MB memory and {} MB disk, {}% and {}% committable", host.memory_mb,
-               host.disk_mb, quota_config->memory_percent, quota_config->disk_percent);
+  const auto& caps = *quota_config;
+  spdlog::info("host caps: {} MB memory ({}), {} MB disk ({}% committable)", host.memory_mb,
+               caps.memory_percent
+                   ? fmt::format("{}% committable", *caps.memory_percent)
+                   : fmt::format("overcommitted, {}% kept available", caps.memory_reserve_percent),
+               host.disk_mb, caps.disk_percent);
   auto secrets = SecretStore::open(**store);
   if (!secrets) return fail(secrets.error());
   Tenancy tenancy{*keys, std::make_shared<Quotas>(*quota_config, host, **store),

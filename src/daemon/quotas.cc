@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "common/clock.h"
 #include "common/fd_io.h"
@@ -52,12 +53,13 @@ Error refusal(const std::string& team, const std::string& what, uint64_t limit, 
 uint64_t memory_of(const SandboxRow& row) { return row.memory_mb; }
 uint64_t disk_of(const SandboxRow& row) { return row.disk_size_mb; }
 
-uint64_t mem_total_mb() {
+// A /proc/meminfo field ("MemTotal:", "MemAvailable:") in MB; 0 if absent.
+uint64_t meminfo_mb(const std::string& field) {
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
   uint64_t kib = 0;
   while (meminfo >> key >> kib) {
-    if (key == "MemTotal:") return kib >> 10;
+    if (key == field) return kib >> 10;
     meminfo.ignore(64, '\n');
   }
   return 0;
@@ -124,20 +126,26 @@ Result<QuotaConfig> load_quota_config(const fs::path& file) {
   }
   const json caps = doc.contains("hostCaps") ? doc["hostCaps"] : json::object();
   if (!caps.is_object()) return bad("hostCaps: must be an object");
-  for (auto [name, percent] : {std::pair{"memoryPercent", &config.memory_percent},
-                               std::pair{"diskPercent", &config.disk_percent}}) {
+  double memory_percent = 0;
+  for (auto [name, percent, most] :
+       {std::tuple{"memoryPercent", &memory_percent, 1000.0},
+        std::tuple{"diskPercent", &config.disk_percent, 1000.0},
+        std::tuple{"memoryReservePercent", &config.memory_reserve_percent, 99.0}}) {
     if (!caps.contains(name)) continue;
     // Above 100 overcommits: limits are caps, and many sandboxes use far less.
-    if (!caps[name].is_number() || caps[name].get<double>() <= 0 || caps[name].get<double>() > 1000)
-      return bad(std::string("hostCaps.") + name + " must be a number in (0, 1000]");
+    if (!caps[name].is_number() || caps[name].get<double>() <= 0 || caps[name].get<double>() > most)
+      return bad(std::string("hostCaps.") + name + " must be a number in (0, " +
+                 std::to_string(static_cast<int>(most)) + "]");
     *percent = caps[name].get<double>();
   }
+  if (caps.contains("memoryPercent")) config.memory_percent = memory_percent;
   return config;
 }
 
 HostSize measure_host(const fs::path& data_dir) {
   HostSize size;
-  size.memory_mb = mem_total_mb();
+  size.memory_mb = meminfo_mb("MemTotal:");
+  size.available_memory_mb = [] { return meminfo_mb("MemAvailable:"); };
   struct statvfs vfs {};
   if (::statvfs(data_dir.c_str(), &vfs) == 0) {
     size.disk_mb = (uint64_t{vfs.f_blocks} * vfs.f_frsize) >> 20;
@@ -276,7 +284,24 @@ Status Quotas::check_rate(const std::string& team, const TeamQuota& quota, int64
   return {};
 }
 
-// Limits are promises: the host must be able to keep them all at once.
+Status Quotas::check_memory_pressure() const {
+  if (!host_.available_memory_mb || !host_.memory_mb) return {};
+  const uint64_t available = host_.available_memory_mb();
+  const double reserve =
+      static_cast<double>(host_.memory_mb) * config_.memory_reserve_percent / 100;
+  if (static_cast<double>(available) >= reserve) return {};
+  return Error::with_message(
+      "host memory pressure: only " + std::to_string(available) + " MB of the host's " +
+          std::to_string(host_.memory_mb) + " MB are available (under " +
+          std::to_string(static_cast<int>(config_.memory_reserve_percent)) +
+          " %); kill or pause sandboxes, or lower hostCaps.memoryReservePercent in the "
+          "daemon's config.json",
+      kErrQuota);
+}
+
+// Disk limits are promises: the host must be able to keep them all at once.
+// Memory limits are too with hostCaps.memoryPercent (strict); by default
+// they overcommit and only real pressure refuses a create.
 Status Quotas::check_host(const Demand& demand, const std::vector<SandboxRow>& rows) const {
   uint64_t memory = demand.memory_mb, disk = demand.disk_mb;
   for (const SandboxRow& row : rows) {
@@ -294,8 +319,11 @@ Status Quotas::check_host(const Demand& demand, const std::vector<SandboxRow>& r
             "Percent in the daemon's config.json",
         kErrQuota);
   };
-  if (over(memory, host_.memory_mb, config_.memory_percent))
-    return cap("memory", memory, host_.memory_mb, config_.memory_percent);
+  if (config_.memory_percent && over(memory, host_.memory_mb, *config_.memory_percent))
+    return cap("memory", memory, host_.memory_mb, *config_.memory_percent);
+  if (!config_.memory_percent) {
+    if (Status s = check_memory_pressure(); !s) return s;
+  }
   if (over(disk, host_.disk_mb, config_.disk_percent))
     return cap("disk", disk, host_.disk_mb, config_.disk_percent);
   return {};

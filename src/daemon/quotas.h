@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,13 +45,21 @@ Result<TeamQuota> quota_from_json(const nlohmann::json& json, TeamQuota base = {
 struct QuotaConfig {
   TeamQuota defaults;  // for teams without their own entry
   std::map<std::string, TeamQuota> teams;
-  double memory_percent = 90;  // of MemTotal that live sandboxes' limits may commit
-  double disk_percent = 90;    // of the data dir's filesystem
+  // Memory limits overcommit by default, as Docker's and Kubernetes' do: an
+  // idle sandbox uses about 1 MiB of its 512 MiB limit. Creates are refused
+  // only under real pressure, when MemAvailable is below this share of
+  // MemTotal.
+  double memory_reserve_percent = 5;
+  // Set (hostCaps.memoryPercent): strict instead, live sandboxes' limits may
+  // commit at most this share of MemTotal.
+  std::optional<double> memory_percent;
+  double disk_percent = 90;  // of the data dir's filesystem that live sandboxes' limits may commit
 };
 
 // {"quotas": {"default": {...}, "teams": {"acme": {...}}},
-//  "hostCaps": {"memoryPercent": 90, "diskPercent": 90}}; a missing file is
-// the defaults (no team limits, 90 % host caps).
+//  "hostCaps": {"memoryReservePercent": 5, "diskPercent": 90}} (or
+// "memoryPercent": N for strict memory limits); a missing file is the
+// defaults (no team limits, overcommitted memory, a 90 % disk cap).
 Result<QuotaConfig> load_quota_config(const std::filesystem::path& file);
 
 // What a create asks for.
@@ -63,6 +72,8 @@ struct Demand {
 struct HostSize {
   uint64_t memory_mb = 0;  // MemTotal
   uint64_t disk_mb = 0;    // the data dir's filesystem
+  // MemAvailable now; none: the reserve is not checked.
+  std::function<uint64_t()> available_memory_mb;
 };
 HostSize measure_host(const std::filesystem::path& data_dir);
 
@@ -95,6 +106,8 @@ class Quotas {
                       const std::vector<SandboxRow>& live) const;
   Status check_rate(const std::string& team, const TeamQuota& quota, int64_t now);
   Status check_host(const Demand& demand, const std::vector<SandboxRow>& live) const;
+  // With overcommitted limits: refused while MemAvailable is under the reserve.
+  Status check_memory_pressure() const;
 
   QuotaConfig config_;
   HostSize host_;

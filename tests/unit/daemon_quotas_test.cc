@@ -69,6 +69,27 @@ TEST_F(QuotasTest, HostCapsAndSizesLargerThanTheHost) {
   EXPECT_EQ(huge.error().errnum, kErrBadInput);
 }
 
+// By default limits overcommit (an idle sandbox uses a sliver of its limit):
+// summed limits far past the host's memory are admitted, and only a host
+// short of available memory refuses, saying so.
+TEST_F(QuotasTest, MemoryLimitsOvercommitUntilTheHostIsShortOfMemory) {
+  uint64_t available_mb = 8000;
+  HostSize host{16384, 10000000, [&] { return available_mb; }};
+  Quotas quotas(QuotaConfig{}, host, *store_);
+  std::vector<SandboxRow> live;
+  for (int i = 0; i < 100; ++i) live.push_back(row("t", 512));  // 50 GB of limits on 16 GB
+  EXPECT_TRUE(quotas.admit_create("t", Demand{512, 0, 60}, [&] { return live; }));
+  available_mb = 700;  // under 5 % of 16384
+  auto pressed = quotas.admit_create("t", Demand{512, 0, 60}, [&] { return live; });
+  ASSERT_FALSE(pressed);
+  EXPECT_EQ(pressed.error().errnum, kErrQuota);
+  EXPECT_NE(pressed.error().message().find("host memory pressure: only 700 MB"), std::string::npos);
+  EXPECT_NE(pressed.error().message().find("config.json"), std::string::npos);
+  auto huge = quotas.admit_create("t", Demand{32768, 0, 60}, [&] { return live; });
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().errnum, kErrBadInput) << "still no limit larger than the host";
+}
+
 TEST_F(QuotasTest, StoredQuotasWinAndSurviveARestart) {
   QuotaConfig config;
   config.teams["acme"].max_timeout_sec = 60;
