@@ -57,9 +57,9 @@ Result<int> parse_timeout_body(const std::string& body);
 // freezer). False: a filesystem-only pause.
 Result<bool> parse_pause_memory(const std::string& body);
 
-// POST /sandboxes/{id}/fork: {"timeout": s (default 15), "count": n (default 1)}.
+// POST /sandboxes/{id}/fork: {"timeout": s (default 300), "count": n (default 1)}.
 struct ForkRequest {
-  int timeout_sec = 15;
+  int timeout_sec = kDefaultTimeoutSec;  // as a create's: forks are sandboxes to work in
   int count = 1;
 };
 Result<ForkRequest> parse_fork(const std::string& body);
