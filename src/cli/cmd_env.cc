@@ -1,4 +1,4 @@
-// abx env e2b: the three lines that point the unmodified E2B SDKs at our daemon.
+// abx env e2b: the lines that point the unmodified E2B SDKs at our daemon.
 #include <iostream>
 #include <memory>
 
@@ -8,6 +8,14 @@
 namespace abx::cli {
 namespace {
 
+// What the SDKs' get_host(port) builds `{port}-{id}.{domain}` from: for a
+// daemon on loopback, `localhost:PORT` (names under localhost resolve to
+// loopback), else the daemon's own host and port.
+std::string e2b_domain(const http::Url& url) {
+  const bool loopback = url.host == "127.0.0.1" || url.host == "::1" || url.host == "localhost";
+  return loopback ? "localhost" + (url.port.empty() ? "" : ":" + url.port) : url.authority();
+}
+
 Result<int> run_e2b(bool with_export) {
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
@@ -15,7 +23,8 @@ Result<int> run_e2b(bool with_export) {
   const char* prefix = with_export ? "export " : "";
   std::cout << prefix << "E2B_API_URL=" << url << "\n"
             << prefix << "E2B_SANDBOX_URL=" << url << "\n"
-            << prefix << "E2B_API_KEY=" << endpoint->api_key << "\n";
+            << prefix << "E2B_API_KEY=" << endpoint->api_key << "\n"
+            << prefix << "E2B_DOMAIN=" << e2b_domain(endpoint->url) << "\n";
   return 0;
 }
 
@@ -26,7 +35,9 @@ void add_env(CLI::App& root, Commands& commands) {
   env->require_subcommand(1);
   auto with_export = std::make_shared<bool>(false);
   auto* e2b = env->add_subcommand(
-      "e2b", "E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY for the E2B SDKs (eval with --export)");
+      "e2b",
+      "E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY and E2B_DOMAIN for the E2B SDKs (eval with "
+      "--export)");
   e2b->add_flag("--export", *with_export, "Prefix each line with `export `");
   commands.push_back({e2b, [with_export] { return run_e2b(*with_export); }});
 }
