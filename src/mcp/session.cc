@@ -130,7 +130,7 @@ void Session::join_finished_locked() {
   }
 }
 
-void Session::close() {
+void Session::close(bool answer_in_flight) {
   std::list<Worker> workers;
   {
     std::lock_guard lock(mutex_);
@@ -138,7 +138,8 @@ void Session::close() {
     closed_ = true;
     workers.swap(workers_);
   }
-  for (auto& worker : workers) *worker.cancel = true;
+  if (!answer_in_flight)
+    for (auto& worker : workers) *worker.cancel = true;
   for (auto& worker : workers) worker.thread.join();
   toolbox_.end_session();
 }

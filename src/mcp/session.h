@@ -44,9 +44,10 @@ class Session {
   // tools/call from a worker thread of its own (so it can be cancelled and
   // others can run meanwhile), everything else before dispatch returns.
   void dispatch(const json& message, const Reply& reply);
-  // Cancels the calls in flight, waits for them and kills the session
-  // sandbox. Later tool calls are refused.
-  void close();
+  // Waits for the calls in flight, cancelled first unless `answer_in_flight`
+  // (a stdio client that closed its input still reads the answers), and
+  // kills the session sandbox. Later tool calls are refused.
+  void close(bool answer_in_flight = false);
 
  private:
   struct Worker {

@@ -31,7 +31,9 @@ int serve_stdio(ToolboxOptions options) {
       session.dispatch(*message, reply);
     }
   }
-  session.close();
+  // EOF on stdin is the client's way to end (MCP's stdio transport): what
+  // it asked before gets its answer first.
+  session.close(/*answer_in_flight=*/true);
   return 0;
 }
 

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from mcp import types
 
+from harness import ABX_BIN
 from helpers import wait_until_async
 from mcp_helpers import (call, call_error, check_errors_and_limits, check_full_session,
                          check_tool_schemas, sandbox_exists, stdio_session, text_of)
@@ -121,3 +124,23 @@ def test_without_allow_dir_transfers_are_refused_and_touch_nothing(daemon, work_
             assert "secret.txt" not in [e["name"] for e in listed["entries"]]
     asyncio.run(scenario())
     assert sorted(p.name for p in work_dir.iterdir()) == ["secret.txt"]
+
+
+def test_a_call_in_flight_is_answered_after_stdin_closes(daemon, work_dir):
+    """MCP's stdio transport ends with the client closing the server's stdin: a tool call sent
+    just before still gets its answer, then the server exits 0."""
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "eof-test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "run_command",
+                    "arguments": {"command": "sleep 1; echo answered-after-eof"}}},
+    ]
+    server = subprocess.run([str(ABX_BIN), "mcp", "serve"], env=daemon.env(), cwd=work_dir,
+                            input="".join(json.dumps(line) + "\n" for line in lines),
+                            capture_output=True, text=True, timeout=120)
+    assert server.returncode == 0, server.stderr
+    replies = {r["id"]: r for r in map(json.loads, server.stdout.splitlines()) if "id" in r}
+    assert "answered-after-eof" in json.dumps(replies[2]["result"]), replies
