@@ -40,6 +40,8 @@ Result<int> run_install(mcp::InstallOptions options, bool remove) {
   options.home = home ? home : "";
   options.project = fs::current_path();
   options.homes = mcp::user_homes();
+  for (const char* name : mcp::kForwardedSettings)
+    if (const char* value = std::getenv(name); value && *value) options.settings[name] = value;
   auto message = remove ? mcp::uninstall(options) : mcp::install(options);
   if (!message) return message.error();
   std::cout << *message << "\n";

@@ -22,6 +22,8 @@ std::string default_scope(const std::string& target) {
   return target == "vscode" ? "project" : "user";
 }
 
+constexpr const char* kApiKeySetting = "ABX_SANDBOX_API_KEY";
+
 std::string scope_of(const InstallOptions& options) {
   return options.scope.empty() ? default_scope(options.target) : options.scope;
 }
@@ -48,6 +50,10 @@ json server_entry(const InstallOptions& options, const std::vector<fs::path>& al
   }
   json entry = {{"command", options.abx_path.string()}, {"args", std::move(args)}};
   if (options.target != "cursor") entry["type"] = "stdio";
+  json env = json::object();
+  for (const auto& [name, value] : options.settings)
+    if (name != kApiKeySetting || scope_of(options) == "user") env[name] = value;
+  if (!env.empty()) entry["env"] = std::move(env);
   return entry;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,11 @@
 namespace abx::mcp {
 
 inline constexpr const char* kServerName = "agent-sandbox";
+// The settings of the environment that choose the daemon `mcp serve` reaches
+// (or starts) and how: what install copies into the editor entry's `env`.
+inline constexpr const char* kForwardedSettings[] = {
+    "ABX_SANDBOX_API_URL", "ABX_SANDBOX_API_KEY", "ABX_STATE_DIR",     "ABX_CONFIG_DIR",
+    "ABX_CACHE_DIR",       "ABX_TEMPLATES_DIR",   "ABX_TEMPLATE_SPECS"};
 
 struct InstallOptions {
   std::string target;              // cursor | claude | vscode
@@ -24,6 +30,10 @@ struct InstallOptions {
   // scope, nothing for user scope (upload/download off until configured).
   std::vector<std::string> allow_dirs;
   std::vector<std::filesystem::path> homes;  // never allowed (see allowed_paths.h)
+  // The ABX_* settings set where install runs (which daemon, which state
+  // dir): the entry's `env`, so the editor's server reaches the same daemon.
+  // The API key goes into a user-scope file only: a project's may be committed.
+  std::map<std::string, std::string> settings;
 };
 
 // The config file for a target and scope.

@@ -53,8 +53,10 @@ def default_entry(dirs, target: str, scope: str) -> dict:
     return entry_for(target, dirs["project"]) if scope == "project" else entry_for(target)
 
 
-def run(dirs, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HOME=str(dirs["home"]))
+def run(dirs, *args: str, **settings: str) -> subprocess.CompletedProcess:
+    """`abx mcp ARGS` with HOME in the temp dir and, of the ABX_* settings, only `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ABX_")}
+    env.update(HOME=str(dirs["home"]), **settings)
     return subprocess.run([ABX, "mcp", *args], cwd=dirs["project"], env=env, capture_output=True,
                           text=True, timeout=30)
 
@@ -215,3 +217,24 @@ def test_project_scope_in_home_is_refused(dirs):
 
 def load(path: Path):
     return json.loads(path.read_text())
+
+
+def test_install_carries_the_daemon_settings_into_the_entry(dirs):
+    """The editor starts `abx mcp serve` with its own environment: the ABX_* settings that
+    chose the daemon at install time go into the entry's env, so the server reaches the same
+    daemon. The API key is written to a user-scope file only (a project's may be committed)."""
+    settings = {"ABX_SANDBOX_API_URL": "http://127.0.0.1:41234", "ABX_SANDBOX_API_KEY": "e2b_k",
+                "ABX_STATE_DIR": "/srv/abx-state"}
+    r = run(dirs, "install", "--target", "claude", "--scope", "user", **settings)
+    assert r.returncode == 0, r.stderr
+    entry = json.loads((dirs["home"] / ".claude.json").read_text())["mcpServers"]["agent-sandbox"]
+    assert entry["env"] == settings
+    r = run(dirs, "install", "--target", "claude", "--scope", "project", **settings)
+    assert r.returncode == 0, r.stderr
+    entry = json.loads((dirs["project"] / ".mcp.json").read_text())["mcpServers"]["agent-sandbox"]
+    assert entry["env"] == {k: v for k, v in settings.items() if k != "ABX_SANDBOX_API_KEY"}
+    # Without settings the entry has no env, as before.
+    r = run(dirs, "install", "--target", "cursor", "--scope", "user")
+    assert r.returncode == 0, r.stderr
+    assert "env" not in json.loads((dirs["home"] / ".cursor/mcp.json").read_text())[
+        "mcpServers"]["agent-sandbox"]
