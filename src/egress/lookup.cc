@@ -6,22 +6,23 @@
 #include <atomic>
 
 namespace abx::egress {
-namespace lookup_slots {
-namespace {
-std::atomic<size_t> running{0};
-}
-
-bool take() {
-  size_t now = running.load();
+bool LookupSlots::take() {
+  size_t now = running_.load();
   do {
-    if (now >= kMaxLookups) return false;
-  } while (!running.compare_exchange_weak(now, now + 1));
+    if (now >= most_) return false;
+  } while (!running_.compare_exchange_weak(now, now + 1));
   return true;
 }
 
-void give() { running.fetch_sub(1); }
+LookupSlots& proxy_lookups() {
+  static LookupSlots* slots = new LookupSlots(kMaxLookups);  // never destroyed: see LookupSlots
+  return *slots;
+}
 
-}  // namespace lookup_slots
+LookupSlots& registry_lookups() {
+  static LookupSlots* slots = new LookupSlots(8);
+  return *slots;
+}
 
 namespace {
 
@@ -49,9 +50,7 @@ Found getaddrinfo_ipv4(const std::string& name) {
 Result<std::vector<uint32_t>> ipv4_addresses(const std::string& name,
                                              std::chrono::milliseconds timeout) {
   auto found = within<Found>(timeout, [name] { return getaddrinfo_ipv4(name); });
-  if (!found)
-    return Error{"look up " + name, ETIMEDOUT,
-                 "no answer within " + std::to_string(timeout.count()) + " ms"};
+  if (!found) return Error{"look up " + name, found.error().errnum, found.error().message()};
   if (found->rc != 0)
     return Error::with_message("look up " + name + ": " + ::gai_strerror(found->rc));
   return std::move(found->addresses);

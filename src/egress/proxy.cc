@@ -103,9 +103,9 @@ struct EgressProxy::Impl {
   // A lookup that does not answer in time is a name without that address.
   bool name_has(const std::string& name, uint32_t ip) const {
     if (!config.resolves_to) return resolves_to(name, ip, config.lookup_timeout);
-    return within<bool>(config.lookup_timeout,
-                        [f = config.resolves_to, name, ip] { return f(name, ip); })
-        .value_or(false);
+    auto has = within<bool>(config.lookup_timeout,
+                            [f = config.resolves_to, name, ip] { return f(name, ip); });
+    return has && *has;
   }
   std::shared_ptr<const Policy> decide(uint64_t id, uint32_t source, uint32_t ip,
                                        const std::string& name);

@@ -215,12 +215,17 @@ Status check_host(const Reference& ref, const std::function<bool(uint32_t)>& den
                   std::chrono::milliseconds timeout, Resolver resolver) {
   const std::string name = host_name(ref.host);
   auto found = egress::within<Resolved>(
-      timeout, [name, resolver = std::move(resolver)] { return resolver(name); });
-  if (!found)
+      timeout, [name, resolver = std::move(resolver)] { return resolver(name); },
+      egress::registry_lookups());
+  if (!found && found.error().errnum == ETIMEDOUT)
     return Error::with_message("registry " + ref.host + ": no DNS answer for " + name + " within " +
                                    std::to_string(timeout.count()) +
                                    " ms; check the daemon host's resolver (/etc/resolv.conf)",
                                ETIMEDOUT);
+  if (!found)
+    return Error::with_message("registry " + ref.host + ": " + found.error().message() +
+                                   " (builds looking up registries at once)",
+                               EAGAIN);
   if (found->rc != 0) return {};
   std::optional<uint32_t> refused;
   for (const uint32_t ip : found->addresses)

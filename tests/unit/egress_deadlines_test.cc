@@ -164,9 +164,41 @@ TEST(EgressLookup, ALateLookupIsGivenUpAndItsValueDropped) {
     released.wait();
     return 7;
   });
-  EXPECT_FALSE(value.has_value());
+  ASSERT_FALSE(value);
+  EXPECT_EQ(value.error().errnum, ETIMEDOUT);
   release->set_value();
-  EXPECT_EQ(within<int>(std::chrono::seconds(10), [] { return 7; }), 7);
+  EXPECT_EQ(within<int>(std::chrono::seconds(10), [] { return 7; }).value(), 7);
+}
+
+// A full pool says so (not "no answer within"), and one pool's lookups do
+// not take another's slots.
+TEST(EgressLookup, AFullPoolSaysItIsBusyAndLeavesOtherPoolsFree) {
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  static LookupSlots two(2);  // outlives the late lookups' threads
+  for (int i = 0; i < 2; ++i)
+    EXPECT_FALSE(within<int>(
+        std::chrono::milliseconds(1),
+        [released] {
+          released.wait();
+          return 1;
+        },
+        two));
+  auto busy = within<int>(
+      std::chrono::seconds(1), [] { return 1; }, two);
+  ASSERT_FALSE(busy);
+  EXPECT_EQ(busy.error().errnum, EAGAIN);
+  EXPECT_NE(busy.error().message().find("2 name lookups are running already"), std::string::npos);
+  EXPECT_EQ(within<int>(std::chrono::seconds(10), [] { return 3; }).value(), 3);
+  release->set_value();
+  // The late lookups give their slots back when they end.
+  bool freed = false;
+  for (int i = 0; i < 500 && !freed; ++i) {
+    freed = static_cast<bool>(within<int>(
+        std::chrono::seconds(1), [] { return 1; }, two));
+    if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(freed);
 }
 
 }  // namespace
