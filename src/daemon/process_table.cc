@@ -256,6 +256,22 @@ std::string command_text(const ProcessConfig& config) {
   return out;
 }
 
+// What the flight record keeps of a command: its argv, user, cwd and the
+// names of the env vars it was given, never their values (secrets).
+nlohmann::json command_fields(const runtime::ProcessSpec& spec, const ProcessConfig& config,
+                              nlohmann::json fields) {
+  nlohmann::json argv = nlohmann::json::array({config.cmd});
+  for (const auto& arg : config.args) argv.push_back(arg);
+  nlohmann::json env_names = nlohmann::json::array();
+  for (const auto& [name, value] : config.envs) env_names.push_back(name);
+  fields["argv"] = std::move(argv);
+  fields["envNames"] = std::move(env_names);
+  fields["uid"] = spec.uid;
+  fields["cwd"] = config.cwd.empty() ? spec.cwd : config.cwd;
+  fields["pty"] = spec.pty;
+  return fields;
+}
+
 std::string end_text(const runtime::ExitInfo& exit, StreamEnd end) {
   if (end == StreamEnd::kDeadline) return "stopped at its timeout";
   if (end == StreamEnd::kSandboxStopped) return "ended with the sandbox";
@@ -346,11 +362,18 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
     Error failure = start_failure(spawned.error(), request.spec.cwd);
     log_->add("warn",
               "command did not start (" + failure.message() + "): " + command_text(request.config));
+    log_->event("commands", "not started",
+                command_fields(request.spec, request.config, {{"error", failure.message()}}));
     return failure;
   }
   runtime::Process& proc = *spawned;
   log_->add("info", "command started (pid " + std::to_string(proc.pid) +
                         "): " + command_text(request.config));
+  log_->event(
+      "commands", "started",
+      command_fields(
+          request.spec, request.config,
+          {{"pid", proc.pid}, {"tag", request.tag}, {"timeoutMs", request.timeout.count()}}));
   auto process = std::make_shared<Managed>(ioc_, proc.pid, request.tag, std::move(request.config));
   process->lines = std::move(request.lines);
   auto subscription = std::make_shared<Subscription>(std::move(subscriber));
@@ -459,6 +482,10 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
   if (process->lines) process->lines->ended(exit);
   log_->add(exit.exited && exit.exit_code == 0 ? "info" : "warn",
             "command " + end_text(exit, end) + " (pid " + std::to_string(process->pid) + ")");
+  log_->event("commands", "ended",
+              {{"pid", process->pid},
+               {"exitCode", exit.exited ? nlohmann::json(exit.exit_code) : nlohmann::json()},
+               {"status", end_text(exit, end)}});
   process->publish({proto_json::end_event(exit, error), true, end});
 }
 

@@ -318,14 +318,15 @@ Task<void> sandbox_get(ControlCall& call, Exchange& exchange) {
 
 Task<void> sandbox_kill(ControlCall& call, Exchange& exchange) {
   if (auto id = id_param(call); id && call.service.dormant_for(call.caller, *id)) {
-    if (!co_await call.service.kill(*id))
+    if (!co_await call.service.kill(*id, "killed", call.caller.key_id))
       co_return co_await respond_error(exchange, not_found(*id));
     co_return co_await exchange.respond(204, "", "");
   }
   auto live = sandbox_of(call);
   if (!live) co_return co_await respond_error(exchange, live.error());
   const std::string id = (*live)->snapshot().id;
-  if (!co_await call.service.kill(id)) co_return co_await respond_error(exchange, not_found(id));
+  if (!co_await call.service.kill(id, "killed", call.caller.key_id))
+    co_return co_await respond_error(exchange, not_found(id));
   co_await exchange.respond(204, "", "");
 }
 

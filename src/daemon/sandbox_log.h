@@ -8,9 +8,12 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "daemon/event_journal.h"
 
 namespace abx::daemon {
 
@@ -30,10 +33,17 @@ class SandboxLog {
   std::vector<LogEntry> since(int64_t start_ms, size_t limit) const;
   // Drops all but the newest `count` entries.
   void keep_newest(size_t count);
+  // The sandbox's flight record (event_journal.h), beside these lines: typed
+  // events that outlive the daemon. Nothing is recorded without a journal.
+  void set_journal(std::shared_ptr<EventJournal> journal) { journal_ = std::move(journal); }
+  void event(const std::string& type, const std::string& name, nlohmann::json fields = {}) const {
+    if (journal_) journal_->record(type, name, std::move(fields));
+  }
 
  private:
   mutable std::mutex mutex_;
   std::deque<LogEntry> entries_;
+  std::shared_ptr<EventJournal> journal_;  // set once, before the sandbox is shared
 };
 
 }  // namespace abx::daemon

@@ -41,6 +41,8 @@ Result<bool> set_paused(LiveSandbox& live, Store& store, Usage& usage, bool paus
   if (Status s = store.put(row); !s) spdlog::warn("sandbox {}: {}", row.id, s.error().message());
   spdlog::info("sandbox {} {}", row.id, paused ? "paused" : "resumed");
   live.log->add("info", paused ? "paused" : "resumed for " + std::to_string(seconds) + " s");
+  if (paused) live.log->event("lifecycle", "paused");
+  if (!paused) live.log->event("lifecycle", "resumed", {{"timeoutS", seconds}});
   return true;
 }
 

@@ -210,6 +210,7 @@ http::Task<Result<Snapshot>> Service::create_snapshot(std::shared_ptr<LiveSandbo
     co_return kept.error();
   }
   live->log->add("info", "snapshot " + snapshot.id + " taken (" + std::to_string(size) + " bytes)");
+  live->log->event("lifecycle", "snapshot", {{"snapshotID", snapshot.id}, {"bytes", size}});
   spdlog::info("snapshot {} of sandbox {} for team {}", snapshot.id, row.id, row.owner);
   co_return snapshot;
 }
@@ -271,6 +272,10 @@ http::Task<Result<std::vector<Result<SandboxRow>>>> Service::fork(std::shared_pt
   snapshots().settle(layer->id);
   co_await pool_.run([&] { collect_snapshot_layers(); });  // none made: the layer goes
   live->log->add("info", "forked " + std::to_string(count) + " time(s)");
+  nlohmann::json children = nlohmann::json::array();
+  for (const auto& fork : forks)
+    if (fork) children.push_back(fork.value().id);
+  live->log->event("lifecycle", "forked", {{"count", count}, {"sandboxIDs", children}});
   co_return forks;
 }
 

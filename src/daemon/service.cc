@@ -104,6 +104,7 @@ std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
   const size_t output_buffer = row.output_buffer_bytes ? row.output_buffer_bytes : output_buffer_;
   live->processes =
       std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox, live->log, output_buffer);
+  live->log->set_journal(tenancy_.events->open(row.id, row.owner));
   live->row = std::move(row);
   live->accounted_ms = now_ms();
   live->metrics = std::make_shared<MetricsHistory>(live->row.started_at_ms);
@@ -155,12 +156,14 @@ void Service::restore() {
     live->log->add("info",
                    "the daemon restarted and adopted the sandbox (earlier log lines "
                    "went with the old daemon)");
+    live->log->event("lifecycle", "adopted", {{"paused", live->row.paused}});
     // A paused one's commands are found again when it resumes (sandbox_pause.cc).
     if (!live->row.paused) adopt_running_processes(*live);
     std::lock_guard lock(mutex_);
     live_[id] = std::move(live);
   }
   runtime_.sweep_orphans(live_ids);
+  tenancy_.events->sweep(live_ids);  // flight records of sandboxes ended over a day ago
   // Sandboxes that ended while the daemon was down may have been the last
   // ones on a force-removed template.
   release_retired_templates();
@@ -392,6 +395,16 @@ http::Task<Result<SandboxRow>> Service::create_on(CreateSandboxRequest request,
   }
   auto live = make_live(row, std::move(sandbox));
   live->log->add("info", created_text(row, request.timeout_sec));
+  live->log->event("lifecycle", "created",
+                   {{"key", caller.key_id},
+                    {"template", row.template_id},
+                    {"asked", row.alias},
+                    {"cpuCount", row.cpu_count},
+                    {"memoryMB", row.memory_mb},
+                    {"diskSizeMB", row.disk_size_mb},
+                    {"timeoutS", request.timeout_sec},
+                    {"allowInternetAccess", row.allow_internet_access},
+                    {"network", row.network}});
   live->prestarted = std::static_pointer_cast<interp::Prestarted>(std::move(warm_up));
   usage().note_create(row.owner, row.started_at_ms);
   {
@@ -420,7 +433,7 @@ http::Task<void> Service::run_long(std::function<void()> work) {
   return pool_.run_long(std::move(work));
 }
 
-http::Task<bool> Service::kill(const std::string& id, std::string why) {
+http::Task<bool> Service::kill(const std::string& id, std::string why, std::string by_key) {
   std::shared_ptr<LiveSandbox> live;
   {
     std::lock_guard lock(mutex_);
@@ -440,6 +453,7 @@ http::Task<bool> Service::kill(const std::string& id, std::string why) {
   co_await pool_.run([&] { mark_dying(*live); });
   const SandboxRow row = live->snapshot();
   live->log->add("info", why);
+  live->log->event("lifecycle", "ended", {{"why", why}, {"key", by_key}});
   {
     std::lock_guard lock(live->mutex);
     const int64_t now = now_ms();
@@ -487,6 +501,7 @@ http::Task<Result<SandboxRow>> Service::update_network(std::shared_ptr<LiveSandb
   }
   if (Status s = store_.put(row); !s) spdlog::warn("sandbox {}: {}", row.id, s.error().message());
   spdlog::info("sandbox {}: network policy replaced", row.id);
+  live->log->event("lifecycle", "network updated", {{"network", row.network}});
   co_return row;
 }
 
@@ -514,6 +529,7 @@ Result<SandboxRow> Service::set_timeout(const std::string& id, int seconds, bool
   live->log->add("info", "timeout set: the sandbox ends " +
                              std::to_string((row.end_at_ms - now_ms() + 999) / 1000) +
                              " s from now");
+  live->log->event("lifecycle", "timeout set", {{"endAt", row.end_at_ms}});
   return row;
 }
 

@@ -93,6 +93,7 @@ struct Tenancy {
   std::shared_ptr<Usage> usage;
   std::shared_ptr<SecretStore> secrets;
   std::shared_ptr<SnapshotStore> snapshots;
+  std::shared_ptr<EventJournals> events;  // each sandbox's flight record
 };
 
 class Service : private runtime::StopListener {
@@ -113,8 +114,10 @@ class Service : private runtime::StopListener {
   // A template name that is one of the caller's snapshot ids creates on that
   // snapshot (sandbox_snapshot.cc).
   http::Task<Result<SandboxRow>> create(CreateSandboxRequest request, const Caller& caller);
-  // `why` goes into the sandbox's log, which is kept a while after (ended_log).
-  http::Task<bool> kill(const std::string& id, std::string why = "killed");  // false: unknown id
+  // `why` goes into the sandbox's log, which is kept a while after (ended_log);
+  // `by_key`, the API key id asking, into its flight record.
+  http::Task<bool> kill(const std::string& id, std::string why = "killed",
+                        std::string by_key = "");  // false: unknown id
   // PUT /sandboxes/{id}/network: replaces the egress rules (E2B's
   // SandboxNetworkUpdateConfig); connections they forbid now are cut.
   http::Task<Result<SandboxRow>> update_network(std::shared_ptr<LiveSandbox> live,
@@ -151,6 +154,7 @@ class Service : private runtime::StopListener {
   std::optional<SandboxRow> dormant_for(const Caller& caller, const std::string& id) const;
   std::optional<SandboxRow> dormant(const std::string& id) const;
   SnapshotStore& snapshots() { return *tenancy_.snapshots; }
+  const EventJournals& events() const { return *tenancy_.events; }
 
   // A paused sandbox is killed after this long (E2B keeps them 30 days).
   static constexpr int64_t kMaxPausedMs = int64_t{30} * 24 * 3600 * 1000;

@@ -1,0 +1,129 @@
+#include "daemon/event_journal.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "common/clock.h"
+#include "common/fd_io.h"
+#include "common/ids.h"
+#include "common/json_text.h"
+
+namespace abx::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path older(const fs::path& file) { return fs::path(file.string() + ".1"); }
+
+// The events of `file`, parsed; a torn last line (a daemon killed mid-write) is skipped.
+std::vector<json> load(const fs::path& file) {
+  std::vector<json> out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    json event = json::parse(line, nullptr, false);
+    if (event.is_object()) out.push_back(std::move(event));
+  }
+  return out;
+}
+
+// The next seq after what `file` (and its older half) hold.
+uint64_t next_seq(const fs::path& file) {
+  uint64_t last = 0;
+  for (const fs::path& path : {older(file), file})
+    for (const json& event : load(path)) last = std::max(last, event.value("seq", uint64_t{0}));
+  return last + 1;
+}
+
+UniqueFd open_append(const fs::path& file) {
+  return UniqueFd(::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+}
+
+}  // namespace
+
+void EventJournal::record(const std::string& type, const std::string& name, json fields) {
+  json event = fields.is_object() ? std::move(fields) : json::object();
+  std::lock_guard lock(mutex_);
+  event["seq"] = next_seq_++;
+  event["at"] = unix_ms_now();
+  event["type"] = type;
+  event["event"] = name;
+  event["team"] = team_;
+  const std::string line = json_text::dump(event) + "\n";
+  if (written_ + line.size() > EventJournals::kMaxBytes) rotate_locked();
+  if (!fd_.valid()) return;
+  if (auto written = write_all(fd_.get(), line, "record event", file_.string()); !written)
+    spdlog::warn("{}", written.error().message());
+  written_ += line.size();
+}
+
+// The current file becomes the older half; a new one starts.
+void EventJournal::rotate_locked() {
+  fd_.reset();
+  if (::rename(file_.c_str(), older(file_).c_str()) != 0)
+    spdlog::warn("event journal {}: rotate: {}", file_.string(), std::strerror(errno));
+  fd_ = open_append(file_);
+  written_ = 0;
+}
+
+fs::path EventJournals::file_of(const std::string& id) const { return dir_ / (id + ".jsonl"); }
+
+std::shared_ptr<EventJournal> EventJournals::open(const std::string& id,
+                                                  const std::string& team) const {
+  if (!ids::is_valid_sandbox_id(id)) return nullptr;
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  const fs::path file = file_of(id);
+  UniqueFd fd = open_append(file);
+  if (!fd.valid()) {
+    spdlog::warn("sandbox {}: no event journal: {}: {}", id, file.string(), std::strerror(errno));
+    return nullptr;
+  }
+  return std::make_shared<EventJournal>(file, team, next_seq(file), std::move(fd));
+}
+
+Result<std::vector<json>> EventJournals::read(const std::string& id, const std::string& team,
+                                              uint64_t after, const std::string& type) const {
+  std::vector<json> out;
+  bool visible = false;  // any event of the caller's team, whatever the filters
+  if (ids::is_valid_sandbox_id(id)) {
+    const fs::path file = file_of(id);
+    for (const fs::path& path : {older(file), file}) {
+      for (json& event : load(path)) {
+        if (event.value("team", "") != team) continue;
+        visible = true;
+        if (event.value("seq", uint64_t{0}) <= after) continue;
+        if (!type.empty() && event.value("type", "") != type) continue;
+        event.erase("team");
+        out.push_back(std::move(event));
+        if (out.size() >= kMaxRead) return out;
+      }
+    }
+  }
+  if (!visible)
+    return Error::with_message("no events of sandbox " + id + " (unknown, or ended over " +
+                                   std::to_string(kRetention.count()) + " h ago)",
+                               ENOENT);
+  return out;
+}
+
+void EventJournals::sweep(const std::vector<std::string>& live) const {
+  const std::set<std::string> keep(live.begin(), live.end());
+  const auto cutoff = fs::file_time_type::clock::now() - kRetention;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::string id = name.substr(0, name.find('.'));
+    std::error_code time_ec;
+    if (keep.count(id) || fs::last_write_time(it->path(), time_ec) > cutoff || time_ec) continue;
+    fs::remove(it->path(), time_ec);
+  }
+}
+
+}  // namespace abx::daemon

@@ -1,0 +1,68 @@
+// The flight recorder's store: what happened in each sandbox, as typed events
+// (lifecycle: created, timeout set, paused, resumed, snapshot, forked, network
+// updated, ended with why; commands: started with argv, user, cwd and env
+// names, ended with exit code), appended to <dir>/<id>.jsonl the moment they
+// happen, so a daemon killed a moment later loses none, and kept
+// kRetention after the sandbox ends. Bounded: past kMaxBytes a sandbox's
+// file becomes <id>.jsonl.1 (the older .1 goes), so a sandbox keeps between
+// kMaxBytes and twice that. Every event names its team: a reader of another
+// team finds nothing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/unique_fd.h"
+
+namespace abx::daemon {
+
+// One sandbox's journal, open for appending; thread-safe.
+class EventJournal {
+ public:
+  EventJournal(std::filesystem::path file, std::string team, uint64_t next_seq, UniqueFd fd)
+      : file_(std::move(file)), team_(std::move(team)), next_seq_(next_seq), fd_(std::move(fd)) {}
+  // `type`: "lifecycle" or "commands"; `name`: what happened ("created").
+  void record(const std::string& type, const std::string& name, nlohmann::json fields = {});
+
+ private:
+  void rotate_locked();
+  std::filesystem::path file_;
+  std::string team_;
+  std::mutex mutex_;
+  uint64_t next_seq_;
+  UniqueFd fd_;
+  uint64_t written_ = 0;  // bytes in the current file since opened (a lower bound)
+};
+
+class EventJournals {
+ public:
+  static constexpr uint64_t kMaxBytes = 4 << 20;
+  static constexpr auto kRetention = std::chrono::hours(24);
+  static constexpr size_t kMaxRead = 10000;  // events one read returns at most
+
+  explicit EventJournals(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  // Opens (or, after a daemon restart, reopens: its numbering goes on) the
+  // journal of sandbox `id`; none when the dir cannot be written (the
+  // sandbox works without its record, and the daemon's log says why).
+  std::shared_ptr<EventJournal> open(const std::string& id, const std::string& team) const;
+  // `team`'s events of sandbox `id` with a seq above `after`, of `type` if
+  // given, oldest first; ENOENT when there are none it may see.
+  Result<std::vector<nlohmann::json>> read(const std::string& id, const std::string& team,
+                                           uint64_t after, const std::string& type) const;
+  // Removes the journals of sandboxes not in `live` last written before the retention.
+  void sweep(const std::vector<std::string>& live) const;
+
+ private:
+  std::filesystem::path file_of(const std::string& id) const;
+  std::filesystem::path dir_;
+};
+
+}  // namespace abx::daemon

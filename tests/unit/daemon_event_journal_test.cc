@@ -1,0 +1,62 @@
+// The flight record's store (daemon/event_journal.h) on a temp dir: bounded,
+// numbered across reopening, its team's only.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "daemon/event_journal.h"
+#include "temp_dir.h"
+
+namespace abx::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t bytes_under(const fs::path& dir) {
+  uint64_t total = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) total += entry.file_size();
+  return total;
+}
+
+TEST(EventJournal, KeepsBetweenItsBoundAndTwiceThatNewestFirstToGo) {
+  testing::TempDir dir("abx-events");
+  EventJournals journals(dir.path());
+  auto journal = journals.open("sbx1", "acme");
+  ASSERT_TRUE(journal);
+  const std::string filler(1024, 'x');
+  const uint64_t written = 3 * EventJournals::kMaxBytes / 1024;
+  for (uint64_t i = 0; i < written; ++i) journal->record("commands", "started", {{"f", filler}});
+  EXPECT_LE(bytes_under(dir.path()), 2 * EventJournals::kMaxBytes);
+  EXPECT_GE(bytes_under(dir.path()), EventJournals::kMaxBytes);
+  auto kept = journals.read("sbx1", "acme", 0, "");
+  ASSERT_TRUE(kept) << kept.error().message();
+  ASSERT_FALSE(kept->empty());
+  EXPECT_EQ(kept->back()["seq"], written) << "the newest stays";
+  for (size_t i = 1; i < kept->size(); ++i)
+    EXPECT_EQ((*kept)[i]["seq"], (*kept)[i - 1]["seq"].get<uint64_t>() + 1) << "no gap";
+  EXPECT_FALSE(kept->front().contains("team"));
+}
+
+TEST(EventJournal, NumberingGoesOnAfterReopeningAndOtherTeamsSeeNothing) {
+  testing::TempDir dir("abx-events");
+  EventJournals journals(dir.path());
+  journals.open("sbx2", "acme")->record("lifecycle", "created");
+  journals.open("sbx2", "acme")->record("lifecycle", "adopted");  // a daemon restart
+  auto kept = journals.read("sbx2", "acme", 0, "");
+  ASSERT_TRUE(kept);
+  ASSERT_EQ(kept->size(), 2u);
+  EXPECT_EQ((*kept)[1]["seq"], 2);
+  EXPECT_EQ((*kept)[1]["event"], "adopted");
+  EXPECT_EQ(journals.read("sbx2", "acme", 1, "")->size(), 1u);
+  EXPECT_TRUE(journals.read("sbx2", "acme", 2, "")->empty());
+  EXPECT_TRUE(journals.read("sbx2", "acme", 0, "commands")->empty());
+  auto foreign = journals.read("sbx2", "other", 0, "");
+  ASSERT_FALSE(foreign);
+  EXPECT_EQ(foreign.error().errnum, ENOENT);
+  EXPECT_FALSE(journals.open("../escape", "acme")) << "an id is [a-z0-9]+, never a path";
+  EXPECT_FALSE(journals.read("../escape", "acme", 0, ""));
+}
+
+}  // namespace
+}  // namespace abx::daemon
