@@ -40,7 +40,7 @@ std::vector<std::string> table_row(const json& sandbox) {
   return {sandbox.value("sandboxID", ""),
           template_of(sandbox),
           rfc3339_to_local(sandbox.value("startedAt", "")),
-          rfc3339_to_local(sandbox.value("endAt", "")),
+          ends_text(sandbox),
           sandbox.value("state", ""),
           network_summary(sandbox),
           clipped(metadata_text(sandbox.value("metadata", json::object())), kMetadataCell)};

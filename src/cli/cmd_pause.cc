@@ -20,8 +20,12 @@ void add_pause(CLI::App& root, Commands& commands) {
   commands.push_back({pause, [id, fs_only]() -> Result<int> {
                         auto endpoint = resolve_endpoint();
                         if (!endpoint) return endpoint.error();
-                        if (Status s = ControlPlane(*endpoint).pause_sandbox(*id, !*fs_only); !s)
-                          return s.error();
+                        auto paused = ControlPlane(*endpoint).pause_sandbox(*id, !*fs_only);
+                        if (!paused) return paused.error();
+                        if (!*paused) {  // as resume of a running one: nothing to do
+                          std::cout << *id << " is paused already\n";
+                          return 0;
+                        }
                         std::cout << "paused " << *id << (*fs_only ? " (files only)" : "") << "\n";
                         return 0;
                       }});

@@ -76,7 +76,7 @@ std::vector<std::vector<std::string>> info_rows(const json& sandbox) {
                                                       : sandbox.value("alias", "")},
       {"STATE", sandbox.value("state", "")},
       {"STARTED", rfc3339_to_local(sandbox.value("startedAt", ""))},
-      {"ENDS", rfc3339_to_local(sandbox.value("endAt", ""))},
+      {"ENDS", ends_text(sandbox)},
       {"RESOURCES", std::to_string(sandbox.value("cpuCount", 0)) + " CPU, " +
                         std::to_string(sandbox.value("memoryMB", 0)) + " MiB memory, " +
                         std::to_string(sandbox.value("diskSizeMB", 0)) + " MiB disk"},

@@ -66,6 +66,11 @@ std::string rfc3339_to_local(std::string_view text) {
   return format_local_time(*ms / 1000 - (*ms % 1000 < 0 ? 1 : 0));  // floor: before 1970 too
 }
 
+std::string ends_text(const nlohmann::json& sandbox) {
+  if (sandbox.value("state", "") == "paused") return "-";
+  return rfc3339_to_local(sandbox.value("endAt", ""));
+}
+
 std::string format_bytes(std::uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,9 @@ Result<std::map<std::string, std::string>> parse_key_values(const std::vector<st
 std::string format_local_time(std::int64_t epoch_seconds);
 // An RFC 3339 string shown as local time; unparsable input comes back unchanged.
 std::string rfc3339_to_local(std::string_view text);
+// When a sandbox (the daemon's JSON of it) ends, as local time; "-" while it
+// is paused (a paused sandbox has no deadline until resumed).
+std::string ends_text(const nlohmann::json& sandbox);
 
 // 1536 → "1.5 KiB".
 std::string format_bytes(std::uint64_t bytes);

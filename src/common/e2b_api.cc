@@ -109,15 +109,16 @@ Status ControlPlane::set_timeout(const std::string& id, int seconds) const {
   return {};
 }
 
-Status ControlPlane::pause_sandbox(const std::string& id, bool keep_memory) const {
-  if (Status st = check_sandbox_id(id); !st) return st;
+Result<bool> ControlPlane::pause_sandbox(const std::string& id, bool keep_memory) const {
+  if (Status st = check_sandbox_id(id); !st) return st.error();
   const std::string body = keep_memory ? "" : json{{"memory", false}}.dump();
   auto response = call("POST", "/sandboxes/" + http::url_encode(id) + "/pause", body);
   if (!response) return response.error();
   if (response->status == 404) return sandbox_not_found(id);
+  if (response->status == 409) return false;
   if (response->status / 100 != 2)
     return Error{"could not pause sandbox " + id + ": " + describe_failure(*response)};
-  return {};
+  return true;
 }
 
 Status ControlPlane::resume_sandbox(const std::string& id, int seconds) const {
@@ -158,7 +159,20 @@ Result<SandboxPlane> SandboxPlane::open(const ControlPlane& control, const std::
   return SandboxPlane(http::Client(control.endpoint().url), id, user, std::move(headers));
 }
 
+namespace {
+
+// The daemon's 502 says whether the sandbox is gone or paused (E2B's shape:
+// {"message": "The sandbox is paused: ..."}).
+bool says_paused(const std::string& body) {
+  const json doc = json::parse(body, nullptr, false);
+  return doc.is_object() && doc.value("message", "").starts_with("The sandbox is paused");
+}
+
+}  // namespace
+
 Error SandboxPlane::failure(int status, const std::string& body, const std::string& what) const {
+  if (status == 502 && says_paused(body))
+    return Error{"sandbox " + id_ + " is paused: abx resume " + id_};
   if (status == 502) return sandbox_not_found(id_);
   return Error{what + ": " + describe_failure({status, {}, body})};
 }

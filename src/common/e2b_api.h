@@ -34,7 +34,8 @@ class ControlPlane {
   Status set_timeout(const std::string& id, int seconds) const;
   // E2B's pause, and connect, which resumes a paused sandbox for `seconds`.
   // keep_memory false: E2B's filesystem-only pause (processes end, files stay).
-  Status pause_sandbox(const std::string& id, bool keep_memory = true) const;
+  // False when it was paused already (E2B's 409), which is no failure.
+  Result<bool> pause_sandbox(const std::string& id, bool keep_memory = true) const;
   Status resume_sandbox(const std::string& id, int seconds) const;
   // E2B's snapshots: one of sandbox `id`'s filesystem ({snapshotID, names,
   // ...}); every page of the caller's (of one sandbox, when given); removal

@@ -385,7 +385,17 @@ def test_pause_and_resume_from_the_cli(daemon, sandbox):
     assert r.returncode == 0 and r.stdout == f"paused {sandbox}\n", r.stderr
     info = json.loads(abx(daemon, "info", sandbox, "--json").stdout)
     assert info["state"] == "paused"
-    assert one_line_error(abx(daemon, "pause", sandbox)).count("already paused") == 1
+    again = abx(daemon, "pause", sandbox)  # idempotent, as resume of a running one
+    assert again.returncode == 0 and again.stdout == f"{sandbox} is paused already\n", again.stderr
+    # A paused sandbox is not gone: what needs it running says so and how to go on.
+    for args in (("exec", sandbox, "--", "true"), ("ps", sandbox),
+                 ("download", sandbox, "/tmp/f", "/dev/null"),
+                 ("upload", sandbox, "/etc/hostname", "/tmp/g")):
+        line = one_line_error(abx(daemon, *args))
+        assert line == f"abx: sandbox {sandbox} is paused: abx resume {sandbox}", (args, line)
+    listed = [row for row in abx(daemon, "list").stdout.splitlines() if row.startswith(sandbox)]
+    assert listed and listed[0].split()[4] == "-", "a paused sandbox has no end yet"
+    assert "ENDS       -" in abx(daemon, "info", sandbox).stdout
     r = abx(daemon, "resume", sandbox, "--timeout", "60")
     assert r.returncode == 0 and r.stdout == f"resumed {sandbox}\n", r.stderr
     assert abx(daemon, "exec", sandbox, "--", "cat /tmp/f").stdout == "before\n"
