@@ -162,6 +162,8 @@ class AsyncTransport:
             return
         if await self._healthy(self.config.api_url):
             return
+        if not self.config.discovered:  # a URL the user gave: never start (or wait for) ours
+            raise _daemon.explicit_url_dead(self.config.api_url)
         await asyncio.to_thread(_daemon.start_daemon)
         deadline = time.monotonic() + _daemon.HEALTH_WAIT
         while time.monotonic() < deadline:

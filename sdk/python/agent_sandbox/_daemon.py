@@ -45,3 +45,12 @@ def not_answering(url: str) -> SandboxException:
     """The error when a started daemon still does not answer."""
     return SandboxException(f"the local daemon at {url or '(no address)'} does not answer GET "
                             "/health; check `abx daemon status` and its log")
+
+
+def explicit_url_dead(url: str) -> SandboxException:
+    """The error when the daemon URL the user gave (api_url=, ABX_SANDBOX_API_URL or the config
+    file's sandbox_api_url) does not answer: the local daemon is only started for the default."""
+    return SandboxException(
+        f"no Agent Sandbox daemon answers at {url} (given by api_url=, ABX_SANDBOX_API_URL or "
+        "the config file's sandbox_api_url): start the daemon there, fix the URL, or leave it "
+        "unset to use (and start) the local daemon")
