@@ -1,7 +1,9 @@
 #include "cli/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/error_hints.h"
@@ -31,7 +33,14 @@ std::string command_path(const CLI::App* app) {
 
 // CLI11 reports usage errors as exceptions; ours are one line (then the
 // command's usage) and exit 2.
-int usage_error(const CLI::ParseError& error, CLI::App& app) {
+// Whether `flag` comes before a `--` in the command line: an abx flag the
+// user meant, not one of the command's own.
+bool before_dashdash(const std::vector<std::string>& args, const std::string& flag) {
+  const auto dashdash = std::find(args.begin(), args.end(), "--");
+  return dashdash != args.end() && std::find(args.begin(), dashdash, flag) != dashdash;
+}
+
+int usage_error(const CLI::ParseError& error, CLI::App& app, const std::vector<std::string>& args) {
   if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
   const CLI::App* command = deepest_parsed(app);
   const std::string path = command_path(command);
@@ -45,13 +54,20 @@ int usage_error(const CLI::ParseError& error, CLI::App& app) {
     std::cerr << "abx: " << unknown_command_message(*command, path, extra.front()) << "\n";
     return kUsageExit;
   }
-  // `abx list --jsn`
-  if (!extra.empty() && extra.front().rfind("--", 0) == 0 && !exec_args) {
+  // `abx list --jsn`, `abx exec ID --tmeout 5 -- ls`
+  if (!extra.empty() && extra.front().rfind("--", 0) == 0 &&
+      (!exec_args || before_dashdash(args, extra.front()))) {
     if (auto guess = nearest_flag(*command, extra.front())) {
       std::cerr << "abx: unknown flag " << extra.front() << " for `" << path << "`; did you mean "
                 << *guess << "?\n";
       return kUsageExit;
     }
+  }
+  if (exec_args && !extra.empty() && extra.front().rfind("-", 0) == 0 &&
+      before_dashdash(args, extra.front())) {
+    std::cerr << "abx: unknown flag " << extra.front() << " for `" << path << "` (`" << path
+              << " --help` lists them)\n";
+    return kUsageExit;
   }
   if (exec_args) {
     std::cerr << "abx: " << error.what()
@@ -121,7 +137,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return usage_error(error, app);
+    return usage_error(error, app, std::vector<std::string>(argv + 1, argv + argc));
   }
   const Command* command = chosen(commands);
   if (!command) return kUsageExit;

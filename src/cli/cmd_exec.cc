@@ -441,9 +441,10 @@ void add_exec(CLI::App& root, Commands& commands) {
   app->add_flag("--raw", options->raw,
                 "Copy output to a terminal byte for byte (by default, without -t, escape "
                 "sequences and control characters are dropped when stdout/stderr is a terminal)");
-  app->add_option("--env", options->env, "Environment variable K=V");
-  app->add_option("--cwd", options->cwd, "Working directory in the sandbox");
-  app->add_option("--user", options->user, "user or root (default: the template's user)")
+  // Docker's short names too: -e, -w, -u.
+  app->add_option("-e,--env", options->env, "Environment variable K=V (repeatable)");
+  app->add_option("-w,--cwd", options->cwd, "Working directory in the sandbox");
+  app->add_option("-u,--user", options->user, "user or root (default: the template's user)")
       ->check(CLI::IsMember({"user", "root"}));
   app->add_option("--timeout", options->timeout,
                   "Stop the command after this many seconds (exit code 124; 0: no limit)")
