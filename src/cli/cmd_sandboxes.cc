@@ -3,6 +3,7 @@
 
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include "cli/api.h"
 #include "cli/commands.h"
@@ -22,7 +23,23 @@ struct CreateOptions {
   std::vector<std::string> metadata;
   NetworkFlags network;
   bool json = false;
+  int cpus = 0;        // 0: the daemon's default
+  std::string memory;  // "512m", "2g" (MiB without a unit); "": the default
+  std::string disk;
 };
+
+// --cpus, --memory and --disk as the daemon's cpuCount, memoryMB, diskSizeMB.
+Status add_resources(const CreateOptions& options, json& request) {
+  if (options.cpus > 0) request["cpuCount"] = options.cpus;
+  for (auto [text, field, flag] : {std::tuple{&options.memory, "memoryMB", "--memory"},
+                                   std::tuple{&options.disk, "diskSizeMB", "--disk"}}) {
+    if (text->empty()) continue;
+    auto mib = parse_mib(*text, flag);
+    if (!mib) return mib.error();
+    request[field] = *mib;
+  }
+  return {};
+}
 
 // E2B's sandbox info has metadata and times; the create answer has not:
 // they come from a look-up (a second round trip, for --json only).
@@ -52,6 +69,7 @@ Result<int> run_create(const CreateOptions& options) {
   if (!options.network.allow_out.empty()) network["allowOut"] = options.network.allow_out;
   if (!options.network.deny_out.empty()) network["denyOut"] = options.network.deny_out;
   if (!network.empty()) request["network"] = network;
+  if (Status s = add_resources(options, request); !s) return s.error();
   auto sandbox = ControlPlane(*endpoint).create_sandbox(request);
   // First use of a template with a spec: build it here, with its progress shown.
   if (!sandbox && sandbox.error().message().find(kNotBuiltYet) != std::string::npos) {
@@ -174,6 +192,12 @@ void add_create(CLI::App& root, Commands& commands) {
       ->capture_default_str();
   app->add_option("--env", options->env, "Environment variable K=V for every command");
   app->add_option("--metadata", options->metadata, "Metadata K=V");
+  app->add_option("--cpus", options->cpus, "CPUs it may use (default 1)")
+      ->check(CLI::Range(1, 1024));
+  app->add_option("--memory", options->memory,
+                  "Memory limit, e.g. 512m, 2g (MiB without a unit; default 512m)");
+  app->add_option("--disk", options->disk,
+                  "Disk limit of its writable layer, e.g. 2g (MiB without a unit; default 1g)");
   add_network_flags(*app, options->network);
   app->add_flag("--json", options->json,
                 "Print the whole sandbox as JSON (with metadata, startedAt, endAt)");

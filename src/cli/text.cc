@@ -1,5 +1,6 @@
 #include "cli/text.h"
 
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -64,6 +65,39 @@ std::string rfc3339_to_local(std::string_view text) {
   const auto ms = parse_rfc3339_ms(text);
   if (!ms) return std::string(text);
   return format_local_time(*ms / 1000 - (*ms % 1000 < 0 ? 1 : 0));  // floor: before 1970 too
+}
+
+Result<uint32_t> parse_mib(const std::string& text, std::string_view flag) {
+  const auto bad = [&] {
+    return Error{std::string(flag) + ": '" + text +
+                 "' is not a size; give MiB or a unit, e.g. 512m, 2g, 1024"};
+  };
+  size_t used = 0;
+  double number = 0;
+  try {
+    number = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return bad();
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (unit.ends_with("ib"))
+    unit.resize(unit.size() - 2);
+  else if (unit.size() == 2 && unit.back() == 'b')
+    unit.pop_back();
+  double mib = 0;
+  if (unit.empty() || unit == "m")
+    mib = number;
+  else if (unit == "k")
+    mib = number / 1024;
+  else if (unit == "g")
+    mib = number * 1024;
+  else if (unit == "t")
+    mib = number * 1024 * 1024;
+  else
+    return bad();
+  if (!(mib >= 1) || mib > 4294967295.0 || mib != std::floor(mib)) return bad();
+  return static_cast<uint32_t>(mib);
 }
 
 std::string ends_text(const nlohmann::json& sandbox) {

@@ -35,6 +35,10 @@ std::string rfc3339_to_local(std::string_view text);
 // is paused (a paused sandbox has no deadline until resumed).
 std::string ends_text(const nlohmann::json& sandbox);
 
+// A size as Docker's --memory takes it, in MiB: "512m", "2g", "1.5G", "2048k",
+// "1024" (no unit: MiB); a clear one-line error naming `flag` otherwise.
+Result<uint32_t> parse_mib(const std::string& text, std::string_view flag);
+
 // 1536 → "1.5 KiB".
 std::string format_bytes(std::uint64_t bytes);
 

@@ -146,3 +146,21 @@ TEST(FormatTable, CellsReachTheTerminalWithoutEscapes) {
 
 }  // namespace
 }  // namespace abx::cli
+
+namespace abx::cli {
+namespace {
+
+TEST(CliSizes, DockerStyleSizesInMib) {
+  EXPECT_EQ(parse_mib("512m", "--memory").value(), 512u);
+  EXPECT_EQ(parse_mib("2g", "--memory").value(), 2048u);
+  EXPECT_EQ(parse_mib("1.5G", "--memory").value(), 1536u);
+  EXPECT_EQ(parse_mib("2048k", "--memory").value(), 2u);
+  EXPECT_EQ(parse_mib("1024", "--memory").value(), 1024u);
+  EXPECT_EQ(parse_mib("1GiB", "--disk").value(), 1024u);
+  EXPECT_EQ(parse_mib("1gb", "--disk").value(), 1024u);
+  for (const char* bad : {"", "lots", "0.5m", "-1g", "2x", "1.3m", "99999t"})
+    EXPECT_FALSE(parse_mib(bad, "--memory")) << bad;
+}
+
+}  // namespace
+}  // namespace abx::cli
