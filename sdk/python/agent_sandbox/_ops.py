@@ -24,6 +24,7 @@ from ._http import Call, error_from_response
 from .errors import (
     AlreadyExistsException,
     ConflictException,
+    InvalidArgumentException,
     NotFoundException,
     SandboxNotFoundException,
 )
@@ -115,13 +116,29 @@ def _about(config: ConnectionConfig, method: str, sandbox_id: str, path: str = "
                     sandbox_id=sandbox_id, **kwargs)
 
 
+def resources(cpu_count: int | None, memory_mb: int | None,
+              disk_mb: int | None) -> dict[str, int]:
+    """The create body's limits (the daemon's defaults where None): whole numbers above 0."""
+    out: dict[str, int] = {}
+    for field, name, value in (("cpuCount", "cpu_count", cpu_count),
+                               ("memoryMB", "memory_mb", memory_mb),
+                               ("diskSizeMB", "disk_mb", disk_mb)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidArgumentException(f"{name} must be a whole number above 0, not {value!r}")
+        out[field] = value
+    return out
+
+
 def create_sandbox(config: ConnectionConfig, template: str, timeout: int,
                    envs: dict[str, str] | None, metadata: dict[str, str] | None,
-                   allow_internet_access: bool) -> Op[Target]:
+                   allow_internet_access: bool,
+                   limits: dict[str, int] | None = None) -> Op[Target]:
     """POST /sandboxes; the response's envdAccessToken authorizes the sandbox plane."""
     body = {"templateID": template, "timeout": timeout, "secure": True,
             "allow_internet_access": allow_internet_access,
-            "metadata": metadata or {}, "envVars": envs or {}}
+            "metadata": metadata or {}, "envVars": envs or {}, **(limits or {})}
     response = yield _control(config, "POST", "/sandboxes", f"create sandbox from {template!r}",
                               json=body)
     return _target_from(config, response.json())

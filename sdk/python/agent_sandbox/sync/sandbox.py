@@ -65,7 +65,9 @@ class Sandbox:
                provider: str | None = None, api_key: str | None = None,
                api_url: str | None = None, domain: str | None = None,
                request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
-               allow_internet_access: bool = True, snapshot: str | None = None) -> S:
+               allow_internet_access: bool = True, snapshot: str | None = None,
+               cpu_count: int | None = None, memory_mb: int | None = None,
+               disk_mb: int | None = None) -> S:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
         :param template: template name or alias ("base", "host", "code-interpreter-v1", ...)
@@ -79,11 +81,16 @@ class Sandbox:
         :param domain: sandbox domain of a remote provider
         :param request_timeout: seconds for each HTTP request
         :param allow_internet_access: False keeps the sandbox off the network
+        :param cpu_count: CPUs it may use (default 1)
+        :param memory_mb: its memory limit in MiB (default 512)
+        :param disk_mb: its writable layer's limit in MiB (default 1024)
         :return: the running sandbox
         :raises NotFoundException: no such template
         :raises RateLimitException: a quota is full (the message names it)
         :raises SandboxException: the daemon could not be reached or started
         """
+        limits = _ops.resources(cpu_count, memory_mb, disk_mb)
+
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
 
@@ -91,7 +98,7 @@ class Sandbox:
         try:
             target = transport.run(_ops.create_sandbox(
                 transport.config, snapshot or template, timeout, envs, metadata,
-                allow_internet_access))
+                allow_internet_access, limits))
         except BaseException:
             transport.close()
             raise
