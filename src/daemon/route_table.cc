@@ -53,6 +53,7 @@ const std::array kRoutes = {
     ROW("GET",    "/abx/v1/sandboxes/{id}/processes",  P::control, C::api_key, sandbox_processes),
     ROW("GET",    "/abx/v1/sandboxes/{id}/processes/{pid}/output", P::control, C::api_key, process_output),
     ROW("GET",    "/abx/v1/sandboxes/{id}/events", P::control, C::api_key, sandbox_events),
+    ROW("GET",    "/abx/v1/sandboxes/{id}/diff", P::control, C::api_key, sandbox_diff),
     ROW("GET",    "/abx/v1/usage",                     P::control, C::api_key, usage_get),
     ROW("GET",    "/abx/v1/version",                   P::control, C::api_key, version_get),
     ROW("GET",    "/abx/v1/secrets",                   P::control, C::api_key, secrets_list),

@@ -213,20 +213,42 @@ Status LocalSandbox::set_frozen(bool frozen) {
 // through its /proc entry, and trusted only once the pidfd says the pid is
 // still that init's. Whatever the fd names, it is something inside the
 // sandbox, and layer_copy treats it as hostile.
-Result<layer_copy::Copied> LocalSandbox::copy_writable_layer(
-    int into, const layer_copy::Limits& limits) const {
+Result<UniqueFd> LocalSandbox::writable_layer(const std::string& what) const {
   const std::string path = "/proc/" + std::to_string(held_.init->pid()) + "/fd/" +
                            std::to_string(proto::kWritableLayerFd);
   UniqueFd layer(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!layer.valid())
-    return Error{"snapshot the sandbox", ENOTSUP,
+    return Error{what, ENOTSUP,
                  "its init keeps no writable layer (a build sandbox, or one started by an older "
-                 "abx): recreate it to snapshot it"};
-  if (held_.init->exited()) return Error{"snapshot the sandbox", ESRCH, "its init exited"};
+                 "abx): recreate it"};
+  if (held_.init->exited()) return Error{what, ESRCH, "its init exited"};
   struct statfs fs {};
   if (::fstatfs(layer.get(), &fs) != 0 || fs.f_type != TMPFS_MAGIC)
-    return Error{"snapshot the sandbox", ENOTSUP, "its writable layer is not a tmpfs"};
-  return layer_copy::copy(layer.get(), into, limits);
+    return Error{what, ENOTSUP, "its writable layer is not a tmpfs"};
+  return layer;
+}
+
+Result<layer_copy::Copied> LocalSandbox::copy_writable_layer(
+    int into, const layer_copy::Limits& limits) const {
+  auto layer = writable_layer("snapshot the sandbox");
+  if (!layer) return layer.error();
+  return layer_copy::copy(layer->get(), into, limits);
+}
+
+// The lowers are the daemon's template and snapshot layers (trusted); the
+// layer is the sandbox's, which layer_diff treats as hostile.
+Result<layer_diff::Diff> LocalSandbox::diff_writable_layer(
+    const std::vector<fs::path>& lowers) const {
+  auto layer = writable_layer("diff the sandbox");
+  if (!layer) return layer.error();
+  std::vector<UniqueFd> opened;
+  std::vector<int> fds;
+  for (const fs::path& lower : lowers) {
+    UniqueFd fd(::open(lower.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    fds.push_back(fd.get());  // -1 when gone: that layer has nothing
+    opened.push_back(std::move(fd));
+  }
+  return layer_diff::diff(layer->get(), fds);  // the fd is the overlay's upper dir
 }
 
 Error LocalSandbox::paused_error() const {

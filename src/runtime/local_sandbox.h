@@ -50,6 +50,7 @@ class LocalSandbox final : public Sandbox {
   gid_t host_gid(uint32_t sandbox_gid) const override { return ids_.host_gid(sandbox_gid); }
   Usage usage() const override;
   Status set_frozen(bool frozen) override;
+  Result<layer_diff::Diff> diff_writable_layer(const std::vector<fs::path>& lowers) const override;
   Result<layer_copy::Copied> copy_writable_layer(int into,
                                                  const layer_copy::Limits& limits) const override;
   std::map<int, std::vector<ProcessEntry>> command_processes() const override;
@@ -67,6 +68,9 @@ class LocalSandbox final : public Sandbox {
                                std::vector<UniqueFd>* received) const;
   Status set_user_net(const egress::Policy& policy);
   Error paused_error() const;
+  // The overlay's upper dir init keeps (proto::kWritableLayerFd), reopened;
+  // errors say `what` could not be done.
+  Result<UniqueFd> writable_layer(const std::string& what) const;
 
   SandboxRecord record_;
   // One request in flight on the control connection: whoever has the turn

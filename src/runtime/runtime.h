@@ -24,6 +24,7 @@
 #include "egress/policy.h"
 #include "runtime/file_request.h"
 #include "runtime/layer_copy.h"
+#include "runtime/layer_diff.h"
 
 namespace abx::runtime {
 
@@ -252,6 +253,13 @@ class Sandbox {
   virtual Result<layer_copy::Copied> copy_writable_layer(
       int /*into*/, const layer_copy::Limits& /*limits*/) const {
     return Error{"snapshot the sandbox", ENOTSUP, "this sandbox's writable layer cannot be copied"};
+  }
+
+  // What the sandbox changed on top of `lowers` (the layers under its
+  // writable layer, topmost first), like `docker diff` (runtime/layer_diff.h).
+  virtual Result<layer_diff::Diff> diff_writable_layer(
+      const std::vector<fs::path>& /*lowers*/) const {
+    return Error{"diff the sandbox", ENOTSUP, "this sandbox's writable layer cannot be read"};
   }
 
   // Current memory/cpu use from the sandbox's cgroups, and the bytes its
