@@ -47,6 +47,8 @@ from .models import (
     EntryInfo,
     Execution,
     ExecutionError,
+    FileChange,
+    FileChanges,
     FilesystemEvent,
     FilesystemEventType,
     FileType,
@@ -67,7 +69,8 @@ from .template import Template, TemplateInfo
 __all__ = [
     "AlreadyExistsError", "AlreadyExistsException", "AuthenticationError", "ConflictException",
     "AuthenticationException", "CommandExitException", "CommandHandle", "CommandResult",
-    "Commands", "Context", "EntryInfo", "Execution", "ExecutionError", "FileType", "Filesystem",
+    "Commands", "Context", "EntryInfo", "Execution", "ExecutionError", "FileChange", "FileChanges",
+    "FileType", "Filesystem",
     "FilesystemEvent", "FilesystemEventType", "InvalidArgumentError", "InvalidArgumentException",
     "Logs", "NotFoundError", "NotFoundException", "ProcessInfo", "ProcessResult",
     "ProviderSandbox", "RateLimitError",

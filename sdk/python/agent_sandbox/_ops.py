@@ -31,6 +31,8 @@ from .errors import (
 from .models import (
     Context,
     EntryInfo,
+    FileChange,
+    FileChanges,
     FileData,
     FilesystemEvent,
     FilesystemEventType,
@@ -200,6 +202,15 @@ def create_snapshot(config: ConnectionConfig, sandbox_id: str,
     response = yield _about(config, "POST", sandbox_id, "/snapshots",
                             json={"name": name} if name else {})
     return snapshot_info(response.json())
+
+
+def sandbox_diff(config: ConnectionConfig, sandbox_id: str) -> Op[FileChanges]:
+    """GET /abx/v1/sandboxes/{id}/diff (our extension): the writable layer against the template."""
+    response = yield _control(config, "GET", f"/abx/v1/sandboxes/{sandbox_id}/diff",
+                              f"sandbox {sandbox_id}", sandbox_id=sandbox_id)
+    body = response.json()
+    return FileChanges([FileChange(c["path"], c["kind"], c["change"], c.get("size", 0))
+                        for c in body.get("changes", [])], bool(body.get("truncated", False)))
 
 
 def list_snapshots(config: ConnectionConfig, sandbox_id: str | None) -> Op[list[SnapshotInfo]]:

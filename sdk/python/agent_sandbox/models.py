@@ -28,6 +28,27 @@ class SandboxInfo:
 
 
 @dataclass
+class FileChange:
+    """One path a sandbox changed on top of its template (`Sandbox.diff`)."""
+
+    path: str
+    kind: str
+    """"file", "dir", "symlink" or "other"."""
+    change: str
+    """"added", "changed" or "deleted"."""
+    size: int = 0
+
+
+@dataclass
+class FileChanges:
+    """What a sandbox changed on top of its template, like `docker diff`."""
+
+    changes: list[FileChange] = field(default_factory=list)
+    truncated: bool = False
+    """True when the sandbox changed more than one diff lists."""
+
+
+@dataclass
 class SnapshotInfo:
     """A snapshot of a sandbox's files (E2B's `SnapshotInfo`): `Sandbox.create(snapshot_id)`
     starts new sandboxes on it. Memory and processes are not part of it."""

@@ -18,6 +18,7 @@ from .models import (
     Context,
     Execution,
     ExecutionError,
+    FileChanges,
     Result,
     SandboxInfo,
     SandboxMetrics,
@@ -208,6 +209,15 @@ class Sandbox:
         """
         return await self._transport.run(_ops.pause_sandbox(self._transport.config,
                                                             self.sandbox_id, keep_memory))
+
+    async def diff(self) -> FileChanges:
+        """What the sandbox changed on top of its template, like `docker diff`: each added,
+        changed or deleted path (a dir only when new or replaced), read now.
+
+        :return: FileChanges (`truncated` when there is more than one diff lists)
+        """
+        return await self._transport.run(_ops.sandbox_diff(self._transport.config,
+                                                           self.sandbox_id))
 
     async def create_snapshot(self, name: str | None = None) -> SnapshotInfo:
         """A snapshot of the sandbox's files; the sandbox is frozen for the copy and goes

@@ -17,6 +17,7 @@ from ..models import (
     Context,
     Execution,
     ExecutionError,
+    FileChanges,
     Result,
     SandboxInfo,
     SandboxMetrics,
@@ -199,6 +200,10 @@ class Sandbox:
         """
         return self._transport.run(_ops.pause_sandbox(self._transport.config, self.sandbox_id,
                                                       keep_memory))
+
+    def diff(self) -> FileChanges:
+        """What the sandbox changed on top of its template (see the async `Sandbox.diff`)."""
+        return self._transport.run(_ops.sandbox_diff(self._transport.config, self.sandbox_id))
 
     def create_snapshot(self, name: str | None = None) -> SnapshotInfo:
         """A snapshot of the sandbox's files (see the async `Sandbox.create_snapshot`)."""
