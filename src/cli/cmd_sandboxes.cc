@@ -147,8 +147,10 @@ Result<int> run_kill(const KillOptions& options) {
   if (options.all == !options.ids.empty()) {
     return Error{"name the sandboxes to kill or pass --all (not both)"};
   }
-  if (!options.yes && !terminal::is_tty(STDIN_FILENO)) {
-    return Error{"refusing to kill without confirmation; pass --yes"};
+  // Named ids from a script go ahead, as docker rm and e2b's kill do; every
+  // sandbox at once is asked for, or needs --yes where nobody can answer.
+  if (!options.yes && options.all && !terminal::is_tty(STDIN_FILENO)) {
+    return Error{"refusing to kill every sandbox without confirmation; pass --yes"};
   }
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
@@ -161,7 +163,8 @@ Result<int> run_kill(const KillOptions& options) {
     return 0;
   int exit_code = 0;
   for (const auto& id : *ids) {
-    if (!options.yes && !options.all && !terminal::confirm("kill sandbox " + id + "?")) continue;
+    const bool ask = !options.yes && !options.all && terminal::is_tty(STDIN_FILENO);
+    if (ask && !terminal::confirm("kill sandbox " + id + "?")) continue;
     if (auto st = control.kill_sandbox(id); !st) {
       std::cerr << "abx: " << with_hint(st.error().message()) << "\n";
       exit_code = 1;
@@ -238,7 +241,7 @@ void add_kill(CLI::App& root, Commands& commands) {
   app->alias("rm");
   app->add_option("ids", options->ids, "Sandbox ids");
   app->add_flag("--all", options->all, "Kill every sandbox");
-  app->add_flag("-y,--yes", options->yes, "Do not ask for confirmation");
+  app->add_flag("-y,-f,--yes,--force", options->yes, "Do not ask for confirmation");
   commands.push_back({app, [options] { return run_kill(*options); }});
 }
 

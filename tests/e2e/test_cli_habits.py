@@ -401,3 +401,16 @@ def test_pause_and_resume_from_the_cli(daemon, sandbox):
     assert abx(daemon, "exec", sandbox, "--", "cat /tmp/f").stdout == "before\n"
     logs = abx(daemon, "logs", sandbox).stdout
     assert "paused" in logs and "resumed for 60 s" in logs
+
+
+def test_kill_from_a_script_goes_ahead_but_all_needs_yes(daemon):
+    """No terminal: a named kill proceeds (as docker rm and e2b's kill do), `-f` is --yes, and
+    killing every sandbox at once still needs --yes."""
+    first, second = make(daemon), make(daemon)
+    r = abx(daemon, "kill", first)
+    assert r.returncode == 0 and r.stdout == f"killed {first}\n", r.stderr
+    r = abx(daemon, "rm", "-f", second)
+    assert r.returncode == 0 and r.stdout == f"killed {second}\n", r.stderr
+    r = abx(daemon, "kill", "--all")
+    assert r.returncode != 0
+    assert "refusing to kill every sandbox without confirmation; pass --yes" in r.stderr
