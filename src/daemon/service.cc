@@ -295,6 +295,13 @@ Result<std::string> template_of(templates::TemplateStore& templates,
   return resolved;
 }
 
+// A sandbox's network policy for its flight record: what was asked for,
+// never a header value or proxy password (NetworkSettings::shown).
+nlohmann::json shown_network(const SandboxRow& row) {
+  auto settings = parse_network(row.network, row.allow_internet_access);
+  return settings ? settings->shown() : nlohmann::json::object();
+}
+
 // What the row keeps of its root, so a snapshot of it needs no template.
 void remember_root(SandboxRow& row, const runtime::RootfsSpec& rootfs,
                    const std::optional<RootSource>& source,
@@ -404,7 +411,7 @@ http::Task<Result<SandboxRow>> Service::create_on(CreateSandboxRequest request,
                     {"diskSizeMB", row.disk_size_mb},
                     {"timeoutS", request.timeout_sec},
                     {"allowInternetAccess", row.allow_internet_access},
-                    {"network", row.network}});
+                    {"network", shown_network(row)}});
   live->prestarted = std::static_pointer_cast<interp::Prestarted>(std::move(warm_up));
   usage().note_create(row.owner, row.started_at_ms);
   {
@@ -501,7 +508,7 @@ http::Task<Result<SandboxRow>> Service::update_network(std::shared_ptr<LiveSandb
   }
   if (Status s = store_.put(row); !s) spdlog::warn("sandbox {}: {}", row.id, s.error().message());
   spdlog::info("sandbox {}: network policy replaced", row.id);
-  live->log->event("lifecycle", "network updated", {{"network", row.network}});
+  live->log->event("lifecycle", "network updated", {{"network", shown_network(row)}});
   co_return row;
 }
 
