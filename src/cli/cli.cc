@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   add_info(app, commands);
   add_ps(app, commands);
   add_diff(app, commands);
+  add_events(app, commands);
   add_logs(app, commands);
   add_stats(app, commands);
   add_network(app, commands);

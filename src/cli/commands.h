@@ -19,13 +19,14 @@ using Commands = std::vector<Command>;
 
 void add_create(CLI::App& root, Commands& commands);
 void add_list(CLI::App& root, Commands& commands);
-void add_info(CLI::App& root, Commands& commands);   // info ID
-void add_ps(CLI::App& root, Commands& commands);     // ps ID: the sandbox's processes
-void add_diff(CLI::App& root, Commands& commands);   // diff ID: what it changed
-void add_logs(CLI::App& root, Commands& commands);   // logs ID [--follow]
-void add_stats(CLI::App& root, Commands& commands);  // stats|metrics ID [--watch]
-void add_shell(CLI::App& root, Commands& commands);  // shell|connect ID
-void add_help(CLI::App& root, Commands& commands);   // help [CMD...]
+void add_info(CLI::App& root, Commands& commands);    // info ID
+void add_ps(CLI::App& root, Commands& commands);      // ps ID: the sandbox's processes
+void add_diff(CLI::App& root, Commands& commands);    // diff ID: what it changed
+void add_events(CLI::App& root, Commands& commands);  // events ID: its flight record
+void add_logs(CLI::App& root, Commands& commands);    // logs ID [--follow]
+void add_stats(CLI::App& root, Commands& commands);   // stats|metrics ID [--watch]
+void add_shell(CLI::App& root, Commands& commands);   // shell|connect ID
+void add_help(CLI::App& root, Commands& commands);    // help [CMD...]
 void add_kill(CLI::App& root, Commands& commands);
 void add_set_timeout(CLI::App& root, Commands& commands);  // set-timeout ID SECONDS
 void add_pause(CLI::App& root, Commands& commands);        // pause ID, resume ID

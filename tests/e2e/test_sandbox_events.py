@@ -74,3 +74,23 @@ def test_what_happened_in_a_sandbox_is_recorded_in_order(own_daemon, monkeypatch
     with d.api() as api:
         assert api.get(f"/abx/v1/sandboxes/{sid}/events",
                        params={"type": "files"}).status_code == 400
+
+
+def test_abx_events_prints_the_record_and_its_json_lines(own_daemon):
+    from helpers import abx
+    d = own_daemon["d"]
+    made = abx(d, "create", "host")
+    assert made.returncode == 0, made.stderr
+    sid = made.stdout.strip()
+    assert abx(d, "exec", sid, "--", "true").returncode == 0
+    table = abx(d, "events", sid)
+    assert table.returncode == 0, table.stderr
+    rows = table.stdout.splitlines()
+    assert rows[0].split() == ["SEQ", "TIME", "TYPE", "EVENT", "DETAILS"]
+    assert any(" lifecycle " in row and " created " in row for row in rows[1:])
+    assert any(" commands " in row and " started " in row and "argv=" in row for row in rows[1:])
+    lines = abx(d, "events", sid, "--json", "--type", "commands").stdout.splitlines()
+    assert [json.loads(line)["event"] for line in lines] == ["started", "ended"]
+    abx(d, "kill", sid, "--yes")
+    missing = abx(d, "events", "nosuchsandbox")
+    assert missing.returncode == 1 and "no events of sandbox nosuchsandbox" in missing.stderr
