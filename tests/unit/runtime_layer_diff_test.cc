@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 
 std::map<std::string, std::string> shown(const Diff& diff) {
   std::map<std::string, std::string> out;
-  for (const auto& e : diff.changes) out[e.path] = std::string(change_name(e.change)) + " " + e.kind;
+  for (const auto& e : diff.changes)
+    out[e.path] = std::string(change_name(e.change)) + " " + e.kind;
   return out;
 }
 
@@ -47,14 +48,13 @@ TEST(LayerDiff, AddedChangedDeletedOpaqueAndNothingFollowed) {
   UniqueFd low(::open(lower.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   auto diff = layer_diff::diff(up.get(), {low.get()});
   ASSERT_TRUE(diff);
-  EXPECT_EQ(shown(*diff), (std::map<std::string, std::string>{
-                              {"/etc/conf", "changed file"},
-                              {"/etc/gone", "deleted file"},
-                              {"/new", "added dir"},
-                              {"/new/deep", "added dir"},
-                              {"/new/deep/f", "added file"},
-                              {"/opt/old", "changed dir"},
-                              {"/escape", "added symlink"}}));
+  EXPECT_EQ(shown(*diff), (std::map<std::string, std::string>{{"/etc/conf", "changed file"},
+                                                              {"/etc/gone", "deleted file"},
+                                                              {"/new", "added dir"},
+                                                              {"/new/deep", "added dir"},
+                                                              {"/new/deep/f", "added file"},
+                                                              {"/opt/old", "changed dir"},
+                                                              {"/escape", "added symlink"}}));
   EXPECT_FALSE(diff->truncated);
 }
 
