@@ -353,7 +353,7 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
   request.spec.supervise_label = process_label(request.tag, request.config, deadline_ms);
   request.spec.supervise_timeout_ms = static_cast<uint32_t>(
       std::clamp<int64_t>(request.timeout.count(), 0, std::numeric_limits<uint32_t>::max()));
-  request.spec.output_buffer_bytes = output_buffer_;
+  request.spec.output_buffer_bytes = pipe_bytes_;
   request.spec.output_ring_bytes = output_buffer_;
   // Its stdin stays open while no daemon runs; close_stdin lets go of it.
   request.spec.supervise_stdin = request.spec.stdin_pipe && !request.spec.pty;

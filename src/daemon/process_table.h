@@ -3,6 +3,7 @@
 // as envd ProcessEvent JSON to every stream attached to them.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
@@ -99,17 +100,21 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   // `pool` runs the deadline's kill: a request to the sandbox's init, which
   // must not block the io thread the deadline fires on.
   // `log` hears each command's start and end (the sandbox's logs).
-  // `output_buffer`: each output pipe's size, what a command writes while no
-  // daemon reads before its writes wait.
+  // `output_buffer`: the newest output of each command the agent keeps, and
+  // each output pipe's size (what a command writes while no daemon reads
+  // before its writes wait), the pipe at most `pipe_cap` (0: no cap): a
+  // create may ask for a larger ring, not for more kernel pipe memory than
+  // the operator's --output-buffer.
   ProcessTable(boost::asio::io_context& ioc, BlockingPool& pool,
                std::shared_ptr<runtime::Sandbox> sandbox,
                std::shared_ptr<SandboxLog> log = std::make_shared<SandboxLog>(),
-               size_t output_buffer = kDefaultOutputBuffer)
+               size_t output_buffer = kDefaultOutputBuffer, size_t pipe_cap = 0)
       : ioc_(ioc),
         pool_(pool),
         sandbox_(std::move(sandbox)),
         log_(std::move(log)),
-        output_buffer_(output_buffer) {}
+        output_buffer_(output_buffer),
+        pipe_bytes_(pipe_cap ? std::min(output_buffer, pipe_cap) : output_buffer) {}
 
   // Takes over commands an earlier daemon started in this sandbox
   // (runtime::Sandbox::adopt_processes): listed again, their output and end
@@ -157,6 +162,7 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   std::shared_ptr<runtime::Sandbox> sandbox_;
   std::shared_ptr<SandboxLog> log_;
   const size_t output_buffer_;
+  const size_t pipe_bytes_;
   std::mutex mutex_;
   std::map<int, std::shared_ptr<Managed>> processes_;
 };
