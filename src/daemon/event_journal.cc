@@ -50,6 +50,7 @@ UniqueFd open_append(const fs::path& file) {
 void EventJournal::record(const std::string& type, const std::string& name, json fields) {
   json event = fields.is_object() ? std::move(fields) : json::object();
   std::lock_guard lock(mutex_);
+  if (closed_) return;
   event["seq"] = next_seq_++;
   event["at"] = unix_ms_now();
   event["type"] = type;
@@ -61,6 +62,12 @@ void EventJournal::record(const std::string& type, const std::string& name, json
   if (auto written = write_all(fd_.get(), line, "record event", file_.string()); !written)
     spdlog::warn("{}", written.error().message());
   written_ += line.size();
+}
+
+void EventJournal::close() {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+  fd_.reset();
 }
 
 // The current file becomes the older half; a new one starts.

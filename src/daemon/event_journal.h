@@ -31,6 +31,9 @@ class EventJournal {
       : file_(std::move(file)), team_(std::move(team)), next_seq_(next_seq), fd_(std::move(fd)) {}
   // `type`: "lifecycle" or "commands"; `name`: what happened ("created").
   void record(const std::string& type, const std::string& name, nlohmann::json fields = {});
+  // The sandbox ended: its file is let go (its record stays on disk for the
+  // retention time); later events are dropped.
+  void close();
 
  private:
   void rotate_locked();
@@ -40,6 +43,7 @@ class EventJournal {
   uint64_t next_seq_;
   UniqueFd fd_;
   uint64_t written_ = 0;  // bytes in the current file since opened (a lower bound)
+  bool closed_ = false;
 };
 
 class EventJournals {

@@ -39,6 +39,11 @@ class SandboxLog {
   void event(const std::string& type, const std::string& name, nlohmann::json fields = {}) const {
     if (journal_) journal_->record(type, name, std::move(fields));
   }
+  // The sandbox ended: its journal's file is closed (this log is kept a
+  // while after, and an fd for each would add up).
+  void close_journal() const {
+    if (journal_) journal_->close();
+  }
 
  private:
   mutable std::mutex mutex_;

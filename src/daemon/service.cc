@@ -461,6 +461,7 @@ http::Task<bool> Service::kill(const std::string& id, std::string why, std::stri
   const SandboxRow row = live->snapshot();
   live->log->add("info", why);
   live->log->event("lifecycle", "ended", {{"why", why}, {"key", by_key}});
+  live->log->close_journal();
   {
     std::lock_guard lock(live->mutex);
     const int64_t now = now_ms();

@@ -149,11 +149,14 @@ def test_unknown_sandbox_is_named(daemon):
         assert "izzzzzzzzzzzzzzzzzzzz" in r.stderr and "not found" in r.stderr
 
 
-def test_kill_without_yes_and_no_tty_refuses(daemon, sandbox):
-    r = abx(daemon, "kill", sandbox)
-    assert r.returncode != 0
-    assert "--yes" in r.stderr
+def test_kill_from_a_script_goes_ahead_and_all_needs_yes(daemon, sandbox):
+    """No terminal: a named kill proceeds (as docker rm does); every sandbox at once does not."""
+    r = abx(daemon, "kill", "--all")
+    assert r.returncode != 0 and "--yes" in r.stderr
     assert sandbox in abx(daemon, "list").stdout
+    r = abx(daemon, "kill", sandbox)
+    assert r.returncode == 0 and r.stdout == f"killed {sandbox}\n", r.stderr
+    assert sandbox not in abx(daemon, "list").stdout
 
 
 def test_kill_all(daemon):
