@@ -93,20 +93,32 @@ class Walk {
     if (!below || !S_ISDIR(below->st_mode) || opaque) {
       if (!add(path, "dir", below ? Change::kChanged : Change::kAdded, 0)) return false;
     }
-    // The layers under this dir, where they have it as a dir (none under an
-    // opaque or a new one: everything in it is added).
+    // None under an opaque or a new dir: everything in it is added.
     std::vector<UniqueFd> owned;
+    if (below && S_ISDIR(below->st_mode) && !opaque) owned = merged_below(lowers, name);
     std::vector<int> child_lowers;
-    if (below && S_ISDIR(below->st_mode) && !opaque) {
-      for (const int lower : lowers) {
-        if (lower < 0) continue;
-        UniqueFd fd(::openat(lower, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (!fd.valid()) continue;
-        child_lowers.push_back(fd.get());
-        owned.push_back(std::move(fd));
-      }
-    }
+    for (const UniqueFd& fd : owned) child_lowers.push_back(fd.get());
     return dir(child.get(), child_lowers, path, depth + 1);
+  }
+
+  // The lower dirs overlay merges under `name`, topmost first, as it looks
+  // them up: a whiteout or a non-dir ends the stack, and so does an opaque
+  // dir after itself (template builds and snapshots keep those marks), so
+  // what it hides is not taken for what the sandbox changed.
+  static std::vector<UniqueFd> merged_below(const std::vector<int>& lowers,
+                                            const std::string& name) {
+    std::vector<UniqueFd> merged;
+    for (const int lower : lowers) {
+      struct stat st {};
+      if (lower < 0 || ::fstatat(lower, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (!S_ISDIR(st.st_mode)) break;
+      UniqueFd fd(::openat(lower, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd.valid()) break;
+      const bool opaque = is_opaque(fd.get());
+      merged.push_back(std::move(fd));
+      if (opaque) break;
+    }
+    return merged;
   }
 
   bool add(const std::string& path, std::string kind, Change change, uint64_t size) {

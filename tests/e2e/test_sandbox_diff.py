@@ -43,3 +43,39 @@ def test_abx_diff_shows_what_the_sandbox_changed(daemon):
         assert foreign.status_code == unknown.status_code == 404
     finally:
         abx(daemon, "kill", sandbox, "--yes")
+
+
+
+def started_on(daemon, sandbox: str, ids: list[str], script: str) -> str:
+    """Run `script` as root in `sandbox`, snapshot it, start a sandbox on the snapshot."""
+    ran = abx(daemon, "exec", sandbox, "-u", "root", "--", "sh", "-c", script)
+    assert ran.returncode == 0, ran.stderr
+    snap = abx(daemon, "snapshot", "create", sandbox)
+    assert snap.returncode == 0, snap.stderr
+    started = abx(daemon, "create", "--snapshot", snap.stdout.strip())
+    assert started.returncode == 0, started.stderr
+    ids.append(started.stdout.strip())
+    return ids[-1]
+
+
+def test_a_dir_remade_in_a_snapshot_hides_the_layers_below_it(daemon):
+    """A sandbox on a snapshot in which a dir was removed and made again (overlay marks it
+    opaque): a file written there is new to it, even where a layer under the snapshot has that
+    name; one the snapshot holds is changed."""
+    first = abx(daemon, "create", "host")
+    assert first.returncode == 0, first.stderr
+    ids = [first.stdout.strip()]
+    try:
+        second = started_on(daemon, ids[0], ids,
+                            "mkdir /etc/stack && echo old > /etc/stack/hidden")
+        third = started_on(daemon, second, ids,
+                           "rm -rf /etc/stack && mkdir /etc/stack && echo remade > /etc/stack/kept")
+        wrote = abx(daemon, "exec", third, "-u", "root", "--", "sh", "-c",
+                    "test ! -e /etc/stack/hidden && echo mine > /etc/stack/hidden"
+                    " && echo more >> /etc/stack/kept")
+        assert wrote.returncode == 0, wrote.stderr
+        lines = abx(daemon, "diff", third).stdout.splitlines()
+        assert "A /etc/stack/hidden" in lines, lines
+        assert "C /etc/stack/kept" in lines, lines
+    finally:
+        abx(daemon, "kill", "--yes", *ids)

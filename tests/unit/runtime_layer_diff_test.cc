@@ -58,6 +58,32 @@ TEST(LayerDiff, AddedChangedDeletedOpaqueAndNothingFollowed) {
   EXPECT_FALSE(diff->truncated);
 }
 
+// A template build's or a snapshot's layer can carry an opaque dir (a dir
+// removed and made again): it hides the layers under it, so what the
+// sandbox writes there is new, even where a hidden layer has that name.
+TEST(LayerDiff, AnOpaqueDirInALowerLayerHidesTheLayersUnderIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "trusted.* xattrs need root";
+  testing::TempDir dir("abx-layer-diff");
+  const fs::path top = dir.path() / "top", bottom = dir.path() / "bottom",
+                 upper = dir.path() / "upper";
+  fs::create_directories(bottom / "app");
+  std::ofstream(bottom / "app/hidden") << "old";
+  std::ofstream(bottom / "app/kept") << "old";
+  fs::create_directories(top / "app");
+  std::ofstream(top / "app/kept") << "remade";
+  ASSERT_EQ(::setxattr((top / "app").c_str(), "trusted.overlay.opaque", "y", 1, 0), 0);
+  fs::create_directories(upper / "app");
+  std::ofstream(upper / "app/hidden") << "written";
+  std::ofstream(upper / "app/kept") << "written";
+  UniqueFd up(::open(upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd t(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd b(::open(bottom.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  auto diff = layer_diff::diff(up.get(), {t.get(), b.get()});
+  ASSERT_TRUE(diff);
+  EXPECT_EQ(shown(*diff), (std::map<std::string, std::string>{{"/app/hidden", "added file"},
+                                                              {"/app/kept", "changed file"}}));
+}
+
 TEST(LayerDiff, BoundsStopTheWalkAndSaySo) {
   testing::TempDir dir("abx-layer-diff");
   fs::path deep = dir.path();
