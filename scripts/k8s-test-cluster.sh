@@ -221,11 +221,11 @@ push_images() {
     gcc -static -Os -s -o "$D/images/pause" "$here/k8s/pause.c"
   fi
   curl -fsS -o /dev/null -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
-    "http://$REGISTRY/v2/pause/manifests/3.10" ||
+    "http://$REGISTRY/v2/pause/manifests/3.10" 2>/dev/null ||
     python3 "$here/k8s/oci-push.py" "$REGISTRY" pause:3.10 --file "$D/images/pause=/pause" \
       --entrypoint '["/pause"]' >/dev/null
   curl -fsS -o /dev/null -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
-    "http://$REGISTRY/v2/busybox/manifests/1" ||
+    "http://$REGISTRY/v2/busybox/manifests/1" 2>/dev/null ||
     python3 "$here/k8s/oci-push.py" "$REGISTRY" busybox:1 --file /bin/busybox=/bin/busybox \
       --link /bin/sh=busybox --cmd '["sh"]' >/dev/null
 }
@@ -247,6 +247,7 @@ start_control_plane() {
     --endpoint-reconciler-type none --cert-dir "$PKI/generated" \
     --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
     --client-ca-file "$PKI/ca.crt" --authorization-mode Node,RBAC --allow-privileged \
+    --kubelet-preferred-address-types InternalIP \
     --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" \
     --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
     --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
@@ -461,17 +462,16 @@ remove_network() {
 # that jump to them; everybody else's rules stay.
 remove_iptables() {
   [[ -f $REC/iptables-chains ]] || return 0
-  local fam table chain rule
-  iptables_chains | grep -E ' (KUBE|CNI)-' | grep -vxFf "$REC/iptables-chains" |
-    while read -r fam table chain; do
-      "$fam" -t "$table" -S 2>/dev/null | grep -E -- "-j $chain( |\$)" | grep '^-A ' |
-        while read -r rule; do
-          eval "$fam -t $table ${rule/-A/-D}" 2>/dev/null || true
-        done
-      "$fam" -t "$table" -F "$chain" 2>/dev/null || true
-    done
-  iptables_chains | grep -E ' (KUBE|CNI)-' | grep -vxFf "$REC/iptables-chains" |
-    while read -r fam table chain; do "$fam" -t "$table" -X "$chain" 2>/dev/null || true; done
+  local fam table chain rule added
+  added=$(iptables_chains | grep -E ' (KUBE|CNI)-' | grep -vxFf "$REC/iptables-chains" || true)
+  [[ -n $added ]] || return 0
+  while read -r fam table chain; do
+    while read -r rule; do
+      [[ -n $rule ]] && { eval "$fam -t $table ${rule/-A/-D}" 2>/dev/null || true; }
+    done < <("$fam" -t "$table" -S 2>/dev/null | grep -E -- "^-A .* -j $chain( |\$)" || true)
+    "$fam" -t "$table" -F "$chain" 2>/dev/null || true
+  done <<<"$added"
+  while read -r fam table chain; do "$fam" -t "$table" -X "$chain" 2>/dev/null || true; done <<<"$added"
 }
 
 restore_sysctls() {

@@ -5,7 +5,8 @@
 # too old for a current kubelet. A binary already in $1/bin is kept: a second
 # `up` does not rebuild (delete $1/bin to force it).
 set -euo pipefail
-dir=$1
+mkdir -p "$1"
+dir=$(realpath "$1")
 K8S_VERSION=${ABX_K8S_VERSION:-v1.37.2}
 CONTAINERD_VERSION=${ABX_CONTAINERD_VERSION:-v2.4.2}
 bin=$dir/bin
@@ -37,8 +38,6 @@ build_kubernetes() {
     sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\t\1 => \1 '"$staging"'#p' "$modfile"
     echo ")"
   } > "$m/go.mod"
-  echo "package main" > "$m/tools.go"
-  (cd "$m" && go mod download -x >/dev/null 2>&1 || true)
   local c pkgs=()
   for c in "${k8s_cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
   (cd "$m" && go build -o "$bin/" "${pkgs[@]}")
