@@ -52,7 +52,9 @@ die() { log "$*"; exit 1; }
 
 # ---------------------------------------------------------------- helpers
 
-alive() { [[ -f $PIDS/$1.pid ]] && kill -0 "$(cat "$PIDS/$1.pid")" 2>/dev/null; }
+# A process that exited but is not reaped yet (PID 1 here reaps slowly) is gone.
+running() { [[ -r /proc/$1/stat ]] && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]; }
+alive() { [[ -f $PIDS/$1.pid ]] && running "$(cat "$PIDS/$1.pid")"; }
 
 # Each component in its own session so it outlives this script; the pid
 # recorded is the component's own (setsid execs without forking here).
@@ -67,15 +69,16 @@ start() {
 stop_pid() {
   local pid=$1 i
   kill -TERM "$pid" 2>/dev/null || return 0
-  for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
+  for i in $(seq 100); do running "$pid" || return 0; sleep 0.1; done
+  log "pid $pid ($2) still there 10s after SIGTERM: SIGKILL"
   kill -KILL "$pid" 2>/dev/null || true
-  for i in $(seq 25); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
+  for i in $(seq 50); do running "$pid" || return 0; sleep 0.1; done
   log "pid $pid did not exit"
 }
 
 stop() {
   [[ -f $PIDS/$1.pid ]] || return 0
-  stop_pid "$(cat "$PIDS/$1.pid")"
+  stop_pid "$(cat "$PIDS/$1.pid")" "$1"
   rm -f "$PIDS/$1.pid"
 }
 
@@ -409,7 +412,7 @@ drain_pods() {
   pods=$(kapi GET /api/v1/pods 2>/dev/null | python3 -c '
 import json, sys
 for p in json.load(sys.stdin)["items"]:
-    print(p["metadata"]["namespace"], p["metadata"]["name"])') || return 0
+    print(p["metadata"]["namespace"], p["metadata"]["name"])' 2>/dev/null) || return 0
   [[ -n $pods ]] || return 0
   while read -r ns name; do
     kapi DELETE "/api/v1/namespaces/$ns/pods/$name" -H 'Content-Type: application/json' \
