@@ -14,6 +14,7 @@ import json
 import sys
 import tarfile
 import urllib.request
+from pathlib import Path
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 
@@ -32,7 +33,7 @@ def layer(files, links):
             info.type, info.mode = tarfile.DIRTYPE, 0o755
             tar.addfile(info)
         for src, dest in files:
-            data = open(src, "rb").read()
+            data = Path(src).read_bytes()
             info = tarfile.TarInfo(dest.strip("/"))
             info.size, info.mode = len(data), 0o755
             tar.addfile(info, io.BytesIO(data))
