@@ -32,6 +32,7 @@ REGISTRY=127.0.0.1:${ABX_K8S_REGISTRY_PORT:-15000}
 PAUSE_IMAGE=$REGISTRY/pause:3.10
 BUSYBOX_IMAGE=$REGISTRY/busybox:1
 API=https://127.0.0.1:$API_PORT
+CNI_NETWORK=abx-k8s-test
 
 BIN=$D/bin PKI=$D/pki RUN=$D/run LOGS=$D/logs REC=$D/recorded
 PIDS=$RUN/pids
@@ -191,7 +192,7 @@ make_network() {
   cat >"$D/cni/net.d/10-abx.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
-  "name": "abx-k8s-test",
+  "name": "$CNI_NETWORK",
   "plugins": [
     {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false,
      "hairpinMode": true,
@@ -494,9 +495,11 @@ remove_outside_paths() {
       rm -rf --one-file-system "$p"
     done <"$REC/absent-paths"
   fi
-  # Log links kubelet left in a directory that was there before.
+  # In directories that were there before: kubelet's log links, libcni's
+  # cached results for our network.
   [[ -d /var/log/containers ]] &&
     find /var/log/containers -maxdepth 1 -type l -lname "$D/*" -delete 2>/dev/null || true
+  rm -f /var/lib/cni/results/"$CNI_NETWORK"-* 2>/dev/null || true
 }
 
 remove_cgroups() {
