@@ -21,7 +21,7 @@ export CCACHE_MAXSIZE ?= 20G
 PY := $(VENV)/bin/python
 
 .PHONY: all build deps demo check test unit unit-quick unit-tsan e2e offline lint-python \
-	format format-check bench clean fuzz fuzz-build fuzz-smoke e2b-suites soak \
+	format format-check bench clean test-k8s fuzz fuzz-build fuzz-smoke e2b-suites soak \
 	release install uninstall deb
 
 all: build
@@ -48,6 +48,15 @@ test: deps build format-check lint-python unit unit-tsan fuzz-smoke e2e e2b-suit
 unit-quick: build
 	ninja -C $(BUILD) abx_unit_tests
 	$(BUILD)/abx_unit_tests --gtest_brief=1
+
+# A real single-node Kubernetes cluster (scripts/k8s-test-cluster.sh): up, the
+# cluster tests, down (also when a test fails). The built binaries stay cached
+# in build/k8s/bin. Not root: the tests skip, saying why.
+test-k8s: deps
+	@if [[ $$(id -u) -ne 0 ]]; then $(PY) -m pytest -q -p no:cacheprovider tests/k8s; exit $$?; fi; \
+	scripts/k8s-test-cluster.sh up || { scripts/k8s-test-cluster.sh down; exit 1; }; \
+	rc=0; $(PY) -m pytest -q -p no:cacheprovider tests/k8s || rc=$$?; \
+	scripts/k8s-test-cluster.sh down || rc=1; exit $$rc
 
 # Unit tests run under AddressSanitizer and UndefinedBehaviorSanitizer.
 unit:
