@@ -46,13 +46,14 @@ def test_abx_diff_shows_what_the_sandbox_changed(daemon):
 
 
 
-def started_on(daemon, sandbox: str, ids: list[str], script: str) -> str:
+def started_on(daemon, sandbox: str, ids: list[str], snaps: list[str], script: str) -> str:
     """Run `script` as root in `sandbox`, snapshot it, start a sandbox on the snapshot."""
     ran = abx(daemon, "exec", sandbox, "-u", "root", "--", "sh", "-c", script)
     assert ran.returncode == 0, ran.stderr
     snap = abx(daemon, "snapshot", "create", sandbox)
     assert snap.returncode == 0, snap.stderr
-    started = abx(daemon, "create", "--snapshot", snap.stdout.strip())
+    snaps.append(snap.stdout.strip())
+    started = abx(daemon, "create", "--snapshot", snaps[-1])
     assert started.returncode == 0, started.stderr
     ids.append(started.stdout.strip())
     return ids[-1]
@@ -65,10 +66,11 @@ def test_a_dir_remade_in_a_snapshot_hides_the_layers_below_it(daemon):
     first = abx(daemon, "create", "host")
     assert first.returncode == 0, first.stderr
     ids = [first.stdout.strip()]
+    snaps: list[str] = []
     try:
-        second = started_on(daemon, ids[0], ids,
+        second = started_on(daemon, ids[0], ids, snaps,
                             "mkdir /etc/stack && echo old > /etc/stack/hidden")
-        third = started_on(daemon, second, ids,
+        third = started_on(daemon, second, ids, snaps,
                            "rm -rf /etc/stack && mkdir /etc/stack && echo remade > /etc/stack/kept")
         wrote = abx(daemon, "exec", third, "-u", "root", "--", "sh", "-c",
                     "test ! -e /etc/stack/hidden && echo mine > /etc/stack/hidden"
@@ -79,3 +81,5 @@ def test_a_dir_remade_in_a_snapshot_hides_the_layers_below_it(daemon):
         assert "C /etc/stack/kept" in lines, lines
     finally:
         abx(daemon, "kill", "--yes", *ids)
+        for snap in reversed(snaps):  # the session daemon is shared: leave no snapshot quota used
+            abx(daemon, "snapshot", "rm", snap)
