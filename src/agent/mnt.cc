@@ -199,15 +199,35 @@ std::string source_path(const InitConfig& config, size_t index) {
   return std::string(kOld) + "/proc/self/fd/" + std::to_string(config.source_fds.at(index));
 }
 
+// An idmapped source (a detached mount the runtime made) is attached on the
+// staging tmpfs first: overlay takes layers only from mounts of this
+// namespace. Otherwise the source's fd is named through /oldroot/proc.
+Result<std::string> layer_path(const InitConfig& config, size_t index, const std::string& name) {
+  if (!config.idmapped_layers) return source_path(config, index);
+  const std::string path = "/" + name;
+  if (auto s = sys(::mkdir(path.c_str(), 0755), "mkdir staging", name); !s) return s.error();
+  if (auto s = sys(::move_mount(config.source_fds.at(index), "", AT_FDCWD, path.c_str(),
+                                MOVE_MOUNT_F_EMPTY_PATH),
+                   "attach idmapped layer", name);
+      !s)
+    return s.error();
+  return path;
+}
+
 Status mount_overlay(const InitConfig& config) {
   std::string lower;
   for (size_t i = 0; i < config.lower_layers.size(); ++i) {
+    auto path = layer_path(config, i, "layer" + std::to_string(i));
+    if (!path) return path.error();
     if (!lower.empty()) lower += ':';
-    lower += source_path(config, i);
+    lower += *path;
   }
   std::string writable = "/";
-  if (config.host_writable_dir)
-    writable = source_path(config, config.lower_layers.size() + config.binds.size()) + "/";
+  if (config.host_writable_dir) {
+    auto path = layer_path(config, config.lower_layers.size() + config.binds.size(), "writable");
+    if (!path) return path.error();
+    writable = *path + "/";
+  }
   const std::string options =
       "lowerdir=" + lower + ",upperdir=" + writable + "upper,workdir=" + writable + "work";
   // user.overlay.* xattrs first: a user namespace cannot set trusted.* ones,

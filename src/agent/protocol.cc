@@ -189,19 +189,20 @@ std::string encode(const InitConfig& c) {
   w.u8(c.allow_setid);
   w.u32(c.tcp_port);
   w.str(c.tcp_token);
+  w.u8(c.idmapped_layers);
   return w.take();
 }
 
 bool decode(const std::string& bytes, InitConfig* c) {
   Reader r(bytes);
   std::vector<std::string> binds;
-  uint8_t full = 0, writable = 0, workload = 0, raw = 0, setid = 0;
+  uint8_t full = 0, writable = 0, workload = 0, raw = 0, setid = 0, idmapped = 0;
   uint32_t tcp_port = 0;
   if (!r.str(&c->hostname) || !r.u64(&c->disk_bytes) || !r.strs(&c->lower_layers) ||
       !r.strs(&binds) || binds.size() % 2 != 0 || !r.u8(&full) || !r.str(&c->seccomp_bpf) ||
       !r.u8(&writable) || !r.u64(&c->shm_bytes) || !r.strs(&c->proc_views) || !r.u8(&workload) ||
       !r.str(&c->nameserver) || !r.u8(&raw) || !r.u8(&setid) || !r.u32(&tcp_port) ||
-      tcp_port > 65535 || !r.str(&c->tcp_token) || !r.done())
+      tcp_port > 65535 || !r.str(&c->tcp_token) || !r.u8(&idmapped) || !r.done())
     return false;
   c->tcp_port = static_cast<uint16_t>(tcp_port);
   for (size_t i = 0; i < binds.size(); i += 2) c->binds.emplace_back(binds[i], binds[i + 1]);
@@ -210,6 +211,7 @@ bool decode(const std::string& bytes, InitConfig* c) {
   c->workload_cgroup = workload != 0;
   c->raw_sockets = raw != 0;
   c->allow_setid = setid != 0;
+  c->idmapped_layers = idmapped != 0;
   return true;
 }
 

@@ -87,6 +87,9 @@ struct InitConfig {
   // sandbox's network) for clients that show `tcp_token` in their Hello.
   uint16_t tcp_port = 0;
   std::string tcp_token;
+  // true: the fds of the lower layers and of the writable dir are detached
+  // idmapped mounts (runtime/id_ranges.h), attached on the staging tmpfs.
+  bool idmapped_layers = false;
   // Not encoded: O_PATH fds of each lower layer, then of each bind source,
   // then of the writable dir if any, then of lxcfs's proc dir if there are
   // proc_views, received by init in the handoff message (see spawner.h).

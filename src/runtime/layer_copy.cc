@@ -37,6 +37,14 @@ struct Walk {
   std::vector<char> buffer = std::vector<char>(kChunk);
 };
 
+// The owner a copy gets (see Limits::owners).
+void store_owners(const Limits& limits, struct stat* st) {
+  if (!limits.owners) return;
+  const auto& [layer, stored] = *limits.owners;
+  if (auto uid = layer.sandbox_uid(st->st_uid)) st->st_uid = stored.host_uid(*uid);
+  if (auto gid = layer.sandbox_gid(st->st_gid)) st->st_gid = stored.host_gid(*gid);
+}
+
 Error too_big(const std::string& what) { return Error{"copy the writable layer", E2BIG, what}; }
 
 struct DirClose {
@@ -79,7 +87,8 @@ Status copy_xattrs(int from, int to) {
 }
 
 // Owner, then mode (a chown clears set-id bits), then times.
-Status copy_attributes(int to, const struct stat& st) {
+Status copy_attributes(const Limits& limits, int to, struct stat st) {
+  store_owners(limits, &st);
   if (::fchown(to, st.st_uid, st.st_gid) != 0) return Error::from_errno("chown copy");
   if (::fchmod(to, st.st_mode & 07777) != 0) return Error::from_errno("chmod copy");
   const timespec times[2] = {st.st_atim, st.st_mtim};
@@ -136,7 +145,7 @@ Status copy_file(Walk& walk, int from_dir, int to_dir, const std::string& name,
   if (!out.valid()) return Error::from_errno("create snapshot file", rel);
   if (Status s = copy_data(walk, in.get(), out.get(), opened.st_size); !s) return s;
   if (Status s = copy_xattrs(in.get(), out.get()); !s) return s;
-  if (Status s = copy_attributes(out.get(), opened); !s) return s;
+  if (Status s = copy_attributes(walk.limits, out.get(), opened); !s) return s;
   if (opened.st_nlink > 1) {
     walk.linked_bytes += rel.size();
     if (walk.linked_bytes > kMaxLinkedPathBytes) return too_big("too many hard-linked files");
@@ -193,7 +202,7 @@ Status copy_subdir(Walk& walk, int from_dir, int to_dir, const std::string& name
   if (!out.valid()) return Error::from_errno("open snapshot dir", rel);
   if (Status s = copy_dir(walk, in.get(), out.get(), depth + 1, rel); !s) return s;
   if (Status s = copy_xattrs(in.get(), out.get()); !s) return s;
-  return copy_attributes(out.get(), opened);
+  return copy_attributes(walk.limits, out.get(), opened);
 }
 
 Status copy_dir(Walk& walk, int from, int to, int depth, const std::string& rel) {
@@ -217,6 +226,7 @@ Status copy_dir(Walk& walk, int from, int to, int depth, const std::string& rel)
       return Error::from_errno("stat layer entry", path);
     }
     if (st.st_dev != walk.layer_dev) continue;  // a mount point: not the layer's
+    store_owners(walk.limits, &st);  // for links and nodes (the others stat what they open)
     Status s;
     if (S_ISDIR(st.st_mode))
       s = copy_subdir(walk, from, to, name, st, depth, path);
@@ -237,9 +247,10 @@ Result<Copied> copy(int from, int to, const Limits& limits) {
   if (::fstat(from, &root) != 0 || !S_ISDIR(root.st_mode))
     return Error{"copy the writable layer", ENOTDIR, "not a directory"};
   Walk walk{limits, {}, root.st_dev, to, {}};
+
   if (Status s = copy_dir(walk, from, to, 0, ""); !s) return s.error();
   if (Status s = copy_xattrs(from, to); !s) return s.error();
-  if (Status s = copy_attributes(to, root); !s) return s.error();
+  if (Status s = copy_attributes(limits, to, root); !s) return s.error();
   return walk.copied;
 }
 

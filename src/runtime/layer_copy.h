@@ -9,8 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 #include "common/error.h"
+#include "runtime/user.h"
 
 namespace abx::runtime::layer_copy {
 
@@ -18,6 +21,10 @@ struct Limits {
   uint64_t max_bytes = 0;  // data bytes copied (holes are not copied)
   uint64_t max_entries = 1u << 20;
   int max_depth = 256;
+  // Set: an owner of the layer's range (`first`, the sandbox's own) is
+  // stored as the same sandbox id of `second` (the range layers are stored
+  // with), so a sandbox's range never reaches the disk. Others stay as they are.
+  std::optional<std::pair<user::IdMap, user::IdMap>> owners;
 };
 
 struct Copied {

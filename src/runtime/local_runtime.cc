@@ -25,6 +25,7 @@
 #include "common/fd_io.h"
 #include "common/ids.h"
 #include "runtime/cgroup.h"
+#include "runtime/id_ranges.h"
 #include "runtime/local_sandbox.h"
 #include "runtime/lxcfs.h"
 #include "runtime/networks.h"
@@ -42,7 +43,8 @@ namespace {
 constexpr uint64_t kMiB = 1024 * 1024;
 constexpr Limits kBuiltinLimits{512 * kMiB, 256, 1000, 1024 * kMiB};
 constexpr const char* kSocketName = kControlSocketName;
-constexpr const char* kInitFile = "init";  // "<pid> <starttime>", for sweep_orphans
+constexpr const char* kInitFile = "init";            // "<pid> <starttime>", for sweep_orphans
+constexpr const char* kIdLockDir = "/run/abx/uids";  // one lock per region (id_ranges.h)
 constexpr int kDeathTimeoutMs = 5000;
 // Overlay takes the lower dirs as one mount option (a page at most) and
 // init receives their fds in one message.
@@ -130,8 +132,8 @@ uint64_t shm_bytes(const Limits& limits) { return limits.memory_bytes / 2; }
 
 proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, bool full_id_map,
                               const std::string& seccomp_bpf, const Lxcfs* lxcfs,
-                              bool workload_cgroup, const std::string& nameserver,
-                              bool raw_sockets) {
+                              bool workload_cgroup, const std::string& nameserver, bool raw_sockets,
+                              bool idmapped_layers) {
   proto::InitConfig config;
   config.hostname = spec.hostname.empty() ? spec.id : spec.hostname;
   config.disk_bytes = limits.disk_bytes;
@@ -149,6 +151,7 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   config.allow_setid = spec.rootfs.allow_setid;
   config.tcp_port = spec.agent_port;
   config.tcp_token = spec.agent_token;
+  config.idmapped_layers = idmapped_layers;
   return config;
 }
 
@@ -173,8 +176,10 @@ Result<SandboxSpec> resolver_for_build(const SandboxSpec& spec, const fs::path& 
 // Opened through the child's /proc/<pid>/root so that each fd's mount lies
 // in the sandbox's mount namespace: overlay and bind mounts refuse sources
 // from another namespace.
+// With a `translation` namespace (>= 0), the layers and the writable dir
+// are idmapped clones instead, which init attaches (see id_ranges.h).
 Result<spawner::Handoff> open_rootfs_sources(pid_t pid, const RootfsSpec& rootfs,
-                                             const Lxcfs* lxcfs) {
+                                             const Lxcfs* lxcfs, int translation) {
   const std::string root = "/proc/" + std::to_string(pid) + "/root";
   spawner::Handoff fds;
   auto open_source = [&](const fs::path& path, int flags) -> Status {
@@ -183,12 +188,20 @@ Result<spawner::Handoff> open_rootfs_sources(pid_t pid, const RootfsSpec& rootfs
     fds.push_back(std::move(fd));
     return {};
   };
+  auto open_layer = [&](const fs::path& path, bool writable) -> Status {
+    if (translation < 0) return open_source(path, O_DIRECTORY);
+    // A clone is made of the daemon's own mount (its namespace's only), detached.
+    auto tree = idmapped_tree(path.native(), translation, writable);
+    if (!tree) return tree.error();
+    fds.push_back(std::move(*tree));
+    return {};
+  };
   for (const auto& layer : rootfs.lower_layers)
-    if (auto s = open_source(layer, O_DIRECTORY); !s) return s.error();
+    if (auto s = open_layer(layer, false); !s) return s.error();
   for (const auto& bind : rootfs.read_only_binds)
     if (auto s = open_source(bind.host_path, 0); !s) return s.error();
   if (!rootfs.writable_dir.empty())
-    if (auto s = open_source(rootfs.writable_dir, O_DIRECTORY); !s) return s.error();
+    if (auto s = open_layer(rootfs.writable_dir, true); !s) return s.error();
   if (lxcfs && !lxcfs->views().empty())
     if (auto s = open_source(lxcfs->proc_dir(), O_DIRECTORY); !s) return s.error();
   return fds;
@@ -303,13 +316,14 @@ std::optional<std::string> choose_user_net(std::vector<std::string>* warnings) {
 class LocalRuntime final : public Runtime {
  public:
   LocalRuntime(RuntimeConfig config, UniqueFd image, std::string seccomp_bpf, user::IdMap ids,
-               cgroup::Layout cgroups, bool shield_init, std::unique_ptr<Lxcfs> lxcfs,
-               std::shared_ptr<Networks> networks, std::optional<std::string> user_net_nameserver,
-               std::vector<std::string> warnings)
+               std::unique_ptr<IdRanges> ranges, cgroup::Layout cgroups, bool shield_init,
+               std::unique_ptr<Lxcfs> lxcfs, std::shared_ptr<Networks> networks,
+               std::optional<std::string> user_net_nameserver, std::vector<std::string> warnings)
       : config_(std::move(config)),
         image_(std::move(image)),
         seccomp_bpf_(std::move(seccomp_bpf)),
         ids_(ids),
+        ranges_(std::move(ranges)),
         cgroups_(std::move(cgroups)),
         shield_init_(shield_init),
         lxcfs_(std::move(lxcfs)),
@@ -346,7 +360,12 @@ class LocalRuntime final : public Runtime {
   Result<std::unique_ptr<Sandbox>> create_now(const SandboxSpec& spec, bool background = false);
   Result<std::unique_ptr<Sandbox>> create_warm(const SandboxSpec& spec);
   Result<LocalSandbox::Held> start(const SandboxSpec& spec, const Limits& limits, uint32_t net_slot,
-                                   bool background);
+                                   uint32_t id_slot, bool background);
+  // The ids a sandbox maps to, by the first of its range (its record's).
+  user::IdMap ids_of(uid_t uid_zero) const;
+  uint32_t id_slot_of(const SandboxRecord& record) const {
+    return ranges_ ? ranges_->slot_of(record.host_uid_base) : 0;
+  }
   uint32_t slot_of(const SandboxRecord& record) const {
     return networks_ ? networks_->pool().slot_of_address(record.net_address) : 0;
   }
@@ -360,7 +379,8 @@ class LocalRuntime final : public Runtime {
   RuntimeConfig config_;
   UniqueFd image_;
   std::string seccomp_bpf_;
-  user::IdMap ids_;
+  user::IdMap ids_;                   // what layers are stored with; the sandboxes' if shared
+  std::unique_ptr<IdRanges> ranges_;  // null: every sandbox maps to ids_
   cgroup::Layout cgroups_;
   bool shield_init_;
   std::unique_ptr<Lxcfs> lxcfs_;
@@ -406,7 +426,8 @@ void LocalRuntime::on_init_exit(InitHandle& init, std::optional<int> wait_status
 }
 
 Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const Limits& limits,
-                                               uint32_t net_slot, bool background) {
+                                               uint32_t net_slot, uint32_t id_slot,
+                                               bool background) {
   const fs::path state = state_of(asked.id);
   if (::mkdir(state.c_str(), 0700) != 0)
     return Error::from_errno("mkdir state dir", state.string());
@@ -421,9 +442,16 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const L
   // One answer for both uses: init expects the proc dir's fd iff it has views.
   const Lxcfs* views = lxcfs_ && lxcfs_->answering() ? lxcfs_.get() : nullptr;
   const fs::path workload_procs = cgroup::workload_procs(cgroups_, spec.id);
-  auto config =
-      config_memfd(init_config(spec, limits, ids_.full(), seccomp_bpf_, views,
-                               !workload_procs.empty(), nameserver, !(user_net_ && asked.network)));
+  const user::IdMap ids = id_slot ? ranges_->map_of(id_slot) : ids_;
+  int translation = -1;
+  if (id_slot) {
+    auto ns = ranges_->translation(id_slot);
+    if (!ns) return ns.error();
+    translation = *ns;
+  }
+  auto config = config_memfd(init_config(spec, limits, ids.full(), seccomp_bpf_, views,
+                                         !workload_procs.empty(), nameserver,
+                                         !(user_net_ && asked.network), translation >= 0));
   if (!config) return config.error();
   if (cgroups_.version != cgroup::Version::kNone) {
     if (auto s = cgroup::create(cgroups_, spec.id, limits); !s) return s.error();
@@ -431,10 +459,10 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const L
       if (auto s = cgroup::set_background(cgroups_, spec.id, true); !s) return s.error();
   }
   auto prepare = [&](pid_t pid) -> Result<spawner::Handoff> {
-    if (auto s = user::write_maps(pid, ids_); !s) return s.error();
+    if (auto s = user::write_maps(pid, ids); !s) return s.error();
     if (cgroups_.version != cgroup::Version::kNone)
       if (auto s = cgroup::attach(cgroups_, spec.id, pid); !s) return s.error();
-    auto handoff = open_rootfs_sources(pid, spec.rootfs, views);
+    auto handoff = open_rootfs_sources(pid, spec.rootfs, views, translation);
     if (!handoff || workload_procs.empty()) return handoff;
     // Init may not open it (host root's file); its children write to it.
     UniqueFd procs(::open(workload_procs.c_str(), O_WRONLY | O_CLOEXEC));
@@ -443,7 +471,7 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const L
     return handoff;
   };
   auto pid =
-      spawner::start_init({image_.get(), config->get(), listen->get()}, ids_.uid_zero, prepare);
+      spawner::start_init({image_.get(), config->get(), listen->get()}, ids.uid_zero, prepare);
   if (!pid) return pid.error();
   // Until track() hands it to the reaper, init is our unreaped child: its
   // number cannot be reused, so /proc/<pid> is init's.
@@ -510,9 +538,17 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::create_now(const SandboxSpec& spe
     return Error{"create sandbox", ENOSPC,
                  "every address of the sandbox network pool is in use: kill sandboxes, or set a "
                  "larger network.pool"};
-  auto held = start(spec, limits, slot, background);
+  uint32_t id_slot = 0;
+  if (ranges_ && (id_slot = ranges_->take()) == 0) {
+    if (slot) networks_->release(slot);
+    return Error{"create sandbox", ENOSPC,
+                 "every host uid range of this daemon is in use (" +
+                     std::to_string(IdRanges::kSlots - 1) + " sandboxes): kill sandboxes"};
+  }
+  auto held = start(spec, limits, slot, id_slot, background);
   if (!held) {
     if (slot) networks_->release(slot);
+    if (id_slot) ranges_->give_back(id_slot);
     (void)remove_leftovers(spec.id);
     return held.error();
   }
@@ -520,7 +556,7 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::create_now(const SandboxSpec& spe
                        held->init->pid(),
                        held->init->start_time(),
                        state_of(spec.id),
-                       ids_.uid_zero,
+                       id_slot ? ranges_->map_of(id_slot).uid_zero : ids_.uid_zero,
                        limits,
                        slot ? networks_->pool().address(slot) : 0};
   auto sandbox = connect(record, std::move(*held));
@@ -533,7 +569,15 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::connect(const SandboxRecord& reco
   auto control = connect_control(state_of(record.id) / kSocketName);
   if (!control) return control.error();
   return std::unique_ptr<Sandbox>(std::make_unique<LocalSandbox>(
-      record, std::move(*control), std::move(held), ids_, cgroups_, networks_, user_net_));
+      record, std::move(*control), std::move(held), ids_of(record.host_uid_base), ids_, cgroups_,
+      networks_, user_net_));
+}
+
+// A range of ours, or of the region this state dir held before (adopted
+// after a restart that claimed another), or the shared one.
+user::IdMap LocalRuntime::ids_of(uid_t uid_zero) const {
+  if (uid_zero == ids_.uid_zero || !ids_.full()) return ids_;
+  return user::IdMap{uid_zero, uid_zero + 1, uid_zero, uid_zero + 1, ids_.count, false};
 }
 
 // The pid in the record is trusted only through a pidfd whose process has
@@ -551,6 +595,7 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::adopt(const SandboxRecord& record
   auto init = held->init;
   if (const uint32_t slot = slot_of(record))
     if (auto s = networks_->adopt(slot); !s) return s.error();
+  if (const uint32_t id_slot = id_slot_of(record)) (void)ranges_->hold(id_slot);
   // Adopted running: a paused sandbox's init accepts no connection (the
   // daemon pauses it again once it is in place).
   (void)cgroup::set_frozen(cgroups_, record.id, false);
@@ -582,6 +627,7 @@ Status LocalRuntime::destroy(const SandboxRecord& record) {
     killed = kill_init(pidfd->get(), false);  // left by an earlier daemon: not our child
   }
   if (const uint32_t slot = slot_of(record)) networks_->release(slot);
+  if (const uint32_t id_slot = id_slot_of(record)) ranges_->give_back(id_slot);
   Status cleaned = remove_leftovers(record.id);
   return killed ? cleaned : killed;
 }
@@ -610,6 +656,27 @@ void LocalRuntime::sweep_orphans(const std::vector<std::string>& live_ids) {
   // this is safe while such a daemon runs).
   (void)cgroup::remove_other_empty_instances(cgroups_);
   if (networks_) networks_->sweep();
+}
+
+// Root only, and where idmapped mounts work on the state dir's filesystem
+// (where the layers are); else every sandbox maps to `ids`, with a warning.
+std::unique_ptr<IdRanges> own_ranges(const user::IdMap& ids, const fs::path& state_dir,
+                                     std::vector<std::string>* warnings) {
+  if (::geteuid() != 0 || !ids.full()) return nullptr;
+  const fs::path region_file = state_dir / "uid-region";
+  auto previous = read_file(region_file);
+  auto ranges = IdRanges::claim(ids, previous ? std::atoi(previous->c_str()) : -1, kIdLockDir);
+  Status usable = ranges ? (*ranges)->probe(state_dir) : Status{ranges.error()};
+  if (!usable) {
+    warnings->push_back("every sandbox maps to the same host uid range (" +
+                        usable.error().message() +
+                        "): one sandbox's uid can reach on the host what another's can");
+    return nullptr;
+  }
+  UniqueFd fd(::open(region_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (fd.valid())
+    (void)write_all(fd.get(), std::to_string((*ranges)->region()) + "\n", "write", "uid region");
+  return std::move(*ranges);
 }
 
 }  // namespace
@@ -649,9 +716,10 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
       warnings.push_back("sandbox networks unavailable (" + opened.error().message() +
                          "): every sandbox has loopback only and no internet");
   }
+  std::unique_ptr<IdRanges> ranges = own_ranges(ids, effective.state_dir, &warnings);
   return std::unique_ptr<Runtime>(std::make_unique<LocalRuntime>(
-      std::move(effective), std::move(*image), std::move(*seccomp_bpf), ids, std::move(cgroups),
-      shield_init, std::move(lxcfs), std::move(networks), std::move(user_net),
+      std::move(effective), std::move(*image), std::move(*seccomp_bpf), ids, std::move(ranges),
+      std::move(cgroups), shield_init, std::move(lxcfs), std::move(networks), std::move(user_net),
       std::move(warnings)));
 }
 

@@ -51,12 +51,13 @@ constexpr auto kAdoptWait = std::chrono::seconds(5);
 }  // namespace
 
 LocalSandbox::LocalSandbox(SandboxRecord record, UniqueFd control, Held held, user::IdMap ids,
-                           cgroup::Layout cgroups, std::shared_ptr<Networks> networks,
-                           bool user_net)
+                           user::IdMap stored_ids, cgroup::Layout cgroups,
+                           std::shared_ptr<Networks> networks, bool user_net)
     : record_(std::move(record)),
       control_(std::move(control)),
       held_(std::move(held)),
       ids_(ids),
+      stored_ids_(stored_ids),
       cgroups_(std::move(cgroups)),
       networks_(record_.net_address ? std::move(networks) : nullptr),
       user_net_(user_net) {}
@@ -232,7 +233,9 @@ Result<layer_copy::Copied> LocalSandbox::copy_writable_layer(
     int into, const layer_copy::Limits& limits) const {
   auto layer = writable_layer("snapshot the sandbox");
   if (!layer) return layer.error();
-  return layer_copy::copy(layer->get(), into, limits);
+  layer_copy::Limits stored = limits;
+  if (ids_.uid_zero != stored_ids_.uid_zero) stored.owners = {ids_, stored_ids_};
+  return layer_copy::copy(layer->get(), into, stored);
 }
 
 // The lowers are the daemon's template and snapshot layers (trusted); the

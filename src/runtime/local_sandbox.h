@@ -33,8 +33,11 @@ class LocalSandbox final : public Sandbox {
   };
   // `networks` is null, or holds the sandbox's slot (record.net_address).
   // `user_net`: a rootless daemon's sandbox, whose way out is slirp4netns.
+  // `ids`: what the sandbox maps to; `stored_ids`: what layers are stored
+  // with (the same unless the sandbox has a range of its own, id_ranges.h).
   LocalSandbox(SandboxRecord record, UniqueFd control, Held held, user::IdMap ids,
-               cgroup::Layout cgroups, std::shared_ptr<Networks> networks, bool user_net);
+               user::IdMap stored_ids, cgroup::Layout cgroups, std::shared_ptr<Networks> networks,
+               bool user_net);
 
   const SandboxRecord& record() const override { return record_; }
   Result<Process> spawn(const ProcessSpec& spec) override;
@@ -93,6 +96,7 @@ class LocalSandbox final : public Sandbox {
   UniqueFd control_;
   Held held_;
   user::IdMap ids_;
+  user::IdMap stored_ids_;
   cgroup::Layout cgroups_;
   std::shared_ptr<Networks> networks_;
   const bool user_net_;

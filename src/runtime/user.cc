@@ -2,10 +2,13 @@
 
 #include <fcntl.h>
 #include <pwd.h>
+#include <sched.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -96,6 +99,89 @@ uid_t IdMap::host_uid(uint32_t id) const {
 gid_t IdMap::host_gid(uint32_t id) const {
   if (id == 0 || !full()) return gid_zero;
   return id < count ? gid_rest + id - 1 : kOverflowId;
+}
+
+namespace {
+
+std::optional<uint32_t> inverse(uint32_t host, uint32_t zero, uint32_t rest, uint32_t count,
+                                bool full) {
+  if (host == zero) return 0;
+  if (full && host >= rest && host - rest < count - 1) return host - rest + 1;
+  return std::nullopt;
+}
+
+std::string translation_lines(uint32_t from_zero, uint32_t from_rest, uint32_t to_zero,
+                              uint32_t to_rest, uint32_t count) {
+  std::string text = std::to_string(from_zero) + " " + std::to_string(to_zero) + " 1\n";
+  if (count > 1)
+    text += std::to_string(from_rest) + " " + std::to_string(to_rest) + " " +
+            std::to_string(count - 1) + "\n";
+  return text;
+}
+
+// The child only unshares, reports, and waits for its pipe to close: raw,
+// async-signal-safe calls, as a fork of a multi-threaded daemon needs.
+// It closes its copy of the pipe's other end, or its read would never end.
+[[noreturn]] void hold_new_namespace(int ready, int go, int go_other_end) {
+  ::close(go_other_end);
+  char byte = ::unshare(CLONE_NEWUSER) == 0 ? 1 : 0;
+  (void)::write(ready, &byte, 1);
+  (void)::read(go, &byte, 1);
+  ::_exit(0);
+}
+
+}  // namespace
+
+std::optional<uint32_t> IdMap::sandbox_uid(uid_t host) const {
+  return inverse(host, uid_zero, uid_rest, count, full());
+}
+
+std::optional<uint32_t> IdMap::sandbox_gid(gid_t host) const {
+  return inverse(host, gid_zero, gid_rest, count, full());
+}
+
+Result<UniqueFd> translating_namespace(const IdMap& from, const IdMap& to) {
+  int ready[2], go[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return Error::from_errno("pipe");
+  if (::pipe2(go, O_CLOEXEC) != 0) {
+    ::close(ready[0]);
+    ::close(ready[1]);
+    return Error::from_errno("pipe");
+  }
+  UniqueFd ready_in(ready[0]), ready_out(ready[1]), go_in(go[0]), go_out(go[1]);
+  sigset_t all, old;  // no daemon handler may run in the child
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = ::fork();
+  if (pid == 0) hold_new_namespace(ready_out.get(), go_in.get(), go_out.get());
+  const int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) return Error{"fork for a user namespace", fork_errno, {}};
+  ready_out.reset();
+  go_in.reset();
+  char byte = 0;
+  Result<UniqueFd> out = Error{"make a user namespace", EPERM, "the child could not unshare"};
+  if (::read(ready_in.get(), &byte, 1) == 1 && byte == 1) {
+    const std::string proc = "/proc/" + std::to_string(pid);
+    const uint32_t count = std::min(from.count, to.count);
+    Status mapped = write_file(
+        proc + "/uid_map",
+        translation_lines(from.uid_zero, from.uid_rest, to.uid_zero, to.uid_rest, count));
+    if (mapped)
+      mapped = write_file(proc + "/gid_map", translation_lines(from.gid_zero, from.gid_rest,
+                                                               to.gid_zero, to.gid_rest, count));
+    UniqueFd ns(::open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!mapped)
+      out = mapped.error();
+    else if (!ns.valid())
+      out = Error::from_errno("open the new user namespace");
+    else
+      out = std::move(ns);
+  }
+  go_out.reset();  // the child's read returns: it exits
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  return out;
 }
 
 IdMap choose(std::vector<std::string>* warnings) {

@@ -433,9 +433,9 @@ def test_failing_run_reports_its_exit_code_and_last_lines_and_leaves_nothing(
     assert not (templates / "sbf-broken").exists()
     r = abx(fresh_daemon, "list", "--json")
     assert r.returncode == 0 and json.loads(r.stdout) == [], r.stdout
-    # network-pool names the daemon's address pool, not a sandbox.
+    # network-pool and uid-region name the daemon's address pool and uid ranges, not a sandbox.
     assert sorted(p.name for p in (fresh_daemon.data_dir / "sandboxes").iterdir()
-                  if p.name != "network-pool") == []
+                  if p.name not in ("network-pool", "uid-region")) == []
 
 
 def sandboxfile_ctx(text: str):
