@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -130,6 +131,12 @@ int main(int argc, char** argv) {
   using namespace abx::agent;
   if (argc != 5) return 2;
   InitFds fds{std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4])};
+  // A session of its own: the daemon's terminal and session are not the
+  // sandbox's, and CRIU dumps a tree only if its root leads its session.
+  (void)::setsid();
+  // Its executable is a content-named copy (spawner::load_init_image): ps
+  // and the kernel's messages still say abx-init.
+  (void)::prctl(PR_SET_NAME, "abx-init", 0, 0, 0);
   ::umask(022);
   proto::InitConfig config;
   const bool configured = read_config(fds.config, &config) && receive_sources(fds.handoff, &config);

@@ -687,7 +687,7 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
   if (ec) return Error{"create state dir", ec.value(), config.state_dir.string()};
   if (::chmod(config.state_dir.c_str(), 0700) != 0)
     return Error::from_errno("chmod state dir", config.state_dir.string());
-  auto image = spawner::load_init_image(config.init_binary);
+  auto image = spawner::load_init_image(config.init_binary, fs::absolute(config.state_dir));
   if (!image) return image.error();
   auto seccomp_bpf = seccomp_policy::compile();
   if (!seccomp_bpf) return seccomp_bpf.error();

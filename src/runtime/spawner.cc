@@ -8,9 +8,9 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,10 +20,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "agent/protocol.h"
+#include "common/fd_io.h"
+#include "common/sha256.h"
 
 namespace abx::runtime::spawner {
 namespace {
@@ -190,19 +193,13 @@ Status seal(int mem) {
 
 }  // namespace
 
-Result<UniqueFd> load_init_image(const fs::path& binary) {
-  UniqueFd src(::open(binary.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!src.valid()) return Error::from_errno("open abx-init", binary.string());
-  struct stat st {};
-  if (::fstat(src.get(), &st) != 0) return Error::from_errno("stat abx-init", binary.string());
+namespace {
+
+// A sealed, read-only memfd: where the state dir's filesystem is noexec.
+Result<UniqueFd> sealed_image(const std::string& bytes) {
   UniqueFd mem(::memfd_create("abx-init", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!mem.valid()) return Error::from_errno("memfd_create abx-init");
-  for (off_t done = 0; done < st.st_size;) {
-    const ssize_t n =
-        ::sendfile(mem.get(), src.get(), nullptr, static_cast<size_t>(st.st_size - done));
-    if (n <= 0) return Error::from_errno("copy abx-init into memfd", binary.string());
-    done += n;
-  }
+  if (auto s = write_all(mem.get(), bytes, "copy abx-init into memfd", ""); !s) return s.error();
   if (::fchmod(mem.get(), 0555) != 0) return Error::from_errno("chmod abx-init memfd");
   if (auto s = seal(mem.get()); !s) return s.error();
   // exec refuses a file that is open for writing (ETXTBSY): keep a read-only
@@ -211,6 +208,53 @@ Result<UniqueFd> load_init_image(const fs::path& binary) {
   UniqueFd read_only(::open(self.c_str(), O_RDONLY | O_CLOEXEC));
   if (!read_only.valid()) return Error::from_errno("reopen abx-init memfd");
   return read_only;
+}
+
+// The copy at `path`, if it is ours (owned by us, written by no one else)
+// and holds exactly `bytes`.
+std::optional<UniqueFd> same_copy(const fs::path& path, const std::string& bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_uid != ::geteuid() || (st.st_mode & 07222) != 0 ||
+      static_cast<size_t>(st.st_size) != bytes.size())
+    return std::nullopt;
+  std::string held(bytes.size(), '\0');
+  if (::pread(fd.get(), held.data(), held.size(), 0) != static_cast<ssize_t>(held.size()) ||
+      held != bytes)
+    return std::nullopt;
+  return fd;
+}
+
+Result<UniqueFd> file_image(const fs::path& dir, const std::string& bytes) {
+  const fs::path path = dir / ("abx-init-" + Sha256().update(bytes).hex().substr(0, 16));
+  if (auto fd = same_copy(path, bytes)) return std::move(*fd);
+  const fs::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
+  (void)::unlink(temp.c_str());
+  UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0500));
+  if (!out.valid()) return Error::from_errno("create", temp.string());
+  Status written = write_all(out.get(), bytes, "write", temp.string());
+  if (written && (::fchmod(out.get(), 0555) != 0 || ::fsync(out.get()) != 0))
+    written = Error::from_errno("sync", temp.string());
+  out.reset();  // exec refuses a file open for writing (ETXTBSY)
+  if (written && ::rename(temp.c_str(), path.c_str()) != 0)
+    written = Error::from_errno("rename", path.string());
+  if (!written) {
+    (void)::unlink(temp.c_str());
+    return written.error();
+  }
+  if (auto fd = same_copy(path, bytes)) return std::move(*fd);
+  return Error{"copy abx-init", EIO, path.string() + " changed under us"};
+}
+
+}  // namespace
+
+Result<UniqueFd> load_init_image(const fs::path& binary, const fs::path& dir) {
+  auto bytes = read_file(binary);
+  if (!bytes) return Error{"read abx-init", bytes.error().errnum, binary.string()};
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) == 0 && (fs.f_flag & ST_NOEXEC) != 0) return sealed_image(*bytes);
+  return file_image(dir, *bytes);
 }
 
 // The parent's go byte and then the handoff fds, as two messages: the child

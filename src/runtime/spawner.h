@@ -1,8 +1,8 @@
 // Starting a sandbox's init from the multi-threaded daemon without fork():
 // clone(CLONE_VM | all namespaces) onto a private stack; the child only makes
 // raw syscalls on memory the parent prepared, waits until the parent has
-// written its id maps and attached its cgroups, then execs abx-init from a
-// sealed memfd. Once it runs, init receives the fds `prepare` opened for it
+// written its id maps and attached its cgroups, then execs abx-init (see
+// load_init_image). Once it runs, init receives the fds `prepare` opened for it
 // (template layers, bind sources) in one message on its handoff socket.
 #pragma once
 
@@ -17,9 +17,17 @@
 
 namespace abx::runtime::spawner {
 
-// Loads the abx-init executable into a sealed, read-only memfd so that no
-// sandbox can ever rewrite the binary every other sandbox runs.
-Result<UniqueFd> load_init_image(const fs::path& binary);
+// The abx-init executable every sandbox's init runs, as a read-only fd. CRIU
+// restores a process's executable by its path, so it is a private copy in
+// `dir` (the state dir, root's alone), named by its content: an existing
+// copy is used only if it has the same bytes and no one may write it, and a
+// new one is written whole (temp name, fsync, rename) before any init runs
+// from it. No sandbox can rewrite it: host root owns it, mode 0555 (sandbox
+// root has no say over files of ids its namespace does not map), init is
+// undumpable (its /proc/PID/exe is closed to the sandbox), and a running
+// executable refuses writers (ETXTBSY). On a noexec filesystem: a sealed
+// memfd, as before (such sandboxes cannot be checkpointed).
+Result<UniqueFd> load_init_image(const fs::path& binary, const fs::path& dir);
 
 struct InitFds {
   int image;   // from load_init_image

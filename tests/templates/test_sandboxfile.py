@@ -433,9 +433,11 @@ def test_failing_run_reports_its_exit_code_and_last_lines_and_leaves_nothing(
     assert not (templates / "sbf-broken").exists()
     r = abx(fresh_daemon, "list", "--json")
     assert r.returncode == 0 and json.loads(r.stdout) == [], r.stdout
-    # network-pool and uid-region name the daemon's address pool and uid ranges, not a sandbox.
+    # network-pool, uid-region and abx-init-* are the daemon's address pool, uid ranges and
+    # init executable, not a sandbox's.
     assert sorted(p.name for p in (fresh_daemon.data_dir / "sandboxes").iterdir()
-                  if p.name not in ("network-pool", "uid-region")) == []
+                  if p.name not in ("network-pool", "uid-region")
+                  and not p.name.startswith("abx-init-")) == []
 
 
 def sandboxfile_ctx(text: str):
