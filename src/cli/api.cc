@@ -5,6 +5,7 @@
 #include "cli/local_daemon.h"
 #include "cli/settings.h"
 #include "common/config.h"
+#include "common/ids.h"
 #include "common/paths.h"
 #include "daemon/daemon.h"
 
@@ -57,6 +58,17 @@ Result<json> call_api(const std::string& method, const std::string& target,
   if (response->status >= 300) return Error{describe_failure(*response)};
   if (response->body.empty()) return json{};
   return json::parse(response->body, nullptr, false);
+}
+
+Result<http::Response> get_sandbox_resource(const std::string& id, const std::string& resource,
+                                            const std::string& query) {
+  if (!ids::is_valid_sandbox_id(id))
+    return Error{"'" + id + "' is not a valid sandbox id: `abx list` shows the ids"};
+  auto endpoint = resolve_endpoint();
+  if (!endpoint) return endpoint.error();
+  std::string target = "/abx/v1/sandboxes/" + http::url_encode(id) + "/" + resource;
+  if (!query.empty()) target += "?" + query;
+  return http::Client(endpoint->url).send(api_request(*endpoint, "GET", target));
 }
 
 }  // namespace abx::cli

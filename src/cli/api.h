@@ -24,4 +24,10 @@ http::Request api_request(const Endpoint& endpoint, const std::string& method,
 Result<json> call_api(const std::string& method, const std::string& target,
                       const std::string& body = {});
 
+// GET /abx/v1/sandboxes/{id}/{resource}[?query] with the endpoint's key,
+// once `id` is known to be a sandbox id: the answer whatever its status (the
+// caller words a 404 for what it asked).
+Result<http::Response> get_sandbox_resource(const std::string& id, const std::string& resource,
+                                            const std::string& query = {});
+
 }  // namespace abx::cli

@@ -6,8 +6,6 @@
 #include "cli/api.h"
 #include "cli/commands.h"
 #include "cli/text.h"
-#include "common/http_client.h"
-#include "common/ids.h"
 
 namespace abx::cli {
 namespace {
@@ -21,12 +19,7 @@ char letter_of(const std::string& change) {
 }
 
 Result<int> run_diff(const std::string& id, bool as_json) {
-  if (!ids::is_valid_sandbox_id(id))
-    return Error{"'" + id + "' is not a valid sandbox id: `abx list` shows the ids"};
-  auto endpoint = resolve_endpoint();
-  if (!endpoint) return endpoint.error();
-  const std::string target = "/abx/v1/sandboxes/" + http::url_encode(id) + "/diff";
-  auto response = http::Client(endpoint->url).send(api_request(*endpoint, "GET", target));
+  auto response = get_sandbox_resource(id, "diff");
   if (!response) return response.error();
   if (response->status == 404) return Error{"sandbox " + id + " not found"};
   if (response->status != 200)

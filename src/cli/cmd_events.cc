@@ -7,7 +7,6 @@
 #include "cli/commands.h"
 #include "cli/text.h"
 #include "common/http_client.h"
-#include "common/ids.h"
 
 namespace abx::cli {
 namespace {
@@ -27,13 +26,8 @@ std::string details_of(const json& event) {
 }
 
 Result<int> run_events(const std::string& id, const std::string& type, bool as_json) {
-  if (!ids::is_valid_sandbox_id(id))
-    return Error{"'" + id + "' is not a valid sandbox id: `abx list` shows the ids"};
-  auto endpoint = resolve_endpoint();
-  if (!endpoint) return endpoint.error();
-  std::string target = "/abx/v1/sandboxes/" + http::url_encode(id) + "/events";
-  if (!type.empty()) target += "?type=" + http::url_encode(type);
-  auto response = http::Client(endpoint->url).send(api_request(*endpoint, "GET", target));
+  auto response =
+      get_sandbox_resource(id, "events", type.empty() ? "" : "type=" + http::url_encode(type));
   if (!response) return response.error();
   if (response->status == 404)
     return Error{"no events of sandbox " + id +

@@ -38,6 +38,11 @@ struct ControlCall {
   std::map<std::string, std::string> params = {};  // from the route's pattern, e.g. {id}
 };
 
+// The {id} of the route, or a bad-input error when it is not a sandbox id.
+Result<std::string> id_param(const ControlCall& call);
+// The answer for a sandbox the caller may not see, exactly as for one that never was.
+Error sandbox_not_found(const std::string& id);
+
 // The control plane, one handler per row of the route table (route_table.cc).
 // routes_health.cc
 Task<void> control_health(ControlCall& call, Exchange& exchange);

@@ -1,6 +1,7 @@
 // Helpers every route file shares: bodies in, errors out.
 #include <stdexcept>
 
+#include "common/ids.h"
 #include "daemon/routes.h"
 
 namespace abx::daemon::routes {
@@ -35,6 +36,19 @@ bool sandbox_gone(const SandboxCall& call) { return call.service.find(call.row.i
 
 void drop_stream(const SandboxCall& call) {
   throw std::runtime_error("sandbox " + call.row.id + " stopped mid-stream; connection dropped");
+}
+
+Result<std::string> id_param(const ControlCall& call) {
+  const std::string& id = call.params.at("id");
+  if (!ids::is_valid_sandbox_id(id))
+    return Error::with_message(
+        "not a valid sandbox id: sandbox ids are lowercase letters and digits (at most 64)",
+        kErrBadInput);
+  return id;
+}
+
+Error sandbox_not_found(const std::string& id) {
+  return Error::with_message("sandbox " + id + " not found", ENOENT);
 }
 
 }  // namespace abx::daemon::routes

@@ -1,7 +1,6 @@
 // GET /abx/v1/sandboxes/{id}/diff: what the sandbox changed on top of its
 // template (and the snapshots it stands on), like `docker diff`
 // (runtime/layer_diff.h), read from its writable layer on request.
-#include "common/ids.h"
 #include "daemon/routes.h"
 #include "daemon/service.h"
 
@@ -32,14 +31,10 @@ json diff_json(const runtime::layer_diff::Diff& diff) {
 }  // namespace
 
 Task<void> sandbox_diff(ControlCall& call, Exchange& exchange) {
-  const std::string& id = call.params.at("id");
-  if (!ids::is_valid_sandbox_id(id))
-    co_return co_await respond_error(
-        exchange, Error::with_message("sandbox id: [a-z0-9]+, as `abx list` shows", kErrBadInput));
-  auto live = call.service.find_for(call.caller, id);
-  if (!live)
-    co_return co_await respond_error(exchange,
-                                     Error::with_message("sandbox " + id + " not found", ENOENT));
+  auto id = id_param(call);
+  if (!id) co_return co_await respond_error(exchange, id.error());
+  auto live = call.service.find_for(call.caller, *id);
+  if (!live) co_return co_await respond_error(exchange, sandbox_not_found(*id));
   const SandboxRow row = live->snapshot();
   const auto lowers = lowers_of(call.service, row);
   Result<runtime::layer_diff::Diff> diff = Error::with_message("not read", EIO);

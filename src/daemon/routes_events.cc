@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 
-#include "common/ids.h"
 #include "common/json_text.h"
 #include "daemon/routes.h"
 
@@ -37,15 +36,13 @@ Result<EventsQuery> parse_events_query(const std::map<std::string, std::string>&
 }  // namespace
 
 Task<void> sandbox_events(ControlCall& call, Exchange& exchange) {
-  const std::string& id = call.params.at("id");
-  if (!ids::is_valid_sandbox_id(id))
-    co_return co_await respond_error(
-        exchange, Error::with_message("sandbox id: [a-z0-9]+, as `abx list` shows", kErrBadInput));
+  auto id = id_param(call);
+  if (!id) co_return co_await respond_error(exchange, id.error());
   auto query = parse_events_query(exchange.request().query);
   if (!query) co_return co_await respond_error(exchange, query.error());
   Result<std::vector<nlohmann::json>> events = std::vector<nlohmann::json>{};
   co_await call.service.pool().run([&] {
-    events = call.service.events().read(id, call.caller.team, query->after, query->type);
+    events = call.service.events().read(*id, call.caller.team, query->after, query->type);
   });
   if (!events) co_return co_await respond_error(exchange, events.error());
   std::string body;

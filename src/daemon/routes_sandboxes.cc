@@ -2,7 +2,6 @@
 #include <algorithm>
 
 #include "common/base64.h"
-#include "common/ids.h"
 #include "common/json_text.h"
 #include "daemon/codec.h"
 #include "daemon/control_requests.h"
@@ -128,20 +127,6 @@ bool body_has_timeout(const std::string& body) {
   return !doc || doc->contains("timeout");
 }
 
-// The {id} of the route, or an error when it is not a sandbox id.
-Result<std::string> id_param(const ControlCall& call) {
-  const std::string& id = call.params.at("id");
-  if (!ids::is_valid_sandbox_id(id))
-    return Error::with_message(
-        "not a valid sandbox id: sandbox ids are lowercase letters and digits (at most 64)",
-        kErrBadInput);
-  return id;
-}
-
-Error not_found(const std::string& id) {
-  return Error::with_message("sandbox " + id + " not found", ENOENT);
-}
-
 Error paused_error(const std::string& id) {
   return Error::with_message(
       "sandbox " + id + " is paused: resume it first (Sandbox.connect, or POST /sandboxes/" + id +
@@ -160,7 +145,7 @@ Result<std::shared_ptr<LiveSandbox>> sandbox_of(const ControlCall& call) {
   auto id = id_param(call);
   if (!id) return id.error();
   auto live = call.service.find_for(call.caller, *id);
-  if (!live) return not_found(*id);
+  if (!live) return sandbox_not_found(*id);
   return live;
 }
 
@@ -182,7 +167,7 @@ Task<void> set_timeout(ControlCall& call, Exchange& exchange, bool is_connect) {
     if (!booted) co_return co_await respond_error(exchange, booted.error());
     co_return co_await respond_json(exchange, 201, sandbox_json(*booted));
   }
-  if (!live) co_return co_await respond_error(exchange, not_found(*id));
+  if (!live) co_return co_await respond_error(exchange, sandbox_not_found(*id));
   // connect resumes a paused sandbox (201), for `timeout` or the default.
   if (is_connect && live->snapshot().paused) {
     const int resume_for = keep_end || *seconds <= 0 ? kDefaultTimeoutSec : *seconds;
@@ -319,14 +304,14 @@ Task<void> sandbox_get(ControlCall& call, Exchange& exchange) {
 Task<void> sandbox_kill(ControlCall& call, Exchange& exchange) {
   if (auto id = id_param(call); id && call.service.dormant_for(call.caller, *id)) {
     if (!co_await call.service.kill(*id, "killed", call.caller.key_id))
-      co_return co_await respond_error(exchange, not_found(*id));
+      co_return co_await respond_error(exchange, sandbox_not_found(*id));
     co_return co_await exchange.respond(204, "", "");
   }
   auto live = sandbox_of(call);
   if (!live) co_return co_await respond_error(exchange, live.error());
   const std::string id = (*live)->snapshot().id;
   if (!co_await call.service.kill(id, "killed", call.caller.key_id))
-    co_return co_await respond_error(exchange, not_found(id));
+    co_return co_await respond_error(exchange, sandbox_not_found(id));
   co_await exchange.respond(204, "", "");
 }
 

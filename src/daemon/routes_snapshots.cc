@@ -32,10 +32,6 @@ json snapshot_json(const Snapshot& snapshot) {
           {"sizeBytes", snapshot.size_bytes}};
 }
 
-Error sandbox_not_found(const std::string& id) {
-  return Error::with_message("sandbox " + id + " not found", ENOENT);
-}
-
 // The caller's live sandbox {id}, or the error to answer.
 Result<std::shared_ptr<LiveSandbox>> live_of(ControlCall& call) {
   const std::string& id = call.params.at("id");
