@@ -45,7 +45,7 @@ int usage_error(const CLI::ParseError& error, CLI::App& app, const std::vector<s
   const CLI::App* command = deepest_parsed(app);
   const std::string path = command_path(command);
   // `abx exec ID ls -la` without `--` makes CLI11 read -la as an abx option.
-  const bool exec_args = command->get_name() == "exec" &&
+  const bool exec_args = (command->get_name() == "exec" || command->get_name() == "run") &&
                          std::string(error.what()).find("not expected") != std::string::npos;
   // `abx template biuld`: a mistyped command one level down.
   const auto extra = command->remaining();
@@ -70,8 +70,8 @@ int usage_error(const CLI::ParseError& error, CLI::App& app, const std::vector<s
     return kUsageExit;
   }
   if (exec_args) {
-    std::cerr << "abx: " << error.what()
-              << "; put the command after --, e.g. abx exec ID -- ls -la\n";
+    std::cerr << "abx: " << error.what() << "; put the command after --, e.g. " << path
+              << (command->get_name() == "run" ? " base" : " ID") << " -- ls -la\n";
     return kUsageExit;
   }
   std::cerr << "abx: " << error.what() << "\n";
@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   CLI::App app{"abx: disposable, isolated Linux sandboxes for AI agents' code", "abx"};
   app.set_version_flag("--version", "abx " + version::text());
   app.require_subcommand(1);
+  const std::vector<std::string> args(argv + 1, argv + argc);
   Commands commands;
   add_create(app, commands);
   add_list(app, commands);
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
   add_network(app, commands);
   add_secrets(app, commands);
   add_exec(app, commands);
+  add_run(app, commands, args);
   add_shell(app, commands);
   add_transfers(app, commands);
   add_kill(app, commands);
@@ -139,7 +141,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return usage_error(error, app, std::vector<std::string>(argv + 1, argv + argc));
+    return usage_error(error, app, args);
   }
   const Command* command = chosen(commands);
   if (!command) return kUsageExit;

@@ -16,6 +16,7 @@
 #include "cli/api.h"
 #include "cli/command_output.h"
 #include "cli/commands.h"
+#include "cli/exec.h"
 #include "cli/flag_checks.h"
 #include "cli/process_events.h"
 #include "cli/sandbox_end.h"
@@ -29,7 +30,6 @@ namespace abx::cli {
 namespace {
 
 constexpr int kInterruptedExit = 130;
-constexpr int kMaxCommandTimeout = 7 * 86400;
 // A command killed at its --timeout (the stream then ends with
 // deadline_exceeded instead of an exit status, as envd's does): 124, as
 // timeout(1) exits, so a script can tell it from a kill.
@@ -42,19 +42,6 @@ constexpr size_t kInputChunk = 32 * 1024;
 // sandbox left behind still ends soon after.
 constexpr auto kKeepAliveCheck = std::chrono::seconds(20);
 constexpr int kKeepAliveSeconds = 60;
-
-struct ExecOptions {
-  std::string id;
-  bool tty = false;
-  bool interactive = false;  // -i: stdin goes to the command even from a terminal
-  bool sig_proxy = true;     // signals to abx go to the command (else: it is killed)
-  bool raw = false;          // sandbox output to a terminal unsanitized
-  std::vector<std::string> env;
-  std::string cwd;
-  std::string user;  // "" = the sandbox's default user
-  int timeout = 0;
-  std::vector<std::string> command;
-};
 
 // One argument is a shell command line already (like ssh: `-- 'ls | wc -l'`);
 // several are words, quoted so bash sees exactly what the user typed.
@@ -378,6 +365,8 @@ class ExecSession {
   bool interrupted_ = false;
 };
 
+}  // namespace
+
 Result<int> run_exec(const ExecOptions& options) {
   if (options.command.empty() && !options.tty) {
     return Error{"no command given; put it after --, e.g. abx exec " + options.id + " -- ls -la"};
@@ -408,8 +397,6 @@ Result<int> run_exec(const ExecOptions& options) {
   return ExecSession(control, *plane, options, std::move(*env), "/bin/sh").run();
 }
 
-}  // namespace
-
 Result<int> run_shell(const std::string& id, const std::string& user) {
   if (!terminal::is_tty(STDIN_FILENO))
     return Error{
@@ -430,26 +417,30 @@ void add_exec(CLI::App& root, Commands& commands) {
   app->add_option("id", options->id, "Sandbox id")->required();
   app->add_option("command", options->command,
                   "After --: the command and its arguments, or one shell command line");
-  app->add_flag("-t,--tty", options->tty,
-                "Run in a pseudo-terminal (interactive programs; stdin must be a terminal)");
-  app->add_flag("-i,--interactive", options->interactive,
-                "Send stdin to the command even when it is a terminal (piped input always is)");
-  app->add_flag("--sig-proxy,!--no-sig-proxy", options->sig_proxy,
-                "Pass SIGINT/SIGTERM/SIGHUP to the command (default); without, the first "
-                "one kills it")
-      ->capture_default_str();
-  app->add_flag("--raw", options->raw,
-                "Copy output to a terminal byte for byte (by default, without -t, escape "
-                "sequences and control characters are dropped when stdout/stderr is a terminal)");
-  // Docker's short names too: -e, -w, -u.
-  app->add_option("-e,--env", options->env, "Environment variable K=V (repeatable)");
-  app->add_option("-w,--cwd", options->cwd, "Working directory in the sandbox");
-  app->add_option("-u,--user", options->user, "user or root (default: the template's user)")
-      ->check(CLI::IsMember({"user", "root"}));
-  app->add_option("--timeout", options->timeout,
-                  "Stop the command after this many seconds (exit code 124; 0: no limit)")
-      ->check(whole_number(0, kMaxCommandTimeout, "seconds", "0: no limit; 604800 is a week"));
+  add_exec_flags(*app, *options);
   commands.push_back({app, [options] { return run_exec(*options); }});
+}
+
+void add_exec_flags(CLI::App& app, ExecOptions& options) {
+  app.add_flag("-t,--tty", options.tty,
+               "Run in a pseudo-terminal (interactive programs; stdin must be a terminal)");
+  app.add_flag("-i,--interactive", options.interactive,
+               "Send stdin to the command even when it is a terminal (piped input always is)");
+  app.add_flag("--sig-proxy,!--no-sig-proxy", options.sig_proxy,
+               "Pass SIGINT/SIGTERM/SIGHUP to the command (default); without, the first "
+               "one kills it")
+      ->capture_default_str();
+  app.add_flag("--raw", options.raw,
+               "Copy output to a terminal byte for byte (by default, without -t, escape "
+               "sequences and control characters are dropped when stdout/stderr is a terminal)");
+  // Docker's short names too: -e, -w, -u.
+  app.add_option("-e,--env", options.env, "Environment variable K=V (repeatable)");
+  app.add_option("-w,--cwd", options.cwd, "Working directory in the sandbox");
+  app.add_option("-u,--user", options.user, "user or root (default: the template's user)")
+      ->check(CLI::IsMember({"user", "root"}));
+  app.add_option("--timeout", options.timeout,
+                 "Stop the command after this many seconds (exit code 124; 0: no limit)")
+      ->check(whole_number(0, kMaxCommandTimeout, "seconds", "0: no limit; 604800 is a week"));
 }
 
 }  // namespace abx::cli

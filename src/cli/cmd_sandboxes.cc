@@ -7,6 +7,7 @@
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/create.h"
 #include "cli/error_hints.h"
 #include "cli/flag_checks.h"
 #include "cli/terminal.h"
@@ -14,19 +15,6 @@
 
 namespace abx::cli {
 namespace {
-
-struct CreateOptions {
-  std::string template_id = "base";  // as the SDKs default
-  std::string snapshot;              // a snapshot id: E2B creates on it as on a template
-  int timeout = 300;
-  std::vector<std::string> env;
-  std::vector<std::string> metadata;
-  NetworkFlags network;
-  bool json = false;
-  int cpus = 0;        // 0: the daemon's default
-  std::string memory;  // "512m", "2g" (MiB without a unit); "": the default
-  std::string disk;
-};
 
 // --cpus, --memory and --disk as the daemon's cpuCount, memoryMB, diskSizeMB.
 Status add_resources(const CreateOptions& options, json& request) {
@@ -51,13 +39,13 @@ json with_details(const ControlPlane& control, json sandbox) {
   return sandbox;
 }
 
-Result<int> run_create(const CreateOptions& options) {
+}  // namespace
+
+Result<json> create_sandbox(const Endpoint& endpoint, const CreateOptions& options) {
   auto env = parse_key_values(options.env, "--env");
   if (!env) return env.error();
   auto metadata = parse_key_values(options.metadata, "--metadata");
   if (!metadata) return metadata.error();
-  auto endpoint = resolve_endpoint();
-  if (!endpoint) return endpoint.error();
   json request = {{"templateID", options.snapshot.empty() ? options.template_id : options.snapshot},
                   {"timeout", options.timeout},
                   {"envVars", *env},
@@ -70,12 +58,30 @@ Result<int> run_create(const CreateOptions& options) {
   if (!options.network.deny_out.empty()) network["denyOut"] = options.network.deny_out;
   if (!network.empty()) request["network"] = network;
   if (Status s = add_resources(options, request); !s) return s.error();
-  auto sandbox = ControlPlane(*endpoint).create_sandbox(request);
+  auto sandbox = ControlPlane(endpoint).create_sandbox(request);
   // First use of a template with a spec: build it here, with its progress shown.
   if (!sandbox && sandbox.error().message().find(kNotBuiltYet) != std::string::npos) {
-    if (auto built = build_first(*endpoint, options.template_id); !built) return built.error();
-    sandbox = ControlPlane(*endpoint).create_sandbox(request);
+    if (auto built = build_first(endpoint, options.template_id); !built) return built.error();
+    sandbox = ControlPlane(endpoint).create_sandbox(request);
   }
+  return sandbox;
+}
+
+void add_resource_flags(CLI::App& app, CreateOptions& options) {
+  app.add_option("--cpus", options.cpus, "CPUs it may use (default 1)")->check(CLI::Range(1, 1024));
+  app.add_option("--memory", options.memory,
+                 "Memory limit, e.g. 512m, 2g (MiB without a unit; default 512m)");
+  app.add_option("--disk", options.disk,
+                 "Disk limit of its writable layer, e.g. 2g (MiB without a unit; default 1g)");
+  add_network_flags(app, options.network);
+}
+
+namespace {
+
+Result<int> run_create(const CreateOptions& options) {
+  auto endpoint = resolve_endpoint();
+  if (!endpoint) return endpoint.error();
+  auto sandbox = create_sandbox(*endpoint, options);
   if (!sandbox) return sandbox.error();
   if (options.json) {
     std::cout << with_details(ControlPlane(*endpoint), *sandbox).dump(2) << "\n";
@@ -195,13 +201,7 @@ void add_create(CLI::App& root, Commands& commands) {
       ->capture_default_str();
   app->add_option("--env", options->env, "Environment variable K=V for every command");
   app->add_option("--metadata", options->metadata, "Metadata K=V");
-  app->add_option("--cpus", options->cpus, "CPUs it may use (default 1)")
-      ->check(CLI::Range(1, 1024));
-  app->add_option("--memory", options->memory,
-                  "Memory limit, e.g. 512m, 2g (MiB without a unit; default 512m)");
-  app->add_option("--disk", options->disk,
-                  "Disk limit of its writable layer, e.g. 2g (MiB without a unit; default 1g)");
-  add_network_flags(*app, options->network);
+  add_resource_flags(*app, *options);
   app->add_flag("--json", options->json,
                 "Print the whole sandbox as JSON (with metadata, startedAt, endAt)");
   commands.push_back({app, [options] { return run_create(*options); }});

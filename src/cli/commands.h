@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "common/e2b_api.h"
@@ -33,6 +34,8 @@ void add_pause(CLI::App& root, Commands& commands);        // pause ID, resume I
 void add_snapshot(CLI::App& root, Commands& commands);     // snapshot create|list|rm|to-template
 void add_fork(CLI::App& root, Commands& commands);         // fork ID [-n N]
 void add_exec(CLI::App& root, Commands& commands);
+// run [TEMPLATE] -- CMD; `args`: the raw arguments (where `--` was), kept by main.
+void add_run(CLI::App& root, Commands& commands, const std::vector<std::string>& args);
 void add_transfers(CLI::App& root, Commands& commands);  // upload, download
 void add_config(CLI::App& root, Commands& commands);
 void add_daemon(CLI::App& root, Commands& commands);  // daemon start|stop|status
