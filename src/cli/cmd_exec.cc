@@ -24,6 +24,7 @@
 #include "cli/text.h"
 #include "common/base64.h"
 #include "common/connect_frame.h"
+#include "common/http_client.h"
 #include "common/rfc3339.h"
 
 namespace abx::cli {
@@ -365,6 +366,16 @@ class ExecSession {
   bool interrupted_ = false;
 };
 
+// `abx exec base -- ls`: the user meant a one-shot in a template.
+Error named_a_template(const ExecOptions& options, const Error& error) {
+  if (error.message().find("not found") == std::string::npos ||
+      !call_api("GET", "/abx/v1/templates/" + http::url_encode(options.id)))
+    return error;
+  return Error{"'" + options.id + "' is a template, not a sandbox: abx run " + options.id + " -- " +
+               (options.command.empty() ? "bash" : command_line(options.command)) +
+               " (or abx create " + options.id + ", then abx exec ID)"};
+}
+
 }  // namespace
 
 Result<int> run_exec(const ExecOptions& options) {
@@ -389,7 +400,7 @@ Result<int> run_exec(const ExecOptions& options) {
   if (!endpoint) return endpoint.error();
   const ControlPlane control(*endpoint);
   auto plane = SandboxPlane::open(control, options.id, options.user);
-  if (!plane) return plane.error();
+  if (!plane) return named_a_template(options, plane.error());
   // bash as E2B runs commands; an image without it (Alpine, busybox) gets sh.
   ExecSession bash(control, *plane, options, *env, "/bin/bash");
   auto code = bash.run();

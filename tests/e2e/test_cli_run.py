@@ -69,3 +69,11 @@ def test_run_own_failures_exit_125_with_what_to_do(daemon):
     assert r.returncode == 125 and "no command given" in r.stderr, r.stderr
     r = abx(daemon, "run", "host", "other", "--", "true")  # a usage error, as everywhere
     assert r.returncode == 2 and "put the command after --" in r.stderr, r.stderr
+
+
+def test_exec_in_a_template_name_points_to_run(daemon):
+    r = abx(daemon, "exec", "host", "--", "ls", "/")
+    assert r.returncode == 1, r.stderr
+    assert "'host' is a template, not a sandbox: abx run host -- ls /" in r.stderr, r.stderr
+    r = abx(daemon, "exec", "nosuchthing", "--", "ls")
+    assert "not found" in r.stderr and "abx run" not in r.stderr, r.stderr
