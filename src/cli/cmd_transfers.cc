@@ -108,6 +108,11 @@ Result<int> run_upload_stdin(const TransferOptions& options) {
   return 0;
 }
 
+bool is_remote_dir(const SandboxPlane& plane, const std::string& path) {
+  auto stat = plane.rpc("filesystem.Filesystem/Stat", {{"path", path}});
+  return stat && stat->value("entry", json::object()).value("type", "") == "FILE_TYPE_DIRECTORY";
+}
+
 Result<int> run_upload(const TransferOptions& options) {
   if (options.from == kStdio) return run_upload_stdin(options);
   const fs::path local = options.from;
@@ -121,7 +126,10 @@ Result<int> run_upload(const TransferOptions& options) {
   auto plane = open_plane(options);
   if (!plane) return plane.error();
   std::string remote = options.to;
-  if (remote.ends_with('/')) remote += fs::absolute(local).lexically_normal().filename().string();
+  // Into a directory, as cp does: one named with a slash, or (a file) one that exists.
+  if (remote.ends_with('/') || (!is_dir && is_remote_dir(*plane, remote)))
+    remote = (remote.ends_with('/') ? remote : remote + "/") +
+             fs::absolute(local).lexically_normal().filename().string();
   const Status done =
       is_dir ? upload_tree(*plane, local, remote) : upload_file(*plane, local, remote);
   if (!done) return done.error();

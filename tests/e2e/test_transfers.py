@@ -193,3 +193,16 @@ def test_user_flag_writes_and_reads_as_that_user(daemon, sandbox, tmp_path):
     assert abx(daemon, "upload", sandbox, "-", "/root/nope.txt", input=b"x").returncode != 0
     assert abx(daemon, "upload", "--user", "root", sandbox, "-", "/root/yes.txt",
                input=b"x").returncode == 0
+
+
+def test_upload_of_a_file_to_an_existing_dir_goes_into_it_as_cp_does(daemon, sandbox, tmp_path):
+    local = tmp_path / "report.txt"
+    local.write_text("into the dir\n")
+    r = abx(daemon, "upload", sandbox, str(local), "/tmp")
+    assert r.returncode == 0, r.stderr
+    r = abx(daemon, "exec", sandbox, "--", "cat", "/tmp/report.txt")
+    assert r.stdout == "into the dir\n", r.stderr
+    # A path that is not a directory is the file's new name, as before.
+    r = abx(daemon, "upload", sandbox, str(local), "/tmp/renamed.txt")
+    assert r.returncode == 0, r.stderr
+    assert abx(daemon, "exec", sandbox, "--", "cat", "/tmp/renamed.txt").stdout == "into the dir\n"
