@@ -18,7 +18,20 @@ struct ListOptions {
   bool quiet = false;
   std::string format;
   std::vector<std::string> metadata;
+  std::string state;  // "": every state
+  size_t limit = 0;   // 0: all
 };
+
+// --state and --limit, on what the daemon listed (oldest first, as it lists).
+json narrowed(const json& sandboxes, const ListOptions& options) {
+  json out = json::array();
+  for (const auto& sandbox : sandboxes) {
+    if (!options.state.empty() && sandbox.value("state", "") != options.state) continue;
+    if (options.limit && out.size() >= options.limit) break;
+    out.push_back(sandbox);
+  }
+  return out;
+}
 
 // A METADATA cell longer than this ends with "…" (`abx info` shows it whole).
 constexpr size_t kMetadataCell = 40;
@@ -126,8 +139,10 @@ Result<int> run_list(const ListOptions& options) {
   if (!query) return query.error();
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
-  auto sandboxes = ControlPlane(*endpoint).list_sandboxes(*query);
-  if (!sandboxes) return sandboxes.error();
+  auto listed = ControlPlane(*endpoint).list_sandboxes(*query);
+  if (!listed) return listed.error();
+  const json narrowed_list = narrowed(*listed, options);
+  const json* sandboxes = &narrowed_list;
   if (options.json) {
     std::cout << sandboxes->dump(2) << "\n";
     return 0;
@@ -166,6 +181,10 @@ void add_list(CLI::App& root, Commands& commands) {
                       std::string(kFields) + "), or json (one object a line)");
   app->add_option("--metadata", options->metadata,
                   "Only sandboxes whose metadata has K=V (repeatable: every pair)");
+  app->add_option("--state", options->state, "Only running or only paused sandboxes")
+      ->check(CLI::IsMember({"running", "paused"}));
+  app->add_option("-n,--limit", options->limit, "At most this many sandboxes")
+      ->check(CLI::Range(size_t{1}, size_t{1000000}));
   commands.push_back({app, [options] { return run_list(*options); }});
 }
 
