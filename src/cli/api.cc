@@ -4,6 +4,7 @@
 
 #include "cli/local_daemon.h"
 #include "cli/settings.h"
+#include "cli/text.h"
 #include "common/config.h"
 #include "common/ids.h"
 #include "common/paths.h"
@@ -69,6 +70,16 @@ Result<http::Response> get_sandbox_resource(const std::string& id, const std::st
   std::string target = "/abx/v1/sandboxes/" + http::url_encode(id) + "/" + resource;
   if (!query.empty()) target += "?" + query;
   return http::Client(endpoint->url).send(api_request(*endpoint, "GET", target));
+}
+
+Result<std::string> metadata_query(const std::vector<std::string>& pairs) {
+  auto metadata = parse_key_values(pairs, "--metadata");
+  if (!metadata) return metadata.error();
+  if (metadata->empty()) return std::string();
+  std::string encoded;  // k=v&k2=v2 with each part encoded, then the whole once more
+  for (const auto& [key, value] : *metadata)
+    encoded += (encoded.empty() ? "" : "&") + http::url_encode(key) + "=" + http::url_encode(value);
+  return "metadata=" + http::url_encode(encoded);
 }
 
 }  // namespace abx::cli

@@ -30,4 +30,7 @@ Result<json> call_api(const std::string& method, const std::string& target,
 Result<http::Response> get_sandbox_resource(const std::string& id, const std::string& resource,
                                             const std::string& query = {});
 
+// E2B's `metadata` query of GET /v2/sandboxes for --metadata K=V pairs ("" for none).
+Result<std::string> metadata_query(const std::vector<std::string>& pairs);
+
 }  // namespace abx::cli

@@ -109,16 +109,6 @@ Result<std::string> render(const std::string& format, const json& sandbox) {
   return out;
 }
 
-Result<std::string> metadata_query(const std::vector<std::string>& pairs) {
-  auto metadata = parse_key_values(pairs, "--metadata");
-  if (!metadata) return metadata.error();
-  if (metadata->empty()) return std::string();
-  std::string encoded;  // k=v&k2=v2 with each part encoded, then the whole once more
-  for (const auto& [key, value] : *metadata)
-    encoded += (encoded.empty() ? "" : "&") + http::url_encode(key) + "=" + http::url_encode(value);
-  return "metadata=" + http::url_encode(encoded);
-}
-
 Status print_formatted(const json& sandboxes, const std::string& format) {
   std::string out;
   for (const auto& sandbox : sandboxes) {

@@ -137,12 +137,15 @@ struct KillOptions {
   std::vector<std::string> ids;
   bool all = false;
   bool yes = false;
+  std::vector<std::string> metadata;  // with --all: only those with every K=V
 };
 
 Result<std::vector<std::string>> kill_targets(const ControlPlane& control,
                                               const KillOptions& options) {
   if (!options.all) return options.ids;
-  auto sandboxes = control.list_sandboxes();
+  auto query = metadata_query(options.metadata);
+  if (!query) return query.error();
+  auto sandboxes = control.list_sandboxes(*query);
   if (!sandboxes) return sandboxes.error();
   std::vector<std::string> ids;
   for (const auto& sandbox : *sandboxes) ids.push_back(sandbox.value("sandboxID", ""));
@@ -165,7 +168,8 @@ Result<int> run_kill(const KillOptions& options) {
   if (!ids) return ids.error();
   // One question for --all (not one per sandbox), one per id named.
   if (!options.yes && options.all && !ids->empty() &&
-      !terminal::confirm("kill all " + std::to_string(ids->size()) + " sandboxes?"))
+      !terminal::confirm("kill all " + std::to_string(ids->size()) + " sandboxes" +
+                         (options.metadata.empty() ? "" : " with that metadata") + "?"))
     return 0;
   int exit_code = 0;
   for (const auto& id : *ids) {
@@ -240,7 +244,10 @@ void add_kill(CLI::App& root, Commands& commands) {
   auto* app = root.add_subcommand("kill", "Kill sandboxes (alias: rm)");
   app->alias("rm");
   app->add_option("ids", options->ids, "Sandbox ids");
-  app->add_flag("--all", options->all, "Kill every sandbox");
+  auto* all = app->add_flag("--all", options->all, "Kill every sandbox");
+  app->add_option("--metadata", options->metadata,
+                  "With --all: only the sandboxes whose metadata has K=V (repeatable: every pair)")
+      ->needs(all);
   app->add_flag("-y,-f,--yes,--force", options->yes, "Do not ask for confirmation");
   commands.push_back({app, [options] { return run_kill(*options); }});
 }

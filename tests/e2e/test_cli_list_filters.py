@@ -29,3 +29,19 @@ def test_list_by_state_and_limited(daemon):
         assert r.returncode == 2 and "stopped" in r.stderr, r.stderr
     finally:
         abx(daemon, "kill", "--yes", *made)
+
+
+def test_kill_all_by_metadata_kills_only_those(daemon):
+    tagged = [abx(daemon, "create", "host", "--metadata", "job=sweep-7").stdout.strip()
+              for _ in range(2)]
+    other = abx(daemon, "create", "host", "--metadata", "job=keep").stdout.strip()
+    try:
+        r = abx(daemon, "kill", "--all", "--metadata", "job=sweep-7", "--yes")
+        assert r.returncode == 0, r.stderr
+        assert sorted(r.stdout.split()[1::2]) == sorted(tagged), r.stdout
+        left = ids(daemon)
+        assert other in left and not set(tagged) & set(left)
+        r = abx(daemon, "kill", "--metadata", "job=keep", "--yes")  # without --all: a usage error
+        assert r.returncode == 2 and "--all" in r.stderr, r.stderr
+    finally:
+        abx(daemon, "kill", "--yes", other, *tagged)
