@@ -214,7 +214,9 @@ void add_create(CLI::App& root, Commands& commands) {
 void add_info(CLI::App& root, Commands& commands) {
   auto id = std::make_shared<std::string>();
   auto as_json = std::make_shared<bool>(false);
-  auto* app = root.add_subcommand("info", "Show a sandbox: template, times, resources, network");
+  auto* app = root.add_subcommand(
+      "info", "Show a sandbox: template, times, resources, network (alias: inspect)");
+  app->alias("inspect");
   app->add_option("id", *id, "Sandbox id")->required();
   app->add_flag("--json", *as_json, "Print the whole sandbox as JSON");
   commands.push_back({app, [id, as_json] { return run_info(*id, *as_json); }});

@@ -431,6 +431,11 @@ void add_template(CLI::App& root, Commands& commands) {
   auto* list = group->add_subcommand("list", "List templates (name, size, created, source)");
   list->add_flag("--json", *as_json, "Print the raw JSON array");
   commands.push_back({list, [as_json] { return run_list(*as_json); }});
+  // docker's word for them, at the top.
+  auto* images =
+      group->get_parent()->add_subcommand("images", "List templates (as abx template list)");
+  images->add_flag("--json", *as_json, "Print the raw JSON array");
+  commands.push_back({images, [as_json] { return run_list(*as_json); }});
 
   auto name = std::make_shared<std::string>();
   auto* inspect = group->add_subcommand("inspect", "Show one template as JSON");

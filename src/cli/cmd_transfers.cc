@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "cli/api.h"
 #include "cli/commands.h"
@@ -261,9 +262,49 @@ void add_transfer(CLI::App& root, Commands& commands, const std::string& name,
   commands.push_back({app, [options, run] { return run(*options); }});
 }
 
+// docker cp's shape: SRC DEST, one of them ID:PATH. The other is local.
+Result<int> run_cp(TransferOptions options, const std::string& source, const std::string& dest) {
+  auto remote_of =
+      [](const std::string& arg) -> std::optional<std::pair<std::string, std::string>> {
+    const auto colon = arg.find(':');
+    if (colon == std::string::npos || colon == 0 || arg.find('/') < colon) return std::nullopt;
+    return std::pair{arg.substr(0, colon), arg.substr(colon + 1)};
+  };
+  const auto from = remote_of(source), to = remote_of(dest);
+  if (from.has_value() == to.has_value())
+    return Error{
+        "one of the two paths is ID:PATH in a sandbox: abx cp ./a.txt ID:/tmp/ or "
+        "abx cp ID:/tmp/out.txt ."};
+  if (to) {
+    options.id = to->first;
+    options.from = source;
+    options.to = to->second.empty() ? "/" : to->second;
+    return run_upload(options);
+  }
+  options.id = from->first;
+  options.from = from->second;
+  options.to = dest;
+  return run_download(options);
+}
+
+void add_cp(CLI::App& root, Commands& commands) {
+  auto options = std::make_shared<TransferOptions>();
+  auto paths = std::make_shared<std::vector<std::string>>();
+  auto* app = root.add_subcommand(
+      "cp",
+      "Copy between here and a sandbox, as docker cp: abx cp SRC ID:DEST, abx cp ID:SRC DEST");
+  app->add_option("paths", *paths, "SRC then DEST; one of them ID:PATH")->required()->expected(2);
+  app->add_flag("-r,--recursive", options->recursive, "Copy a directory with its contents");
+  app->add_option("-u,--user", options->user,
+                  "Read and write the sandbox's files as this user (default: the sandbox's)");
+  commands.push_back(
+      {app, [options, paths] { return run_cp(*options, paths->at(0), paths->at(1)); }});
+}
+
 }  // namespace
 
 void add_transfers(CLI::App& root, Commands& commands) {
+  add_cp(root, commands);
   add_transfer(root, commands, "upload", "Copy a local file or directory into a sandbox", "local",
                "remote", &run_upload);
   add_transfer(root, commands, "download", "Copy a file or directory out of a sandbox", "remote",

@@ -1,0 +1,40 @@
+"""Issue 36 minor, the words Docker users type: `abx cp` (SRC DEST, one of them ID:PATH),
+`abx inspect` (= info) and `abx images` (= template list), through the real `abx` against a
+real daemon (`host` template, no build)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import abx
+
+pytestmark = pytest.mark.offline
+
+
+def test_cp_both_ways_and_a_clear_error_without_a_sandbox_side(daemon, tmp_path):
+    sandbox_id = abx(daemon, "create", "host").stdout.strip()
+    try:
+        local = tmp_path / "in.txt"
+        local.write_text("both ways\n")
+        r = abx(daemon, "cp", str(local), f"{sandbox_id}:/tmp/")
+        assert r.returncode == 0, r.stderr
+        back = tmp_path / "back.txt"
+        r = abx(daemon, "cp", f"{sandbox_id}:/tmp/in.txt", str(back))
+        assert r.returncode == 0, r.stderr
+        assert back.read_text() == "both ways\n"
+        r = abx(daemon, "cp", str(local), str(back))
+        assert r.returncode == 1 and "ID:PATH" in r.stderr, r.stderr
+    finally:
+        abx(daemon, "kill", "--yes", sandbox_id)
+
+
+def test_inspect_is_info_and_images_is_template_list(daemon):
+    sandbox_id = abx(daemon, "create", "host").stdout.strip()
+    try:
+        info = json.loads(abx(daemon, "inspect", sandbox_id, "--json").stdout)
+        assert info["sandboxID"] == sandbox_id
+    finally:
+        abx(daemon, "kill", "--yes", sandbox_id)
+    images = abx(daemon, "images", "--json")
+    assert images.returncode == 0, images.stderr
+    assert json.loads(images.stdout) == json.loads(abx(daemon, "template", "list", "--json").stdout)
