@@ -248,16 +248,19 @@ TEST_F(SandboxTest, SetidProgramsWorkOnlyWhereTheTemplateAllowsThem) {
   const std::string script =
       "/setid-id -u; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; "
       "read inside outside count < /proc/self/uid_map; echo \"$inside $outside\"";
-  const std::string root_map = "0 " + std::to_string(runtime_->host_uid(0)) + "\n";
+  // Each sandbox's own range (runtime/id_ranges.h), or the shared one.
+  auto root_map = [](const Sandbox& sb) { return "0 " + std::to_string(sb.host_uid(0)) + "\n"; };
 
-  Output plain = run(create(), script);
-  EXPECT_EQ(plain.out, "1000\nNoNewPrivs:\t1\nSeccomp:\t2\n" + root_map) << plain.err;
+  Sandbox& plain_sb = create();
+  Output plain = run(plain_sb, script);
+  EXPECT_EQ(plain.out, "1000\nNoNewPrivs:\t1\nSeccomp:\t2\n" + root_map(plain_sb)) << plain.err;
 
   RootfsSpec allowing = rootfs();
   allowing.allow_setid = true;
   // Root there is still the unprivileged host uid root maps to.
-  Output setid = run(create(allowing), script);
-  EXPECT_EQ(setid.out, "0\nNoNewPrivs:\t0\nSeccomp:\t2\n" + root_map) << setid.err;
+  Sandbox& setid_sb = create(allowing);
+  Output setid = run(setid_sb, script);
+  EXPECT_EQ(setid.out, "0\nNoNewPrivs:\t0\nSeccomp:\t2\n" + root_map(setid_sb)) << setid.err;
 }
 
 TEST_F(SandboxTest, TemplateAndBindsUnderAPrivateDir) {
@@ -472,9 +475,12 @@ TEST_F(SandboxTest, HostnameIsInEtcHosts) {
   EXPECT_FALSE(fs::exists(rootfs_ / "etc/hosts")) << "written to the sandbox's own layer";
 }
 
+// The sandboxes' state dirs (the runtime's own files there, its init copy
+// and uid region, are not sandboxes).
 std::set<std::string> entries(const fs::path& dir) {
   std::set<std::string> out;
-  for (const auto& entry : fs::directory_iterator(dir)) out.insert(entry.path().filename());
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory()) out.insert(entry.path().filename());
   return out;
 }
 
