@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
   add_kill(app, commands);
   add_set_timeout(app, commands);
   add_pause(app, commands);
+  add_stop(app, commands);
   add_snapshot(app, commands);
   add_fork(app, commands);
   add_config(app, commands);

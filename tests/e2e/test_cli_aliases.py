@@ -38,3 +38,18 @@ def test_inspect_is_info_and_images_is_template_list(daemon):
     images = abx(daemon, "images", "--json")
     assert images.returncode == 0, images.stderr
     assert json.loads(images.stdout) == json.loads(abx(daemon, "template", "list", "--json").stdout)
+
+
+def test_stop_pauses_or_kills_as_asked_and_asks_when_not_told(daemon):
+    paused, killed = (abx(daemon, "create", "host").stdout.strip() for _ in range(2))
+    try:
+        r = abx(daemon, "stop", paused)  # no terminal, no flag: it cannot guess
+        assert r.returncode == 1 and "--pause" in r.stderr and "--kill" in r.stderr, r.stderr
+        r = abx(daemon, "stop", paused, "--pause")
+        assert r.returncode == 0 and f"paused {paused}" in r.stdout, r.stderr
+        assert json.loads(abx(daemon, "info", paused, "--json").stdout)["state"] == "paused"
+        r = abx(daemon, "stop", killed, "--kill")
+        assert r.returncode == 0 and f"killed {killed}" in r.stdout, r.stderr
+        assert abx(daemon, "info", killed).returncode != 0
+    finally:
+        abx(daemon, "kill", "--yes", paused, killed)
