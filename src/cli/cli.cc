@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
@@ -95,6 +96,12 @@ const Command* chosen(const Commands& commands) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `abx sandbox list`, `abx sandbox kill ID`: e2b's CLI spells them so; the same commands.
+  if (argc > 2 && std::string_view(argv[1]) == "sandbox") {
+    argv[1] = argv[0];
+    ++argv;
+    --argc;
+  }
   CLI::App app{"abx: disposable, isolated Linux sandboxes for AI agents' code", "abx"};
   app.set_version_flag("--version", "abx " + version::text());
   app.require_subcommand(1);

@@ -53,3 +53,12 @@ def test_stop_pauses_or_kills_as_asked_and_asks_when_not_told(daemon):
         assert abx(daemon, "info", killed).returncode != 0
     finally:
         abx(daemon, "kill", "--yes", paused, killed)
+
+
+def test_e2b_cli_shape_sandbox_subcommand(daemon):
+    sandbox_id = abx(daemon, "sandbox", "create", "host").stdout.strip()
+    try:
+        assert sandbox_id in abx(daemon, "sandbox", "list", "-q").stdout.split()
+    finally:
+        r = abx(daemon, "sandbox", "kill", sandbox_id, "--yes")
+        assert r.returncode == 0 and f"killed {sandbox_id}" in r.stdout, r.stderr
