@@ -50,7 +50,7 @@ def test_two_sandboxes_run_as_disjoint_host_ranges(daemon):
         assert maps[0] != maps[1] and abs(maps[0] - maps[1]) >= 65536, maps
         assert min(maps) >= FIRST_OWN_ID, maps  # not the shared range layers are stored with
         # Seen from the host, each sandbox's processes (its init first) run in its range.
-        for sandbox_id, first_id in zip((first, second), maps):
+        for sandbox_id, first_id in zip((first, second), maps, strict=True):
             seen = host_ids(sandbox_id)
             assert (first_id, first_id) in seen, seen
             assert all(first_id <= uid < first_id + 65536 for uid, _ in seen), seen
