@@ -6,10 +6,11 @@
 #include <string>
 #include <string_view>
 
+#include "common/nearest_word.h"
+
 namespace abx::cli {
 
-// Edits (insert, delete, replace, swap of neighbours) between a and b.
-size_t edit_distance(std::string_view a, std::string_view b);
+using abx::edit_distance;
 
 // The subcommand of `parent` (name or alias) that `word` most likely
 // meant: the nearest within two edits, or the only one it begins.

@@ -4,6 +4,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "common/nearest_word.h"
+
 namespace abx::templates::store {
 namespace {
 
@@ -95,7 +97,16 @@ std::unique_ptr<BuildLock> try_build_lock(const fs::path& templates_dir) {
 }
 
 Error unknown_template(const std::string& name, const std::string& known) {
-  return Error{"template", ENOENT, "unknown template '" + name + "'; known: " + known};
+  std::vector<std::string> names;
+  for (size_t start = 0; start < known.size();) {
+    const size_t comma = std::min(known.find(", ", start), known.size());
+    names.push_back(known.substr(start, comma - start));
+    start = comma + 2;
+  }
+  const auto guess = nearest_word(name, names);
+  return Error{"template", ENOENT,
+               "unknown template '" + name + "'; " +
+                   (guess ? "did you mean " + *guess + "? " : "") + "known: " + known};
 }
 
 std::string mib_text(uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }

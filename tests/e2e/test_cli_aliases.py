@@ -62,3 +62,8 @@ def test_e2b_cli_shape_sandbox_subcommand(daemon):
     finally:
         r = abx(daemon, "sandbox", "kill", sandbox_id, "--yes")
         assert r.returncode == 0 and f"killed {sandbox_id}" in r.stdout, r.stderr
+
+
+def test_a_mistyped_template_gets_a_did_you_mean(daemon):
+    r = abx(daemon, "create", "hots")
+    assert r.returncode == 1 and "did you mean host?" in r.stderr, r.stderr

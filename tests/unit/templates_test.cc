@@ -149,6 +149,8 @@ TEST_F(TemplateStoreTest, UnknownNamesListTheKnownOnes) {
   EXPECT_EQ(resolved.error().errnum, ENOENT);
   EXPECT_EQ(resolved.error().detail,
             "unknown template 'ubuntu'; known: base, code-interpreter-v1, host");
+  EXPECT_EQ(store.resolve("bsae").error().detail,
+            "unknown template 'bsae'; did you mean base? known: base, code-interpreter-v1, host");
   EXPECT_FALSE(store.rootfs("ubuntu").ok());
   EXPECT_FALSE(fs::exists(host_));
 
