@@ -88,9 +88,13 @@ bool IdRanges::hold(uint32_t slot) {
   return true;
 }
 
+// Its translation goes too: kept for every slot ever used, a daemon held one
+// more descriptor per range taken (next-fit takes a new one each create).
 void IdRanges::give_back(uint32_t slot) {
   std::lock_guard lock(mutex_);
-  if (slot != 0 && slot < kSlots) used_[slot] = false;
+  if (slot == 0 || slot >= kSlots) return;
+  used_[slot] = false;
+  translations_[slot].reset();
 }
 
 Result<int> IdRanges::translation(uint32_t slot) {

@@ -48,7 +48,7 @@ class IdRanges {
   void give_back(uint32_t slot);
 
   // The user namespace that translates the stored ids into `slot`'s, made
-  // once per slot and kept: the fd stays valid as long as this object.
+  // on first use (a short fork) and kept until the slot is given back.
   Result<int> translation(uint32_t slot);
 
   // EINVAL/EPERM/ENOSYS when idmapped mounts of `dir`'s filesystem cannot be
