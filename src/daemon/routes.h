@@ -42,6 +42,9 @@ struct ControlCall {
 Result<std::string> id_param(const ControlCall& call);
 // The answer for a sandbox the caller may not see, exactly as for one that never was.
 Error sandbox_not_found(const std::string& id);
+// The caller's live sandbox the route's {id} names, or the error to answer
+// (bad input, or not found for another team's sandbox as for none).
+Result<std::shared_ptr<LiveSandbox>> sandbox_of(const ControlCall& call);
 
 // The control plane, one handler per row of the route table (route_table.cc).
 // routes_health.cc

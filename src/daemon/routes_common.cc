@@ -51,4 +51,12 @@ Error sandbox_not_found(const std::string& id) {
   return Error::with_message("sandbox " + id + " not found", ENOENT);
 }
 
+Result<std::shared_ptr<LiveSandbox>> sandbox_of(const ControlCall& call) {
+  auto id = id_param(call);
+  if (!id) return id.error();
+  auto live = call.service.find_for(call.caller, *id);
+  if (!live) return sandbox_not_found(*id);
+  return live;
+}
+
 }  // namespace abx::daemon::routes

@@ -31,14 +31,12 @@ json diff_json(const runtime::layer_diff::Diff& diff) {
 }  // namespace
 
 Task<void> sandbox_diff(ControlCall& call, Exchange& exchange) {
-  auto id = id_param(call);
-  if (!id) co_return co_await respond_error(exchange, id.error());
-  auto live = call.service.find_for(call.caller, *id);
-  if (!live) co_return co_await respond_error(exchange, sandbox_not_found(*id));
-  const SandboxRow row = live->snapshot();
+  auto live = sandbox_of(call);
+  if (!live) co_return co_await respond_error(exchange, live.error());
+  const SandboxRow row = (*live)->snapshot();
   const auto lowers = lowers_of(call.service, row);
   Result<runtime::layer_diff::Diff> diff = Error::with_message("not read", EIO);
-  co_await call.service.pool().run([&] { diff = live->sandbox->diff_writable_layer(lowers); });
+  co_await call.service.pool().run([&] { diff = (*live)->sandbox->diff_writable_layer(lowers); });
   if (!diff) co_return co_await respond_error(exchange, diff.error());
   co_await respond_json(exchange, 200, diff_json(*diff));
 }

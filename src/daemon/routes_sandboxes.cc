@@ -140,15 +140,6 @@ Result<int> resume_timeout(const std::string& body) {
   return parse_timeout_body(body);
 }
 
-// The live sandbox the route's {id} names, or the error to answer with.
-Result<std::shared_ptr<LiveSandbox>> sandbox_of(const ControlCall& call) {
-  auto id = id_param(call);
-  if (!id) return id.error();
-  auto live = call.service.find_for(call.caller, *id);
-  if (!live) return sandbox_not_found(*id);
-  return live;
-}
-
 Task<void> set_timeout(ControlCall& call, Exchange& exchange, bool is_connect) {
   auto id = id_param(call);
   if (!id) co_return co_await respond_error(exchange, id.error());
