@@ -120,3 +120,19 @@ async def test_terminal_over_websocket(running, conn, daemon):
         await term.send("echo $((6*7)); exit 4\n")
         output = b"".join([chunk async for chunk in term.output()])
     assert b"42" in output and term.exit_code == 4
+
+
+async def test_provider_sandbox_takes_cpu_and_memory_limits(daemon, conn):
+    if not os.access("/usr/bin/python3", os.X_OK):
+        pytest.skip("the host template needs the host's /usr/bin/python3")
+    sandbox = await ProviderSandbox.create(template="host", cpu_count=1, memory_mb=256, **conn)
+    try:
+        info = await sandbox.get_info()
+        assert (info.cpu_count, info.memory_mb) == (1, 256)
+        inside = await sandbox.commands.run("head -1 /proc/meminfo; nproc")
+        assert inside.stdout.split() == ["MemTotal:", str(256 * 1024), "kB", "1"]
+        await _start_server(sandbox)
+        facts = await sandbox.server.system.info()
+        assert facts["memory"]["total"] == 256 << 20 and facts["cpu"]["usable"] == 1
+    finally:
+        await sandbox.kill()
