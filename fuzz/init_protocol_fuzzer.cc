@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!proto::decode(proto::encode(request), &again) || again.label != request.label ||
         again.supervised != request.supervised || again.keep_stdin != request.keep_stdin ||
         again.timeout_ms != request.timeout_ms || again.ring_bytes != request.ring_bytes ||
-        again.offset != request.offset || again.max_bytes != request.max_bytes)
+        again.offset != request.offset || again.max_bytes != request.max_bytes ||
+        again.input != request.input || again.cols != request.cols || again.rows != request.rows)
       std::abort();
   }
   proto::ReadReply read;

@@ -215,6 +215,16 @@ bool decode(const std::string& bytes, InitConfig* c) {
   return true;
 }
 
+namespace {
+// A terminal's width or height: 1 to 65535 cells.
+bool read_terminal_side(Reader& r, uint16_t* side) {
+  uint32_t value = 0;
+  if (!r.u32(&value) || value == 0 || value > 0xffff) return false;
+  *side = static_cast<uint16_t>(value);
+  return true;
+}
+}  // namespace
+
 std::string encode(const Request& q) {
   Writer w;
   w.u8(static_cast<uint8_t>(q.type));
@@ -244,6 +254,13 @@ std::string encode(const Request& q) {
     w.u32(static_cast<uint32_t>(q.pid));
     w.u64(q.offset);
     w.u32(q.max_bytes);
+  } else if (q.type == RequestType::kInput) {
+    w.u32(static_cast<uint32_t>(q.pid));
+    w.str(q.input);
+  } else if (q.type == RequestType::kResize) {
+    w.u32(static_cast<uint32_t>(q.pid));
+    w.u32(q.cols);
+    w.u32(q.rows);
   }
   return w.take();
 }
@@ -261,8 +278,8 @@ bool decode(const std::string& bytes, Request* q) {
                         q->label.size() > kMaxProcessLabel || !r.u32(&q->timeout_ms) ||
                         !r.u8(&keep_stdin) || keep_stdin > 1))
         return false;
-      if (!r.done() && (!r.u32(&q->ring_bytes) || q->ring_bytes == 0 ||
-                        q->ring_bytes > kMaxRingBytes || q->spec.pty))
+      if (!r.done() &&
+          (!r.u32(&q->ring_bytes) || q->ring_bytes == 0 || q->ring_bytes > kMaxRingBytes))
         return false;
       q->command_group = group == 1;
       q->supervised = supervised == 1;
@@ -280,6 +297,11 @@ bool decode(const std::string& bytes, Request* q) {
     case RequestType::kRead:
       return r.i32(&q->pid) && r.u64(&q->offset) && r.u32(&q->max_bytes) &&
              q->max_bytes <= kMaxReadBytes && r.done();
+    case RequestType::kInput:
+      return r.i32(&q->pid) && r.str(&q->input) && q->input.size() <= kMaxInputBytes && r.done();
+    case RequestType::kResize:
+      return r.i32(&q->pid) && read_terminal_side(r, &q->cols) && read_terminal_side(r, &q->rows) &&
+             r.done();
     case RequestType::kOpen:
       return r.str(&q->open.path) && r.u32(&q->open.uid) && r.u32(&q->open.gid) && r.done();
     case RequestType::kFile:

@@ -31,9 +31,19 @@
 //           output ring (ring_bytes, default kDefaultTcpRingBytes), no stdin,
 //           no pty, and its timeout_ms is the agent's to enforce.
 //           reply: Reply{pid}.
+//           With spec.stdin_pipe the agent keeps the stdin pipe's write end
+//           (kInput writes to it); with spec.pty the agent keeps the master,
+//           relays what the terminal shows into the ring (as stdout) and
+//           kInput types into it.
 //   kRead   as above; the slice's `ended` carries the exit status.
-//   kSignal as above.
-// Any other request gets a Reply with EPROTONOSUPPORT.
+//   kSignal, kCloseStdin as above.
+//   kInput  request: pid, input (at most kMaxInputBytes). reply: Reply; the
+//           bytes are queued (at most kMaxPendingInput per command) and
+//           written as the command reads them; EAGAIN when the queue is full.
+//   kResize request: pid, cols, rows. reply: Reply; the pty's new size.
+// kInput (for commands spawned over TCP only) and kResize (for any command
+// whose pty init keeps) are served on the control socket too. Any other
+// request over TCP gets a Reply with EPROTONOSUPPORT.
 // Start-up: the runtime hands init an InitConfig on an fd, then the O_PATH
 // fds of the rootfs sources in one message on the handoff socket, and waits
 // for one StatusReport ("ready" or the failing step) on a pipe.
@@ -114,6 +124,8 @@ enum class RequestType : uint8_t {
   kAdopt = 5,
   kRead = 6,
   kCloseStdin = 7,
+  kInput = 8,
+  kResize = 9,
 };
 
 // A regular file to open for reading inside the sandbox, with the permissions
@@ -154,8 +166,15 @@ struct Request {
   // `max_bytes` (kMaxReadBytes), answered with an OutputSlice message.
   uint64_t offset = 0;
   uint32_t max_bytes = 0;
+  std::string input;  // kInput: bytes for the command's stdin or terminal
+  uint16_t cols = 0;  // kResize: the terminal's new size, both non-zero
+  uint16_t rows = 0;
 };
 inline constexpr uint32_t kMaxReadBytes = 128 * 1024;
+inline constexpr size_t kMaxInputBytes = 64 * 1024;
+// What waits for a command to read its input, per command: the agent (PID 1,
+// outside the sandbox's memory limit) holds no more for it than this.
+inline constexpr size_t kMaxPendingInput = 1024 * 1024;
 inline constexpr uint32_t kDefaultTcpRingBytes = 1024 * 1024;
 inline constexpr uint32_t kMaxRingBytes = 64 * 1024 * 1024;
 

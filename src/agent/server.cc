@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -47,6 +48,13 @@ class Server {
         fds.push_back({start.launched.report.get(), POLLIN, 0});
       const size_t first_tcp = fds.size();
       if (tcp_) tcp_->add_pollfds(&fds, [this](int fd) { return starts_.contains(fd); });
+      const size_t first_input = fds.size();
+      std::vector<pid_t> input_of;
+      for (const auto& [pid, process] : supervised_)
+        if (!process.pending_input.empty()) {
+          fds.push_back({input_fd(process.kept), POLLOUT, 0});
+          input_of.push_back(pid);
+        }
       const size_t first_relay = fds.size();
       std::vector<OutputRelay*> relay_of;
       for (auto& [pid, relay] : relays_) {
@@ -56,7 +64,9 @@ class Server {
       if (::poll(fds.data(), fds.size(), next_deadline_ms()) < 0) continue;  // EINTR
       for (size_t i = first_relay; i < fds.size(); ++i)
         if (fds[i].revents) relay_of[i - first_relay]->handle(fds[i]);
-      for (size_t i = first_tcp; i < first_relay; ++i)
+      for (size_t i = first_input; i < first_relay; ++i)
+        if (fds[i].revents) write_input(input_of[i - first_input]);
+      for (size_t i = first_tcp; i < first_input; ++i)
         if (fds[i].revents) serve_tcp(fds[i]);
       if (fds[1].revents) reap();
       if (fds[0].revents) accept_client();
@@ -105,12 +115,8 @@ class Server {
     }
     if (!decoded) {
       reply = proto::reply_from(Error{"decode request", EPROTO, {}});
-    } else if (request.type == proto::RequestType::kSignal) {
-      reply = signal(request.pid, request.signo);
-    } else if (request.type == proto::RequestType::kCloseStdin) {
-      close_kept_stdin(request.pid);
-    } else if (request.type == proto::RequestType::kRead) {
-      if (!proto::send_message(fd, proto::encode(read_output(request)), {})) drop(fd);
+    } else if (auto answered = serve_in_place(request)) {
+      if (!proto::send_message(fd, *answered, {})) drop(fd);
       return;
     } else if (request.type == proto::RequestType::kOpen) {
       reply = open_file(request.open, &opened);
@@ -133,6 +139,11 @@ class Server {
     uint32_t timeout_ms = 0;
     bool has_stdin = false;  // the last fd is stdin's write end
   };
+  // Where kInput's bytes go: the pty master or the kept stdin (each the last
+  // kept fd), or -1 when there is neither.
+  static int input_fd(const Kept& kept) {
+    return (kept.pty || kept.has_stdin) && !kept.fds.empty() ? kept.fds.back().get() : -1;
+  }
   struct Supervised {
     Kept kept;
     int owner = -1;  // the control connection of the daemon holding it; -1: none
@@ -142,6 +153,10 @@ class Server {
     // daemon kills it itself and tells its clients why).
     std::optional<Clock::time_point> deadline;
     bool killed = false;
+    // Spawned over TCP: the agent made its pipes, no daemon adopts it.
+    bool in_band = false;
+    std::string pending_input;       // kInput's bytes the command has not read yet
+    bool close_after_input = false;  // kCloseStdin came while input waited
   };
   static constexpr size_t kMaxEndedOrphans = 64;
 
@@ -153,6 +168,8 @@ class Server {
     Clock::time_point deadline;
     std::optional<Kept> kept;          // a supervised spawn's
     std::optional<OutputRelay> relay;  // one with ring_bytes
+    bool in_band = false;              // spawned over TCP (spawn_in_band)
+    uint32_t terminal_ring = 0;        // in band with a pty: its relay's ring
   };
 
   // fds: the exit pipe, the stdio ends, the kept read ends (supervised), then
@@ -181,12 +198,23 @@ class Server {
       if (!interposed) return interposed.error();
       relay.emplace(std::move(*interposed));
     }
-    auto launched = launch(request.spec, config_.full_id_map, config_.workload_procs_fd,
-                           command_procs.get(), fds);
+    return start(client, request.spec, std::move(exit_pipe), fds, command_procs.get(),
+                 std::move(kept), std::move(relay));
+  }
+
+  // Forks the command; settle_start answers `client` once it exec'd.
+  Status start(int client, const ProcessSpec& spec, UniqueFd exit_pipe,
+               const std::vector<UniqueFd>& stdio, int command_procs, std::optional<Kept> kept,
+               std::optional<OutputRelay> relay, bool in_band = false) {
+    auto launched =
+        launch(spec, config_.full_id_map, config_.workload_procs_fd, command_procs, stdio);
     if (!launched) return launched.error();
-    starts_[client] = Start{std::move(*launched), std::move(exit_pipe),
+    starts_[client] = Start{std::move(*launched),
+                            std::move(exit_pipe),
                             Clock::now() + std::chrono::milliseconds(proto::kStartBoundMs),
-                            std::move(kept), std::move(relay)};
+                            std::move(kept),
+                            std::move(relay),
+                            in_band};
     return {};
   }
 
@@ -218,7 +246,8 @@ class Server {
       reply = proto::reply_from(outcome.error());
     } else {
       reply.pid = start.launched.pid;
-      if (start.launched.pty_master.valid()) reply_fds.push_back(start.launched.pty_master.get());
+      if (start.launched.pty_master.valid() && !start.in_band)
+        reply_fds.push_back(start.launched.pty_master.get());
     }
     const bool sent = answer(client, proto::encode(reply), reply_fds);
     if (!sent) drop(client);
@@ -227,7 +256,11 @@ class Server {
     exit_pipes_[pid] = std::move(start.exit_pipe);
     // A command spawned over TCP is nobody's to hold: the agent keeps its
     // output for kRead and enforces its timeout, whoever is connected.
-    const bool held = sent && !(tcp_ && tcp_->owns(client));
+    const bool held = sent && !start.in_band;
+    if (start.in_band && start.launched.pty_master.valid()) {
+      auto terminal = terminal_relay(start.launched.pty_master.get(), start.terminal_ring);
+      if (terminal) start.relay.emplace(std::move(*terminal));
+    }
     if (start.relay) {
       start.relay->set_held(held);
       std::erase(ended_relays_, pid);  // an ended command's pid, used again
@@ -239,7 +272,10 @@ class Server {
       const uint32_t timeout_ms = start.kept->timeout_ms;
       Supervised& process = supervised_[pid] =
           Supervised{std::move(*start.kept), held ? client : -1, false, ++supervised_made_};
+      process.in_band = start.in_band;
       if (timeout_ms > 0) process.deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+      if (const int input = input_fd(process.kept); start.in_band && input >= 0)
+        (void)::fcntl(input, F_SETFL, ::fcntl(input, F_GETFL) | O_NONBLOCK);
     }
     if (exit_status) report_exit(pid, *exit_status);
   }
@@ -423,7 +459,7 @@ class Server {
   void keep_ended(pid_t pid) {
     auto it = supervised_.find(pid);
     if (it == supervised_.end()) return;
-    if (it->second.owner >= 0) {
+    if (it->second.owner >= 0 || it->second.in_band) {  // the relay keeps an in-band one's end
       supervised_.erase(it);
       return;
     }
@@ -441,7 +477,7 @@ class Server {
   void hand_over_orphans(int client) {
     std::vector<pid_t> orphans;
     for (const auto& [pid, process] : supervised_)
-      if (process.owner < 0) orphans.push_back(pid);
+      if (process.owner < 0 && !process.in_band) orphans.push_back(pid);
     if (orphans.empty() && !proto::send_message(client, proto::encode(proto::Supervised{}), {}))
       drop(client);
     for (size_t i = 0; i < orphans.size(); ++i) {
@@ -470,8 +506,90 @@ class Server {
   void close_kept_stdin(pid_t pid) {
     auto it = supervised_.find(pid);
     if (it == supervised_.end() || !it->second.kept.has_stdin) return;
+    if (!it->second.pending_input.empty()) {  // closed once the command has read it
+      it->second.close_after_input = true;
+      return;
+    }
     it->second.kept.fds.pop_back();  // stdin's write end is the last kept
     it->second.kept.has_stdin = false;
+  }
+
+  // kInput: queued for the command, written as it reads.
+  proto::Reply queue_input(pid_t pid, const std::string& bytes) {
+    const std::string who = "pid " + std::to_string(pid);
+    auto it = supervised_.find(pid);
+    if (it == supervised_.end() || it->second.ended)
+      return proto::reply_from(Error{"input", ESRCH, "no running command with " + who});
+    Supervised& process = it->second;
+    // A daemon on the host writes its commands' stdin itself, blocking on
+    // its own fds; init writes only to the non-blocking ones it made.
+    if (!process.in_band)
+      return proto::reply_from(Error{"input", EPERM, who + " was not spawned over TCP"});
+    if (input_fd(process.kept) < 0 || process.close_after_input)
+      return proto::reply_from(Error{"input", EPIPE, "the stdin of " + who + " is closed"});
+    if (process.pending_input.size() + bytes.size() > proto::kMaxPendingInput)
+      return proto::reply_from(Error{"input", EAGAIN,
+                                     who + " has not read its input yet (" +
+                                         std::to_string(process.pending_input.size()) +
+                                         " bytes wait); send it again"});
+    process.pending_input += bytes;
+    write_input(pid);
+    return {};
+  }
+
+  // Writes what the command's stdin or terminal takes now, without waiting.
+  void write_input(pid_t pid) {
+    auto it = supervised_.find(pid);
+    if (it == supervised_.end()) return;
+    Supervised& process = it->second;
+    std::string& pending = process.pending_input;
+    while (!pending.empty()) {
+      const ssize_t n = ::write(input_fd(process.kept), pending.data(), pending.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return;
+      if (n < 0) {  // nobody will read it (EPIPE; EIO: the terminal hung up)
+        pending.clear();
+        break;
+      }
+      pending.erase(0, static_cast<size_t>(n));
+    }
+    if (process.close_after_input) {
+      process.close_after_input = false;
+      close_kept_stdin(pid);
+    }
+  }
+
+  proto::Reply resize(pid_t pid, uint16_t cols, uint16_t rows) {
+    auto it = supervised_.find(pid);
+    if (it == supervised_.end() || !it->second.kept.pty || it->second.kept.fds.empty())
+      return proto::reply_from(
+          Error{"resize", ENOTTY, "no command with a terminal has pid " + std::to_string(pid)});
+    winsize size{};
+    size.ws_col = cols;
+    size.ws_row = rows;
+    if (::ioctl(it->second.kept.fds.back().get(), TIOCSWINSZ, &size) != 0)
+      return proto::reply_from(Error::from_errno("resize", "pid " + std::to_string(pid)));
+    return {};
+  }
+
+  // The requests both transports answer at once, with one message; nullopt
+  // for the others.
+  std::optional<std::string> serve_in_place(const proto::Request& request) {
+    switch (request.type) {
+      case proto::RequestType::kSignal:
+        return proto::encode(signal(request.pid, request.signo));
+      case proto::RequestType::kCloseStdin:
+        close_kept_stdin(request.pid);
+        return proto::encode(proto::Reply{});
+      case proto::RequestType::kRead:
+        return proto::encode(read_output(request));
+      case proto::RequestType::kInput:
+        return proto::encode(queue_input(request.pid, request.input));
+      case proto::RequestType::kResize:
+        return proto::encode(resize(request.pid, request.cols, request.rows));
+      default:
+        return std::nullopt;
+    }
   }
 
   proto::ReadReply read_output(const proto::Request& request) {
@@ -541,44 +659,65 @@ class Server {
     std::string reply;
     if (!proto::decode(bytes, &request)) {
       reply = proto::encode(proto::reply_from(Error{"decode request", EPROTO, {}}));
-    } else if (request.type == proto::RequestType::kRead) {
-      reply = proto::encode(read_output(request));
-    } else if (request.type == proto::RequestType::kSignal) {
-      reply = proto::encode(signal(request.pid, request.signo));
+    } else if (auto answered = serve_in_place(request)) {
+      reply = std::move(*answered);
     } else if (request.type == proto::RequestType::kSpawn) {
       auto started = spawn_in_band(fd, std::move(request));
       if (started) return;  // answered once the child exec'd (settle_start)
       reply = proto::encode(proto::reply_from(started.error()));
     } else {
       reply = proto::encode(proto::reply_from(
-          Error{"request", EPROTONOSUPPORT, "over TCP the agent serves spawn, read and signal"}));
+          Error{"request", EPROTONOSUPPORT,
+                "over TCP the agent serves spawn, read, signal, input, close-stdin and resize"}));
     }
     if (!answer(fd, reply, {})) drop(fd);
   }
 
-  // A spawn whose pipes the agent makes itself: the fds a daemon would pass
-  // (the exit pipe's write end, stdout's and stderr's, then the read ends
-  // init keeps), for a supervised command with an output ring.
+  // A spawn whose pipes (or pty) the agent makes itself: a supervised
+  // command with an output ring, its stdin (a pipe or the terminal) written
+  // through kInput, no daemon's fds anywhere.
   Status spawn_in_band(int client, proto::Request request) {
-    if (request.spec.pty || request.spec.stdin_pipe || request.command_group)
-      return Error{"spawn", EPROTONOSUPPORT, "over TCP a command has no pty or stdin yet"};
+    if (request.command_group)
+      return Error{"spawn", EPROTONOSUPPORT, "over TCP a command has no cgroup of its own"};
     if (starts_.contains(client)) return Error{"spawn", EBUSY, "one spawn at a time"};
-    request.supervised = true;
-    request.keep_stdin = false;
-    request.ring_bytes = request.ring_bytes == 0
-                             ? proto::kDefaultTcpRingBytes
-                             : std::min(request.ring_bytes, proto::kMaxRingBytes);
-    UniqueFd ends[3][2];
-    for (auto& pipe : ends) {
-      int p[2];
-      if (::pipe2(p, O_CLOEXEC) != 0) return Error::from_errno("pipe");
-      pipe[0] = UniqueFd(p[0]);
-      pipe[1] = UniqueFd(p[1]);
+    const uint32_t ring_bytes = request.ring_bytes == 0
+                                    ? proto::kDefaultTcpRingBytes
+                                    : std::min(request.ring_bytes, proto::kMaxRingBytes);
+    const bool keep_stdin = !request.spec.pty && request.spec.stdin_pipe;
+    Kept kept{{}, request.label, request.spec.pty, request.timeout_ms, keep_stdin};
+    auto exit = make_pipe();
+    if (!exit) return exit.error();
+    kept.fds.push_back(std::move(exit->first));
+    std::vector<UniqueFd> stdio;
+    std::optional<OutputRelay> relay;  // with a pty: made in settle_start from its master
+    if (!request.spec.pty) {
+      auto in = make_pipe(), out = make_pipe(), err = make_pipe();
+      if (!in || !out || !err) return Error::from_errno("pipe");
+      if (keep_stdin) stdio.push_back(std::move(in->first));
+      stdio.push_back(std::move(out->second));
+      stdio.push_back(std::move(err->second));
+      relay.emplace(ring_bytes, std::move(out->first), UniqueFd(), std::move(err->first),
+                    UniqueFd());
+      if (keep_stdin) kept.fds.push_back(std::move(in->second));
     }
-    std::vector<UniqueFd> fds;
-    for (auto& pipe : ends) fds.push_back(std::move(pipe[1]));
-    for (auto& pipe : ends) fds.push_back(std::move(pipe[0]));
-    return spawn(client, request, std::move(fds));
+    auto started = start(client, request.spec, std::move(exit->second), stdio, -1, std::move(kept),
+                         std::move(relay), true);
+    if (started) starts_.at(client).terminal_ring = ring_bytes;
+    return started;
+  }
+
+  // The read end first, then the write end.
+  static Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) return Error::from_errno("pipe");
+    return std::pair{UniqueFd(p[0]), UniqueFd(p[1])};
+  }
+
+  // What an in-band command's terminal shows, kept as its stdout.
+  static Result<OutputRelay> terminal_relay(int master, uint32_t ring_bytes) {
+    UniqueFd source(::fcntl(master, F_DUPFD_CLOEXEC, 0));
+    if (!source.valid()) return Error::from_errno("dup pty master");
+    return OutputRelay(ring_bytes, std::move(source), UniqueFd(), UniqueFd(), UniqueFd());
   }
 
   int listen_fd_;

@@ -35,8 +35,7 @@ Result<int> AgentTcpClient::spawn(const ProcessSpec& spec, uint32_t timeout_ms,
   proto::Request request;
   request.type = proto::RequestType::kSpawn;
   request.spec = spec;
-  request.spec.stdin_pipe = false;  // no stdin over TCP yet: the command reads EOF
-  request.supervised = true;        // what carries the timeout and ring size on the wire
+  request.supervised = true;  // what carries the timeout and ring size on the wire
   request.timeout_ms = timeout_ms;
   request.ring_bytes = ring_bytes;
   auto reply = call_for_reply(request);
@@ -63,6 +62,34 @@ Status AgentTcpClient::signal(int pid, int signo) {
   request.type = proto::RequestType::kSignal;
   request.pid = pid;
   request.signo = signo;
+  return status_of(request);
+}
+
+Status AgentTcpClient::send_input(int pid, const std::string& bytes) {
+  proto::Request request;
+  request.type = proto::RequestType::kInput;
+  request.pid = pid;
+  request.input = bytes;
+  return status_of(request);
+}
+
+Status AgentTcpClient::close_stdin(int pid) {
+  proto::Request request;
+  request.type = proto::RequestType::kCloseStdin;
+  request.pid = pid;
+  return status_of(request);
+}
+
+Status AgentTcpClient::resize(int pid, uint16_t cols, uint16_t rows) {
+  proto::Request request;
+  request.type = proto::RequestType::kResize;
+  request.pid = pid;
+  request.cols = cols;
+  request.rows = rows;
+  return status_of(request);
+}
+
+Status AgentTcpClient::status_of(const proto::Request& request) {
   auto reply = call_for_reply(request);
   if (!reply) return reply.error();
   return {};

@@ -20,17 +20,24 @@ class AgentTcpClient {
   static Result<AgentTcpClient> start(UniqueFd connected, const std::string& token);
 
   // A supervised command whose output the agent keeps (ring_bytes, 0: the
-  // agent's default) and which it kills after timeout_ms (0: never). It gets
-  // no stdin (it reads EOF) and no pty: not over TCP yet.
+  // agent's default) and which it kills after timeout_ms (0: never). With
+  // spec.stdin_pipe its stdin stays open for send_input until close_stdin;
+  // with spec.pty what its terminal shows is its stdout.
   Result<int> spawn(const ProcessSpec& spec, uint32_t timeout_ms, uint32_t ring_bytes = 0);
   Result<OutputSlice> read(int pid, uint64_t offset, uint32_t max_bytes = proto::kMaxReadBytes);
   Status signal(int pid, int signo);
+  // At most proto::kMaxInputBytes at a time; EAGAIN while the command has
+  // not read proto::kMaxPendingInput sent before.
+  Status send_input(int pid, const std::string& bytes);
+  Status close_stdin(int pid);
+  Status resize(int pid, uint16_t cols, uint16_t rows);
 
  private:
   explicit AgentTcpClient(UniqueFd fd) : fd_(std::move(fd)) {}
   Result<std::string> call(const proto::Request& request);
   // A request answered with a Reply: its error, or the Reply.
   Result<proto::Reply> call_for_reply(const proto::Request& request);
+  Status status_of(const proto::Request& request);
   UniqueFd fd_;
 };
 

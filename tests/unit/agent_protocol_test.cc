@@ -1,5 +1,6 @@
-// The agent protocol's TCP framing and Hello (agent/protocol.h), which read
-// what anything in the sandbox's network may send.
+// The agent protocol's TCP framing, Hello and the requests only a TCP client
+// sends (agent/protocol.h), which read what anything in the sandbox's network
+// may send.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -45,6 +46,34 @@ TEST(AgentHello, RoundTripsAndTokensCompareWhole) {
   EXPECT_FALSE(same_token("t0ken", "t0kem"));
   EXPECT_FALSE(same_token("t0ken", "t0ke"));
   EXPECT_FALSE(same_token("", ""));  // no token configured accepts nobody
+}
+
+// kInput and kResize, which a TCP client sends: bounded on decode.
+TEST(AgentRequests, InputAndResizeRoundTripWithinTheirBounds) {
+  Request input;
+  input.type = RequestType::kInput;
+  input.pid = 42;
+  input.input = std::string(kMaxInputBytes, 'x');
+  Request again;
+  ASSERT_TRUE(decode(encode(input), &again));
+  EXPECT_EQ(again.type, RequestType::kInput);
+  EXPECT_EQ(again.pid, 42);
+  EXPECT_EQ(again.input, input.input);
+  input.input += "y";
+  EXPECT_FALSE(decode(encode(input), &again)) << "more than kMaxInputBytes at once";
+
+  Request resize;
+  resize.type = RequestType::kResize;
+  resize.pid = 7;
+  resize.cols = 120;
+  resize.rows = 40;
+  ASSERT_TRUE(decode(encode(resize), &again));
+  EXPECT_EQ(again.cols, 120);
+  EXPECT_EQ(again.rows, 40);
+  resize.rows = 0;
+  EXPECT_FALSE(decode(encode(resize), &again)) << "a terminal of no rows";
+  resize.rows = 40;
+  EXPECT_FALSE(decode(encode(resize) + "x", &again)) << "trailing bytes";
 }
 
 }  // namespace

@@ -328,14 +328,16 @@ Ended read_until_ended(AgentTcpClient& agent, int pid) {
     auto slice = agent.read(pid, offset);
     EXPECT_TRUE(slice) << slice.error().message();
     if (!slice) break;
-    for (const auto& chunk : slice->chunks)
+    for (const auto& chunk : slice->chunks) {
       (chunk.stream == OutputStream::kStdout ? ended.out : ended.err) += chunk.bytes;
-    offset = slice->end;
-    if (slice->ended) {
+      offset = chunk.offset + chunk.bytes.size();  // a slice holds at most kMaxReadBytes
+    }
+    if (slice->chunks.empty()) offset = slice->end;
+    if (slice->ended && offset >= slice->end) {
       ended.wait_status = slice->wait_status;
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (slice->chunks.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return ended;
 }
@@ -396,14 +398,96 @@ TEST_F(SandboxTest, AgentServesItsTokenOverTcp) {
   const int signalled_status = read_until_ended(*agent, *signalled).wait_status;
   EXPECT_TRUE(WIFSIGNALED(signalled_status) && WTERMSIG(signalled_status) == SIGTERM);
 
-  ProcessSpec with_pty = shell("true");
-  with_pty.pty = true;
-  auto no_pty = agent->spawn(with_pty, 0);
-  ASSERT_FALSE(no_pty);
-  EXPECT_EQ(no_pty.error().errnum, EPROTONOSUPPORT);
-  // Still serving on the control socket, and over TCP after the refusal.
+  // Still serving on the control socket, and over TCP.
   EXPECT_EQ(run(sb, "echo fine").out, "fine\n");
   EXPECT_TRUE(agent->read(*pid, 0));
+}
+
+// A command's kept stdout until it shows `needle` (30 s at most).
+std::string read_until_shown(AgentTcpClient& agent, int pid, const std::string& needle) {
+  std::string out;
+  for (int attempt = 0; attempt < 1500 && out.find(needle) == std::string::npos; ++attempt) {
+    auto slice = agent.read(pid, out.size());
+    if (!slice || slice->ended) break;
+    for (const auto& chunk : slice->chunks) out += chunk.bytes;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return out;
+}
+
+// Over TCP the agent also takes a command's stdin, queued as it reads, and
+// drives its terminal: what it shows, what is typed, its size.
+TEST_F(SandboxTest, AgentTakesStdinAndDrivesATerminalOverTcp) {
+  SandboxSpec spec;
+  spec.id = "t" + std::to_string(::getpid()) + "tcpio";
+  spec.rootfs = rootfs();
+  spec.agent_port = 7071;
+  spec.agent_token = "the-token-of-this-sandbox";
+  auto made = runtime_->create(spec);
+  ASSERT_TRUE(made) << made.error().message();
+  records_.push_back((*made)->record());
+  const pid_t init = (*made)->record().init_pid;
+  sandboxes_.push_back(std::move(*made));
+  auto agent = AgentTcpClient::start(connect_in_sandbox(init, 7071), spec.agent_token);
+  ASSERT_TRUE(agent) << agent.error().message();
+  const auto shell = [](const std::string& script) {
+    ProcessSpec process;
+    process.argv = {"/bin/sh", "-c", script};
+    process.env = {{"PATH", "/usr/bin:/bin"}};
+    process.uid = process.gid = 1000;
+    process.cwd = "/";
+    return process;
+  };
+
+  // More than a pipe holds arrives whole and in order; EOF once closed. (It
+  // stays until read: an ended command keeps only the tail of its output.)
+  auto cat = agent->spawn(shell("cat; echo done; exec sleep 100"), 0, 4 << 20);
+  ASSERT_TRUE(cat) << cat.error().message();
+  std::string sent = "hello\n";
+  ASSERT_TRUE(agent->send_input(*cat, sent));
+  for (char fill = 'a'; fill < 'a' + 5; ++fill) {
+    const std::string piece(proto::kMaxInputBytes, fill);
+    ASSERT_TRUE(agent->send_input(*cat, piece));
+    sent += piece;
+  }
+  ASSERT_TRUE(agent->close_stdin(*cat));
+  const std::string echoed = read_until_shown(*agent, *cat, "done\n");
+  EXPECT_EQ(echoed.size(), sent.size() + 5);
+  EXPECT_TRUE(echoed == sent + "done\n") << "stdin arrived out of order or incomplete";
+  ASSERT_TRUE(agent->signal(*cat, SIGKILL));
+  EXPECT_TRUE(WIFSIGNALED(read_until_ended(*agent, *cat).wait_status));
+  const auto gone = agent->send_input(*cat, "late");
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().errnum, ESRCH);
+
+  // A command that never reads: the agent holds a bounded queue, then refuses.
+  auto deaf = agent->spawn(shell("sleep 100"), 0);
+  ASSERT_TRUE(deaf) << deaf.error().message();
+  Status full;
+  for (int i = 0; i < 40 && full; ++i)
+    full = agent->send_input(*deaf, std::string(proto::kMaxInputBytes, 'z'));
+  ASSERT_FALSE(full) << "40 x 64 KiB queued for a command that reads nothing";
+  EXPECT_EQ(full.error().errnum, EAGAIN) << full.error().message();
+  const auto no_terminal = agent->resize(*deaf, 100, 30);
+  ASSERT_FALSE(no_terminal);
+  EXPECT_EQ(no_terminal.error().errnum, ENOTTY);
+  ASSERT_TRUE(agent->signal(*deaf, SIGKILL));
+
+  // A terminal: its size, a resize, typed input, its exit code.
+  ProcessSpec term = shell("stty size; read line; stty size; echo got:$line; exit 7");
+  term.pty = true;
+  term.pty_cols = 100;
+  term.pty_rows = 30;
+  auto tty = agent->spawn(term, 0);
+  ASSERT_TRUE(tty) << tty.error().message();
+  EXPECT_NE(read_until_shown(*agent, *tty, "30 100").find("30 100"), std::string::npos);
+  ASSERT_TRUE(agent->resize(*tty, 120, 40));
+  ASSERT_TRUE(agent->send_input(*tty, "hi\n"));
+  const Ended typed = read_until_ended(*agent, *tty);
+  EXPECT_NE(typed.out.find("40 120"), std::string::npos) << typed.out;
+  EXPECT_NE(typed.out.find("got:hi"), std::string::npos) << typed.out;
+  EXPECT_TRUE(WIFEXITED(typed.wait_status) && WEXITSTATUS(typed.wait_status) == 7)
+      << typed.wait_status;
 }
 
 TEST_F(SandboxTest, SignalReachesTheWholeProcessGroup) {
