@@ -45,7 +45,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   proto::Reply reply;
   (void)proto::decode(input, &reply);
   proto::FileReply file_reply;
-  (void)proto::decode(input, &file_reply);
+  if (proto::decode(input, &file_reply)) {
+    proto::FileReply again;
+    if (!proto::decode(proto::encode(file_reply), &again) || again.data != file_reply.data ||
+        again.entries.size() != file_reply.entries.size() || again.written != file_reply.written)
+      std::abort();
+  }
   proto::Supervised process;
   if (proto::decode(input, &process)) {
     proto::Supervised again;

@@ -28,8 +28,15 @@ constexpr int kSessionFd = 3;
 constexpr int kDataFd = 4;
 constexpr int kWorkloadFd = 5;  // until the worker joined the workload group
 
-// What a worker that ran out of time says, encoded beforehand: the SIGALRM
-// handler may only call async-signal-safe functions.
+// The session is a TCP connection (the agent's TCP transport): every
+// message is a frame, and no fd travels.
+bool framed = false;
+// A TCP peer that vanished without closing: a write's worker gives up
+// waiting for its next frame after this long.
+constexpr int kFrameWaitSeconds = 60;
+
+// What a worker that ran out of time says, encoded (and framed) beforehand:
+// the SIGALRM handler may only call async-signal-safe functions.
 std::string timed_out_reply;
 
 void on_alarm(int) {
@@ -37,9 +44,14 @@ void on_alarm(int) {
   ::_exit(1);
 }
 
+bool sent(const proto::FileReply& reply, const std::vector<int>& fds = {}) {
+  if (framed) return fds.empty() && proto::send_frame(kSessionFd, proto::encode(reply));
+  return static_cast<bool>(proto::send_message(kSessionFd, proto::encode(reply), fds));
+}
+
 // A daemon that stopped listening gets nothing more: the worker ends.
 void send(const proto::FileReply& reply, const std::vector<int>& fds = {}) {
-  if (!proto::send_message(kSessionFd, proto::encode(reply), fds)) ::_exit(1);
+  if (!sent(reply, fds)) ::_exit(1);
 }
 
 proto::FileReply failure(const Error& error) {
@@ -123,9 +135,32 @@ void answer_entries(Result<std::vector<EntryInfo>> entries) {
   send(batch);
 }
 
+Status write_all(int file, const char* data, size_t size) {
+  for (size_t done = 0; done < size;) {
+    const ssize_t w = ::write(file, data + done, size - done);
+    if (w < 0 && errno != EINTR) return Error::from_errno("write");
+    if (w > 0) done += static_cast<size_t>(w);
+  }
+  return {};
+}
+
+// Over TCP: the data's frames, until an empty one. A connection that ends
+// or goes quiet first abandons the upload (ECONNRESET).
+Result<uint64_t> copy_in_frames(int file) {
+  uint64_t written = 0;
+  for (std::string piece;;) {
+    auto got = proto::recv_frame(kSessionFd, &piece);
+    if (!got || !*got) return Error{"upload", ECONNRESET, "the connection ended mid-upload"};
+    if (piece.empty()) return written;
+    if (auto s = write_all(file, piece.data(), piece.size()); !s) return s.error();
+    written += piece.size();
+  }
+}
+
 // Moves data from the pipe into the file: splice where the filesystem takes
 // it, else read and write.
 Result<uint64_t> copy_in(int file) {
+  if (framed) return copy_in_frames(file);
   uint64_t written = 0;
   bool use_splice = true;
   std::vector<char> buffer;
@@ -140,11 +175,8 @@ Result<uint64_t> copy_in(int file) {
     } else {
       buffer.resize(256 * 1024);
       n = ::read(kDataFd, buffer.data(), buffer.size());
-      for (ssize_t done = 0; n > 0 && done < n;) {
-        const ssize_t w = ::write(file, buffer.data() + done, static_cast<size_t>(n - done));
-        if (w < 0 && errno != EINTR) return Error::from_errno("write");
-        if (w > 0) done += w;
-      }
+      if (n > 0)
+        if (auto s = write_all(file, buffer.data(), static_cast<size_t>(n)); !s) return s.error();
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Error::from_errno("write");
@@ -158,8 +190,9 @@ Result<uint64_t> copy_in(int file) {
 std::optional<uint64_t> commit() {
   std::string bytes;
   std::vector<UniqueFd> fds;
-  ::fcntl(kSessionFd, F_SETFL, O_NONBLOCK);
-  auto got = proto::recv_message(kSessionFd, &bytes, &fds);
+  if (!framed) ::fcntl(kSessionFd, F_SETFL, O_NONBLOCK);  // sent before the pipe closed
+  auto got = framed ? proto::recv_frame(kSessionFd, &bytes)
+                    : proto::recv_message(kSessionFd, &bytes, &fds);
   proto::FileReply message;
   if (!got || !*got || !proto::decode(bytes, &message)) return std::nullopt;
   return message.written;
@@ -178,7 +211,7 @@ void write_file(int root, const FileRequest& request) {
   opened.done = false;
   // The daemon may be gone already (killed right after it asked): what was
   // made goes with it, as for an upload it abandons.
-  if (!proto::send_message(kSessionFd, proto::encode(opened), {})) {
+  if (!sent(opened)) {
     runtime::fs_ops::remove_created(*created);
     ::_exit(1);
   }
@@ -207,6 +240,29 @@ void write_file(int root, const FileRequest& request) {
   send(done);
 }
 
+// kReadFile: the file's bytes in pieces, then the total.
+void read_file(int root, const FileRequest& request) {
+  auto file = runtime::fs_ops::open_regular(root, request.path);
+  if (!file) return send(failure(file.error()));
+  proto::FileReply piece;
+  piece.done = false;
+  piece.data.resize(proto::kFilePieceBytes);
+  uint64_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(file->get(), piece.data.data(), proto::kFilePieceBytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return send(failure(Error::from_errno("read", request.path)));
+    if (n == 0) break;
+    piece.data.resize(static_cast<size_t>(n));
+    send(piece);
+    piece.data.resize(proto::kFilePieceBytes);
+    total += static_cast<uint64_t>(n);
+  }
+  proto::FileReply done;
+  done.written = total;
+  send(done);
+}
+
 void run(const FileRequest& request) {
   UniqueFd root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root.valid()) return send(failure(Error::from_errno("open /")));
@@ -232,10 +288,16 @@ void run(const FileRequest& request) {
     case FileOp::kWrite:
       return write_file(r, request);
     case FileOp::kOpenDir: {
+      if (framed)
+        return send(failure(Error{"file operation", EPROTONOSUPPORT, "no fd travels over TCP"}));
       auto dir = runtime::fs_ops::open_dir(r, request.path);
       if (!dir) return send(failure(dir.error()));
       return send(proto::FileReply{}, {dir->get()});
     }
+    case FileOp::kReadFile:
+      if (!framed)
+        return send(failure(Error{"file operation", EPROTONOSUPPORT, "kOpen serves reads here"}));
+      return read_file(r, request);
   }
   send(failure(Error{"file operation", EINVAL, "unknown operation"}));
 }
@@ -277,7 +339,8 @@ Status act_as(uid_t uid, gid_t gid, bool set_groups) {
 }
 
 [[noreturn]] void worker(int session, int data, int workload_procs, const FileRequest& request,
-                         bool full_id_map) {
+                         bool full_id_map, bool tcp) {
+  framed = tcp;
   // Writes are charged to the sandbox's workload group, like the files its
   // own processes write. The rest use next to nothing and stay in init's
   // group, the sandbox's too but with headroom: a sandbox whose disk (RAM)
@@ -285,6 +348,12 @@ Status act_as(uid_t uid, gid_t gid, bool set_groups) {
   const bool writes = request.op == FileOp::kWrite;
   const bool joins = writes && workload_procs >= 0;
   if (!isolate(session, data, joins ? workload_procs : -1)) ::_exit(1);
+  if (framed) {  // blocking from here on, and bounded
+    const timeval wait{kFrameWaitSeconds, 0};
+    (void)::fcntl(kSessionFd, F_SETFL, 0);
+    (void)::setsockopt(kSessionFd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    (void)::setsockopt(kSessionFd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof wait);
+  }
   Status ready = become_workload(joins ? kWorkloadFd : -1);
   ::close(kWorkloadFd);
   if (ready)
@@ -293,10 +362,11 @@ Status act_as(uid_t uid, gid_t gid, bool set_groups) {
     send(failure(ready.error()));
     ::_exit(1);
   }
-  if (!writes) {
+  if (!writes && request.op != FileOp::kReadFile) {  // those two end when the peer goes
     // An answer even then, so that ending without one means killed.
     timed_out_reply = proto::encode(
         failure(Error{"file operation", ETIMEDOUT, request.path + ": not done in 60 s"}));
+    if (framed) timed_out_reply = proto::frame(timed_out_reply);
     ::signal(SIGALRM, on_alarm);
     ::alarm(kOperationSeconds);
   }
@@ -307,24 +377,31 @@ Status act_as(uid_t uid, gid_t gid, bool set_groups) {
 }  // namespace
 
 pid_t start_file_worker(UniqueFd session, const FileRequest& request, std::vector<UniqueFd> fds,
-                        const proto::InitConfig& config) {
+                        const proto::InitConfig& config, bool tcp) {
+  // Init's own answer, before any worker: the session is still non-blocking.
+  const auto refuse = [&](const Error& error) {
+    const std::string reply = proto::encode(failure(error));
+    if (tcp)
+      (void)proto::send_frame(session.get(), reply);
+    else
+      (void)proto::send_message(session.get(), reply, {});
+  };
   const bool writes = request.op == FileOp::kWrite;
-  if (writes != (fds.size() == 1)) {
-    (void)proto::send_message(
-        session.get(), proto::encode(failure(Error{"file operation", EINVAL, "malformed request"})),
-        {});
+  if (fds.size() != (writes && !tcp ? 1 : 0)) {
+    refuse(Error{"file operation", EINVAL, "malformed request"});
     return -1;
   }
-  const int data = writes ? fds.front().get() : -1;
+  const int data = writes && !tcp ? fds.front().get() : -1;
   const pid_t pid = ::fork();
-  if (pid == 0) worker(session.get(), data, config.workload_procs_fd, request, config.full_id_map);
-  if (pid < 0)
-    (void)proto::send_message(session.get(), proto::encode(failure(Error::from_errno("fork"))), {});
+  if (pid == 0)
+    worker(session.get(), data, config.workload_procs_fd, request, config.full_id_map, tcp);
+  if (pid < 0) refuse(Error::from_errno("fork"));
   return pid;
 }
 
 uint32_t operation_deadline_seconds(const FileRequest& request) {
-  return request.op == FileOp::kWrite ? 0 : kOperationSeconds + 5;
+  const bool streams = request.op == FileOp::kWrite || request.op == FileOp::kReadFile;
+  return streams ? 0 : kOperationSeconds + 5;
 }
 
 }  // namespace abx::agent

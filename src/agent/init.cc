@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -105,6 +106,16 @@ int setup_signals() {
   return ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+// The agent wakes for whatever a command writes; woken, it would preempt
+// the writer on the sandbox's CPU after every few KiB. As a batch task it
+// waits for the writer's slice instead (it still runs at once on an idle
+// CPU), and reads the output in large pieces. Commands are normal tasks
+// again (become_workload).
+void schedule_as_batch() {
+  const sched_param none{};
+  (void)::sched_setscheduler(0, SCHED_BATCH, &none);
+}
+
 // The TCP listener of InitConfig::tcp_port, in the sandbox's network.
 abx::Result<int> listen_tcp(uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -161,5 +172,6 @@ int main(int argc, char** argv) {
   }
   report(fds.status, contained);
   if (!contained) return 1;
+  schedule_as_batch();
   serve(fds.listen, signal_fd, config, tcp_fd);
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -207,6 +208,9 @@ Status become_workload(int workload_procs) {
   const int saved = errno;
   if (fd >= 0) ::close(fd);
   if (!reset) return Error{"reset oom_score_adj", saved, {}};
+  const sched_param normal{};  // init runs as a batch task (init.cc); its children do not
+  if (::sched_setscheduler(0, SCHED_OTHER, &normal) != 0)
+    return Error::from_errno("reset the scheduling policy");
   return {};
 }
 

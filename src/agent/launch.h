@@ -28,7 +28,8 @@ struct Launched {
 
 // What every child of init does first, before it uses memory the sandbox
 // pays for: default signal dispositions and an empty mask, the workload
-// memory cgroup (`workload_procs`, its cgroup.procs, or -1), a normal OOM score.
+// memory cgroup (`workload_procs`, its cgroup.procs, or -1), a normal OOM
+// score and scheduling policy.
 Status become_workload(int workload_procs);
 
 // Then it drops to what a user process may hold: Docker's capability set

@@ -1,6 +1,6 @@
 #include "agent/output_relay.h"
 
-#include <fcntl.h>
+#include <fcntl.h>  // tee, SPLICE_F_NONBLOCK (_GNU_SOURCE)
 #include <unistd.h>
 
 #include <algorithm>
@@ -67,14 +67,38 @@ void OutputRelay::drain() {
 void OutputRelay::read_source(Stream& stream) {
   static char buffer[kReadBytes];
   while (wants_input(stream)) {
-    const ssize_t n = ::read(stream.source.get(), buffer, sizeof buffer);
+    ssize_t n = tee_source(stream, buffer, sizeof buffer);
+    if (n == 0) n = ::read(stream.source.get(), buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n == 0 || (n < 0 && errno != EAGAIN)) stream.source.reset();
     if (n <= 0) break;
     ring_.append(stream.name, std::string_view(buffer, static_cast<size_t>(n)));
     forward(stream);
+    // A short read emptied the pipe: poll says when there is more, which
+    // saves a read that would only say EAGAIN.
+    if (static_cast<size_t>(n) < sizeof buffer) return;
   }
   forward(stream);
+}
+
+// Caught up with its sink, a stream's new output goes to the daemon's pipe
+// by reference (tee: no copy), and only the ring's copy is read. Returns
+// the bytes read that way (already forwarded), or 0 when the plain read is
+// needed: nothing there, the sink full, or a source that is no pipe (a pty).
+ssize_t OutputRelay::tee_source(Stream& stream, char* buffer, size_t size) {
+  if (!stream.teeable || !stream.sink.valid() || stream.cursor != ring_.end()) return 0;
+  const ssize_t teed = ::tee(stream.source.get(), stream.sink.get(), size, SPLICE_F_NONBLOCK);
+  if (teed < 0 && errno == EINVAL) stream.teeable = false;
+  if (teed <= 0) return 0;
+  size_t got = 0;  // what tee saw is in the pipe: the read finds all of it
+  while (got < static_cast<size_t>(teed)) {
+    const ssize_t n = ::read(stream.source.get(), buffer + got, static_cast<size_t>(teed) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  stream.cursor = ring_.end() + got;
+  return static_cast<ssize_t>(got);
 }
 
 void OutputRelay::forward(Stream& stream) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <poll.h>
+#include <sys/types.h>
 
 #include <array>
 #include <cstdint>
@@ -62,9 +63,11 @@ class OutputRelay {
     UniqueFd source;
     UniqueFd sink;
     uint64_t cursor = 0;  // the next offset to forward (bytes of the other stream are skipped)
+    bool teeable = true;  // false once tee refused the source (not a pipe)
   };
   bool wants_input(const Stream& stream) const;
   void read_source(Stream& stream);
+  ssize_t tee_source(Stream& stream, char* buffer, size_t size);
   void forward(Stream& stream);
 
   OutputRing ring_;

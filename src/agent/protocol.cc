@@ -122,7 +122,7 @@ void write_file_request(Writer& w, const FileRequest& f) {
 bool read_file_request(Reader& r, FileRequest* f) {
   uint8_t op = 0;
   if (!r.u8(&op) || op < static_cast<uint8_t>(FileOp::kStat) ||
-      op > static_cast<uint8_t>(FileOp::kOpenDir))
+      op > static_cast<uint8_t>(FileOp::kReadFile))
     return false;
   f->op = static_cast<FileOp>(op);
   std::vector<std::string> metadata;
@@ -332,6 +332,7 @@ std::string encode(const FileReply& p) {
   w.u64(p.written);
   w.u32(static_cast<uint32_t>(p.entries.size()));
   for (const auto& e : p.entries) write_entry(w, e);
+  if (!p.data.empty()) w.str(p.data);  // absent: what an older init sends
   return w.take();
 }
 
@@ -346,6 +347,8 @@ bool decode(const std::string& bytes, FileReply* p) {
   p->entries.resize(count);
   for (auto& e : p->entries)
     if (!read_entry(r, &e)) return false;
+  if (!r.done() && (!r.str(&p->data) || p->data.empty() || p->data.size() > kFilePieceBytes))
+    return false;
   return r.done();
 }
 

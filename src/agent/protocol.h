@@ -22,7 +22,12 @@
 //   kFile   request: FileRequest, on a connection of its own; kWrite passes
 //           the read end of the data pipe. Init hands the connection to a
 //           worker it forks (see agent/file_worker.h), which answers with
-//           FileReply messages, the last one `done`, and exits.
+//           FileReply messages, the last one `done`, and exits. Over TCP the
+//           connection goes to the worker as well, and no fd travels: a
+//           kWrite's data follows its first (not `done`) answer as frames of
+//           raw bytes, an empty frame ends it, then a FileReply frame with
+//           the bytes sent commits it; kReadFile answers with the file's
+//           bytes in FileReply::data pieces; kOpenDir is not served.
 // Over TCP (InitConfig::tcp_port: the transport for a daemon that is not on
 // the sandbox's host) no fds travel and every message is a frame (see
 // FrameReader). A connection's first frame is a Hello with the protocol's
@@ -41,6 +46,7 @@
 //           bytes are queued (at most kMaxPendingInput per command) and
 //           written as the command reads them; EAGAIN when the queue is full.
 //   kResize request: pid, cols, rows. reply: Reply; the pty's new size.
+//   kFile   as above (the connection becomes the file worker's).
 // kInput (for commands spawned over TCP only) and kResize (for any command
 // whose pty init keeps) are served on the control socket too. Any other
 // request over TCP gets a Reply with EPROTONOSUPPORT.
@@ -216,8 +222,10 @@ struct FileReply {
   bool done = true;
   uint64_t written = 0;
   std::vector<EntryInfo> entries;
+  std::string data;  // kReadFile: the next piece of the file (at most kFilePieceBytes)
   bool ok() const { return errnum == 0 && step.empty(); }
 };
+inline constexpr size_t kFilePieceBytes = 128 * 1024;
 
 // Fixed-size, so the pre-exec clone child (which may not allocate) can write
 // it too. step "ready" with errnum 0 means init is serving.

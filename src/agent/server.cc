@@ -218,6 +218,7 @@ class Server {
     return {};
   }
 
+  static constexpr uint32_t kSourcePipeBytes = 1024 * 1024;
   // The command writes to pipes of the agent's; the daemon's write ends
   // (the last two of `stdio`) become the relay's sinks.
   static Result<OutputRelay> interpose_relay(uint32_t ring_bytes, std::vector<UniqueFd>* stdio) {
@@ -227,6 +228,11 @@ class Server {
     UniqueFd out_read(out[0]), out_write(out[1]);
     if (::pipe2(err, O_CLOEXEC) != 0) return Error::from_errno("pipe");
     UniqueFd err_read(err[0]), err_write(err[1]);
+    // Room for a burst of output between the agent's reads (a fast writer
+    // wakes it less often), within what the ring keeps.
+    const int room = static_cast<int>(std::min<uint32_t>(ring_bytes, kSourcePipeBytes));
+    (void)::fcntl(out[1], F_SETPIPE_SZ, room);
+    (void)::fcntl(err[1], F_SETPIPE_SZ, room);
     UniqueFd out_sink = std::move((*stdio)[stdio->size() - 2]);
     UniqueFd err_sink = std::move(stdio->back());
     (*stdio)[stdio->size() - 2] = std::move(out_write);
@@ -353,9 +359,10 @@ class Server {
   // A writer whose daemon hung up removes its partial file, then exits.
   static constexpr auto kCleanupGrace = std::chrono::seconds(10);
 
-  void start_worker(UniqueFd session, const FileRequest& request, std::vector<UniqueFd> fds) {
+  void start_worker(UniqueFd session, const FileRequest& request, std::vector<UniqueFd> fds,
+                    bool tcp = false) {
     UniqueFd watch(::fcntl(session.get(), F_DUPFD_CLOEXEC, 0));
-    const pid_t pid = start_file_worker(std::move(session), request, std::move(fds), config_);
+    const pid_t pid = start_file_worker(std::move(session), request, std::move(fds), config_, tcp);
     if (pid <= 0 || !watch.valid()) return;
     Worker& worker = workers_[pid];
     worker.session = std::move(watch);
@@ -661,14 +668,17 @@ class Server {
       reply = proto::encode(proto::reply_from(Error{"decode request", EPROTO, {}}));
     } else if (auto answered = serve_in_place(request)) {
       reply = std::move(*answered);
+    } else if (request.type == proto::RequestType::kFile) {
+      start_worker(tcp_->release(fd), request.file, {}, true);
+      return;
     } else if (request.type == proto::RequestType::kSpawn) {
       auto started = spawn_in_band(fd, std::move(request));
       if (started) return;  // answered once the child exec'd (settle_start)
       reply = proto::encode(proto::reply_from(started.error()));
     } else {
-      reply = proto::encode(proto::reply_from(
-          Error{"request", EPROTONOSUPPORT,
-                "over TCP the agent serves spawn, read, signal, input, close-stdin and resize"}));
+      reply = proto::encode(proto::reply_from(Error{
+          "request", EPROTONOSUPPORT,
+          "over TCP the agent serves spawn, read, signal, input, close-stdin, resize and files"}));
     }
     if (!answer(fd, reply, {})) drop(fd);
   }

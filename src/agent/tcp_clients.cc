@@ -72,8 +72,9 @@ std::vector<int> TcpClients::handle(
     }
     if (hello) continue;
     serve(ready.fd, frame);
-    it = connections_.find(ready.fd);  // serve may have closed it
-    if (it == connections_.end()) return {ready.fd};
+    // serve may have closed it (and dropped it itself) or handed it on.
+    it = connections_.find(ready.fd);
+    if (it == connections_.end()) return {};
   }
 }
 
@@ -101,6 +102,11 @@ std::optional<TcpClients::Clock::time_point> TcpClients::next_deadline() const {
     if (!connection.authenticated && (!next || connection.hello_by < *next))
       next = connection.hello_by;
   return next;
+}
+
+UniqueFd TcpClients::release(int fd) {
+  auto node = connections_.extract(fd);
+  return node ? std::move(node.mapped().fd) : UniqueFd();
 }
 
 }  // namespace abx::agent

@@ -36,11 +36,15 @@ class TcpClients {
   void add_pollfds(std::vector<pollfd>* fds, const std::function<bool(int)>& paused) const;
   bool owns(int fd) const { return fd == listen_fd_ || connections_.contains(fd); }
   // One ready pollfd of ours: accepts, or reads and hands each request frame
-  // of an authenticated connection to `serve`. Returns the fds it closed.
+  // of an authenticated connection to `serve`. Returns the fds it closed
+  // (not those `serve` closed or released).
   std::vector<int> handle(const pollfd& ready,
                           const std::function<void(int fd, const std::string& request)>& serve);
   Status reply(int fd, const std::string& message) const;
   void close(int fd) { connections_.erase(fd); }
+  // The connection leaves (a file worker takes it over); bytes it sent past
+  // its last request are dropped, so a client waits for the first answer.
+  UniqueFd release(int fd);
   // Closes connections whose Hello is late; returns their fds.
   std::vector<int> close_late(Clock::time_point now);
   std::optional<Clock::time_point> next_deadline() const;

@@ -1,5 +1,7 @@
 #include "runtime/agent_tcp_client.h"
 
+#include <iterator>
+
 namespace abx::runtime {
 
 Result<AgentTcpClient> AgentTcpClient::start(UniqueFd connected, const std::string& token) {
@@ -93,6 +95,68 @@ Status AgentTcpClient::status_of(const proto::Request& request) {
   auto reply = call_for_reply(request);
   if (!reply) return reply.error();
   return {};
+}
+
+Status AgentTcpClient::send_file_request(const FileRequest& request) {
+  proto::Request message;
+  message.type = proto::RequestType::kFile;
+  message.file = request;
+  return proto::send_frame(fd_.get(), proto::encode(message));
+}
+
+// The worker's next answer; its failure as an Error.
+Result<proto::FileReply> AgentTcpClient::next_file_reply() {
+  std::string bytes;
+  auto got = proto::recv_frame(fd_.get(), &bytes);
+  if (!got) return got.error();
+  if (!*got) return Error{"sandbox agent", ECONNRESET, "the file worker ended without an answer"};
+  proto::FileReply reply;
+  if (!proto::decode(bytes, &reply)) return Error{"sandbox agent", EPROTO, "malformed answer"};
+  if (!reply.ok()) return Error{reply.step, reply.errnum, reply.detail};
+  return reply;
+}
+
+Result<std::vector<EntryInfo>> AgentTcpClient::file_op(const FileRequest& request) && {
+  if (auto s = send_file_request(request); !s) return s.error();
+  std::vector<EntryInfo> entries;
+  for (;;) {
+    auto reply = next_file_reply();
+    if (!reply) return reply.error();
+    std::move(reply->entries.begin(), reply->entries.end(), std::back_inserter(entries));
+    if (reply->done) return entries;
+  }
+}
+
+Result<uint64_t> AgentTcpClient::write_file(const FileRequest& request, std::string_view data) && {
+  if (auto s = send_file_request(request); !s) return s.error();
+  auto opened = next_file_reply();  // the file is open: the data may come
+  if (!opened) return opened.error();
+  for (size_t at = 0; at < data.size(); at += proto::kFilePieceBytes)
+    if (auto s = proto::send_frame(fd_.get(), std::string(data.substr(at, proto::kFilePieceBytes)));
+        !s)
+      return s.error();
+  proto::FileReply commit;
+  commit.written = data.size();
+  if (auto s = proto::send_frame(fd_.get(), ""); !s) return s.error();
+  if (auto s = proto::send_frame(fd_.get(), proto::encode(commit)); !s) return s.error();
+  auto done = next_file_reply();
+  if (!done) return done.error();
+  return done->written;
+}
+
+Result<std::string> AgentTcpClient::read_file(FileRequest request) && {
+  request.op = FileOp::kReadFile;
+  if (auto s = send_file_request(request); !s) return s.error();
+  std::string content;
+  for (;;) {
+    auto reply = next_file_reply();
+    if (!reply) return reply.error();
+    content += reply->data;
+    if (!reply->done) continue;
+    if (reply->written != content.size())
+      return Error{"sandbox agent", EIO, request.path + ": the file arrived incomplete"};
+    return content;
+  }
 }
 
 }  // namespace abx::runtime

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "agent/protocol.h"
 #include "common/error.h"
@@ -32,12 +34,24 @@ class AgentTcpClient {
   Status close_stdin(int pid);
   Status resize(int pid, uint16_t cols, uint16_t rows);
 
+  // A file operation takes the connection over (the agent hands it to a
+  // worker inside the sandbox, which ends with the operation): one client
+  // per operation, spent by it.
+  // kStat, kList (the entries), kMakeDir, kSymlink, kMove, kRemove (none).
+  Result<std::vector<EntryInfo>> file_op(const FileRequest& request) &&;
+  // kWrite: the bytes written, once the file is synced and in place.
+  Result<uint64_t> write_file(const FileRequest& request, std::string_view data) &&;
+  // The bytes of the regular file at request.path (op is set to kReadFile).
+  Result<std::string> read_file(FileRequest request) &&;
+
  private:
   explicit AgentTcpClient(UniqueFd fd) : fd_(std::move(fd)) {}
   Result<std::string> call(const proto::Request& request);
   // A request answered with a Reply: its error, or the Reply.
   Result<proto::Reply> call_for_reply(const proto::Request& request);
   Status status_of(const proto::Request& request);
+  Status send_file_request(const FileRequest& request);
+  Result<proto::FileReply> next_file_reply();
   UniqueFd fd_;
 };
 

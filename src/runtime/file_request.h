@@ -47,6 +47,9 @@ enum class FileOp : uint8_t {
   kRemove = 6,   // `path`, a whole tree if a directory
   kWrite = 7,    // `path` created or truncated (parents made, then `mode`), filled from a pipe
   kOpenDir = 8,  // fd: `path` as an O_PATH directory handle
+  // Over TCP only (where no fd can travel): the regular file at `path`'s
+  // bytes, in FileReply::data pieces, the last reply with the total written.
+  kReadFile = 9,
 };
 
 // Every path is absolute and normalised, resolved as if the sandbox's root

@@ -173,7 +173,7 @@ TEST(InitProtocol, FileRequestAndRepliesRoundTrip) {
   const std::string bytes = proto::encode(in);
   for (size_t n = 0; n < bytes.size(); ++n) EXPECT_FALSE(proto::decode(bytes.substr(0, n), &out));
   std::string bad_op = bytes;
-  bad_op[1] = 9;  // no such operation
+  bad_op[1] = 10;  // no such operation (kReadFile is the last)
   EXPECT_FALSE(proto::decode(bad_op, &out));
 
   proto::FileReply reply;

@@ -490,6 +490,102 @@ TEST_F(SandboxTest, AgentTakesStdinAndDrivesATerminalOverTcp) {
       << typed.wait_status;
 }
 
+// Files over TCP: each operation on a connection of its own, done by a
+// worker inside the sandbox with the asked user's permissions.
+TEST_F(SandboxTest, AgentServesFilesOverTcp) {
+  SandboxSpec spec;
+  spec.id = "t" + std::to_string(::getpid()) + "tcpfs";
+  spec.rootfs = rootfs();
+  spec.agent_port = 7072;
+  spec.agent_token = "the-file-token";
+  auto made = runtime_->create(spec);
+  ASSERT_TRUE(made) << made.error().message();
+  records_.push_back((*made)->record());
+  Sandbox& sb = **made;
+  sandboxes_.push_back(std::move(*made));
+  const pid_t init = sb.record().init_pid;
+  const auto client = [&] {
+    auto started = AgentTcpClient::start(connect_in_sandbox(init, 7072), spec.agent_token);
+    EXPECT_TRUE(started) << started.error().message();
+    return std::move(*started);
+  };
+  const auto request = [](FileOp op, const std::string& path) {
+    FileRequest file;
+    file.op = op;
+    file.path = path;
+    file.uid = file.gid = 1000;
+    return file;
+  };
+
+  std::string data(300 * 1024 + 7, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 31 % 251);
+  FileRequest write = request(FileOp::kWrite, "/tmp/dir/data.bin");
+  write.mode = 0600;
+  auto written = client().write_file(write, data);
+  ASSERT_TRUE(written) << written.error().message();
+  EXPECT_EQ(*written, data.size());
+  EXPECT_EQ(run(sb, "wc -c < /tmp/dir/data.bin").out, std::to_string(data.size()) + "\n");
+  auto back = client().read_file(request(FileOp::kReadFile, "/tmp/dir/data.bin"));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_TRUE(*back == data) << "the file came back different";
+
+  auto listed = client().file_op(request(FileOp::kList, "/tmp/dir"));
+  ASSERT_TRUE(listed) << listed.error().message();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].name, "data.bin");
+  EXPECT_EQ((*listed)[0].size, data.size());
+  EXPECT_EQ((*listed)[0].mode, 0600u);
+  EXPECT_EQ((*listed)[0].owner, "user");
+  ASSERT_TRUE(client().file_op(request(FileOp::kMakeDir, "/tmp/dir/sub")));
+  FileRequest move = request(FileOp::kMove, "/tmp/dir/data.bin");
+  move.other = "/tmp/dir/sub/moved.bin";
+  ASSERT_TRUE(client().file_op(move));
+  auto stat = client().file_op(request(FileOp::kStat, "/tmp/dir/sub/moved.bin"));
+  ASSERT_TRUE(stat) << stat.error().message();
+  EXPECT_EQ(stat->at(0).size, data.size());
+  ASSERT_TRUE(client().file_op(request(FileOp::kRemove, "/tmp/dir")));
+  auto gone = client().file_op(request(FileOp::kStat, "/tmp/dir"));
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().errnum, ENOENT);
+
+  // The user's permissions, and only regular files.
+  FileRequest secret = request(FileOp::kWrite, "/tmp/root-only");
+  secret.uid = secret.gid = 0;
+  secret.mode = 0600;
+  ASSERT_TRUE(client().write_file(secret, "secret"));
+  auto shadow = client().read_file(request(FileOp::kReadFile, "/tmp/root-only"));
+  ASSERT_FALSE(shadow);
+  EXPECT_EQ(shadow.error().errnum, EACCES) << shadow.error().message();
+  EXPECT_FALSE(client().read_file(request(FileOp::kReadFile, "/proc/1/environ")));
+  auto dir_handle = client().file_op(request(FileOp::kOpenDir, "/tmp"));
+  ASSERT_FALSE(dir_handle);
+  EXPECT_EQ(dir_handle.error().errnum, EPROTONOSUPPORT);
+
+  // An upload whose connection ends before its commit leaves no file.
+  {
+    UniqueFd raw = connect_in_sandbox(init, 7072);
+    proto::Hello hello;
+    hello.token = spec.agent_token;
+    ASSERT_TRUE(proto::send_frame(raw.get(), proto::encode(hello)));
+    proto::Request upload;
+    upload.type = proto::RequestType::kFile;
+    upload.file = request(FileOp::kWrite, "/tmp/half.bin");
+    ASSERT_TRUE(proto::send_frame(raw.get(), proto::encode(upload)));
+    std::string opened;
+    ASSERT_TRUE(proto::recv_frame(raw.get(), &opened));
+    ASSERT_TRUE(proto::send_frame(raw.get(), std::string(1000, 'h')));
+  }
+  bool left = true;
+  for (int attempt = 0; attempt < 500 && left; ++attempt) {
+    left = run(sb, "test -e /tmp/half.bin").status == 0;
+    if (left) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(left) << "an abandoned upload stayed";
+  // Still serving commands over TCP.
+  auto pid = client().spawn(ProcessSpec{{"/bin/true"}, {}, "/", 1000, 1000}, 0);
+  EXPECT_TRUE(pid) << pid.error().message();
+}
+
 TEST_F(SandboxTest, SignalReachesTheWholeProcessGroup) {
   Sandbox& sb = create();
   ProcessSpec spec;
