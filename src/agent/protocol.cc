@@ -289,6 +289,7 @@ bool decode(const std::string& bytes, Request* q) {
       return r.done();
     }
     case RequestType::kAdopt:
+    case RequestType::kList:
       return r.done();
     case RequestType::kSignal:
       return r.i32(&q->pid) && r.i32(&q->signo) && r.done();

@@ -46,6 +46,10 @@
 //           bytes are queued (at most kMaxPendingInput per command) and
 //           written as the command reads them; EAGAIN when the queue is full.
 //   kResize request: pid, cols, rows. reply: Reply; the pty's new size.
+//   kList   request: nothing. reply: one Supervised per command the agent
+//           supervises (running, or ended and kept for a later client;
+//           the last `done`, pid 0 when there is none), no fds: what a
+//           daemon that cannot adopt fds rebuilds its view from.
 //   kFile   as above (the connection becomes the file worker's).
 // kInput (for commands spawned over TCP only) and kResize (for any command
 // whose pty init keeps) are served on the control socket too. Any other
@@ -132,6 +136,7 @@ enum class RequestType : uint8_t {
   kCloseStdin = 7,
   kInput = 8,
   kResize = 9,
+  kList = 10,
 };
 
 // A regular file to open for reading inside the sandbox, with the permissions

@@ -466,7 +466,7 @@ class Server {
   void keep_ended(pid_t pid) {
     auto it = supervised_.find(pid);
     if (it == supervised_.end()) return;
-    if (it->second.owner >= 0 || it->second.in_band) {  // the relay keeps an in-band one's end
+    if (it->second.owner >= 0) {
       supervised_.erase(it);
       return;
     }
@@ -504,6 +504,21 @@ class Server {
         process.owner = client;
         if (auto relay = relays_.find(orphans[i]); relay != relays_.end())
           relay->second.set_held(true);
+      }
+    }
+  }
+
+  // kList over TCP: every supervised command, as kAdopt names them, no fds.
+  void list_supervised(int client) {
+    size_t left = supervised_.size();
+    if (left == 0 && !answer(client, proto::encode(proto::Supervised{}), {})) drop(client);
+    for (const auto& [pid, process] : supervised_) {
+      const proto::Supervised message{
+          pid,         process.ended,         process.kept.pty, process.kept.label,
+          --left == 0, process.kept.has_stdin};
+      if (!answer(client, proto::encode(message), {})) {
+        drop(client);
+        return;
       }
     }
   }
@@ -670,6 +685,9 @@ class Server {
       reply = std::move(*answered);
     } else if (request.type == proto::RequestType::kFile) {
       start_worker(tcp_->release(fd), request.file, {}, true);
+      return;
+    } else if (request.type == proto::RequestType::kList) {
+      list_supervised(fd);
       return;
     } else if (request.type == proto::RequestType::kSpawn) {
       auto started = spawn_in_band(fd, std::move(request));

@@ -38,6 +38,7 @@ Result<int> AgentTcpClient::spawn(const ProcessSpec& spec, uint32_t timeout_ms,
   request.type = proto::RequestType::kSpawn;
   request.spec = spec;
   request.supervised = true;  // what carries the timeout and ring size on the wire
+  request.label = spec.supervise_label;
   request.timeout_ms = timeout_ms;
   request.ring_bytes = ring_bytes;
   auto reply = call_for_reply(request);
@@ -95,6 +96,23 @@ Status AgentTcpClient::status_of(const proto::Request& request) {
   auto reply = call_for_reply(request);
   if (!reply) return reply.error();
   return {};
+}
+
+Result<std::vector<proto::Supervised>> AgentTcpClient::list() {
+  proto::Request request;
+  request.type = proto::RequestType::kList;
+  if (auto s = proto::send_frame(fd_.get(), proto::encode(request)); !s) return s.error();
+  std::vector<proto::Supervised> listed;
+  for (;;) {
+    std::string bytes;
+    auto got = proto::recv_frame(fd_.get(), &bytes);
+    if (!got) return got.error();
+    if (!*got) return Error{"sandbox agent", ECONNRESET, "the agent closed the connection"};
+    proto::Supervised process;
+    if (!proto::decode(bytes, &process)) return Error{"sandbox agent", EPROTO, "malformed list"};
+    if (process.pid != 0) listed.push_back(process);
+    if (process.done) return listed;
+  }
 }
 
 Status AgentTcpClient::send_file_request(const FileRequest& request) {

@@ -33,6 +33,9 @@ class AgentTcpClient {
   Status send_input(int pid, const std::string& bytes);
   Status close_stdin(int pid);
   Status resize(int pid, uint16_t cols, uint16_t rows);
+  // Every command the agent supervises, with the label it was spawned with:
+  // what a daemon rebuilds its view of the sandbox from.
+  Result<std::vector<proto::Supervised>> list();
 
   // A file operation takes the connection over (the agent hands it to a
   // worker inside the sandbox, which ends with the operation): one client

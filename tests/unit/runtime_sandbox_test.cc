@@ -461,8 +461,20 @@ TEST_F(SandboxTest, AgentTakesStdinAndDrivesATerminalOverTcp) {
   EXPECT_EQ(gone.error().errnum, ESRCH);
 
   // A command that never reads: the agent holds a bounded queue, then refuses.
-  auto deaf = agent->spawn(shell("sleep 100"), 0);
+  ProcessSpec sleeper = shell("sleep 100");
+  sleeper.supervise_label = "the daemon's note on it";
+  auto deaf = agent->spawn(sleeper, 0);
   ASSERT_TRUE(deaf) << deaf.error().message();
+  // What a daemon rebuilds its view from: the running one with its label,
+  // the ended one marked so.
+  auto listed = agent->list();
+  ASSERT_TRUE(listed) << listed.error().message();
+  std::map<int, proto::Supervised> by_pid;
+  for (const auto& process : *listed) by_pid[process.pid] = process;
+  ASSERT_TRUE(by_pid.contains(*deaf) && by_pid.contains(*cat));
+  EXPECT_EQ(by_pid[*deaf].label, "the daemon's note on it");
+  EXPECT_FALSE(by_pid[*deaf].ended);
+  EXPECT_TRUE(by_pid[*cat].ended);
   Status full;
   for (int i = 0; i < 40 && full; ++i)
     full = agent->send_input(*deaf, std::string(proto::kMaxInputBytes, 'z'));
