@@ -153,6 +153,8 @@ class ExecSession {
       return kTimedOutExit;
     }
     if (!exit_code_) return ended_without_status();
+    // Why the sandbox ended it (its memory limit, say), after its output.
+    if (!end_error_.empty()) write_all(STDERR_FILENO, "abx: " + end_error_ + "\n");
     return interrupted_ && !options_.sig_proxy ? kInterruptedExit : *exit_code_;
   }
 
@@ -272,7 +274,11 @@ class ExecSession {
   void on_event(const json& event) {
     if (event.contains("start")) pid_ = event["start"].value("pid", 0);
     if (event.contains("data")) on_output(event["data"]);
-    if (event.contains("end")) exit_code_ = exit_code_from_end(event["end"]);
+    if (event.contains("end")) {
+      exit_code_ = exit_code_from_end(event["end"]);
+      if (event["end"].contains("error") && event["end"]["error"].is_string())
+        end_error_ = event["end"]["error"].get<std::string>();
+    }
   }
 
   void on_output(const json& data) {
@@ -362,6 +368,7 @@ class ExecSession {
   std::optional<int> forced_exit_;
   std::string stream_error_;
   std::string stream_error_code_;
+  std::string end_error_;  // the end event's error: why the sandbox ended the command
   bool stdin_done_ = false;
   bool interrupted_ = false;
 };

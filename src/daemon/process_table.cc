@@ -93,6 +93,10 @@ struct ProcessTable::Managed {
   size_t backlog_bytes = 0;
   size_t backlog_limit = 0;
 
+  // The sandbox's OOM kills when it started (runtime::Sandbox::oom_kills):
+  // more at its end, and a SIGKILL, mean the memory limit ended it.
+  uint64_t oom_kills_before = 0;
+
   // Touched only on `strand`.
   bool deadline_fired = false;
   int open_outputs = 0;
@@ -272,9 +276,10 @@ nlohmann::json command_fields(const runtime::ProcessSpec& spec, const ProcessCon
   return fields;
 }
 
-std::string end_text(const runtime::ExitInfo& exit, StreamEnd end) {
+std::string end_text(const runtime::ExitInfo& exit, StreamEnd end, bool out_of_memory) {
   if (end == StreamEnd::kDeadline) return "stopped at its timeout";
   if (end == StreamEnd::kSandboxStopped) return "ended with the sandbox";
+  if (out_of_memory) return "killed: out of memory";
   if (exit.exited) return "exited with code " + std::to_string(exit.exit_code);
   return "ended: " + exit.status;
 }
@@ -297,6 +302,22 @@ Error start_failure(const Error& error, const std::string& cwd) {
             cwd,
         kErrBadInput);
   return error;
+}
+
+// Killed (SIGKILL, or a shell reporting its child's: 137) while the
+// sandbox's OOM kills went up: its memory limit, not a caller, ended it.
+bool out_of_memory(const Managed& process, const runtime::ExitInfo& exit,
+                   const runtime::Sandbox& sandbox) {
+  return exit.exit_code == 128 + SIGKILL && sandbox.oom_kills() > process.oom_kills_before;
+}
+
+// What the end event's `error` (E2B's CommandExitException.error) and the
+// log say: the limit, and how to raise it.
+std::string out_of_memory_error(uint64_t limit_bytes) {
+  return "out of memory: the command reached the sandbox's memory limit (" +
+         std::to_string(limit_bytes >> 20) +
+         " MiB) and the kernel killed it; create the sandbox with more (abx create --memory MIB, "
+         "Sandbox.create(memory_mb=...))";
 }
 
 StreamEnd end_kind(const Managed& process, const std::string& exit_error) {
@@ -375,6 +396,7 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
           request.spec, request.config,
           {{"pid", proc.pid}, {"tag", request.tag}, {"timeoutMs", request.timeout.count()}}));
   auto process = std::make_shared<Managed>(ioc_, proc.pid, request.tag, std::move(request.config));
+  process->oom_kills_before = sandbox_->oom_kills();
   process->lines = std::move(request.lines);
   auto subscription = std::make_shared<Subscription>(std::move(subscriber));
   subscription->push({proto_json::start_event(proc.pid)});
@@ -396,6 +418,7 @@ void ProcessTable::adopt(runtime::AdoptedProcess adopted, size_t backlog) {
                         std::to_string(adopted.process.pid) + "): " + command_text(label.config));
   auto process = std::make_shared<Managed>(ioc_, adopted.process.pid, std::move(label.tag),
                                            std::move(label.config));
+  process->oom_kills_before = sandbox_->oom_kills();
   process->backlog.emplace();
   process->backlog_limit = backlog;
   std::chrono::milliseconds timeout{0};
@@ -479,13 +502,19 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
     processes_.erase(process->pid);
   }
   const StreamEnd end = end_kind(*process, error);
+  const bool oom = end == StreamEnd::kExited && out_of_memory(*process, exit, *sandbox_);
+  if (oom) error = out_of_memory_error(sandbox_->record().limits.memory_bytes);
   if (process->lines) process->lines->ended(exit);
+  const std::string text = end_text(exit, end, oom);
+  const std::string pid = " (pid " + std::to_string(process->pid) + ")";
   log_->add(exit.exited && exit.exit_code == 0 ? "info" : "warn",
-            "command " + end_text(exit, end) + " (pid " + std::to_string(process->pid) + ")");
-  log_->event("commands", "ended",
-              {{"pid", process->pid},
-               {"exitCode", exit.exited ? nlohmann::json(exit.exit_code) : nlohmann::json()},
-               {"status", end_text(exit, end)}});
+            oom ? "command killed" + pid + ": " + error : "command " + text + pid);
+  nlohmann::json fields = {
+      {"pid", process->pid},
+      {"exitCode", exit.exited ? nlohmann::json(exit.exit_code) : nlohmann::json()},
+      {"status", text}};
+  if (oom) fields["outOfMemory"] = true;
+  log_->event("commands", "ended", std::move(fields));
   process->publish({proto_json::end_event(exit, error), true, end});
 }
 

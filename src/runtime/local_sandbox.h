@@ -52,6 +52,7 @@ class LocalSandbox final : public Sandbox {
   uid_t host_uid(uint32_t sandbox_uid) const override { return ids_.host_uid(sandbox_uid); }
   gid_t host_gid(uint32_t sandbox_gid) const override { return ids_.host_gid(sandbox_gid); }
   Usage usage() const override;
+  uint64_t oom_kills() const override { return cgroup::oom_kills(cgroups_, record_.id); }
   Status set_frozen(bool frozen) override;
   Result<layer_diff::Diff> diff_writable_layer(const std::vector<fs::path>& lowers) const override;
   Result<layer_copy::Copied> copy_writable_layer(int into,

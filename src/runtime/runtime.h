@@ -275,6 +275,9 @@ class Sandbox {
     uint64_t net_tx_bytes = 0;
   };
   virtual Usage usage() const = 0;
+  // How many processes the kernel's OOM killer has killed in the sandbox
+  // (its memory limit reached) since it started; 0 where nothing counts them.
+  virtual uint64_t oom_kills() const { return 0; }
 
   // The supervised processes (ProcessSpec::supervise_label) whose daemon
   // went away: from now on this daemon holds their output and exit. Empty
