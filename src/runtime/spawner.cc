@@ -1,6 +1,5 @@
 #include "runtime/spawner.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <poll.h>
@@ -27,6 +26,7 @@
 #include "agent/protocol.h"
 #include "common/fd_io.h"
 #include "common/sha256.h"
+#include "runtime/raw_clone.h"
 
 namespace abx::runtime::spawner {
 namespace {
@@ -56,11 +56,8 @@ struct ChildArgs {
   proto::StatusReport failures[kChildSteps];
 };
 
-// The child shares the parent thread's thread-local storage (no CLONE_SETTLS)
-// and runs on a small stack of its own, so it must neither be instrumented by a
-// sanitizer nor enter a libc function one intercepts (read, write, fcntl,
-// _exit, memset...): raw syscalls only, on memory the parent filled in.
-#define ABX_CHILD_CODE __attribute__((no_sanitize("address,thread,undefined")))
+// The child runs as raw_clone.h says: raw syscalls only (no read, write,
+// fcntl, _exit, memset... from libc), on memory the parent filled in.
 
 ABX_CHILD_CODE [[noreturn]] void fail(ChildArgs* a, ChildStep step, int exit_code) {
   a->failures[step].errnum = errno;
@@ -137,24 +134,6 @@ void kill_and_reap(pid_t pid) {
   ::kill(pid, SIGKILL);
   while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
-}
-
-using CloneFn = int (*)(int (*)(void*), void*, int, void*, ...);
-
-// ThreadSanitizer intercepts clone() and treats its child like a fork's, which
-// with CLONE_VM rewrites the parent's own sanitizer state (the parent then dies
-// "starting new threads after multi-threaded fork"): call libc's clone.
-CloneFn libc_clone() {
-#if defined(__SANITIZE_THREAD__)
-  static const CloneFn real = [] {
-    void* libc = ::dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-    void* symbol = libc != nullptr ? ::dlsym(libc, "clone") : nullptr;
-    return symbol != nullptr ? reinterpret_cast<CloneFn>(symbol) : &::clone;
-  }();
-  return real;
-#else
-  return &::clone;
-#endif
 }
 
 // Blocks every signal while cloning so that no daemon handler runs on the

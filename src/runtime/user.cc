@@ -5,15 +5,18 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 
 #include "common/fd_io.h"
+#include "runtime/raw_clone.h"
 
 namespace abx::runtime::user {
 namespace {
@@ -119,15 +122,10 @@ std::string translation_lines(uint32_t from_zero, uint32_t from_rest, uint32_t t
   return text;
 }
 
-// The child only unshares, reports, and waits for its pipe to close: raw,
-// async-signal-safe calls, as a fork of a multi-threaded daemon needs.
-// It closes its copy of the pipe's other end, or its read would never end.
-[[noreturn]] void hold_new_namespace(int ready, int go, int go_other_end) {
-  ::close(go_other_end);
-  char byte = ::unshare(CLONE_NEWUSER) == 0 ? 1 : 0;
-  (void)::write(ready, &byte, 1);
-  (void)::read(go, &byte, 1);
-  ::_exit(0);
+// The holder of a new user namespace: it is born in it (CLONE_NEWUSER) and
+// sleeps until the parent, having mapped and opened the namespace, kills it.
+ABX_CHILD_CODE int hold_namespace(void*) {
+  for (;;) ::syscall(SYS_pause);
 }
 
 }  // namespace
@@ -140,48 +138,36 @@ std::optional<uint32_t> IdMap::sandbox_gid(gid_t host) const {
   return inverse(host, gid_zero, gid_rest, count, full());
 }
 
+// A clone that shares the daemon's memory and fd table (nothing copied, as
+// a fork of the daemon would copy its page tables and make every page it
+// writes next fault), with every signal blocked so no daemon handler runs on
+// its stack.
 Result<UniqueFd> translating_namespace(const IdMap& from, const IdMap& to) {
-  int ready[2], go[2];
-  if (::pipe2(ready, O_CLOEXEC) != 0) return Error::from_errno("pipe");
-  if (::pipe2(go, O_CLOEXEC) != 0) {
-    ::close(ready[0]);
-    ::close(ready[1]);
-    return Error::from_errno("pipe");
-  }
-  UniqueFd ready_in(ready[0]), ready_out(ready[1]), go_in(go[0]), go_out(go[1]);
-  sigset_t all, old;  // no daemon handler may run in the child
+  constexpr size_t kStackSize = 16 * 1024;
+  const auto stack = std::make_unique<char[]>(kStackSize);
+  sigset_t all, old;
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t pid = ::fork();
-  if (pid == 0) hold_new_namespace(ready_out.get(), go_in.get(), go_out.get());
-  const int fork_errno = errno;
+  const pid_t pid = libc_clone()(hold_namespace, stack.get() + kStackSize,
+                                 CLONE_VM | CLONE_FILES | CLONE_NEWUSER | SIGCHLD, nullptr);
+  const int clone_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0) return Error{"fork for a user namespace", fork_errno, {}};
-  ready_out.reset();
-  go_in.reset();
-  char byte = 0;
-  Result<UniqueFd> out = Error{"make a user namespace", EPERM, "the child could not unshare"};
-  if (::read(ready_in.get(), &byte, 1) == 1 && byte == 1) {
-    const std::string proc = "/proc/" + std::to_string(pid);
-    const uint32_t count = std::min(from.count, to.count);
-    Status mapped = write_file(
-        proc + "/uid_map",
-        translation_lines(from.uid_zero, from.uid_rest, to.uid_zero, to.uid_rest, count));
-    if (mapped)
-      mapped = write_file(proc + "/gid_map", translation_lines(from.gid_zero, from.gid_rest,
-                                                               to.gid_zero, to.gid_rest, count));
-    UniqueFd ns(::open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!mapped)
-      out = mapped.error();
-    else if (!ns.valid())
-      out = Error::from_errno("open the new user namespace");
-    else
-      out = std::move(ns);
-  }
-  go_out.reset();  // the child's read returns: it exits
+  if (pid < 0) return Error{"clone a user namespace", clone_errno, {}};
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const uint32_t count = std::min(from.count, to.count);
+  Status mapped = write_file(proc + "/uid_map", translation_lines(from.uid_zero, from.uid_rest,
+                                                                  to.uid_zero, to.uid_rest, count));
+  if (mapped)
+    mapped = write_file(proc + "/gid_map", translation_lines(from.gid_zero, from.gid_rest,
+                                                             to.gid_zero, to.gid_rest, count));
+  UniqueFd ns(::open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+  const int open_errno = errno;
+  ::kill(pid, SIGKILL);
   while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
-  return out;
+  if (!mapped) return mapped.error();
+  if (!ns.valid()) return Error{"open the new user namespace", open_errno, {}};
+  return ns;
 }
 
 IdMap choose(std::vector<std::string>* warnings) {
