@@ -577,6 +577,9 @@ def main() -> None:
     ap.add_argument("--only-dashboard", action="store_true",
                     help="measure just the dashboard's section (page load with 1000 sandboxes in "
                     "Debian's chromium, its size in abx) and put it into --out")
+    ap.add_argument("--only-memory", action="store_true",
+                    help="measure just the idle-sandbox memory figure (beside --baseline-abx's "
+                    "when given) and put it into --out")
     ap.add_argument("--only-durable", action="store_true",
                     help="measure just the command output and daemon footprint section and put "
                     "it into --out")
@@ -607,14 +610,15 @@ def record_net_only(args) -> None:
     print(section)
 
 
-def bench_daemon(args):
-    """A daemon of the bench's own: loopback-only sandboxes, memory limits overcommitted."""
+def bench_daemon(args, binary: str | None = None):
+    """A daemon of the bench's own (of `binary`, else --abx): loopback-only sandboxes, memory
+    limits overcommitted."""
     state = private_state_dir("abx-bench-")
     # A thousand idle sandboxes commit more memory limits than the host has.
     (state / "config.json").write_text(json.dumps({"hostCaps": {"memoryPercent": 1000},
                                                    **LOOPBACK_ONLY}))
     return state, start_daemon(state, extra_args=("--config", str(state / "config.json")),
-                               binary=Path(args.abx))
+                               binary=Path(binary or args.abx))
 
 
 def record_sdk_only(args) -> None:
@@ -664,6 +668,46 @@ def record_durable_only(args) -> None:
     print(section)
 
 
+MEMORY_HEADER = "## Memory per idle sandbox"
+
+
+def memory_section(args, memory: dict[str, float]) -> str:
+    return f"""{MEMORY_HEADER} ({args.idle} alive, MemTotal − MemAvailable delta)
+
+| runtime | MiB per idle sandbox |
+|---|---|
+""" + "".join(f"| {k} | {v:.2f} |\n" for k, v in memory.items()) + """
+- target ≤ 1 MiB; with the agent in every sandbox (issue 32) ≤ 0.6 MiB.
+"""
+
+
+def record_memory_only(args) -> None:
+    """--only-memory: the idle-sandbox memory figure, beside --baseline-abx's when given."""
+    memory = {}
+    for name, binary in (("abx", args.abx), ("abx (baseline build)", args.baseline_abx)):
+        if not binary:
+            continue
+        state, daemon = bench_daemon(args, binary)
+        try:
+            measured = idle_memory(daemon, args.idle)
+        finally:
+            stop_daemon(daemon)
+            shutil.rmtree(state, ignore_errors=True)
+        memory[name] = measured["abx"]
+        memory["bwrap"] = measured["bwrap"]
+    memory["bwrap"] = memory.pop("bwrap")  # last
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    section = memory_section(args, memory) + (
+        f"- measured {now} at {commit} (`bench/run.py --only-memory --idle {args.idle}"
+        + (" --baseline-abx BASELINE" if args.baseline_abx else "") + "`).\n")
+    out = Path(args.out)
+    text = out.read_text() if out.exists() else "# Benchmark results\n"
+    out.write_text(splice(text, MEMORY_HEADER, section))
+    print(section)
+
+
 def record_dashboard_only(args) -> None:
     """--only-dashboard: measure the dashboard's section and put it into the existing results."""
     section = dashboard.measure(args, pct, table)
@@ -683,6 +727,8 @@ def splice(text: str, header: str, section: str) -> str:
 
 
 def run(args) -> None:
+    if args.only_memory:
+        return record_memory_only(args)
     if args.only_durable:
         return record_durable_only(args)
     if args.only_dashboard:
@@ -755,13 +801,7 @@ Every section but Networking is measured with loopback-only sandboxes (`network.
 - cold run_code / native python3 start = **{cold_ratio:.2f}×** (target ≤ 2×); warm target p50 ≤ 3 ms.
 
 {pooled}
-## Memory per idle sandbox ({args.idle} alive, MemTotal − MemAvailable delta)
-
-| runtime | MiB per idle sandbox |
-|---|---|
-""" + "".join(f"| {k} | {v:.2f} |\n" for k, v in memory.items()) + f"""
-- target ≤ 1 MiB.
-
+""" + memory_section(args, memory) + f"""
 ## Templates
 
 {table(list(creates.items()))}
