@@ -120,6 +120,16 @@ Result<std::vector<json>> EventJournals::read(const std::string& id, const std::
   return out;
 }
 
+uint64_t EventJournals::stamp(const std::string& id) const {
+  if (!ids::is_valid_sandbox_id(id)) return 0;
+  std::error_code ec;
+  const fs::path file = file_of(id);
+  const uint64_t size = fs::file_size(file, ec);
+  if (ec) return 0;
+  const auto written = fs::last_write_time(file, ec).time_since_epoch().count();
+  return size ^ (static_cast<uint64_t>(written) << 20);
+}
+
 void EventJournals::sweep(const std::vector<std::string>& live) const {
   const std::set<std::string> keep(live.begin(), live.end());
   const auto cutoff = fs::file_time_type::clock::now() - kRetention;

@@ -63,6 +63,9 @@ class EventJournals {
                                            uint64_t after, const std::string& type) const;
   // Removes the journals of sandboxes not in `live` last written before the retention.
   void sweep(const std::vector<std::string>& live) const;
+  // Changes whenever an event of sandbox `id` is recorded (its file's size
+  // and time): a follower reads again only then.
+  uint64_t stamp(const std::string& id) const;
 
  private:
   std::filesystem::path file_of(const std::string& id) const;

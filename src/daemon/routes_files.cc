@@ -12,6 +12,7 @@
 #include <charconv>
 
 #include "common/fd_io.h"
+#include "common/sha256.h"
 #include "daemon/envd_requests.h"
 #include "daemon/gunzip.h"
 #include "daemon/gzip.h"
@@ -56,15 +57,21 @@ class UploadTarget {
   }
   bool write(std::string_view data) {
     if (Status s = writer_->write(data); !s) return fail(s.error());
+    digest_.update(data);
+    bytes_ += data.size();
     return true;
   }
   bool close() {
     if (Status s = writer_->finish(); !s) return fail(s.error());
     done_ = true;
     writer_.reset();
+    sha256_ = digest_.hex();
     return true;
   }
   const std::string& path() const { return path_; }
+  // Once closed: what the file holds (the flight record's "uploaded").
+  uint64_t bytes() const { return bytes_; }
+  const std::string& sha256() const { return sha256_; }
   const std::optional<Error>& error() const { return error_; }
 
  private:
@@ -77,6 +84,9 @@ class UploadTarget {
   std::optional<sfs::FileWriter> writer_;
   bool done_ = false;
   std::optional<Error> error_;
+  Sha256 digest_;
+  uint64_t bytes_ = 0;
+  std::string sha256_;
 };
 
 // What envd answers for each file written: its metadata as read back, when any.
@@ -204,6 +214,9 @@ std::string multipart_problem(const MultipartParser& parser, const UploadState& 
 Task<void> respond_written(SandboxCall& call, Exchange& exchange, const UploadState& state) {
   std::vector<Written> files;
   for (const auto& target : state.targets) {
+    call.live->log->event(
+        "files", "uploaded",
+        {{"path", target->path()}, {"bytes", target->bytes()}, {"sha256", target->sha256()}});
     Written file{target->path(), {}};
     if (!state.metadata.empty()) {
       auto info = co_await sandbox_ops::stat(call.service, *call.live->sandbox, file.path);
@@ -426,25 +439,48 @@ Task<bool> send_hole(SandboxCall& call, Exchange& exchange, uint64_t size, Gzip*
   co_return true;
 }
 
+// What a download sent, for the flight record: the SHA-256 of its bytes
+// unless a hole was among them (a sparse file's zeros are not read, and
+// hashing them would cost what sending them saves).
+struct Sent {
+  uint64_t bytes = 0;
+  std::optional<Sha256> digest{std::in_place};
+  bool complete = false;  // to its end, not cut short by the client or a read error
+};
+
 // Sends the file a piece at a time; a read error midway can only be reported
-// by cutting the stream short.
-Task<void> stream_file(SandboxCall& call, Exchange& exchange, int fd, std::unique_ptr<Gzip> gzip) {
+// by cutting the stream short. Hashed on the blocking lane, with the read.
+Task<void> stream_file(SandboxCall& call, Exchange& exchange, int fd, std::unique_ptr<Gzip> gzip,
+                       Sent& sent) {
   for (;;) {
     std::optional<Result<DownloadPiece>> next;
-    co_await sandbox_ops::file_io(call.service, [&] { next.emplace(next_piece(fd, kChunk)); });
+    co_await sandbox_ops::file_io(call.service, [&] {
+      next.emplace(next_piece(fd, kChunk));
+      if (*next && sent.digest) sent.digest->update(next->value().data);
+    });
     if (!*next) throw std::runtime_error(next->error().message());
     DownloadPiece& piece = next->value();
     if (piece.hole > 0) {
+      sent.digest.reset();
+      sent.bytes += piece.hole;
       if (!co_await send_hole(call, exchange, piece.hole, gzip.get())) co_return;
       continue;
     }
     if (piece.data.empty()) break;
     count_bytes(call, 0, piece.data.size());
+    sent.bytes += piece.data.size();
     std::string out = gzip ? gzip->feed(piece.data) : std::move(piece.data);
     if (!co_await exchange.write_chunk(std::move(out))) co_return;
   }
   if (gzip && !co_await exchange.write_chunk(gzip->finish())) co_return;
   co_await exchange.finish_stream();
+  sent.complete = true;
+}
+
+void record_download(const SandboxCall& call, const std::string& path, Sent& sent) {
+  json fields = {{"path", path}, {"bytes", sent.bytes}, {"complete", sent.complete}};
+  if (sent.digest && sent.complete) fields["sha256"] = sent.digest->hex();
+  call.live->log->event("files", "downloaded", std::move(fields));
 }
 
 // Filesystems whose files' sizes are not their contents' (/proc's are 0,
@@ -499,7 +535,14 @@ Task<void> files_download(SandboxCall& call, Exchange& exchange) {
     length = plain_length(fd->get());
   }
   co_await exchange.start_stream(200, "application/octet-stream", std::move(headers), length);
-  co_await stream_file(call, exchange, fd->get(), std::move(gzip));
+  Sent sent;
+  try {
+    co_await stream_file(call, exchange, fd->get(), std::move(gzip), sent);
+  } catch (...) {
+    record_download(call, path, sent);
+    throw;
+  }
+  record_download(call, path, sent);
 }
 
 Task<void> files_upload(SandboxCall& call, Exchange& exchange) {
