@@ -1,9 +1,16 @@
 """Agent Sandbox client: disposable Linux sandboxes for AI agents' code, over E2B's protocol.
 
-    async with await Sandbox.create(template="base") as sandbox:
+    from agent_sandbox import AsyncSandbox
+
+    async with await AsyncSandbox.create(template="base") as sandbox:
         result = await sandbox.run_code("print(1 + 1)")
 
-The blocking twin with the same names is `agent_sandbox.sync`.
+Names follow E2B's SDK: `AsyncSandbox` is the async class, `agent_sandbox.sync.Sandbox` the
+blocking one (same methods, no `await`).
+
+`agent_sandbox.Sandbox` is the old name of `AsyncSandbox`. It still works, with a
+DeprecationWarning; in 1.0 it becomes the blocking class, as `e2b.Sandbox` is. Import
+`AsyncSandbox` (async code) or `agent_sandbox.sync.Sandbox` (blocking code) to be unaffected.
 """
 
 from pkgutil import extend_path
@@ -63,11 +70,12 @@ from .models import (
     WriteInfo,
 )
 from .provider import ProviderSandbox
-from .sandbox import Sandbox
+from .sandbox import AsyncSandbox
 from .template import Template, TemplateInfo
 
 __all__ = [
-    "AlreadyExistsError", "AlreadyExistsException", "AuthenticationError", "ConflictException",
+    "AlreadyExistsError", "AlreadyExistsException", "AsyncSandbox", "AuthenticationError",
+    "ConflictException",
     "AuthenticationException", "CommandExitException", "CommandHandle", "CommandResult",
     "Commands", "Context", "EntryInfo", "Execution", "ExecutionError", "FileChange", "FileChanges",
     "FileType", "Filesystem",
@@ -84,5 +92,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """`agent_sandbox.TimeoutError`: the old name of TimeoutException, with a warning."""
+    """Old names, with a DeprecationWarning: `Sandbox` (now `AsyncSandbox`) and `TimeoutError`
+    (now `TimeoutException`)."""
+    if name == "Sandbox":
+        import warnings
+
+        # stacklevel 2 is the importing line: warnings skips importlib's own frames.
+        warnings.warn("agent_sandbox.Sandbox is deprecated: it is the async class, which is now "
+                      "agent_sandbox.AsyncSandbox (E2B's name); the blocking class is "
+                      "agent_sandbox.sync.Sandbox. In agent_sandbox 1.0, agent_sandbox.Sandbox "
+                      "becomes the blocking class.", DeprecationWarning, stacklevel=2)
+        return AsyncSandbox
     return deprecated_attribute(__name__, name)

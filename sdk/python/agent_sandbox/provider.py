@@ -38,15 +38,17 @@ from ._server_ops import (
 )
 from ._streams import NdjsonMessages
 from .errors import SandboxException, TimeoutException
-from .sandbox import Sandbox
+from .sandbox import AsyncSandbox
 
 OutputHandler = Callable[[str], Any]
 
 
-class ProviderSandbox(Sandbox):
-    """A `Sandbox` whose template runs agent-sandbox-server; `server` talks to it.
+class ProviderSandbox(AsyncSandbox):
+    """An `AsyncSandbox` whose template runs agent-sandbox-server; `server` talks to it.
 
-    Create and connect as `Sandbox` (`await ProviderSandbox.create(template=..., provider=...)`).
+    Create and connect as `AsyncSandbox`
+    (`await ProviderSandbox.create(template=..., provider=...)`); the blocking class is
+    `agent_sandbox.sync.ProviderSandbox`.
     """
 
     def __init__(self, transport: AsyncTransport, target: _ops.Target) -> None:

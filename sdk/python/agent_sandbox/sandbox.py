@@ -1,4 +1,8 @@
-"""The async `Sandbox`: lifecycle, `files`, `commands` and `run_code`."""
+"""`AsyncSandbox`, the async sandbox class: lifecycle, `files`, `commands` and `run_code`.
+
+Its blocking twin is `agent_sandbox.sync.Sandbox`. `agent_sandbox.Sandbox` is this class under
+its old name (deprecated: see the package docstring).
+"""
 
 from __future__ import annotations
 
@@ -31,13 +35,17 @@ DEFAULT_TIMEOUT = 300
 DEFAULT_CODE_TIMEOUT = 300
 
 
-S = TypeVar("S", bound="Sandbox")
-"""A Sandbox class or subclass (ProviderSandbox): what `create` and `connect` return."""
+S = TypeVar("S", bound="AsyncSandbox")
+"""An AsyncSandbox class or subclass (ProviderSandbox): what `create` and `connect` return."""
 T = TypeVar("T")
 
 
-class Sandbox:
-    """A running sandbox. Create with `await Sandbox.create()`; `async with` kills it on exit."""
+class AsyncSandbox:
+    """A running sandbox, driven with `await` (E2B's `AsyncSandbox`).
+
+    Create with `await AsyncSandbox.create()`; `async with` kills it on exit. The blocking
+    class with the same methods is `agent_sandbox.sync.Sandbox`.
+    """
 
     def __init__(self, transport: AsyncTransport, target: _ops.Target) -> None:
         self._transport = transport
@@ -119,7 +127,7 @@ class Sandbox:
 
         :param sandbox_id: the sandbox's id
         :param timeout: seconds from now until it is killed
-        :return: a Sandbox object for it (provider arguments as in `create`)
+        :return: an AsyncSandbox object for it (provider arguments as in `create`)
         :raises SandboxNotFoundException: it was killed or its timeout expired
         """
         def resolve() -> _config.ConnectionConfig:
@@ -221,7 +229,7 @@ class Sandbox:
 
     async def create_snapshot(self, name: str | None = None) -> SnapshotInfo:
         """A snapshot of the sandbox's files; the sandbox is frozen for the copy and goes
-        on as it was. `Sandbox.create(snapshot=info.snapshot_id)` starts sandboxes on it.
+        on as it was. `AsyncSandbox.create(snapshot=info.snapshot_id)` starts sandboxes on it.
 
         :param name: a name for it, shown in `list_snapshots`
         :return: its SnapshotInfo

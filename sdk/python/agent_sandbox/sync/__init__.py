@@ -1,7 +1,11 @@
-"""The blocking twin of `agent_sandbox`: same names, no `await`.
+"""The blocking client: `Sandbox` here is E2B's `Sandbox` (no `await`).
+
+    from agent_sandbox.sync import Sandbox
 
     with Sandbox.create(template="base") as sandbox:
         print(sandbox.run_code("1 + 1").text)
+
+The async class with the same methods is `agent_sandbox.AsyncSandbox`.
 """
 
 from typing import Any

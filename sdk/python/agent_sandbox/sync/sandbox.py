@@ -1,4 +1,7 @@
-"""The sync `Sandbox`: lifecycle, `files`, `commands` and `run_code`."""
+"""The blocking `Sandbox` (E2B's `Sandbox`): lifecycle, `files`, `commands` and `run_code`.
+
+Its async twin is `agent_sandbox.AsyncSandbox`.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +38,11 @@ T = TypeVar("T")
 
 
 class Sandbox:
-    """A running sandbox. Create with `Sandbox.create()`; `with` kills it on exit."""
+    """A running sandbox, driven by blocking calls (E2B's `Sandbox`).
+
+    Create with `Sandbox.create()`; `with` kills it on exit. The async class with the same
+    methods is `agent_sandbox.AsyncSandbox`.
+    """
 
     def __init__(self, transport: Transport, target: _ops.Target) -> None:
         self._transport = transport
@@ -191,7 +198,7 @@ class Sandbox:
         self._transport.run(_ops.set_timeout(self._transport.config, self.sandbox_id, seconds))
 
     def pause(self, keep_memory: bool = True) -> bool:
-        """Freezes the sandbox where it stands (see the async `Sandbox.pause`).
+        """Freezes the sandbox where it stands (see `AsyncSandbox.pause`).
 
         :param keep_memory: False keeps its files only: its processes end
         :return: True if it got paused, False if it was already paused
@@ -202,11 +209,11 @@ class Sandbox:
                                                       keep_memory))
 
     def diff(self) -> FileChanges:
-        """What the sandbox changed on top of its template (see the async `Sandbox.diff`)."""
+        """What the sandbox changed on top of its template (see `AsyncSandbox.diff`)."""
         return self._transport.run(_ops.sandbox_diff(self._transport.config, self.sandbox_id))
 
     def create_snapshot(self, name: str | None = None) -> SnapshotInfo:
-        """A snapshot of the sandbox's files (see the async `Sandbox.create_snapshot`)."""
+        """A snapshot of the sandbox's files (see `AsyncSandbox.create_snapshot`)."""
         return self._transport.run(_ops.create_snapshot(self._transport.config, self.sandbox_id,
                                                         name))
 
@@ -228,7 +235,7 @@ class Sandbox:
                          lambda config: _ops.delete_snapshot(config, snapshot_id))
 
     def fork(self: S, count: int = 1, timeout: int | None = None) -> builtins.list[S | Exception]:
-        """`count` new sandboxes on a copy of this one's files (see the async `Sandbox.fork`)."""
+        """`count` new sandboxes on a copy of this one's files (see `AsyncSandbox.fork`)."""
         config = self._transport.config
         targets = self._transport.run(_ops.fork_sandbox(config, self.sandbox_id, count, timeout))
         return [target if isinstance(target, Exception)
