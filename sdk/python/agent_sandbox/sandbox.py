@@ -67,7 +67,11 @@ class AsyncSandbox:
 
     def get_host(self, port: int) -> str:
         """Host (no scheme) that reaches `port` in the sandbox, as E2B's `get_host`:
-        `{port}-{sandbox_id}.{domain}`."""
+        `{port}-{sandbox_id}.{domain}`.
+
+        :param port: the port a server listens on inside the sandbox
+        :return: the host name, with a port when the API has one (a local daemon)
+        """
         return _ops.host_of(self._target, port)
 
     @classmethod
@@ -127,7 +131,12 @@ class AsyncSandbox:
 
         :param sandbox_id: the sandbox's id
         :param timeout: seconds from now until it is killed
-        :return: an AsyncSandbox object for it (provider arguments as in `create`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param domain: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: an AsyncSandbox object for it
         :raises SandboxNotFoundException: it was killed or its timeout expired
         """
         def resolve() -> _config.ConnectionConfig:
@@ -152,7 +161,12 @@ class AsyncSandbox:
 
         :param query: metadata and state filters
         :param limit: at most this many
-        :return: their descriptions (provider arguments as in `create`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param domain: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: their descriptions
         """
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
@@ -246,7 +260,11 @@ class AsyncSandbox:
         """Your team's snapshots (of one sandbox, when given), newest first.
 
         :param sandbox_id: only the snapshots of this sandbox
-        :return: their SnapshotInfo (provider arguments as in `create`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: their SnapshotInfo
         """
         return await _run_once(provider, api_key, api_url, request_timeout,
                                lambda config: _ops.list_snapshots(config, sandbox_id))
@@ -257,6 +275,11 @@ class AsyncSandbox:
                               request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> bool:
         """Removes a snapshot and frees its disk; sandboxes started on it keep running.
 
+        :param snapshot_id: the snapshot's id (`SnapshotInfo.snapshot_id`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param request_timeout: seconds for each HTTP request
         :return: False if your team has no such snapshot
         """
         return await _run_once(provider, api_key, api_url, request_timeout,

@@ -64,7 +64,11 @@ class Sandbox:
 
     def get_host(self, port: int) -> str:
         """Host (no scheme) that reaches `port` in the sandbox, as E2B's `get_host`:
-        `{port}-{sandbox_id}.{domain}`."""
+        `{port}-{sandbox_id}.{domain}`.
+
+        :param port: the port a server listens on inside the sandbox
+        :return: the host name, with a port when the API has one (a local daemon)
+        """
         return _ops.host_of(self._target, port)
 
     @classmethod
@@ -92,6 +96,8 @@ class Sandbox:
         :param cpu_count: CPUs it may use (default 1)
         :param memory_mb: its memory limit in MiB (default 512)
         :param disk_mb: its writable layer's limit in MiB (default 1024)
+        :param snapshot: a snapshot id (`create_snapshot`): start on its files instead of
+            `template`'s (E2B takes the id as the template, which works too)
         :return: the running sandbox
         :raises NotFoundException: no such template
         :raises RateLimitException: a quota is full (the message names it)
@@ -121,7 +127,12 @@ class Sandbox:
 
         :param sandbox_id: the sandbox's id
         :param timeout: seconds from now until it is killed
-        :return: a Sandbox object for it (provider arguments as in `create`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param domain: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: a Sandbox object for it
         :raises SandboxNotFoundException: it was killed or its timeout expired
         """
         def resolve() -> _config.ConnectionConfig:
@@ -145,7 +156,12 @@ class Sandbox:
 
         :param query: metadata and state filters
         :param limit: at most this many
-        :return: their descriptions (provider arguments as in `create`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param domain: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: their descriptions
         """
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
@@ -213,7 +229,12 @@ class Sandbox:
         return self._transport.run(_ops.sandbox_diff(self._transport.config, self.sandbox_id))
 
     def create_snapshot(self, name: str | None = None) -> SnapshotInfo:
-        """A snapshot of the sandbox's files (see `AsyncSandbox.create_snapshot`)."""
+        """A snapshot of the sandbox's files (see `AsyncSandbox.create_snapshot`).
+
+        :param name: a name for it, shown in `list_snapshots`
+        :return: its SnapshotInfo
+        :raises RateLimitException: the team's snapshot quota is full
+        """
         return self._transport.run(_ops.create_snapshot(self._transport.config, self.sandbox_id,
                                                         name))
 
@@ -222,7 +243,15 @@ class Sandbox:
                        api_key: str | None = None, api_url: str | None = None,
                        request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
                        ) -> builtins.list[SnapshotInfo]:
-        """Your team's snapshots (of one sandbox, when given), newest first."""
+        """Your team's snapshots (of one sandbox, when given), newest first.
+
+        :param sandbox_id: only the snapshots of this sandbox
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: their SnapshotInfo
+        """
         return _run_once(provider, api_key, api_url, request_timeout,
                          lambda config: _ops.list_snapshots(config, sandbox_id))
 
@@ -230,12 +259,25 @@ class Sandbox:
     def delete_snapshot(snapshot_id: str, provider: str | None = None,
                         api_key: str | None = None, api_url: str | None = None,
                         request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> bool:
-        """Removes a snapshot and frees its disk; False if your team has no such snapshot."""
+        """Removes a snapshot and frees its disk; sandboxes started on it keep running.
+
+        :param snapshot_id: the snapshot's id (`SnapshotInfo.snapshot_id`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: False if your team has no such snapshot
+        """
         return _run_once(provider, api_key, api_url, request_timeout,
                          lambda config: _ops.delete_snapshot(config, snapshot_id))
 
     def fork(self: S, count: int = 1, timeout: int | None = None) -> builtins.list[S | Exception]:
-        """`count` new sandboxes on a copy of this one's files (see `AsyncSandbox.fork`)."""
+        """`count` new sandboxes on a copy of this one's files (see `AsyncSandbox.fork`).
+
+        :param count: 1 to 20
+        :param timeout: seconds each new sandbox lives (default: the server's)
+        :return: one entry per fork: the running sandbox, or the exception it met
+        """
         config = self._transport.config
         targets = self._transport.run(_ops.fork_sandbox(config, self.sandbox_id, count, timeout))
         return [target if isinstance(target, Exception)
