@@ -20,6 +20,7 @@ from typing import Any
 # in every `agent_sandbox` directory on sys.path (editable installs keep them apart).
 __path__ = extend_path(__path__, __name__)
 
+from ._network import ALL_TRAFFIC, NetworkSelectorContext
 from ._server_ops import ProcessResult
 from ._version import __version__
 from .commands import CommandHandle, Commands
@@ -74,6 +75,7 @@ from .sandbox import AsyncSandbox
 from .template import Template, TemplateInfo
 
 __all__ = [
+    "ALL_TRAFFIC", "NetworkSelectorContext",
     "AlreadyExistsError", "AlreadyExistsException", "AsyncSandbox", "AuthenticationError",
     "ConflictException",
     "AuthenticationException", "CommandExitException", "CommandHandle", "CommandResult",

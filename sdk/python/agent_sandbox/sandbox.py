@@ -12,7 +12,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Callable, TypeVar
 
-from . import _config, _ops
+from . import _config, _network, _ops
 from ._async_transport import AsyncTransport, call_handler
 from ._execution import ExecutionBuilder, code_timeout_error
 from .commands import Commands
@@ -83,7 +83,8 @@ class AsyncSandbox:
                      request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
                      allow_internet_access: bool = True, snapshot: str | None = None,
                      cpu_count: int | None = None, memory_mb: int | None = None,
-                     disk_mb: int | None = None) -> S:
+                     disk_mb: int | None = None,
+                     network: dict[str, Any] | None = None) -> S:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
         :param template: template name or alias ("base", "host", "code-interpreter-v1", ...)
@@ -100,6 +101,14 @@ class AsyncSandbox:
         :param cpu_count: CPUs it may use (default 1)
         :param memory_mb: its memory limit in MiB (default 512)
         :param disk_mb: its writable layer's limit in MiB (default 1024)
+        :param network: E2B's network settings, e.g. `{"allow_out": ["api.example.com"],
+            "deny_out": ["0.0.0.0/0"], "rules": {"api.example.com": [{"transform": {"headers":
+            {"Authorization": "Bearer abx-secret:API_KEY"}}}]}}`: `allow_out`/`deny_out`
+            (IPv4 addresses, CIDRs or host names; or a callable given the context),
+            `rules` (headers the daemon's egress proxy sets on requests to a host; a value may
+            name a stored secret, `abx-secret:NAME`, that neither the SDK nor the sandbox
+            sees), `egress_proxy` (SOCKS5), `dns_servers`, `allow_public_traffic`,
+            `mask_request_host`, `https_ports`; the API's camelCase names work too
         :param snapshot: a snapshot id (`create_snapshot`): start on its files instead of
             `template`'s (E2B takes the id as the template, which works too)
         :return: the running sandbox
@@ -108,6 +117,7 @@ class AsyncSandbox:
         :raises SandboxException: the daemon could not be reached or started
         """
         limits = _ops.resources(cpu_count, memory_mb, disk_mb)
+        network_body = _network.create_network(network)
 
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
@@ -116,7 +126,7 @@ class AsyncSandbox:
         try:
             target = await transport.run(_ops.create_sandbox(
                 transport.config, snapshot or template, timeout, envs, metadata,
-                allow_internet_access, limits))
+                allow_internet_access, limits, network_body))
         except BaseException:
             await transport.aclose()
             raise
@@ -218,6 +228,23 @@ class AsyncSandbox:
         """
         config = self._transport.config
         await self._transport.run(_ops.set_timeout(config, self.sandbox_id, seconds))
+
+    async def update_network(self, network: dict[str, Any]) -> None:
+        """Replaces the sandbox's egress settings while it runs (E2B's `update_network`);
+        connections the new settings forbid are cut.
+
+        :param network: the new egress settings, replacing the old ones whole (what is left out
+            is cleared, as on E2B): `allow_out`, `deny_out`, `rules` (a header value may be
+            `abx-secret:NAME`), `egress_proxy`, `dns_servers`, and `allow_internet_access`
+            (False: no egress at all); the ingress settings (`allow_public_traffic`,
+            `mask_request_host`, `https_ports`) are fixed at create
+        :raises InvalidArgumentException: a setting is unknown, malformed or fixed at create
+        :raises SandboxNotFoundException: the sandbox is gone
+        :raises ConflictException: it is paused
+        """
+        body = _network.update_network(network)
+        await self._transport.run(_ops.update_network(self._transport.config, self.sandbox_id,
+                                                   body))
 
     async def pause(self, keep_memory: bool = True) -> bool:
         """Freezes the sandbox where it stands: its processes, memory and files are kept,

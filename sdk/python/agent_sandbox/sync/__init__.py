@@ -10,6 +10,7 @@ The async class with the same methods is `agent_sandbox.AsyncSandbox`.
 
 from typing import Any
 
+from .._network import ALL_TRAFFIC, NetworkSelectorContext
 from .._server_ops import ProcessResult
 from .._version import __version__
 from ..errors import (
@@ -61,6 +62,7 @@ from .sandbox import Sandbox
 from .template import Template
 
 __all__ = [
+    "ALL_TRAFFIC", "NetworkSelectorContext",
     "AlreadyExistsError", "AlreadyExistsException", "AuthenticationError",
     "AuthenticationException", "CommandExitException", "CommandHandle", "CommandResult",
     "Commands", "Context", "EntryInfo", "Execution", "ExecutionError", "FileType", "Filesystem",
