@@ -14,7 +14,7 @@ DeprecationWarning; in 1.0 it becomes the blocking class, as `e2b.Sandbox` is. I
 """
 
 from pkgutil import extend_path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # `agent_sandbox.server` comes from another distribution (agent-sandbox-server): look for it
 # in every `agent_sandbox` directory on sys.path (editable installs keep them apart).
@@ -73,6 +73,9 @@ from .models import (
 from .provider import ProviderSandbox
 from .sandbox import AsyncSandbox
 from .template import Template, TemplateInfo
+
+if TYPE_CHECKING:  # type checkers see the old name's class; at run time __getattr__ warns
+    from .sandbox import AsyncSandbox as Sandbox  # noqa: F401
 
 __all__ = [
     "ALL_TRAFFIC", "NetworkSelectorContext",
