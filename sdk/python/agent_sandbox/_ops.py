@@ -21,6 +21,7 @@ import httpx
 from ._config import ENVD_PORT, JUPYTER_PORT, ConnectionConfig, sandbox_headers
 from ._connect import encode_envelope
 from ._http import Call, error_from_response
+from ._network import network_info
 from .errors import (
     AlreadyExistsException,
     ConflictException,
@@ -136,11 +137,16 @@ def resources(cpu_count: int | None, memory_mb: int | None,
 def create_sandbox(config: ConnectionConfig, template: str, timeout: int,
                    envs: dict[str, str] | None, metadata: dict[str, str] | None,
                    allow_internet_access: bool,
-                   limits: dict[str, int] | None = None) -> Op[Target]:
-    """POST /sandboxes; the response's envdAccessToken authorizes the sandbox plane."""
+                   limits: dict[str, int] | None = None,
+                   network: dict[str, Any] | None = None) -> Op[Target]:
+    """POST /sandboxes; the response's envdAccessToken authorizes the sandbox plane.
+
+    `network` is the API's JSON (`_network.create_network`)."""
     body = {"templateID": template, "timeout": timeout, "secure": True,
             "allow_internet_access": allow_internet_access,
             "metadata": metadata or {}, "envVars": envs or {}, **(limits or {})}
+    if network is not None:
+        body["network"] = network
     response = yield _control(config, "POST", "/sandboxes", f"create sandbox from {template!r}",
                               json=body)
     return _target_from(config, response.json())
@@ -164,6 +170,12 @@ def kill_sandbox(config: ConnectionConfig, sandbox_id: str) -> Op[bool]:
     except SandboxNotFoundException:
         return False
     return True
+
+
+def update_network(config: ConnectionConfig, sandbox_id: str, body: dict[str, Any]) -> Op[None]:
+    """PUT /sandboxes/{id}/network: `body` (`_network.update_network`) replaces every egress
+    setting; connections the new settings forbid are cut."""
+    yield _about(config, "PUT", sandbox_id, "/network", json=body)
 
 
 def set_timeout(config: ConnectionConfig, sandbox_id: str, seconds: int) -> Op[None]:
@@ -337,7 +349,9 @@ def sandbox_info(body: dict[str, Any]) -> SandboxInfo:
                        started_at=parse_time(body.get("startedAt")),
                        end_at=parse_time(body.get("endAt")), state=body.get("state", "running"),
                        cpu_count=body.get("cpuCount"), memory_mb=body.get("memoryMB"),
-                       envd_version=body.get("envdVersion"))
+                       envd_version=body.get("envdVersion"),
+                       allow_internet_access=body.get("allowInternetAccess"),
+                       network=network_info(body.get("network")))
 
 
 def parse_time(value: str | None) -> datetime | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import builtins
 
+from .models import CommandResult
+
 
 class SandboxException(Exception):
     """Base class of every error the SDK raises."""
@@ -62,17 +64,43 @@ class TemplateBuildException(SandboxException):
     """A template build failed; the message holds the failing step and its last output lines."""
 
 
-class CommandExitException(SandboxException):
-    """A command exited with a non-zero code (raised when `check=True`)."""
+class CommandExitException(SandboxException, CommandResult):
+    """A command exited with a non-zero code (raised when `check=True`).
+
+    As E2B's, it is also the command's `CommandResult`: `stdout`, `stderr` (all of each),
+    `exit_code` and `error`. Its message gives the code and the end of stderr (its last
+    `STDERR_TAIL_LINES` lines, at most `STDERR_TAIL_CHARS` characters).
+    """
+
+    STDERR_TAIL_LINES = 10
+    STDERR_TAIL_CHARS = 2000
 
     def __init__(self, stdout: str, stderr: str, exit_code: int, error: str | None) -> None:
-        detail = error or (stderr.strip().splitlines()[-1] if stderr.strip() else "")
-        suffix = f": {detail}" if detail else ""
-        super().__init__(f"command exited with code {exit_code}{suffix}")
-        self.stdout = stdout
-        self.stderr = stderr
-        self.exit_code = exit_code
-        self.error = error
+        CommandResult.__init__(self, stdout, stderr, exit_code, error)
+        SandboxException.__init__(self, self._message())
+
+    # The dataclass's field-wise __eq__ would make the exception unhashable; an exception is
+    # itself, compared and hashed by identity.
+    __eq__ = SandboxException.__eq__
+    __hash__ = SandboxException.__hash__
+
+    def __reduce__(self) -> tuple[type[CommandExitException], tuple[str, str, int, str | None]]:
+        return type(self), (self.stdout, self.stderr, self.exit_code, self.error)
+
+    def _message(self) -> str:
+        head = f"command exited with code {self.exit_code}"
+        if self.error:
+            head += f": {self.error}"
+        tail = self.stderr_tail()
+        return f"{head}; stderr ends with:\n{tail}" if tail else head
+
+    def stderr_tail(self) -> str:
+        """The last lines of stderr, as the message shows them ("" without stderr)."""
+        lines = self.stderr.rstrip().splitlines()[-self.STDERR_TAIL_LINES:]
+        tail = "\n".join(lines)
+        if len(tail) > self.STDERR_TAIL_CHARS:
+            tail = "..." + tail[-self.STDERR_TAIL_CHARS:]
+        return tail
 
 
 # Older names, kept so that code written against them keeps working.

@@ -25,6 +25,13 @@ class SandboxInfo:
     cpu_count: int | None = None
     memory_mb: int | None = None
     envd_version: str | None = None
+    allow_internet_access: bool | None = None
+    """False when it was made (or updated) with allow_internet_access=False."""
+    network: dict[str, Any] | None = None
+    """Its network settings as asked for, in E2B's snake_case shape (`allow_out`, `deny_out`,
+    `rules`, `egress_proxy`, `dns_servers`, `allow_public_traffic`, ...): a rule header's value
+    shows its `abx-secret:NAME` reference or "[hidden]", never a literal value; the egress
+    proxy's username shows as "[hidden]" and its password is left out."""
 
 
 @dataclass

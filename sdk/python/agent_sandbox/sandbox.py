@@ -1,4 +1,8 @@
-"""The async `Sandbox`: lifecycle, `files`, `commands` and `run_code`."""
+"""`AsyncSandbox`, the async sandbox class: lifecycle, `files`, `commands` and `run_code`.
+
+Its blocking twin is `agent_sandbox.sync.Sandbox`. `agent_sandbox.Sandbox` is this class under
+its old name (deprecated: see the package docstring).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Callable, TypeVar
 
-from . import _config, _ops
+from . import _config, _network, _ops
 from ._async_transport import AsyncTransport, call_handler
 from ._execution import ExecutionBuilder, code_timeout_error
 from .commands import Commands
@@ -31,13 +35,17 @@ DEFAULT_TIMEOUT = 300
 DEFAULT_CODE_TIMEOUT = 300
 
 
-S = TypeVar("S", bound="Sandbox")
-"""A Sandbox class or subclass (ProviderSandbox): what `create` and `connect` return."""
+S = TypeVar("S", bound="AsyncSandbox")
+"""An AsyncSandbox class or subclass (ProviderSandbox): what `create` and `connect` return."""
 T = TypeVar("T")
 
 
-class Sandbox:
-    """A running sandbox. Create with `await Sandbox.create()`; `async with` kills it on exit."""
+class AsyncSandbox:
+    """A running sandbox, driven with `await` (E2B's `AsyncSandbox`).
+
+    Create with `await AsyncSandbox.create()`; `async with` kills it on exit. The blocking
+    class with the same methods is `agent_sandbox.sync.Sandbox`.
+    """
 
     def __init__(self, transport: AsyncTransport, target: _ops.Target) -> None:
         self._transport = transport
@@ -59,7 +67,11 @@ class Sandbox:
 
     def get_host(self, port: int) -> str:
         """Host (no scheme) that reaches `port` in the sandbox, as E2B's `get_host`:
-        `{port}-{sandbox_id}.{domain}`."""
+        `{port}-{sandbox_id}.{domain}`.
+
+        :param port: the port a server listens on inside the sandbox
+        :return: the host name, with a port when the API has one (a local daemon)
+        """
         return _ops.host_of(self._target, port)
 
     @classmethod
@@ -71,7 +83,8 @@ class Sandbox:
                      request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
                      allow_internet_access: bool = True, snapshot: str | None = None,
                      cpu_count: int | None = None, memory_mb: int | None = None,
-                     disk_mb: int | None = None) -> S:
+                     disk_mb: int | None = None,
+                     network: dict[str, Any] | None = None) -> S:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
         :param template: template name or alias ("base", "host", "code-interpreter-v1", ...)
@@ -88,6 +101,14 @@ class Sandbox:
         :param cpu_count: CPUs it may use (default 1)
         :param memory_mb: its memory limit in MiB (default 512)
         :param disk_mb: its writable layer's limit in MiB (default 1024)
+        :param network: E2B's network settings, e.g. `{"allow_out": ["api.example.com"],
+            "deny_out": ["0.0.0.0/0"], "rules": {"api.example.com": [{"transform": {"headers":
+            {"Authorization": "Bearer abx-secret:API_KEY"}}}]}}`: `allow_out`/`deny_out`
+            (IPv4 addresses, CIDRs or host names; or a callable given the context),
+            `rules` (headers the daemon's egress proxy sets on requests to a host; a value may
+            name a stored secret, `abx-secret:NAME`, that neither the SDK nor the sandbox
+            sees), `egress_proxy` (SOCKS5), `dns_servers`, `allow_public_traffic`,
+            `mask_request_host`, `https_ports`; the API's camelCase names work too
         :param snapshot: a snapshot id (`create_snapshot`): start on its files instead of
             `template`'s (E2B takes the id as the template, which works too)
         :return: the running sandbox
@@ -96,6 +117,7 @@ class Sandbox:
         :raises SandboxException: the daemon could not be reached or started
         """
         limits = _ops.resources(cpu_count, memory_mb, disk_mb)
+        network_body = _network.create_network(network)
 
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
@@ -104,7 +126,7 @@ class Sandbox:
         try:
             target = await transport.run(_ops.create_sandbox(
                 transport.config, snapshot or template, timeout, envs, metadata,
-                allow_internet_access, limits))
+                allow_internet_access, limits, network_body))
         except BaseException:
             await transport.aclose()
             raise
@@ -119,7 +141,12 @@ class Sandbox:
 
         :param sandbox_id: the sandbox's id
         :param timeout: seconds from now until it is killed
-        :return: a Sandbox object for it (provider arguments as in `create`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param domain: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: an AsyncSandbox object for it
         :raises SandboxNotFoundException: it was killed or its timeout expired
         """
         def resolve() -> _config.ConnectionConfig:
@@ -144,7 +171,12 @@ class Sandbox:
 
         :param query: metadata and state filters
         :param limit: at most this many
-        :return: their descriptions (provider arguments as in `create`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param domain: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: their descriptions
         """
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
@@ -197,6 +229,23 @@ class Sandbox:
         config = self._transport.config
         await self._transport.run(_ops.set_timeout(config, self.sandbox_id, seconds))
 
+    async def update_network(self, network: dict[str, Any]) -> None:
+        """Replaces the sandbox's egress settings while it runs (E2B's `update_network`);
+        connections the new settings forbid are cut.
+
+        :param network: the new egress settings, replacing the old ones whole (what is left out
+            is cleared, as on E2B): `allow_out`, `deny_out`, `rules` (a header value may be
+            `abx-secret:NAME`), `egress_proxy`, `dns_servers`, and `allow_internet_access`
+            (False: no egress at all); the ingress settings (`allow_public_traffic`,
+            `mask_request_host`, `https_ports`) are fixed at create
+        :raises InvalidArgumentException: a setting is unknown, malformed or fixed at create
+        :raises SandboxNotFoundException: the sandbox is gone
+        :raises ConflictException: it is paused
+        """
+        body = _network.update_network(network)
+        await self._transport.run(_ops.update_network(self._transport.config, self.sandbox_id,
+                                                   body))
+
     async def pause(self, keep_memory: bool = True) -> bool:
         """Freezes the sandbox where it stands: its processes, memory and files are kept,
         its timeout stops running. Calls into it fail until `resume()` or `connect`.
@@ -221,7 +270,7 @@ class Sandbox:
 
     async def create_snapshot(self, name: str | None = None) -> SnapshotInfo:
         """A snapshot of the sandbox's files; the sandbox is frozen for the copy and goes
-        on as it was. `Sandbox.create(snapshot=info.snapshot_id)` starts sandboxes on it.
+        on as it was. `AsyncSandbox.create(snapshot=info.snapshot_id)` starts sandboxes on it.
 
         :param name: a name for it, shown in `list_snapshots`
         :return: its SnapshotInfo
@@ -238,7 +287,11 @@ class Sandbox:
         """Your team's snapshots (of one sandbox, when given), newest first.
 
         :param sandbox_id: only the snapshots of this sandbox
-        :return: their SnapshotInfo (provider arguments as in `create`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: their SnapshotInfo
         """
         return await _run_once(provider, api_key, api_url, request_timeout,
                                lambda config: _ops.list_snapshots(config, sandbox_id))
@@ -249,6 +302,11 @@ class Sandbox:
                               request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> bool:
         """Removes a snapshot and frees its disk; sandboxes started on it keep running.
 
+        :param snapshot_id: the snapshot's id (`SnapshotInfo.snapshot_id`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param request_timeout: seconds for each HTTP request
         :return: False if your team has no such snapshot
         """
         return await _run_once(provider, api_key, api_url, request_timeout,

@@ -1,11 +1,16 @@
-"""The blocking twin of `agent_sandbox`: same names, no `await`.
+"""The blocking client: `Sandbox` here is E2B's `Sandbox` (no `await`).
+
+    from agent_sandbox.sync import Sandbox
 
     with Sandbox.create(template="base") as sandbox:
         print(sandbox.run_code("1 + 1").text)
+
+The async class with the same methods is `agent_sandbox.AsyncSandbox`.
 """
 
 from typing import Any
 
+from .._network import ALL_TRAFFIC, NetworkSelectorContext
 from .._server_ops import ProcessResult
 from .._version import __version__
 from ..errors import (
@@ -57,6 +62,7 @@ from .sandbox import Sandbox
 from .template import Template
 
 __all__ = [
+    "ALL_TRAFFIC", "NetworkSelectorContext",
     "AlreadyExistsError", "AlreadyExistsException", "AuthenticationError",
     "AuthenticationException", "CommandExitException", "CommandHandle", "CommandResult",
     "Commands", "Context", "EntryInfo", "Execution", "ExecutionError", "FileType", "Filesystem",

@@ -54,7 +54,11 @@ class ProviderSandbox(Sandbox):
         """The in-sandbox server on port 9000."""
 
     def server_on(self, port: int) -> Server:
-        """A client for an agent-sandbox-server on another port."""
+        """A client for an agent-sandbox-server on another port.
+
+        :param port: the port the other server listens on inside the sandbox (`server` is 9000)
+        :return: its `Server` client, reached through the provider's port proxy
+        """
         return Server(self._transport, self._target, port)
 
 
@@ -94,14 +98,29 @@ class Server:
 
     def request(self, method: str, path: str, params: dict[str, Any] | None = None,
                 body: Any = None, timeout: float | None = None) -> Any:
-        """Any endpoint: its JSON answer, or the typed error for its JSON error."""
+        """Any endpoint: its JSON answer, or the typed error for its JSON error.
+
+        :param method: the HTTP method, e.g. "GET" or "POST"
+        :param path: the endpoint's path, e.g. "/files/read"
+        :param params: query parameters
+        :param body: the JSON body
+        :param timeout: seconds for the request (default: the connection's `request_timeout`)
+        :return: the decoded JSON answer
+        """
         call = self._call(method, path, params, body, timeout)
         response = self._transport.send(call, make_error=server_error)
         return response.json()
 
     def stream(self, method: str, path: str, body: Any = None,
                timeout: float | httpx.Timeout | None = None) -> MessageStream:
-        """An NDJSON endpoint's messages (close the stream, or read it to the end)."""
+        """An NDJSON endpoint's messages (close the stream, or read it to the end).
+
+        :param method: the HTTP method, e.g. "POST"
+        :param path: the endpoint's path, e.g. "/process/run"
+        :param body: the JSON body
+        :param timeout: seconds (or an `httpx.Timeout`) for the connection and between messages
+        :return: the stream of decoded messages
+        """
         call = self._call(method, path, None, body, timeout)
         response = self._transport.send(call, stream=True, make_error=server_error)
         return MessageStream(call, response, NdjsonMessages(call))
@@ -123,7 +142,11 @@ class Server:
         return True
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        """Waits until the server answers; TimeoutException after `timeout` seconds."""
+        """Waits until the server answers /health.
+
+        :param timeout: seconds to wait at most
+        :raises TimeoutException: it did not answer within `timeout` seconds
+        """
         deadline = time.monotonic() + timeout
         while not self.health():
             if time.monotonic() >= deadline:
@@ -145,6 +168,8 @@ class Server:
     def call(self, name: str, /, **args: Any) -> Any:
         """Calls a registered command with keyword arguments; its JSON result.
 
+        :param name: the command's name, as registered with `@command` (see `commands()`)
+        :param args: the command's arguments, by name, as its JSON schema describes them
         :raises InvalidArgumentException: an argument is missing, unknown or of the wrong type
         :raises NotFoundException: no such command
         :raises SandboxException: the command raised (its message)
@@ -153,7 +178,13 @@ class Server:
         return answer["result"]
 
     def terminal(self, cmd: str | None = None, cols: int = 80, rows: int = 24) -> Terminal:
-        """A PTY shell (or `cmd`) over a WebSocket: `with server.terminal() as term:`."""
+        """A PTY shell (or `cmd`) over a WebSocket: `with server.terminal() as term:`.
+
+        :param cmd: a command line to run in the PTY instead of a login shell
+        :param cols: the terminal's width in columns (1 to 1000)
+        :param rows: the terminal's height in rows (1 to 1000)
+        :return: the `Terminal`, connected when entered
+        """
         url = terminal_url(self._target, self.port, cmd, cols, rows)
         return Terminal(url, self._target.headers(self.port))
 
@@ -162,42 +193,73 @@ class ServerFiles(_Part):
     """The server's file_ops group."""
 
     def read(self, path: str) -> str:
-        """A text file's content."""
+        """A text file's content.
+
+        :param path: the file (relative to the server's cwd)
+        """
         answer = self._server.request("GET", "/files/read", {"path": path})
         return str(answer["content"])
 
     def read_bytes(self, path: str) -> bytes:
-        """A file's bytes."""
+        """A file's bytes.
+
+        :param path: the file (relative to the server's cwd)
+        """
         answer = self._server.request("GET", "/files/read",
                                             {"path": path, "encoding": "base64"})
         return base64.b64decode(answer["content"])
 
     def write(self, path: str, content: str | bytes, append: bool = False) -> int:
-        """Writes (or appends); the number of bytes written."""
+        """Writes (or appends); the number of bytes written. Missing parent directories are made.
+
+        :param path: the file (relative to the server's cwd)
+        :param content: text (written as UTF-8) or bytes
+        :param append: True adds to the end instead of replacing the file
+        """
         answer = self._server.request(
             "POST", "/files/write", body={"path": path, "append": append, **file_content(content)})
         return int(answer["bytes_written"])
 
     def list(self, path: str, depth: int = 1) -> builtins.list[dict[str, Any]]:
-        """Entries under `path`, `depth` levels deep."""
+        """Entries under `path`, `depth` levels deep.
+
+        :param path: the directory (relative to the server's cwd)
+        :param depth: 1 (its own entries) to 16 levels
+        """
         answer = self._server.request("GET", "/files/list", {"path": path, "depth": depth})
         return answer["entries"]  # type: ignore[no-any-return]
 
     def stat(self, path: str) -> dict[str, Any]:
-        """Type, size, mode, mtime."""
+        """Type, size, mode, mtime.
+
+        :param path: the file or directory (relative to the server's cwd); a symlink: itself
+        """
         return self._server.request("GET", "/files/stat", {"path": path})  # type: ignore[no-any-return]
 
     def mkdir(self, path: str, parents: bool = True) -> None:
-        """Makes a directory."""
+        """Makes a directory.
+
+        :param path: the directory (relative to the server's cwd)
+        :param parents: True makes missing parents too, and an existing directory is no error
+        """
         self._server.request("POST", "/files/mkdir", body={"path": path, "parents": parents})
 
     def delete(self, path: str, recursive: bool = False) -> None:
-        """Deletes a file or (with recursive=True, a non-empty) directory."""
+        """Deletes a file or (with recursive=True, a non-empty) directory.
+
+        :param path: what to delete (relative to the server's cwd)
+        :param recursive: True deletes a directory with everything in it
+        """
         self._server.request("POST", "/files/delete",
                                    body={"path": path, "recursive": recursive})
 
     def move(self, source: str, destination: str, overwrite: bool = False) -> None:
-        """Moves or renames."""
+        """Moves or renames.
+
+        :param source: the path to move (relative to the server's cwd)
+        :param destination: its new path
+        :param overwrite: True replaces an existing `destination` (otherwise: a conflict error)
+        """
         self._server.request("POST", "/files/move", body={
             "source": source, "destination": destination, "overwrite": overwrite})
 
@@ -209,7 +271,17 @@ class ServerProcess(_Part):
             env: dict[str, str] | None = None, timeout: float = 600,
             stdin: str | None = None, on_stdout: OutputHandler | None = None,
             on_stderr: OutputHandler | None = None) -> ProcessResult:
-        """Runs a command to its end, passing output to the handlers as it comes."""
+        """Runs a command to its end, passing output to the handlers as it comes.
+
+        :param cmd: a shell command line (run by /bin/sh -c) or an argv list
+        :param cwd: its working directory (default: the server's)
+        :param env: variables added to the server's environment for it
+        :param timeout: seconds before it is killed (0: no limit)
+        :param stdin: text written to its standard input, which is then closed
+        :param on_stdout: called with each piece of stdout as it arrives
+        :param on_stderr: called with each piece of stderr as it arrives
+        :return: its exit code and output
+        """
         body = {"cmd": cmd, "cwd": cwd, "env": env or {}, "timeout": timeout, "stdin": stdin}
         messages = self._server.stream("POST", "/process/run", body,
                                              timeout=stream_timeout(timeout))
@@ -227,7 +299,12 @@ class ServerProcess(_Part):
 
     def start(self, cmd: str | builtins.list[str], cwd: str | None = None,
               env: dict[str, str] | None = None) -> int:
-        """Starts a command in the background (output discarded); its pid."""
+        """Starts a command in the background (output discarded); its pid.
+
+        :param cmd: a shell command line (run by /bin/sh -c) or an argv list
+        :param cwd: its working directory (default: the server's)
+        :param env: variables added to the server's environment for it
+        """
         answer = self._server.request("POST", "/process/start",
                                             body={"cmd": cmd, "cwd": cwd, "env": env or {}})
         return int(answer["pid"])
@@ -237,7 +314,11 @@ class ServerProcess(_Part):
         return (self._server.request("GET", "/process/list"))["processes"]  # type: ignore[no-any-return]
 
     def kill(self, pid: int, signal: str = "TERM") -> None:
-        """Signals a process (TERM, KILL, INT, HUP, ...)."""
+        """Signals a process.
+
+        :param pid: the process's id (from `start` or `list`)
+        :param signal: the signal's name: TERM, KILL, INT, HUP, ...
+        """
         self._server.request("POST", "/process/kill", body={"pid": pid, "signal": signal})
 
 
@@ -245,7 +326,10 @@ class ServerSystem(_Part):
     """The server's system group."""
 
     def info(self, path: str = "/") -> dict[str, Any]:
-        """OS, CPU, memory and the disk holding `path`."""
+        """OS, CPU, memory and the disk holding `path`.
+
+        :param path: a path on the disk to describe
+        """
         return self._server.request("GET", "/system/info", {"path": path})  # type: ignore[no-any-return]
 
 
@@ -257,24 +341,42 @@ class ServerDevTools(_Part):
         return (self._server.request("GET", "/dev/tools"))["tools"]  # type: ignore[no-any-return]
 
     def git_status(self, path: str = ".") -> dict[str, Any]:
-        """Branch and changed files."""
+        """Branch and changed files.
+
+        :param path: a directory inside the git work tree (relative to the server's cwd)
+        """
         return self._server.request("GET", "/dev/git/status", {"path": path})  # type: ignore[no-any-return]
 
     def git_diff(self, path: str = ".", staged: bool = False) -> str:
-        """The diff text."""
+        """The diff text.
+
+        :param path: a directory inside the git work tree (relative to the server's cwd)
+        :param staged: True diffs the index (`git diff --cached`) instead of the work tree
+        """
         answer = self._server.request("GET", "/dev/git/diff",
                                             {"path": path, "staged": staged})
         return str(answer["diff"])
 
     def git_log(self, path: str = ".", limit: int = 20) -> builtins.list[dict[str, Any]]:
-        """The last commits."""
+        """The last commits.
+
+        :param path: a directory inside the git work tree (relative to the server's cwd)
+        :param limit: how many commits, 1 to 1000
+        """
         answer = self._server.request("GET", "/dev/git/log", {"path": path, "limit": limit})
         return answer["commits"]  # type: ignore[no-any-return]
 
     def search(self, pattern: str, path: str = ".", regex: bool = False,
                case_sensitive: bool = True,
                max_results: int = 200) -> builtins.list[dict[str, Any]]:
-        """Matching lines: {path, line, text}."""
+        """Matching lines: {path, line, text}.
+
+        :param pattern: the text (or, with `regex=True`, the Python regular expression) to find
+        :param path: the file or directory to search (relative to the server's cwd)
+        :param regex: True reads `pattern` as a regular expression
+        :param case_sensitive: False ignores case
+        :param max_results: stop after this many matches, 1 to 10000
+        """
         answer = self._server.request("POST", "/dev/search", body={
             "pattern": pattern, "path": path, "regex": regex, "case_sensitive": case_sensitive,
             "max_results": max_results})
@@ -286,28 +388,46 @@ class ServerBrowser(_Part):
     missing in the sandbox)."""
 
     def navigate(self, url: str, wait_until: str = "load") -> dict[str, Any]:
-        """Opens `url`; its final URL, title and HTTP status."""
+        """Opens `url`; its final URL, title and HTTP status.
+
+        :param url: an http(s), file, about or data URL
+        :param wait_until: when navigation counts as done: "load", "domcontentloaded",
+            "networkidle" or "commit"
+        """
         return self._server.request(  # type: ignore[no-any-return]
             "POST", "/browser/navigate", body={"url": url, "wait_until": wait_until},
             timeout=60.0)
 
     def screenshot(self, full_page: bool = False) -> bytes:
-        """The page as PNG bytes."""
+        """The page as PNG bytes.
+
+        :param full_page: True captures the whole scrollable page, not only the viewport
+        """
         return png(self._server.request("GET", "/browser/screenshot",
                                               {"full_page": full_page}, timeout=60.0))
 
     def click(self, selector: str) -> None:
-        """Clicks the element matching `selector`."""
+        """Clicks the element matching `selector`.
+
+        :param selector: a Playwright selector, e.g. "text=Sign in" or "#submit"
+        """
         self._server.request("POST", "/browser/click", body={"selector": selector},
                                    timeout=60.0)
 
     def type(self, selector: str, text: str) -> None:
-        """Fills the input matching `selector`."""
+        """Fills the input matching `selector`.
+
+        :param selector: a Playwright selector of the input
+        :param text: the text to fill it with
+        """
         self._server.request("POST", "/browser/type",
                                    body={"selector": selector, "text": text}, timeout=60.0)
 
     def evaluate(self, expression: str) -> Any:
-        """A JavaScript expression's JSON value in the page."""
+        """A JavaScript expression's JSON value in the page.
+
+        :param expression: the JavaScript expression, e.g. "document.title"
+        """
         answer = self._server.request("POST", "/browser/evaluate",
                                             body={"expression": expression}, timeout=60.0)
         return answer["result"]
@@ -326,7 +446,12 @@ class ServerAgents(_Part):
 
     def mcp(self, method: str, params: dict[str, Any] | None = None,
             request_id: int = 1) -> dict[str, Any]:
-        """One MCP JSON-RPC request; the whole response (`result` or `error`)."""
+        """One MCP JSON-RPC request; the whole response (`result` or `error`).
+
+        :param method: the MCP method, e.g. "tools/list" or "tools/call"
+        :param params: its params, e.g. {"name": "hello", "arguments": {"name": "x"}}
+        :param request_id: the JSON-RPC id
+        """
         return self._server.request("POST", "/agents/mcp", body={  # type: ignore[no-any-return]
             "jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
 
@@ -357,11 +482,18 @@ class Terminal:
         self.close()
 
     def send(self, data: str | bytes) -> None:
-        """Keys to the terminal."""
+        """Keys to the terminal.
+
+        :param data: the keys, as text (sent as UTF-8) or bytes
+        """
         self._socket.send(data.encode() if isinstance(data, str) else data)
 
     def resize(self, cols: int, rows: int) -> None:
-        """Changes the terminal's size."""
+        """Changes the terminal's size.
+
+        :param cols: its width in columns (1 to 1000)
+        :param rows: its height in rows (1 to 1000)
+        """
         self._socket.send(json.dumps({"type": "resize", "cols": cols, "rows": rows}))
 
     def recv(self) -> bytes | None:

@@ -1,4 +1,7 @@
-"""The sync `Sandbox`: lifecycle, `files`, `commands` and `run_code`."""
+"""The blocking `Sandbox` (E2B's `Sandbox`): lifecycle, `files`, `commands` and `run_code`.
+
+Its async twin is `agent_sandbox.AsyncSandbox`.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from typing import Any, Callable, TypeVar
 
 import httpx
 
-from .. import _config, _ops
+from .. import _config, _network, _ops
 from .._execution import ExecutionBuilder, code_timeout_error
 from ..errors import SandboxNotFoundException, TimeoutException
 from ..models import (
@@ -35,7 +38,11 @@ T = TypeVar("T")
 
 
 class Sandbox:
-    """A running sandbox. Create with `Sandbox.create()`; `with` kills it on exit."""
+    """A running sandbox, driven by blocking calls (E2B's `Sandbox`).
+
+    Create with `Sandbox.create()`; `with` kills it on exit. The async class with the same
+    methods is `agent_sandbox.AsyncSandbox`.
+    """
 
     def __init__(self, transport: Transport, target: _ops.Target) -> None:
         self._transport = transport
@@ -57,7 +64,11 @@ class Sandbox:
 
     def get_host(self, port: int) -> str:
         """Host (no scheme) that reaches `port` in the sandbox, as E2B's `get_host`:
-        `{port}-{sandbox_id}.{domain}`."""
+        `{port}-{sandbox_id}.{domain}`.
+
+        :param port: the port a server listens on inside the sandbox
+        :return: the host name, with a port when the API has one (a local daemon)
+        """
         return _ops.host_of(self._target, port)
 
     @classmethod
@@ -68,7 +79,8 @@ class Sandbox:
                request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
                allow_internet_access: bool = True, snapshot: str | None = None,
                cpu_count: int | None = None, memory_mb: int | None = None,
-               disk_mb: int | None = None) -> S:
+               disk_mb: int | None = None,
+               network: dict[str, Any] | None = None) -> S:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
         :param template: template name or alias ("base", "host", "code-interpreter-v1", ...)
@@ -85,12 +97,23 @@ class Sandbox:
         :param cpu_count: CPUs it may use (default 1)
         :param memory_mb: its memory limit in MiB (default 512)
         :param disk_mb: its writable layer's limit in MiB (default 1024)
+        :param network: E2B's network settings, e.g. `{"allow_out": ["api.example.com"],
+            "deny_out": ["0.0.0.0/0"], "rules": {"api.example.com": [{"transform": {"headers":
+            {"Authorization": "Bearer abx-secret:API_KEY"}}}]}}`: `allow_out`/`deny_out`
+            (IPv4 addresses, CIDRs or host names; or a callable given the context),
+            `rules` (headers the daemon's egress proxy sets on requests to a host; a value may
+            name a stored secret, `abx-secret:NAME`, that neither the SDK nor the sandbox
+            sees), `egress_proxy` (SOCKS5), `dns_servers`, `allow_public_traffic`,
+            `mask_request_host`, `https_ports`; the API's camelCase names work too
+        :param snapshot: a snapshot id (`create_snapshot`): start on its files instead of
+            `template`'s (E2B takes the id as the template, which works too)
         :return: the running sandbox
         :raises NotFoundException: no such template
         :raises RateLimitException: a quota is full (the message names it)
         :raises SandboxException: the daemon could not be reached or started
         """
         limits = _ops.resources(cpu_count, memory_mb, disk_mb)
+        network_body = _network.create_network(network)
 
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
@@ -99,7 +122,7 @@ class Sandbox:
         try:
             target = transport.run(_ops.create_sandbox(
                 transport.config, snapshot or template, timeout, envs, metadata,
-                allow_internet_access, limits))
+                allow_internet_access, limits, network_body))
         except BaseException:
             transport.close()
             raise
@@ -114,7 +137,12 @@ class Sandbox:
 
         :param sandbox_id: the sandbox's id
         :param timeout: seconds from now until it is killed
-        :return: a Sandbox object for it (provider arguments as in `create`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param domain: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: a Sandbox object for it
         :raises SandboxNotFoundException: it was killed or its timeout expired
         """
         def resolve() -> _config.ConnectionConfig:
@@ -138,7 +166,12 @@ class Sandbox:
 
         :param query: metadata and state filters
         :param limit: at most this many
-        :return: their descriptions (provider arguments as in `create`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param domain: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: their descriptions
         """
         def resolve() -> _config.ConnectionConfig:
             return _config.resolve(provider, api_key, api_url, domain, request_timeout)
@@ -190,8 +223,24 @@ class Sandbox:
         """
         self._transport.run(_ops.set_timeout(self._transport.config, self.sandbox_id, seconds))
 
+    def update_network(self, network: dict[str, Any]) -> None:
+        """Replaces the sandbox's egress settings while it runs (E2B's `update_network`);
+        connections the new settings forbid are cut.
+
+        :param network: the new egress settings, replacing the old ones whole (what is left out
+            is cleared, as on E2B): `allow_out`, `deny_out`, `rules` (a header value may be
+            `abx-secret:NAME`), `egress_proxy`, `dns_servers`, and `allow_internet_access`
+            (False: no egress at all); the ingress settings (`allow_public_traffic`,
+            `mask_request_host`, `https_ports`) are fixed at create
+        :raises InvalidArgumentException: a setting is unknown, malformed or fixed at create
+        :raises SandboxNotFoundException: the sandbox is gone
+        :raises ConflictException: it is paused
+        """
+        body = _network.update_network(network)
+        self._transport.run(_ops.update_network(self._transport.config, self.sandbox_id, body))
+
     def pause(self, keep_memory: bool = True) -> bool:
-        """Freezes the sandbox where it stands (see the async `Sandbox.pause`).
+        """Freezes the sandbox where it stands (see `AsyncSandbox.pause`).
 
         :param keep_memory: False keeps its files only: its processes end
         :return: True if it got paused, False if it was already paused
@@ -202,11 +251,16 @@ class Sandbox:
                                                       keep_memory))
 
     def diff(self) -> FileChanges:
-        """What the sandbox changed on top of its template (see the async `Sandbox.diff`)."""
+        """What the sandbox changed on top of its template (see `AsyncSandbox.diff`)."""
         return self._transport.run(_ops.sandbox_diff(self._transport.config, self.sandbox_id))
 
     def create_snapshot(self, name: str | None = None) -> SnapshotInfo:
-        """A snapshot of the sandbox's files (see the async `Sandbox.create_snapshot`)."""
+        """A snapshot of the sandbox's files (see `AsyncSandbox.create_snapshot`).
+
+        :param name: a name for it, shown in `list_snapshots`
+        :return: its SnapshotInfo
+        :raises RateLimitException: the team's snapshot quota is full
+        """
         return self._transport.run(_ops.create_snapshot(self._transport.config, self.sandbox_id,
                                                         name))
 
@@ -215,7 +269,15 @@ class Sandbox:
                        api_key: str | None = None, api_url: str | None = None,
                        request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
                        ) -> builtins.list[SnapshotInfo]:
-        """Your team's snapshots (of one sandbox, when given), newest first."""
+        """Your team's snapshots (of one sandbox, when given), newest first.
+
+        :param sandbox_id: only the snapshots of this sandbox
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: their SnapshotInfo
+        """
         return _run_once(provider, api_key, api_url, request_timeout,
                          lambda config: _ops.list_snapshots(config, sandbox_id))
 
@@ -223,12 +285,25 @@ class Sandbox:
     def delete_snapshot(snapshot_id: str, provider: str | None = None,
                         api_key: str | None = None, api_url: str | None = None,
                         request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT) -> bool:
-        """Removes a snapshot and frees its disk; False if your team has no such snapshot."""
+        """Removes a snapshot and frees its disk; sandboxes started on it keep running.
+
+        :param snapshot_id: the snapshot's id (`SnapshotInfo.snapshot_id`)
+        :param provider: as in `create`: "local" (default), "e2b" or "alicloud-express"
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: False if your team has no such snapshot
+        """
         return _run_once(provider, api_key, api_url, request_timeout,
                          lambda config: _ops.delete_snapshot(config, snapshot_id))
 
     def fork(self: S, count: int = 1, timeout: int | None = None) -> builtins.list[S | Exception]:
-        """`count` new sandboxes on a copy of this one's files (see the async `Sandbox.fork`)."""
+        """`count` new sandboxes on a copy of this one's files (see `AsyncSandbox.fork`).
+
+        :param count: 1 to 20
+        :param timeout: seconds each new sandbox lives (default: the server's)
+        :return: one entry per fork: the running sandbox, or the exception it met
+        """
         config = self._transport.config
         targets = self._transport.run(_ops.fork_sandbox(config, self.sandbox_id, count, timeout))
         return [target if isinstance(target, Exception)
