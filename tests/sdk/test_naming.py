@@ -1,6 +1,7 @@
 """Issue 36: the SDK's class names as E2B's: `AsyncSandbox` is the async class,
 `agent_sandbox.sync.Sandbox` the blocking one; `agent_sandbox.Sandbox` (the async class under
-its old name) still works, with a DeprecationWarning that names both."""
+its old name) still works, with a PendingDeprecationWarning that names both (hidden in a plain
+run, so the seed example prints none)."""
 from __future__ import annotations
 
 import inspect
@@ -36,8 +37,8 @@ def test_old_name_is_the_async_class_with_a_deprecation_warning():
         warnings.simplefilter("always")
         from agent_sandbox import Sandbox
     assert Sandbox is AsyncSandbox
-    deprecations = [w for w in caught if issubclass(w.category, DeprecationWarning)]
-    assert deprecations, "no DeprecationWarning"
+    deprecations = [w for w in caught if issubclass(w.category, PendingDeprecationWarning)]
+    assert deprecations, "no PendingDeprecationWarning"
     message = str(deprecations[0].message)
     assert "AsyncSandbox" in message and "agent_sandbox.sync.Sandbox" in message, message
     # It points at the importing line, not at the SDK or importlib.
@@ -45,7 +46,7 @@ def test_old_name_is_the_async_class_with_a_deprecation_warning():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert agent_sandbox.Sandbox is AsyncSandbox
-    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    assert any(issubclass(w.category, PendingDeprecationWarning) for w in caught)
 
 
 def test_which_is_async_and_which_blocks():
@@ -67,3 +68,10 @@ async def test_async_sandbox_runs_a_command(conn):
 def test_sync_sandbox_runs_a_command(conn):
     with agent_sandbox.sync.Sandbox.create(**conn) as sandbox:
         assert sandbox.commands.run("echo blocking").stdout == "blocking\n"
+
+
+def test_a_plain_run_of_code_on_the_old_name_prints_no_warning():
+    """The seed example (`make demo`) imports the old name: its output stays clean."""
+    done = subprocess.run([sys.executable, "-c", "from agent_sandbox import Sandbox"],
+                          check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

@@ -9,7 +9,8 @@ Names follow E2B's SDK: `AsyncSandbox` is the async class, `agent_sandbox.sync.S
 blocking one (same methods, no `await`).
 
 `agent_sandbox.Sandbox` is the old name of `AsyncSandbox`. It still works, with a
-DeprecationWarning; in 1.0 it becomes the blocking class, as `e2b.Sandbox` is. Import
+PendingDeprecationWarning (a DeprecationWarning from 0.2); in 1.0 it becomes the
+blocking class, as `e2b.Sandbox` is. Import
 `AsyncSandbox` (async code) or `agent_sandbox.sync.Sandbox` (blocking code) to be unaffected.
 """
 
@@ -97,8 +98,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Old names, with a DeprecationWarning: `Sandbox` (now `AsyncSandbox`) and `TimeoutError`
-    (now `TimeoutException`)."""
+    """Old names: `Sandbox` (now `AsyncSandbox`, with a PendingDeprecationWarning: the seed
+    example still uses it, and a plain run shows none) and `TimeoutError` (now
+    `TimeoutException`, with a DeprecationWarning)."""
     if name == "Sandbox":
         import warnings
 
@@ -106,6 +108,6 @@ def __getattr__(name: str) -> Any:
         warnings.warn("agent_sandbox.Sandbox is deprecated: it is the async class, which is now "
                       "agent_sandbox.AsyncSandbox (E2B's name); the blocking class is "
                       "agent_sandbox.sync.Sandbox. In agent_sandbox 1.0, agent_sandbox.Sandbox "
-                      "becomes the blocking class.", DeprecationWarning, stacklevel=2)
+                      "becomes the blocking class.", PendingDeprecationWarning, stacklevel=2)
         return AsyncSandbox
     return deprecated_attribute(__name__, name)
