@@ -27,6 +27,10 @@ namespace abx::daemon {
 namespace net = boost::asio;
 using Descriptor = net::posix::stream_descriptor;
 
+// How much of the start and of the end of a command's output its flight
+// record keeps.
+constexpr size_t kOutputEdge = 4 * 1024;
+
 struct ProcessTable::Managed {
   Managed(net::io_context& ioc, int pid_, std::string tag_, ProcessConfig config_)
       : pid(pid_),
@@ -101,6 +105,20 @@ struct ProcessTable::Managed {
   bool deadline_fired = false;
   int open_outputs = 0;
   uint64_t bytes_read = 0;
+  // The flight record's view of its output (stdout and stderr as they came):
+  // the first kOutputEdge bytes, and the last ones after those.
+  std::string output_head, output_tail;
+  void keep_edges(std::string_view bytes) {
+    const size_t to_head = std::min(bytes.size(), kOutputEdge - output_head.size());
+    output_head.append(bytes.substr(0, to_head));
+    output_tail.append(bytes.substr(to_head));
+    if (output_tail.size() > 2 * kOutputEdge)
+      output_tail.erase(0, output_tail.size() - kOutputEdge);
+  }
+  std::string tail() const {
+    return output_tail.size() > kOutputEdge ? output_tail.substr(output_tail.size() - kOutputEdge)
+                                            : output_tail;
+  }
   // Set while the exit path waits for the pipes to drain; cancelled on every
   // read and close so that wait ends as soon as the last pipe closes.
   net::steady_timer* drain_waiter = nullptr;
@@ -176,6 +194,7 @@ net::awaitable<void> drain_output(std::shared_ptr<Managed> process,
                                                       net::redirect_error(net::use_awaitable, ec));
     if (n > 0) {
       process->bytes_read += n;
+      process->keep_edges(std::string_view(buffer.data(), n));
       if (process->has_listeners())
         process->publish({proto_json::data_event(name, std::string_view(buffer.data(), n))});
       if (process->lines) process->lines->add(name, std::string_view(buffer.data(), n));
@@ -512,7 +531,10 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
   nlohmann::json fields = {
       {"pid", process->pid},
       {"exitCode", exit.exited ? nlohmann::json(exit.exit_code) : nlohmann::json()},
-      {"status", text}};
+      {"status", text},
+      {"outputBytes", process->bytes_read},
+      {"outputHead", process->output_head}};
+  if (!process->output_tail.empty()) fields["outputTail"] = process->tail();
   if (oom) fields["outOfMemory"] = true;
   log_->event("commands", "ended", std::move(fields));
   process->publish({proto_json::end_event(exit, error), true, end});

@@ -60,16 +60,58 @@ Task<std::optional<json>> read_json_body(Exchange& exchange) {
   co_return std::move(*body);
 }
 
+// How much of a code cell the flight record keeps.
+constexpr size_t kRecordedCode = 4 * 1024;
+
+// The language a cell runs in: asked for, its context's, or the default's.
+std::string language_of(interp::Interpreter& interpreter, const interp::ExecuteRequest& run) {
+  if (!run.language.empty()) return run.language;
+  if (run.context_id.empty()) return "python";
+  for (const auto& context : interpreter.list_contexts())
+    if (context.id == run.context_id) return context.language;
+  return "";
+}
+
+// The flight record's "code started": which context, and the cell (its start).
+void record_code_started(const SandboxLog& log, interp::Interpreter& interpreter,
+                         const interp::ExecuteRequest& run) {
+  log.event("commands", "code started",
+            {{"context", run.context_id},
+             {"language", language_of(interpreter, run)},
+             {"code", run.code.substr(0, kRecordedCode)},
+             {"codeBytes", run.code.size()}});
+}
+
+// "code ended": the error the cell raised (E2B's error line: name and value),
+// or why it did not run to its end.
+void record_code_ended(const SandboxLog& log, const interp::ExecuteRequest& run,
+                       const Status& status, const nlohmann::json& error) {
+  nlohmann::json fields = {{"context", run.context_id}};
+  if (!status) fields["failed"] = status.error().message();
+  if (error.is_object()) {
+    fields["error"] = error.value("name", "");
+    fields["errorValue"] = error.value("value", "").substr(0, kRecordedCode);
+  }
+  log.event("commands", "code ended", std::move(fields));
+}
+
 // Runs the execution on the long lane, its NDJSON lines posted back to `lines`.
 void start_execution(SandboxCall& call, ExecuteRequest job, std::shared_ptr<Subscription> lines,
                      std::shared_ptr<std::atomic<bool>> cancelled,
                      std::shared_ptr<std::optional<Error>> outcome) {
   auto interpreter = interpreter_of(*call.live);
-  auto run = [interpreter, lines, cancelled, outcome, job = std::move(job)] {
+  auto run = [interpreter, lines, cancelled, outcome, log = call.live->log, job = std::move(job)] {
+    nlohmann::json error;
     auto emit = [&](const std::string& line) {
+      if (line.find(R"("error")") != std::string::npos) {  // the drivers' spacing varies
+        json parsed = json::parse(line, nullptr, false);
+        if (parsed.is_object() && parsed.value("type", "") == "error") error = std::move(parsed);
+      }
       boost::asio::post(lines->executor(), [lines, line] { lines->push({line + "\n"}); });
     };
+    record_code_started(*log, *interpreter, job.run);
     Status status = interpreter->execute(job.run, emit, *cancelled, job.timeout);
+    record_code_ended(*log, job.run, status, error);
     if (!status) *outcome = status.error();
     boost::asio::post(lines->executor(), [lines] { lines->push({"", true}); });
   };
