@@ -255,12 +255,14 @@ int serve(const ServeOptions& options) {
                host.disk_mb, caps.disk_percent);
   auto secrets = SecretStore::open(**store);
   if (!secrets) return fail(secrets.error());
+  auto event_limits = load_event_limits(config_file);
+  if (!event_limits) return fail(event_limits.error());
   Tenancy tenancy{*keys,
                   std::make_shared<Quotas>(*quota_config, host, **store),
                   std::make_shared<Usage>(**store),
                   std::move(*secrets),
                   std::make_shared<SnapshotStore>(options.data_dir / "snapshots", **store),
-                  std::make_shared<EventJournals>(options.data_dir / "events")};
+                  std::make_shared<EventJournals>(options.data_dir / "events", *event_limits)};
   boost::asio::io_context ioc(kIoThreads);
   BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store, tenancy);

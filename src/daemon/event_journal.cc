@@ -57,7 +57,7 @@ void EventJournal::record(const std::string& type, const std::string& name, json
   event["event"] = name;
   event["team"] = team_;
   const std::string line = json_text::dump(event) + "\n";
-  if (written_ + line.size() > EventJournals::kMaxBytes) rotate_locked();
+  if (written_ + line.size() > max_bytes_) rotate_locked();
   if (!fd_.valid()) return;
   if (auto written = write_all(fd_.get(), line, "record event", file_.string()); !written)
     spdlog::warn("{}", written.error().message());
@@ -92,7 +92,8 @@ std::shared_ptr<EventJournal> EventJournals::open(const std::string& id,
     spdlog::warn("sandbox {}: no event journal: {}: {}", id, file.string(), std::strerror(errno));
     return nullptr;
   }
-  return std::make_shared<EventJournal>(file, team, next_seq(file), std::move(fd));
+  return std::make_shared<EventJournal>(file, team, next_seq(file), std::move(fd),
+                                        limits_.max_bytes);
 }
 
 Result<std::vector<json>> EventJournals::read(const std::string& id, const std::string& team,
@@ -115,7 +116,7 @@ Result<std::vector<json>> EventJournals::read(const std::string& id, const std::
   }
   if (!visible)
     return Error::with_message("no events of sandbox " + id + " (unknown, or ended over " +
-                                   std::to_string(kRetention.count()) + " h ago)",
+                                   std::to_string(limits_.retention.count()) + " h ago)",
                                ENOENT);
   return out;
 }
@@ -132,7 +133,7 @@ uint64_t EventJournals::stamp(const std::string& id) const {
 
 void EventJournals::sweep(const std::vector<std::string>& live) const {
   const std::set<std::string> keep(live.begin(), live.end());
-  const auto cutoff = fs::file_time_type::clock::now() - kRetention;
+  const auto cutoff = fs::file_time_type::clock::now() - limits_.retention;
   std::error_code ec;
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
@@ -141,6 +142,32 @@ void EventJournals::sweep(const std::vector<std::string>& live) const {
     if (keep.count(id) || fs::last_write_time(it->path(), time_ec) > cutoff || time_ec) continue;
     fs::remove(it->path(), time_ec);
   }
+}
+
+Result<EventJournals::Limits> load_event_limits(const fs::path& config_file) {
+  EventJournals::Limits limits;
+  std::ifstream in(config_file);
+  if (!in) return limits;
+  const json doc = json::parse(in, nullptr, false);
+  if (!doc.is_object() || !doc.contains("events")) return limits;
+  const json& events = doc["events"];
+  auto bad = [&](const std::string& why) {
+    return Error::with_message("config " + config_file.string() + ": events." + why, kErrBadInput);
+  };
+  if (!events.is_object()) return bad(" must be an object");
+  for (const auto& [key, value] : events.items()) {
+    const bool size = key == "maxMiB";
+    if (!size && key != "retentionHours")
+      return bad(key + ": unknown (events takes maxMiB and retentionHours)");
+    const int64_t most = size ? 1024 : 8760;
+    if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > most)
+      return bad(key + " must be a whole number from 1 to " + std::to_string(most));
+    if (size)
+      limits.max_bytes = value.get<uint64_t>() << 20;
+    else
+      limits.retention = std::chrono::hours(value.get<int64_t>());
+  }
+  return limits;
 }
 
 }  // namespace abx::daemon

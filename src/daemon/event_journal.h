@@ -3,10 +3,11 @@
 // updated, ended with why; commands: started with argv, user, cwd and env
 // names, ended with exit code), appended to <dir>/<id>.jsonl the moment they
 // happen, so a daemon killed a moment later loses none, and kept
-// kRetention after the sandbox ends. Bounded: past kMaxBytes a sandbox's
-// file becomes <id>.jsonl.1 (the older .1 goes), so a sandbox keeps between
-// kMaxBytes and twice that. Every event names its team: a reader of another
-// team finds nothing.
+// the retention time after the sandbox ends. Bounded: past max_bytes a
+// sandbox's file becomes <id>.jsonl.1 (the older .1 goes), so a sandbox
+// keeps between max_bytes and twice that. Both are the operator's
+// (config.json's "events"), 4 MiB and 24 h by default. Every event names its team: a reader of
+// another team finds nothing.
 #pragma once
 
 #include <chrono>
@@ -27,8 +28,13 @@ namespace abx::daemon {
 // One sandbox's journal, open for appending; thread-safe.
 class EventJournal {
  public:
-  EventJournal(std::filesystem::path file, std::string team, uint64_t next_seq, UniqueFd fd)
-      : file_(std::move(file)), team_(std::move(team)), next_seq_(next_seq), fd_(std::move(fd)) {}
+  EventJournal(std::filesystem::path file, std::string team, uint64_t next_seq, UniqueFd fd,
+               uint64_t max_bytes)
+      : file_(std::move(file)),
+        team_(std::move(team)),
+        max_bytes_(max_bytes),
+        next_seq_(next_seq),
+        fd_(std::move(fd)) {}
   // `type`: "lifecycle" or "commands"; `name`: what happened ("created").
   void record(const std::string& type, const std::string& name, nlohmann::json fields = {});
   // The sandbox ended: its file is let go (its record stays on disk for the
@@ -39,6 +45,7 @@ class EventJournal {
   void rotate_locked();
   std::filesystem::path file_;
   std::string team_;
+  const uint64_t max_bytes_;
   std::mutex mutex_;
   uint64_t next_seq_;
   UniqueFd fd_;
@@ -46,13 +53,20 @@ class EventJournal {
   bool closed_ = false;
 };
 
+// How much of each sandbox's record is kept, and how long after it ended.
+struct EventLimits {
+  uint64_t max_bytes = 4 << 20;
+  std::chrono::hours retention{24};
+};
+
 class EventJournals {
  public:
-  static constexpr uint64_t kMaxBytes = 4 << 20;
-  static constexpr auto kRetention = std::chrono::hours(24);
+  using Limits = EventLimits;
   static constexpr size_t kMaxRead = 10000;  // events one read returns at most
 
-  explicit EventJournals(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  explicit EventJournals(std::filesystem::path dir, Limits limits = {})
+      : dir_(std::move(dir)), limits_(limits) {}
+  const Limits& limits() const { return limits_; }
   // Opens (or, after a daemon restart, reopens: its numbering goes on) the
   // journal of sandbox `id`; none when the dir cannot be written (the
   // sandbox works without its record, and the daemon's log says why).
@@ -70,6 +84,11 @@ class EventJournals {
  private:
   std::filesystem::path file_of(const std::string& id) const;
   std::filesystem::path dir_;
+  Limits limits_;
 };
+
+// config.json's "events": {"maxMiB": 1..1024, "retentionHours": 1..8760};
+// absent keys (or no file) keep the defaults.
+Result<EventJournals::Limits> load_event_limits(const std::filesystem::path& config_file);
 
 }  // namespace abx::daemon

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "daemon/event_journal.h"
@@ -25,10 +26,11 @@ TEST(EventJournal, KeepsBetweenItsBoundAndTwiceThatNewestFirstToGo) {
   auto journal = journals.open("sbx1", "acme");
   ASSERT_TRUE(journal);
   const std::string filler(1024, 'x');
-  const uint64_t written = 3 * EventJournals::kMaxBytes / 1024;
+  const uint64_t bound = journals.limits().max_bytes;
+  const uint64_t written = 3 * bound / 1024;
   for (uint64_t i = 0; i < written; ++i) journal->record("commands", "started", {{"f", filler}});
-  EXPECT_LE(bytes_under(dir.path()), 2 * EventJournals::kMaxBytes);
-  EXPECT_GE(bytes_under(dir.path()), EventJournals::kMaxBytes);
+  EXPECT_LE(bytes_under(dir.path()), 2 * bound);
+  EXPECT_GE(bytes_under(dir.path()), bound);
   auto kept = journals.read("sbx1", "acme", 0, "");
   ASSERT_TRUE(kept) << kept.error().message();
   ASSERT_FALSE(kept->empty());
@@ -56,6 +58,39 @@ TEST(EventJournal, NumberingGoesOnAfterReopeningAndOtherTeamsSeeNothing) {
   EXPECT_EQ(foreign.error().errnum, ENOENT);
   EXPECT_FALSE(journals.open("../escape", "acme")) << "an id is [a-z0-9]+, never a path";
   EXPECT_FALSE(journals.read("../escape", "acme", 0, ""));
+}
+
+// config.json's "events" sets the bound and the retention; nonsense is refused whole.
+TEST(EventJournal, TheOperatorSetsTheBoundAndTheRetention) {
+  testing::TempDir dir("abx-event-config");
+  const auto config = dir.path() / "config.json";
+  const auto limits_from = [&](const std::string& text) {
+    std::ofstream(config) << text;
+    return load_event_limits(config);
+  };
+  auto none = load_event_limits(dir.path() / "missing.json");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->max_bytes, uint64_t{4} << 20);
+  EXPECT_EQ(none->retention, std::chrono::hours(24));
+  auto set = limits_from(R"({"events": {"maxMiB": 1, "retentionHours": 72}})");
+  ASSERT_TRUE(set) << set.error().message();
+  EXPECT_EQ(set->max_bytes, uint64_t{1} << 20);
+  EXPECT_EQ(set->retention, std::chrono::hours(72));
+  for (const char* bad : {R"({"events": {"maxMiB": 0}})", R"({"events": {"maxMiB": "4"}})",
+                          R"({"events": {"retentionHours": 9000}})", R"({"events": {"size": 4}})",
+                          R"({"events": []})"}) {
+    auto refused = limits_from(bad);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().message().find("events."), std::string::npos) << bad;
+  }
+
+  EventJournals small(dir.path() / "events", *set);
+  auto journal = small.open("sbx2", "acme");
+  ASSERT_TRUE(journal);
+  const std::string filler(1024, 'x');
+  for (int i = 0; i < 3 * 1024; ++i) journal->record("commands", "started", {{"f", filler}});
+  EXPECT_LE(bytes_under(dir.path() / "events"), uint64_t{2} << 20);
+  EXPECT_GE(bytes_under(dir.path() / "events"), uint64_t{1} << 20);
 }
 
 }  // namespace
