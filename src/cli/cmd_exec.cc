@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/exec.h"
 #include "cli/flag_checks.h"
+#include "cli/interactive_hint.h"
 #include "cli/process_events.h"
 #include "cli/sandbox_end.h"
 #include "cli/terminal.h"
@@ -429,7 +430,11 @@ void add_exec(CLI::App& root, Commands& commands) {
   app->add_option("command", options->command,
                   "After --: the command and its arguments, or one shell command line");
   add_exec_flags(*app, *options);
-  commands.push_back({app, [options] { return run_exec(*options); }});
+  commands.push_back({app, [options] {
+                        hint_interactive(options->command, options->tty,
+                                         "abx exec -it " + options->id);
+                        return run_exec(*options);
+                      }});
 }
 
 void add_exec_flags(CLI::App& app, ExecOptions& options) {

@@ -11,6 +11,7 @@
 #include "cli/create.h"
 #include "cli/exec.h"
 #include "cli/flag_checks.h"
+#include "cli/interactive_hint.h"
 
 namespace abx::cli {
 namespace {
@@ -56,6 +57,8 @@ int own_failure(const Error& error) {
 
 Result<int> run_run(RunOptions& options, const std::vector<std::string>& args) {
   if (Status s = split_words(options, args); !s) return own_failure(s.error());
+  hint_interactive(options.exec.command, options.exec.tty,
+                   "abx run -it " + options.create.template_id);
   auto endpoint = resolve_endpoint();
   if (!endpoint) return own_failure(endpoint.error());
   // -e is the command's environment and the sandbox's too (what it starts).

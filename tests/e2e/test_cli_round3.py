@@ -4,8 +4,13 @@ failures, 2 for usage errors) and shell completion of live ids and template name
 test drives the real `abx` against a real daemon."""
 from __future__ import annotations
 
+import os
+import pty
+import subprocess
+from collections.abc import Iterator
+
 import pytest
-from harness import Daemon
+from harness import ABX_BIN, Daemon
 from helpers import abx
 
 pytestmark = pytest.mark.offline  # the `host` template needs no build
@@ -17,6 +22,13 @@ def make(daemon: Daemon, *extra: str) -> str:
     return r.stdout.strip()
 
 
+@pytest.fixture
+def sandbox(daemon: Daemon) -> Iterator[str]:
+    sandbox_id = make(daemon)
+    yield sandbox_id
+    abx(daemon, "kill", sandbox_id, "--yes")
+
+
 # --- item 1: an unknown template reads as a mistyped name, not as a missing file -------
 
 
@@ -26,3 +38,46 @@ def test_an_unknown_template_says_what_was_meant_without_errno_text(daemon):
     assert r.stderr.strip().splitlines() == [
         "abx: could not create the sandbox: unknown template 'bsae'; did you mean base? "
         "known: base, code-interpreter-v1, host"]
+
+
+# --- item 2: `abx exec ID -- bash` at a terminal without -it gets a hint ----------------
+
+
+def run_on_a_terminal(daemon: Daemon, *args: str) -> subprocess.CompletedProcess:
+    """`abx ARGS` with a terminal (a pty) on stdin, as typed by a person; stdout and
+    stderr are pipes so what abx says on each can be told apart."""
+    controller, terminal = pty.openpty()
+    try:
+        return subprocess.run([str(ABX_BIN), *args], stdin=terminal, capture_output=True,
+                              text=True, timeout=60, env=daemon.env())
+    finally:
+        os.close(terminal)
+        os.close(controller)
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh", "/usr/bin/python3"])
+def test_an_interactive_shell_without_it_gets_a_hint_and_still_runs(daemon, sandbox, shell):
+    r = run_on_a_terminal(daemon, "exec", sandbox, "--", shell)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines() == [
+        f"abx: hint: {shell} gets no terminal without -it and may exit at once; for an "
+        f"interactive session: abx exec -it {sandbox} -- {shell}"]
+
+
+def test_the_hint_names_run_for_abx_run(daemon):
+    r = run_on_a_terminal(daemon, "run", "host", "--", "bash")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[0] == (
+        "abx: hint: bash gets no terminal without -it and may exit at once; for an "
+        "interactive session: abx run -it host -- bash")
+
+
+@pytest.mark.parametrize("command", [["bash", "-c", "echo hi"], ["echo", "hi"]])
+def test_no_hint_for_a_command_that_needs_no_terminal(daemon, sandbox, command):
+    r = run_on_a_terminal(daemon, "exec", sandbox, "--", *command)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "hi\n", "")
+
+
+def test_no_hint_when_stdin_is_not_a_terminal(daemon, sandbox):
+    r = abx(daemon, "exec", sandbox, "--", "bash", input="echo from-a-pipe\n")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "from-a-pipe\n", "")
