@@ -4,6 +4,7 @@ failures, 2 for usage errors) and shell completion of live ids and template name
 test drives the real `abx` against a real daemon."""
 from __future__ import annotations
 
+import json
 import os
 import pty
 import subprocess
@@ -81,3 +82,40 @@ def test_no_hint_for_a_command_that_needs_no_terminal(daemon, sandbox, command):
 def test_no_hint_when_stdin_is_not_a_terminal(daemon, sandbox):
     r = abx(daemon, "exec", sandbox, "--", "bash", input="echo from-a-pipe\n")
     assert (r.returncode, r.stdout, r.stderr) == (0, "from-a-pipe\n", "")
+
+
+# --- item 3: `abx stats -w` follows a sandbox to its end ---------------------------------
+
+
+def test_stats_watch_reads_afresh_and_ends_cleanly_at_the_sandbox_timeout(daemon):
+    sandbox = make(daemon, "--timeout", "5")
+    r = abx(daemon, "stats", "-w", "--json", sandbox, timeout=30)
+    assert r.returncode == 0, r.stderr
+    readings = [json.loads(line)[0] for line in r.stdout.splitlines()]
+    assert len(readings) >= 2 and all(x["sandboxID"] == sandbox for x in readings)
+    stamps = [x["timestampUnix"] for x in readings]
+    assert stamps == sorted(stamps) and stamps[-1] > stamps[0], stamps  # new samples
+    assert r.stderr == (f"abx: sandbox {sandbox} has ended (timeout reached: killed); "
+                        "no more readings of it\n")
+
+
+def test_stats_watch_ends_cleanly_when_the_sandbox_is_killed(daemon):
+    sandbox = make(daemon)
+    p = subprocess.Popen([str(ABX_BIN), "stats", "-w", sandbox], env=daemon.env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().split()[:2] == ["ID", "CPU"]
+        assert sandbox in p.stdout.readline()
+        assert abx(daemon, "kill", sandbox, "--yes").returncode == 0
+        out, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0, err
+    assert err == f"abx: sandbox {sandbox} has ended (killed); no more readings of it\n"
+
+
+def test_stats_of_a_sandbox_never_seen_is_still_an_error(daemon):
+    r = abx(daemon, "stats", "-w", "nosuchsandbox0000000")
+    assert r.returncode == 1 and "sandbox nosuchsandbox0000000 not found" in r.stderr
