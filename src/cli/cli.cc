@@ -76,11 +76,8 @@ int usage_error(const CLI::ParseError& error, CLI::App& app, const std::vector<s
     return kUsageExit;
   }
   std::cerr << "abx: " << error.what() << "\n";
-  // A bad value says all in its one line; a missing or extra argument is
-  // clearer next to the command's usage.
-  const bool bad_value = dynamic_cast<const CLI::ValidationError*>(&error) ||
-                         dynamic_cast<const CLI::ConversionError*>(&error);
-  if (bad_value) return kUsageExit;
+  // Every usage error (a bad value too) is followed by the command's usage,
+  // so the user sees how it is called without asking for --help.
   if (command != &app) std::cerr << CLI::Formatter().make_usage(command, path);
   std::cerr << "run `" << path << " --help` for more\n";
   return kUsageExit;

@@ -16,7 +16,6 @@
 namespace abx::cli {
 namespace {
 
-constexpr int kOwnFailureExit = 125;
 // A sandbox whose `abx run` died with it (SIGKILL, a lost terminal) ends this
 // soon; while the command runs the session keeps extending it.
 constexpr int kUnattendedSeconds = 60;
@@ -48,11 +47,6 @@ Status split_words(RunOptions& options, const std::vector<std::string>& args) {
     return Error{"no command given; put it after --, e.g. abx run " + options.create.template_id +
                  " -- python3 -c 'print(1)'"};
   return {};
-}
-
-int own_failure(const Error& error) {
-  std::cerr << "abx: " << error.message() << "\n";
-  return kOwnFailureExit;
 }
 
 Result<int> run_run(RunOptions& options, const std::vector<std::string>& args) {

@@ -119,3 +119,40 @@ def test_stats_watch_ends_cleanly_when_the_sandbox_is_killed(daemon):
 def test_stats_of_a_sandbox_never_seen_is_still_an_error(daemon):
     r = abx(daemon, "stats", "-w", "nosuchsandbox0000000")
     assert r.returncode == 1 and "sandbox nosuchsandbox0000000 not found" in r.stderr
+
+
+# --- item 4: exit statuses ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command,code", [(["sh", "-c", "exit 3"], 3),
+                                          (["no-such-program-x"], 127),  # the shell's own
+                                          (["/etc/hostname"], 126)])
+def test_exec_exits_with_the_commands_own_code(daemon, sandbox, command, code):
+    assert abx(daemon, "exec", sandbox, "--", *command).returncode == code
+
+
+def test_exec_exits_125_when_abx_itself_fails(daemon):
+    r = abx(daemon, "exec", "nosuchsandbox0000000", "--", "true")
+    assert r.returncode == 125 and "sandbox nosuchsandbox0000000 not found" in r.stderr
+    for command in (["exec", "nosuchsandbox0000000", "--", "true"], ["run", "host", "--", "true"]):
+        r = abx(daemon, *command, env={"ABX_SANDBOX_API_URL": "http://127.0.0.1:9"})
+        assert r.returncode == 125 and "cannot reach http://127.0.0.1:9" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args,command", [
+    (["create", "--memory", "abc"], "create"),
+    (["create", "host", "--env", "NOVALUE"], "create"),
+    (["run", "host", "--disk", "2x", "--", "true"], "run"),
+    (["exec", "-e", "NOVALUE", "nosuchsandbox0000000", "--", "true"], "exec"),
+    (["list", "--metadata", "novalue"], "list"),
+    (["list", "--format", "{{.Nope}}"], "list"),  # no sandbox needed to find it wrong
+    (["kill", "--all", "--metadata", "novalue", "--yes"], "kill"),
+    (["template", "deploy", "x", "--to", "not-a-url"], "template deploy"),
+])
+def test_a_bad_flag_value_is_a_usage_error_with_the_usage_line(daemon, args, command):
+    r = abx(daemon, *args)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("abx: --"), r.stderr
+    assert lines[1].startswith(f"Usage: abx {command} [OPTIONS]"), r.stderr
+    assert lines[2] == f"run `abx {command} --help` for more"
