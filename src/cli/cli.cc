@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/complete_values.h"
 #include "cli/error_hints.h"
 #include "cli/suggest.h"
 #include "common/version.h"
@@ -138,6 +139,9 @@ int main(int argc, char** argv) {
   add_dashboard(app, commands);
   add_completion(app, commands);
   add_help(app, commands);
+  // The completion scripts' question, outside the parser: its words are another command line.
+  if (argc > 1 && std::string_view(argv[1]) == "__complete")
+    return complete_values(app, {args.begin() + 1, args.end()});
   // CLI11 would only say "A subcommand is required" for a typo.
   if (argc > 1 && argv[1][0] != '-' && !has_command(app, argv[1])) {
     std::cerr << "abx: " << unknown_command_message(app, "abx", argv[1]) << "\n";

@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shlex
+import shutil
+import socket
 import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -156,3 +160,108 @@ def test_a_bad_flag_value_is_a_usage_error_with_the_usage_line(daemon, args, com
     assert len(lines) == 3 and lines[0].startswith("abx: --"), r.stderr
     assert lines[1].startswith(f"Usage: abx {command} [OPTIONS]"), r.stderr
     assert lines[2] == f"run `abx {command} --help` for more"
+
+
+# --- item 5: shell completion of live sandbox ids and template names ----------------------
+
+
+def bash_complete(env: dict[str, str], line: str) -> list[str]:
+    """What bash offers at the end of `line` (words split on spaces; a trailing space
+    starts a new, empty word), with `abx completion bash` loaded, as at a prompt."""
+    words = line.split(" ")
+    script = (f"source <({ABX_BIN} completion bash)\n"
+              f"COMP_WORDS=({' '.join(shlex.quote(w) for w in words)})\n"
+              f"COMP_CWORD={len(words) - 1}\n"
+              "_abx\n"
+              'printf "%s\\n" "${COMPREPLY[@]}"\n')
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30,
+                       env={**env, "PATH": f"{ABX_BIN.parent}:{env['PATH']}"})
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return [w for w in r.stdout.splitlines() if w]
+
+
+@pytest.mark.parametrize("line", ["abx exec ", "abx info ", "abx kill ", "abx stats ",
+                                  "abx logs ", "abx sandbox kill ", "abx exec -e A=1 "])
+def test_bash_completes_the_live_sandbox_ids(daemon, sandbox, line):
+    other = make(daemon)
+    try:
+        offered = bash_complete(daemon.env(), line)
+        assert sandbox in offered and other in offered, offered
+        assert bash_complete(daemon.env(), line + sandbox[:4]) == [sandbox]
+    finally:
+        abx(daemon, "kill", other, "--yes")
+    assert other not in bash_complete(daemon.env(), line)  # live ones only
+
+
+def test_bash_completes_template_names_and_nothing_where_neither_goes(daemon, sandbox):
+    for line in ("abx create ", "abx run ", "abx create --template ", "abx template inspect "):
+        assert {"base", "host"} <= set(bash_complete(daemon.env(), line)), line
+    assert bash_complete(daemon.env(), "abx create h") == ["host"]
+    # After the id comes the command, after `--` the command's own words: no ids there.
+    for line in (f"abx exec {sandbox} ", f"abx exec {sandbox} -- ", f"abx set-timeout {sandbox} "):
+        assert sandbox not in bash_complete(daemon.env(), line), line
+
+
+def test_completion_without_a_daemon_is_quiet_fast_and_starts_none(tmp_path):
+    state = tmp_path / "state"
+    env = {**os.environ, "ABX_STATE_DIR": str(state), "ABX_CONFIG_DIR": str(tmp_path / "config")}
+    env.pop("ABX_SANDBOX_API_URL", None)
+    started = time.monotonic()
+    assert bash_complete(env, "abx exec ") == []
+    assert time.monotonic() - started < 5
+    assert not (state / "daemon.addr").exists() and not (state / "daemon.pid").exists()
+    r = subprocess.run([str(ABX_BIN), "__complete", "exec", ""], capture_output=True, text=True,
+                       env=env, timeout=10)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+
+
+def test_completion_gives_up_on_a_daemon_that_does_not_answer(daemon):
+    with socket.socket() as silent:  # accepts connections (the backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        env = {**daemon.env(), "ABX_SANDBOX_API_URL": f"http://127.0.0.1:{silent.getsockname()[1]}"}
+        started = time.monotonic()
+        r = subprocess.run([str(ABX_BIN), "__complete", "kill", ""], capture_output=True,
+                           text=True, env=env, timeout=10)
+        assert time.monotonic() - started < 3
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+
+
+def zsh_complete(env: dict[str, str], line: str) -> list[str]:
+    """What the zsh script offers at the end of `line`: zsh's completion builtins are
+    stood in for (compadd prints what it is given; file and command completion print
+    FILES and COMMANDS), so the script's own logic and its `abx __complete` call run."""
+    words = line.split(" ")
+    script = ("compdef() { : }; compadd() { [[ $1 == -- ]] && shift; print -l -- \"$@\" }\n"
+              "_files() { print FILES }; _describe() { print COMMANDS }\n"
+              f"source <({ABX_BIN} completion zsh)\n"
+              f"words=({' '.join(shlex.quote(w) for w in words)}); CURRENT={len(words)}\n"
+              "_abx; true\n")  # 1: nothing to offer (after --)
+    r = subprocess.run(["zsh", "-f", "-c", script], capture_output=True, text=True, timeout=30,
+                       env={**env, "PATH": f"{ABX_BIN.parent}:{env['PATH']}"})
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return r.stdout.split()
+
+
+def fish_complete(env: dict[str, str], line: str) -> list[str]:
+    """What fish offers at the end of `line` (`complete -C`), the script loaded."""
+    script = f"{ABX_BIN} completion fish | source; complete -C {shlex.quote(line)}"
+    r = subprocess.run(["fish", "-c", script], capture_output=True, text=True, timeout=30,
+                       env={**env, "PATH": f"{ABX_BIN.parent}:{env['PATH']}"})
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return [row.split("\t")[0] for row in r.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_zsh_and_fish_complete_ids_and_templates_too(daemon, sandbox, shell):
+    if not shutil.which(shell):
+        pytest.skip(f"{shell} is not installed here")
+    complete = zsh_complete if shell == "zsh" else fish_complete
+    env = daemon.env()
+    assert complete(env, "abx exec ") == [sandbox]  # only the ids: no files beside them
+    assert complete(env, f"abx kill {sandbox[:4]}") == [sandbox]
+    assert complete(env, "abx exec -e A=1 ") == [sandbox]
+    assert complete(env, "abx create h") == ["host"]
+    assert sandbox not in complete(env, f"abx exec {sandbox} -- ")
+    env["ABX_SANDBOX_API_URL"] = "http://127.0.0.1:9"  # no daemon: files, as before
+    assert sandbox not in complete(env, "abx exec ")
