@@ -20,16 +20,24 @@ std::string read_key_file(const std::filesystem::path& file) {
   return key;
 }
 
+// The local daemon's address as its address file has it (it may not answer).
+Result<std::string> recorded_url() {
+  std::ifstream in(paths::daemon_address_file(paths::state_dir()));
+  std::string url;
+  if (!(in >> url)) return Error{"no local daemon has run"};
+  return url;
+}
+
 }  // namespace
 
-Result<Endpoint> resolve_endpoint() {
+Result<Endpoint> resolve_endpoint(bool start_daemon) {
   auto config = config::Config::load(paths::config_file());
   if (!config) return config.error();
   const auto url_text = pick_setting(kUrlEnv, *config, config::kApiUrl);
   auto key = pick_setting(kKeyEnv, *config, config::kApiKey);
   std::string url = url_text.value_or("");
   if (!url_text) {
-    auto local = local_daemon::ensure_running(paths::state_dir());
+    auto local = start_daemon ? local_daemon::ensure_running(paths::state_dir()) : recorded_url();
     if (!local) return local.error();
     url = *local;
   }

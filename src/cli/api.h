@@ -12,8 +12,9 @@ using e2b::Endpoint;
 using e2b::SandboxPlane;
 using nlohmann::json;
 
-// The daemon to talk to: env > config > the local daemon (started if needed).
-Result<Endpoint> resolve_endpoint();
+// The daemon to talk to: env > config > the local daemon (started if needed;
+// with start_daemon false, its recorded address, whether it answers or not).
+Result<Endpoint> resolve_endpoint(bool start_daemon = true);
 
 // A request to the daemon carrying the endpoint's key (and a JSON body, if any).
 http::Request api_request(const Endpoint& endpoint, const std::string& method,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/complete_values.h"
 #include "cli/error_hints.h"
 #include "cli/suggest.h"
 #include "common/version.h"
@@ -76,11 +77,8 @@ int usage_error(const CLI::ParseError& error, CLI::App& app, const std::vector<s
     return kUsageExit;
   }
   std::cerr << "abx: " << error.what() << "\n";
-  // A bad value says all in its one line; a missing or extra argument is
-  // clearer next to the command's usage.
-  const bool bad_value = dynamic_cast<const CLI::ValidationError*>(&error) ||
-                         dynamic_cast<const CLI::ConversionError*>(&error);
-  if (bad_value) return kUsageExit;
+  // Every usage error (a bad value too) is followed by the command's usage,
+  // so the user sees how it is called without asking for --help.
   if (command != &app) std::cerr << CLI::Formatter().make_usage(command, path);
   std::cerr << "run `" << path << " --help` for more\n";
   return kUsageExit;
@@ -141,6 +139,9 @@ int main(int argc, char** argv) {
   add_dashboard(app, commands);
   add_completion(app, commands);
   add_help(app, commands);
+  // The completion scripts' question, outside the parser: its words are another command line.
+  if (argc > 1 && std::string_view(argv[1]) == "__complete")
+    return complete_values(app, {args.begin() + 1, args.end()});
   // CLI11 would only say "A subcommand is required" for a typo.
   if (argc > 1 && argv[1][0] != '-' && !has_command(app, argv[1])) {
     std::cerr << "abx: " << unknown_command_message(app, "abx", argv[1]) << "\n";

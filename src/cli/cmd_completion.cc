@@ -1,8 +1,10 @@
 // abx completion bash|zsh|fish: a completion script made from the parser's own
 // command tree, so it lists every command and flag without a hand-kept copy.
-// The scripts complete command names and flags; anything else (ids, paths) is
-// left to the shell's file completion, and nothing after `--` (a command that
-// runs in the sandbox).
+// The scripts complete command names and flags themselves; where a command
+// takes a sandbox id or a template they ask `abx __complete` (the live ids and
+// names, or nothing when no daemon answers within a second: it never starts
+// one); anything else (paths) is left to the shell's file completion, and
+// nothing after `--` (a command that runs in the sandbox).
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -95,6 +97,9 @@ void bash(const std::vector<Node>& nodes, std::ostream& out) {
       << "    mapfile -t COMPREPLY < <(compgen -W \"$flags\" -- \"$cur\")\n"
       << "  elif [[ -n $commands ]]; then\n"
       << "    mapfile -t COMPREPLY < <(compgen -W \"$commands\" -- \"$cur\")\n"
+      << "  else\n"
+      << "    mapfile -t COMPREPLY < <(\"${COMP_WORDS[0]}\" __complete "
+         "\"${COMP_WORDS[@]:1:COMP_CWORD}\" 2>/dev/null)\n"
       << "  fi\n"
       << "}\n"
       << "complete -o default -F _abx abx\n";
@@ -134,7 +139,10 @@ void zsh(const std::vector<Node>& nodes, std::ostream& out) {
       << "  elif (( ${#abx_commands} )); then\n"
       << "    _describe -t commands 'abx command' abx_commands\n"
       << "  else\n"
-      << "    _files\n"
+      << "    local -a abx_values\n"
+      << "    abx_values=(${(f)\"$(${words[1]} __complete \"${(@)words[2,CURRENT]}\" "
+         "2>/dev/null)\"})\n"
+      << "    if (( ${#abx_values} )); then compadd -- $abx_values; else _files; fi\n"
       << "  fi\n"
       << "}\n"
       << "if [[ $funcstack[1] == _abx ]]; then _abx \"$@\"; else compdef _abx abx; fi\n";
@@ -156,7 +164,18 @@ void fish(const std::vector<Node>& nodes, std::ostream& out) {
       << "        end\n"
       << "    end\n"
       << "    echo $cmdpath\n"
-      << "end\n";
+      << "end\n"
+      << "function __abx_values\n"
+      << "    set -l words (commandline -opc)\n"
+      << "    set -l cur (commandline -ct)\n"
+      << "    $words[1] __complete $words[2..-1] \"$cur\" 2>/dev/null\n"
+      << "end\n"
+      << "function __abx_has_values\n"
+      << "    test (__abx_path) != --; or return 1\n"
+      << "    set -l values (__abx_values)\n"
+      << "    test (count $values) -gt 0\n"
+      << "end\n"
+      << "complete -c abx -f -n __abx_has_values -a '(__abx_values)'\n";
   for (const Node& node : nodes) {
     const std::string when = " -n " + quoted("test (__abx_path) = \"" + node.path + "\"");
     for (const auto& [name, description] : node.commands) {

@@ -11,13 +11,16 @@
 #include <array>
 #include <chrono>
 #include <csignal>
+#include <iostream>
 #include <memory>
 
 #include "cli/api.h"
 #include "cli/command_output.h"
 #include "cli/commands.h"
+#include "cli/error_hints.h"
 #include "cli/exec.h"
 #include "cli/flag_checks.h"
+#include "cli/interactive_hint.h"
 #include "cli/process_events.h"
 #include "cli/sandbox_end.h"
 #include "cli/terminal.h"
@@ -415,6 +418,11 @@ Result<int> run_exec(const ExecOptions& options) {
   return ExecSession(control, *plane, options, std::move(*env), "/bin/sh").run();
 }
 
+int own_failure(const Error& error) {
+  std::cerr << "abx: " << with_hint(error.message()) << "\n";
+  return kOwnFailureExit;
+}
+
 Result<int> run_shell(const std::string& id, const std::string& user) {
   if (!terminal::is_tty(STDIN_FILENO))
     return Error{
@@ -426,7 +434,15 @@ Result<int> run_shell(const std::string& id, const std::string& user) {
   options.user = user;
   options.tty = true;
   options.interactive = true;
-  return run_exec(options);
+  auto code = run_exec(options);
+  return code ? code : own_failure(code.error());
+}
+
+// abx exec: the command's exit code, or 125 when abx itself failed.
+Result<int> exec_command(const ExecOptions& options) {
+  hint_interactive(options.command, options.tty, "abx exec -it " + options.id);
+  auto code = run_exec(options);
+  return code ? code : own_failure(code.error());
 }
 
 void add_exec(CLI::App& root, Commands& commands) {
@@ -436,7 +452,7 @@ void add_exec(CLI::App& root, Commands& commands) {
   app->add_option("command", options->command,
                   "After --: the command and its arguments, or one shell command line");
   add_exec_flags(*app, *options);
-  commands.push_back({app, [options] { return run_exec(*options); }});
+  commands.push_back({app, [options] { return exec_command(*options); }});
 }
 
 void add_exec_flags(CLI::App& app, ExecOptions& options) {
@@ -452,7 +468,8 @@ void add_exec_flags(CLI::App& app, ExecOptions& options) {
                "Copy output to a terminal byte for byte (by default, without -t, escape "
                "sequences and control characters are dropped when stdout/stderr is a terminal)");
   // Docker's short names too: -e, -w, -u.
-  app.add_option("-e,--env", options.env, "Environment variable K=V (repeatable)");
+  app.add_option("-e,--env", options.env, "Environment variable K=V (repeatable)")
+      ->check(key_value());
   app.add_option("-w,--cwd", options.cwd, "Working directory in the sandbox");
   app.add_option("-u,--user", options.user, "user or root (default: the template's user)")
       ->check(CLI::IsMember({"user", "root"}));

@@ -7,6 +7,7 @@
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/text.h"
 #include "common/http_client.h"
 
@@ -78,7 +79,7 @@ Result<std::string> field(const json& sandbox, const std::string& name) {
   const json metadata = sandbox.value("metadata", json::object());
   if (name == "Metadata") return metadata_text(metadata);
   if (name.rfind("Metadata.", 0) == 0) return metadata.value(name.substr(9), "");
-  return Error{"--format: unknown field {{." + name + "}}; the fields are " + kFields};
+  return Error{"unknown field {{." + name + "}}; the fields are " + kFields};
 }
 
 // `template` with each {{.Field}} replaced and \t, \n made tab and newline.
@@ -95,18 +96,26 @@ Result<std::string> render(const std::string& format, const json& sandbox) {
       continue;
     }
     const size_t close = format.find("}}", at);
-    if (close == std::string::npos) return Error{"--format: a {{ without its }}"};
+    if (close == std::string::npos) return Error{"a {{ without its }}"};
     std::string name = format.substr(at + 2, close - at - 2);
     name.erase(0, name.find_first_not_of(' '));
     name.erase(name.find_last_not_of(' ') + 1);
     if (name.empty() || name[0] != '.')
-      return Error{"--format: write fields as {{.ID}}; the fields are " + std::string(kFields)};
+      return Error{"write fields as {{.ID}}; the fields are " + std::string(kFields)};
     auto value = field(sandbox, name.substr(1));
     if (!value) return value.error();
     out += *value;
     at = close + 2;
   }
   return out;
+}
+
+// A --format template's mistake, found at parse time (CLI11 puts "--format: "
+// before it) rather than at the first sandbox listed; "" when it has none.
+std::string format_error(const std::string& format) {
+  if (format == "json") return {};
+  auto line = render(format, json::object());
+  return line ? std::string() : line.error().message();
 }
 
 Status print_formatted(const json& sandboxes, const std::string& format) {
@@ -168,9 +177,11 @@ void add_list(CLI::App& root, Commands& commands) {
   app->add_option("--format", options->format,
                   "One line per sandbox from a template, e.g. '{{.ID}}\\t{{.Template}}' "
                   "(fields: " +
-                      std::string(kFields) + "), or json (one object a line)");
+                      std::string(kFields) + "), or json (one object a line)")
+      ->check(value_check(format_error, "FORMAT"));
   app->add_option("--metadata", options->metadata,
-                  "Only sandboxes whose metadata has K=V (repeatable: every pair)");
+                  "Only sandboxes whose metadata has K=V (repeatable: every pair)")
+      ->check(key_value());
   app->add_option("--state", options->state, "Only running or only paused sandboxes")
       ->check(CLI::IsMember({"running", "paused"}));
   app->add_option("-n,--limit", options->limit, "At most this many sandboxes")

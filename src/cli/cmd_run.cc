@@ -11,11 +11,11 @@
 #include "cli/create.h"
 #include "cli/exec.h"
 #include "cli/flag_checks.h"
+#include "cli/interactive_hint.h"
 
 namespace abx::cli {
 namespace {
 
-constexpr int kOwnFailureExit = 125;
 // A sandbox whose `abx run` died with it (SIGKILL, a lost terminal) ends this
 // soon; while the command runs the session keeps extending it.
 constexpr int kUnattendedSeconds = 60;
@@ -49,13 +49,10 @@ Status split_words(RunOptions& options, const std::vector<std::string>& args) {
   return {};
 }
 
-int own_failure(const Error& error) {
-  std::cerr << "abx: " << error.message() << "\n";
-  return kOwnFailureExit;
-}
-
 Result<int> run_run(RunOptions& options, const std::vector<std::string>& args) {
   if (Status s = split_words(options, args); !s) return own_failure(s.error());
+  hint_interactive(options.exec.command, options.exec.tty,
+                   "abx run -it " + options.create.template_id);
   auto endpoint = resolve_endpoint();
   if (!endpoint) return own_failure(endpoint.error());
   // -e is the command's environment and the sandbox's too (what it starts).

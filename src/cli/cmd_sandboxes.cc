@@ -70,9 +70,11 @@ Result<json> create_sandbox(const Endpoint& endpoint, const CreateOptions& optio
 void add_resource_flags(CLI::App& app, CreateOptions& options) {
   app.add_option("--cpus", options.cpus, "CPUs it may use (default 1)")->check(CLI::Range(1, 1024));
   app.add_option("--memory", options.memory,
-                 "Memory limit, e.g. 512m, 2g (MiB without a unit; default 512m)");
+                 "Memory limit, e.g. 512m, 2g (MiB without a unit; default 512m)")
+      ->check(size_value());
   app.add_option("--disk", options.disk,
-                 "Disk limit of its writable layer, e.g. 2g (MiB without a unit; default 1g)");
+                 "Disk limit of its writable layer, e.g. 2g (MiB without a unit; default 1g)")
+      ->check(size_value());
   add_network_flags(app, options.network);
 }
 
@@ -203,8 +205,9 @@ void add_create(CLI::App& root, Commands& commands) {
   app->add_option("--timeout", options->timeout, "Seconds until the sandbox is killed")
       ->check(sandbox_timeout_seconds())
       ->capture_default_str();
-  app->add_option("--env", options->env, "Environment variable K=V for every command");
-  app->add_option("--metadata", options->metadata, "Metadata K=V");
+  app->add_option("--env", options->env, "Environment variable K=V for every command")
+      ->check(key_value());
+  app->add_option("--metadata", options->metadata, "Metadata K=V")->check(key_value());
   add_resource_flags(*app, *options);
   app->add_flag("--json", options->json,
                 "Print the whole sandbox as JSON (with metadata, startedAt, endAt)");
@@ -249,6 +252,7 @@ void add_kill(CLI::App& root, Commands& commands) {
   auto* all = app->add_flag("--all", options->all, "Kill every sandbox");
   app->add_option("--metadata", options->metadata,
                   "With --all: only the sandboxes whose metadata has K=V (repeatable: every pair)")
+      ->check(key_value())
       ->needs(all);
   app->add_flag("-y,-f,--yes,--force", options->yes, "Do not ask for confirmation");
   commands.push_back({app, [options] { return run_kill(*options); }});

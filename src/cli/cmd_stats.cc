@@ -1,16 +1,20 @@
 // abx stats [ID...] (alias metrics): each sandbox's CPU, memory and disk use,
 // the newest reading of GET /sandboxes/{id}/metrics (E2B's metrics); no id
-// means every sandbox. --watch redraws every two seconds until Ctrl-C.
+// means every sandbox. --watch redraws every two seconds until Ctrl-C or, for
+// sandboxes named, until they have all ended (a note says why, exit 0).
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/sandbox_end.h"
 #include "cli/terminal.h"
 #include "cli/text.h"
 
@@ -33,18 +37,19 @@ int64_t now_seconds() {
       .count();
 }
 
-// The newest reading of one sandbox, with its id.
-Result<json> latest(const ControlPlane& control, const std::string& id) {
+// The newest reading of one sandbox, with its id; none when it is not found.
+Result<std::optional<json>> latest(const ControlPlane& control, const std::string& id) {
   const std::string target = "/sandboxes/" + http::url_encode(id) +
                              "/metrics?start=" + std::to_string(now_seconds() - kLookBackSeconds);
   auto response =
       http::Client(control.endpoint().url).send(api_request(control.endpoint(), "GET", target));
   if (!response) return response.error();
+  if (response->status == 404) return std::optional<json>();
   if (response->status != 200) return Error{describe_failure(*response)};
   const json samples = json::parse(response->body);
   json reading = samples.is_array() && !samples.empty() ? samples.back() : json::object();
   reading["sandboxID"] = id;
-  return reading;
+  return std::optional<json>(std::move(reading));
 }
 
 std::string percent(double value) {
@@ -86,18 +91,38 @@ Result<std::vector<std::string>> targets(const ControlPlane& control, const Stat
   return ids;
 }
 
-// One reading of every target; a sandbox named on the command line that is
-// gone is an error, one that ended during --watch merely drops out.
-Result<json> readings(const ControlPlane& control, const StatsOptions& options) {
-  auto ids = targets(control, options);
+// The sandboxes named on the command line that --watch still follows: one
+// that ended after a reading drops out with a note; one never read is an error.
+struct Watched {
+  std::vector<std::string> ids;
+  std::set<std::string> seen;
+};
+
+void note_ended(const ControlPlane& control, const std::string& id) {
+  const auto why = sandbox_end_reason(control.endpoint(), id);
+  std::cerr << "abx: sandbox " << id << " has ended"
+            << (why && !why->empty() ? " (" + *why + ")" : "") << "; no more readings of it\n";
+}
+
+// One reading of every target; a sandbox that is not found is an error unless
+// --watch read it before (it ended: noted and dropped) or watches every sandbox.
+Result<json> readings(const ControlPlane& control, const StatsOptions& options, Watched& watched) {
+  auto ids = options.ids.empty() ? targets(control, options) : watched.ids;
   if (!ids) return ids.error();
   json out = json::array();
   for (const auto& id : *ids) {
     auto reading = latest(control, id);
-    if (reading) {
-      out.push_back(*reading);
-    } else if (!options.watch || options.ids.size() == 1) {
-      return reading.error();
+    if (!reading) return reading.error();
+    if (*reading) {
+      out.push_back(**reading);
+      watched.seen.insert(id);
+    } else if (options.watch && options.ids.empty()) {
+      continue;  // it ended between the list and its reading
+    } else if (options.watch && watched.seen.contains(id)) {
+      note_ended(control, id);
+      std::erase(watched.ids, id);
+    } else {
+      return Error::with_message("sandbox " + id + " not found", ENOENT);
     }
   }
   return out;
@@ -115,9 +140,11 @@ Result<int> run_stats(const StatsOptions& options) {
   if (!endpoint) return endpoint.error();
   const ControlPlane control(*endpoint);
   const bool redraw = options.watch && terminal::is_tty(STDOUT_FILENO);
+  Watched watched{options.ids, {}};
   for (;;) {
-    auto all = readings(control, options);
+    auto all = readings(control, options, watched);
     if (!all) return all.error();
+    if (!options.ids.empty() && watched.ids.empty()) return 0;  // every one named has ended
     if (options.json) {
       std::cout << (options.watch ? all->dump() : all->dump(2)) << "\n";
     } else {
@@ -138,7 +165,8 @@ void add_stats(CLI::App& root, Commands& commands) {
   app->alias("metrics");
   app->add_option("ids", options->ids, "Sandbox ids (default: every sandbox)");
   app->add_flag("--json", options->json, "Print the readings as JSON (E2B's metric fields)");
-  app->add_flag("-w,--watch", options->watch, "Show a new reading every 2 s until Ctrl-C");
+  app->add_flag("-w,--watch", options->watch,
+                "Show a new reading every 2 s until Ctrl-C or the sandboxes named have ended");
   commands.push_back({app, [options] { return run_stats(*options); }});
 }
 

@@ -10,6 +10,7 @@
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/registry_auth.h"
 #include "cli/server_template.h"
 #include "cli/terminal.h"
@@ -369,7 +370,8 @@ void add_build(CLI::App& parent, Commands& commands) {
                   "code-interpreter-v1)");
   app->add_option("-f,--file", options->file, "The Sandboxfile (default: <dir>/Sandboxfile)");
   app->add_option("--name", options->name, "Name of the template to build");
-  app->add_option("--build-arg", options->build_args, "NAME=VALUE for an ARG (repeatable)");
+  app->add_option("--build-arg", options->build_args, "NAME=VALUE for an ARG (repeatable)")
+      ->check(key_value());
   app->add_flag("--no-cache", options->no_cache, "Rebuild every step, ignoring the cache");
   app->add_flag("--no-network", options->no_network, "Refuse network access to build steps");
   app->add_flag("--insecure-registry", options->insecure_registry,
@@ -386,7 +388,13 @@ void add_deploy(CLI::App& parent, Commands& commands) {
       "deploy", "Copy a template to another abx daemon through its template API");
   app->add_option("name", options->name, "Local template name")->required();
   app->add_option("--to", options->to, "The other daemon's API URL (http[s]://HOST:PORT)")
-      ->required();
+      ->required()
+      ->check(value_check(
+          [](const std::string& text) {
+            auto url = http::Url::parse(text);
+            return url ? std::string() : url.error().message();
+          },
+          "URL"));
   app->add_option("--api-key", options->api_key,
                   "A key of that daemon (default: $ABX_DEPLOY_API_KEY)");
   app->add_option("--as", options->as, "Name there (default: the same)");

@@ -11,6 +11,9 @@
 namespace abx::cli {
 
 inline constexpr int kMaxCommandTimeout = 7 * 86400;
+// What exec, run and shell exit with when abx itself fails (no such sandbox or
+// template, daemon unreachable), as docker's do: every other code is the command's.
+inline constexpr int kOwnFailureExit = 125;
 
 struct ExecOptions {
   std::string id;
@@ -31,5 +34,8 @@ void add_exec_flags(CLI::App& app, ExecOptions& options);
 // Runs options.command in sandbox options.id: output streamed, stdin and
 // signals passed on; the command's exit code (124 at its --timeout).
 Result<int> run_exec(const ExecOptions& options);
+
+// Prints "abx: <error, with its hint>" and returns kOwnFailureExit.
+int own_failure(const Error& error);
 
 }  // namespace abx::cli

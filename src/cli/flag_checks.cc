@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "cli/text.h"
+
 namespace abx::cli {
 
 // The daemon's limit (daemon/control_requests.h kMaxTimeoutSec); the client
@@ -27,6 +29,31 @@ CLI::Validator whole_number(std::int64_t low, std::int64_t high, const std::stri
 
 CLI::Validator sandbox_timeout_seconds() {
   return whole_number(1, kMaxSandboxTimeout, "seconds", "one day");
+}
+
+CLI::Validator value_check(std::function<std::string(const std::string&)> check,
+                           const std::string& description) {
+  return CLI::Validator([check = std::move(check)](std::string& text) { return check(text); },
+                        description);
+}
+
+CLI::Validator size_value() {
+  return value_check(
+      [](const std::string& text) {
+        auto mib = parse_mib(text, "");
+        return mib ? std::string() : mib.error().message();
+      },
+      "SIZE");
+}
+
+CLI::Validator key_value() {
+  return value_check(
+      [](const std::string& text) {
+        const auto eq = text.find('=');
+        return eq != std::string::npos && eq > 0 ? std::string()
+                                                 : "'" + text + "' is not KEY=VALUE";
+      },
+      "KEY=VALUE");
 }
 
 }  // namespace abx::cli

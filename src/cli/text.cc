@@ -69,7 +69,7 @@ std::string rfc3339_to_local(std::string_view text) {
 
 Result<uint32_t> parse_mib(const std::string& text, std::string_view flag) {
   const auto bad = [&] {
-    return Error{std::string(flag) + ": '" + text +
+    return Error{(flag.empty() ? "" : std::string(flag) + ": ") + "'" + text +
                  "' is not a size; give MiB or a unit, e.g. 512m, 2g, 1024"};
   };
   size_t used = 0;

@@ -36,7 +36,7 @@ std::string rfc3339_to_local(std::string_view text);
 std::string ends_text(const nlohmann::json& sandbox);
 
 // A size as Docker's --memory takes it, in MiB: "512m", "2g", "1.5G", "2048k",
-// "1024" (no unit: MiB); a clear one-line error naming `flag` otherwise.
+// "1024" (no unit: MiB); a clear one-line error naming `flag` (when not empty) otherwise.
 Result<uint32_t> parse_mib(const std::string& text, std::string_view flag);
 
 // 1536 → "1.5 KiB".

@@ -104,9 +104,11 @@ Error unknown_template(const std::string& name, const std::string& known) {
     start = comma + 2;
   }
   const auto guess = nearest_word(name, names);
-  return Error{"template", ENOENT,
-               "unknown template '" + name + "'; " +
-                   (guess ? "did you mean " + *guess + "? " : "") + "known: " + known};
+  // The whole message: the errno's "No such file or directory" would read as a missing
+  // file, not as a name the user mistyped.
+  return Error::with_message("unknown template '" + name + "'; " +
+                                 (guess ? "did you mean " + *guess + "? " : "") + "known: " + known,
+                             ENOENT);
 }
 
 std::string mib_text(uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }

@@ -187,9 +187,10 @@ Result<TemplateMeta> TemplateStore::from_image(const std::string& image,
   const std::string team = request.owner.empty() ? store::kUnownedTeam : request.owner;
   auto id = resolve_for(team, image);
   if (!id || !fs::exists(dir_ / *id / "meta.json"))
-    return Error{"FROM", ENOENT,
-                 "unknown template '" + image +
-                     "' in FROM; use a template name, debian:<suite> or an image archive"};
+    return Error::with_message("unknown template '" + image +
+                                   "' in FROM; use a template name, debian:<suite> or an "
+                                   "image archive",
+                               ENOENT);
   return read_meta(dir_ / *id);
 }
 

@@ -39,6 +39,15 @@ def one_line_error(r: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+def bad_value_error(r: subprocess.CompletedProcess, command: str) -> str:
+    """A bad flag value is a usage error: exit 2, its line, then the command's usage."""
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 3 and lines[1].startswith(f"Usage: abx {command} "), r.stderr
+    assert lines[2] == f"run `abx {command} --help` for more", r.stderr
+    return lines[0]
+
+
 # --- item 6: new commands -------------------------------------------------------------
 
 
@@ -290,7 +299,7 @@ def test_list_quiet_format_and_metadata_filter(daemon):
         assert json.loads(r.stdout)["sandboxID"] == b
         table = abx(daemon, "list").stdout
         assert "METADATA" in table.splitlines()[0] and "owner=alice" in table
-        line = one_line_error(abx(daemon, "list", "--format", "{{.Nope}}"))
+        line = bad_value_error(abx(daemon, "list", "--format", "{{.Nope}}"), "list")
         assert "unknown field {{.Nope}}" in line and "{{.ID}}" in line
     finally:
         abx(daemon, "kill", a, b, "--yes")
@@ -328,15 +337,16 @@ def test_create_takes_the_template_as_an_argument(daemon):
 
 @pytest.mark.parametrize("value", ["0", "-5", "86401", "99999999999999999999", "1.5"])
 def test_create_timeout_out_of_range_says_the_range_in_words(daemon, value):
-    line = one_line_error(abx(daemon, "create", "--template", "host", "--timeout", value))
+    line = bad_value_error(abx(daemon, "create", "--template", "host", "--timeout", value),
+                           "create")
     assert "--timeout" in line and "from 1 to 86400" in line and "one day" in line
     assert len(line) < 160
 
 
 def test_set_timeout_and_exec_timeout_ranges(daemon, sandbox):
-    line = one_line_error(abx(daemon, "set-timeout", sandbox, "0"))
+    line = bad_value_error(abx(daemon, "set-timeout", sandbox, "0"), "set-timeout")
     assert "from 1 to 86400" in line
-    line = one_line_error(abx(daemon, "exec", "--timeout", "-1", sandbox, "--", "true"))
+    line = bad_value_error(abx(daemon, "exec", "--timeout", "-1", sandbox, "--", "true"), "exec")
     assert "from 0 to 604800" in line and "0: no limit" in line
 
 

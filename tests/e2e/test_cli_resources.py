@@ -27,6 +27,7 @@ def test_create_takes_cpus_memory_and_disk(daemon):
                                         ("--disk", "2x")])
 def test_a_size_that_is_none_is_a_clear_error(daemon, flag, value):
     r = abx(daemon, "create", "host", flag, value)
-    assert r.returncode != 0 and r.stdout == ""
-    assert r.stderr == f"abx: {flag}: '{value}' is not a size; give MiB or a unit, e.g. 512m, 2g, " \
-                       "1024\n"
+    assert r.returncode == 2 and r.stdout == ""  # a usage error: then the usage line
+    assert r.stderr.splitlines() == [
+        f"abx: {flag}: '{value}' is not a size; give MiB or a unit, e.g. 512m, 2g, 1024",
+        "Usage: abx create [OPTIONS] [template]", "run `abx create --help` for more"]

@@ -117,8 +117,8 @@ TEST_F(TemplateTenancyTest, UnknownNameErrorListsOnlyWhatTheTeamSees) {
   TemplateStore store(templates_, runtime_);
   const Error for_beta = store.unknown_for("mine", "beta");
   EXPECT_EQ(for_beta.errnum, ENOENT);
-  EXPECT_EQ(for_beta.detail, "unknown template 'mine'; known: base, code-interpreter-v1, host");
-  EXPECT_EQ(store.unknown_for("x", "alpha").detail,
+  EXPECT_EQ(for_beta.message(), "unknown template 'mine'; known: base, code-interpreter-v1, host");
+  EXPECT_EQ(store.unknown_for("x", "alpha").message(),
             "unknown template 'x'; known: base, code-interpreter-v1, host, mine");
 }
 

@@ -145,11 +145,10 @@ TEST_F(TemplateStoreTest, UnknownNamesListTheKnownOnes) {
   TemplateStore store(data_ / "templates", runtime_);
   auto resolved = store.resolve("ubuntu");
   ASSERT_FALSE(resolved.ok());
-  EXPECT_EQ(resolved.error().step, "template");
   EXPECT_EQ(resolved.error().errnum, ENOENT);
-  EXPECT_EQ(resolved.error().detail,
+  EXPECT_EQ(resolved.error().message(),
             "unknown template 'ubuntu'; known: base, code-interpreter-v1, host");
-  EXPECT_EQ(store.resolve("bsae").error().detail,
+  EXPECT_EQ(store.resolve("bsae").error().message(),
             "unknown template 'bsae'; did you mean base? known: base, code-interpreter-v1, host");
   EXPECT_FALSE(store.rootfs("ubuntu").ok());
   EXPECT_FALSE(fs::exists(host_));
