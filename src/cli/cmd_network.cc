@@ -5,6 +5,7 @@
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 
 namespace abx::cli {
 namespace {
@@ -26,9 +27,8 @@ Result<int> run_show(const std::string& id) {
 // E2B's update replaces every egress field: what is not given here is cleared.
 Result<int> run_update(const UpdateOptions& options) {
   const NetworkFlags& flags = options.network;
-  json body = {{"allow_internet_access", !flags.no_internet}};
-  if (!flags.allow_out.empty()) body["allowOut"] = flags.allow_out;
-  if (!flags.deny_out.empty()) body["denyOut"] = flags.deny_out;
+  json body = network_settings(flags);
+  body["allow_internet_access"] = !flags.no_internet;
   if (auto done = call_api("PUT", "/sandboxes/" + options.id + "/network", body.dump()); !done)
     return done.error();
   return run_show(options.id);
@@ -58,6 +58,38 @@ std::string network_summary(const json& sandbox) {
   return out;
 }
 
+// HOST:NAME=VALUE; "" when it is one, else why not.
+std::string header_rule_problem(const std::string& text) {
+  const size_t colon = text.find(':');
+  const size_t equals = colon == std::string::npos ? colon : text.find('=', colon);
+  if (colon == 0 || colon == std::string::npos || equals == std::string::npos ||
+      equals == colon + 1)
+    return "--header: HOST:NAME=VALUE, e.g. api.openai.com:Authorization='Bearer "
+           "abx-secret:OPENAI_KEY', not '" +
+           text + "'";
+  return {};
+}
+
+json network_settings(const NetworkFlags& flags) {
+  json network = json::object();
+  if (!flags.allow_out.empty()) network["allowOut"] = flags.allow_out;
+  if (!flags.deny_out.empty()) network["denyOut"] = flags.deny_out;
+  json headers_by_host = json::object();
+  for (const std::string& rule : flags.headers) {
+    const size_t colon = rule.find(':');
+    const size_t equals = rule.find('=', colon);
+    headers_by_host[rule.substr(0, colon)][rule.substr(colon + 1, equals - colon - 1)] =
+        rule.substr(equals + 1);
+  }
+  if (!headers_by_host.empty()) {
+    json rules = json::object();
+    for (const auto& [host, headers] : headers_by_host.items())
+      rules[host] = json::array({{{"transform", {{"headers", headers}}}}});
+    network["rules"] = std::move(rules);
+  }
+  return network;
+}
+
 void add_network_flags(CLI::App& app, NetworkFlags& flags) {
   app.add_flag("--no-internet", flags.no_internet,
                "No egress at all (allow_internet_access=false)");
@@ -66,6 +98,10 @@ void add_network_flags(CLI::App& app, NetworkFlags& flags) {
       "Allow egress to an IP, CIDR, host or *.domain (repeatable; wins over --deny-out)");
   app.add_option("--deny-out", flags.deny_out,
                  "Deny egress to an IP, CIDR, host or *.domain (repeatable; 0.0.0.0/0: all)");
+  app.add_option("--header", flags.headers,
+                 "HOST:NAME=VALUE: the egress proxy sets header NAME on requests to HOST (or "
+                 "*.domain); a VALUE with abx-secret:SECRET is that stored secret (repeatable)")
+      ->check(value_check(header_rule_problem, "HOST:NAME=VALUE"));
 }
 
 void add_network(CLI::App& root, Commands& commands) {

@@ -53,10 +53,8 @@ Result<json> create_sandbox(const Endpoint& endpoint, const CreateOptions& optio
                   {"secure", true},
                   {"waitForBuild", false},
                   {"allow_internet_access", !options.network.no_internet}};
-  json network = json::object();
-  if (!options.network.allow_out.empty()) network["allowOut"] = options.network.allow_out;
-  if (!options.network.deny_out.empty()) network["denyOut"] = options.network.deny_out;
-  if (!network.empty()) request["network"] = network;
+  if (json network = network_settings(options.network); !network.empty())
+    request["network"] = std::move(network);
   if (Status s = add_resources(options, request); !s) return s.error();
   auto sandbox = ControlPlane(endpoint).create_sandbox(request);
   // First use of a template with a spec: build it here, with its progress shown.

@@ -68,13 +68,18 @@ void add_dashboard(CLI::App& root, Commands& commands);  // dashboard [--no-open
 // completion bash|zsh|fish: a script made from `root`'s command tree.
 void add_completion(CLI::App& root, Commands& commands);
 
-// --no-internet, --allow-out, --deny-out: on create and on network update.
+// --no-internet, --allow-out, --deny-out, --header: on create (and run) and
+// on network update.
 struct NetworkFlags {
   bool no_internet = false;
   std::vector<std::string> allow_out;
   std::vector<std::string> deny_out;
+  std::vector<std::string> headers;  // HOST:NAME=VALUE
 };
 void add_network_flags(CLI::App& app, NetworkFlags& flags);
+// The create or network update body's `network` (E2B's shape: allowOut,
+// denyOut, rules of headers by host); empty when no flag asked for any.
+nlohmann::json network_settings(const NetworkFlags& flags);
 // A sandbox's egress policy in a few words ("internet", "none", "allow 2, deny all").
 std::string network_summary(const nlohmann::json& sandbox);
 // A sandbox's metadata as "k=v, k2=v2".
