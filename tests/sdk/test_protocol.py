@@ -25,7 +25,7 @@ from agent_sandbox._connect import EnvelopeDecoder, encode_envelope
 from agent_sandbox._execution import ExecutionBuilder
 from agent_sandbox._http import Call, error_from_response, retry_delay
 from agent_sandbox._process import ProcessOutput
-from agent_sandbox._streams import ConnectMessages, NdjsonMessages
+from agent_sandbox._streams import ConnectMessages, NdjsonMessages, SseMessages
 
 # Parsing and error mapping against fakes of the wire: no daemon, no sandbox.
 pytestmark = pytest.mark.offline
@@ -69,6 +69,20 @@ def test_ndjson_lines_across_chunks():
     assert lines.feed(b'xt":"a"}\n{"type":"end_of_execution"}\n') == [
         {"type": "stdout", "text": "a"}, {"type": "end_of_execution"}]
     lines.finish()
+
+
+def test_server_sent_events_split_at_every_byte():
+    wire = (b': keepalive\n\nid: 1\nevent: lifecycle\ndata: {"seq":1}\n\n'
+            b'id: 2\r\nevent: commands\r\ndata: {"seq":2,\r\ndata: "x":"a"}\r\n\r\n')
+    for cut in range(len(wire) + 1):
+        events = SseMessages(envd_call())
+        got = events.feed(wire[:cut]) + events.feed(wire[cut:])
+        assert got == [{"seq": 1}, {"seq": 2, "x": "a"}], cut
+        events.finish()
+    cut_short = SseMessages(envd_call())
+    cut_short.feed(b'id: 3\ndata: {"seq"')
+    with pytest.raises(SandboxException, match="mid-event"):
+        cut_short.finish()
 
 
 def test_process_output_decodes_split_utf8_and_exit_codes():

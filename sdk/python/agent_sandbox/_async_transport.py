@@ -21,10 +21,10 @@ from ._http import (
     retry_delay,
     transport_errors,
 )
-from ._streams import ConnectMessages, NdjsonMessages
+from ._streams import ConnectMessages, NdjsonMessages, SseMessages
 from .errors import SandboxException
 
-Decoder = Union[ConnectMessages, NdjsonMessages]
+Decoder = Union[ConnectMessages, NdjsonMessages, SseMessages]
 ErrorMaker = Callable[[Call, int, bytes], SandboxException]
 T = TypeVar("T")
 
@@ -155,6 +155,10 @@ class AsyncTransport:
     async def ndjson_stream(self, call: Call) -> AsyncMessageStream:
         """Opens an NDJSON stream."""
         return AsyncMessageStream(call, await self.send(call, stream=True), NdjsonMessages(call))
+
+    async def sse_stream(self, call: Call) -> AsyncMessageStream:
+        """Opens a server-sent event stream: each event's data."""
+        return AsyncMessageStream(call, await self.send(call, stream=True), SseMessages(call))
 
     async def ensure_local_daemon(self, reresolve: Callable[[], ConnectionConfig]) -> None:
         """For the local provider: makes sure a daemon answers, starting one if needed."""

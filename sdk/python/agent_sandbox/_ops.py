@@ -28,6 +28,7 @@ from .errors import (
     InvalidArgumentException,
     NotFoundException,
     SandboxNotFoundException,
+    UnsupportedException,
 )
 from .models import (
     Context,
@@ -39,6 +40,7 @@ from .models import (
     FilesystemEventType,
     FileType,
     ProcessInfo,
+    SandboxEvent,
     SandboxInfo,
     SandboxMetrics,
     SandboxQuery,
@@ -223,6 +225,51 @@ def sandbox_diff(config: ConnectionConfig, sandbox_id: str) -> Op[FileChanges]:
     body = response.json()
     return FileChanges([FileChange(c["path"], c["kind"], c["change"], c.get("size", 0))
                         for c in body.get("changes", [])], bool(body.get("truncated", False)))
+
+
+EVENTS_KEEPALIVE_SECONDS = 15
+"""How often the daemon sends a comment on a followed event stream when nothing happens."""
+
+
+def events_call(config: ConnectionConfig, sandbox_id: str, event_type: str | None,
+                since: int | None, follow: bool = False) -> Call:
+    """GET /abx/v1/sandboxes/{id}/events[?type=&since=&follow=1] (our extension): the
+    sandbox's flight record, which only the local abx daemon keeps. The daemon checks
+    `type` and `since` (400: InvalidArgumentException), so new types need no SDK release."""
+    if config.provider != "local":
+        raise UnsupportedException(
+            f"sandbox {sandbox_id}: events are recorded by the local abx daemon only; "
+            f"provider {config.provider!r} has no flight record")
+    params: dict[str, Any] = {name: value for name, value in
+                              (("type", event_type), ("since", since)) if value is not None}
+    timeout = None
+    if follow:
+        params["follow"] = "1"
+        # Quiet sandboxes are normal: only a stream silent for several keepalives is dead.
+        timeout = httpx.Timeout(config.request_timeout, read=max(config.request_timeout,
+                                                                 4 * EVENTS_KEEPALIVE_SECONDS))
+    return _control(config, "GET", f"/abx/v1/sandboxes/{sandbox_id}/events",
+                    f"sandbox {sandbox_id}", sandbox_id=sandbox_id, params=params or None,
+                    timeout=timeout)
+
+
+def sandbox_events(config: ConnectionConfig, sandbox_id: str, event_type: str | None,
+                   since: int | None) -> Op[list[SandboxEvent]]:
+    """The flight record so far (JSON lines), oldest first."""
+    response = yield events_call(config, sandbox_id, event_type, since)
+    return [sandbox_event(json_module.loads(line)) for line in response.text.splitlines()
+            if line.strip()]
+
+
+_EVENT_HEAD = ("seq", "at", "type", "event")
+
+
+def sandbox_event(body: dict[str, Any]) -> SandboxEvent:
+    """SandboxEvent from one recorded event (`at` in unix milliseconds)."""
+    return SandboxEvent(seq=int(body.get("seq") or 0),
+                        at=datetime.fromtimestamp(int(body.get("at") or 0) / 1000, timezone.utc),
+                        type=str(body.get("type", "")), event=str(body.get("event", "")),
+                        fields={k: v for k, v in body.items() if k not in _EVENT_HEAD})
 
 
 def list_snapshots(config: ConnectionConfig, sandbox_id: str | None) -> Op[list[SnapshotInfo]]:

@@ -50,3 +50,30 @@ class NdjsonMessages:
         """Called at EOF: a partial last line means the stream was cut."""
         if bytes(self._buffer).strip():
             raise SandboxException(f"{self._call.subject}: the connection closed mid-line")
+
+
+class SseMessages:
+    """The `data:` JSON of each server-sent event (blocks of `field: value` lines ended by a
+    blank line); comments (`: keepalive`) and events without data are skipped."""
+
+    def __init__(self, call: Call) -> None:
+        self._call = call
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
+        """Objects of the events completed by `chunk`."""
+        self._buffer += chunk
+        *blocks, rest = bytes(self._buffer).replace(b"\r\n", b"\n").split(b"\n\n")
+        self._buffer = bytearray(rest)
+        return [message for message in map(self._data, blocks) if message is not None]
+
+    @staticmethod
+    def _data(block: bytes) -> dict[str, Any] | None:
+        data = [line[5:].removeprefix(b" ") for line in block.split(b"\n")
+                if line.startswith(b"data:")]
+        return json.loads(b"\n".join(data)) if data else None
+
+    def finish(self) -> None:
+        """Called at EOF: a partial last event means the stream was cut."""
+        if bytes(self._buffer).strip():
+            raise SandboxException(f"{self._call.subject}: the connection closed mid-event")

@@ -56,6 +56,23 @@ class FileChanges:
 
 
 @dataclass
+class SandboxEvent:
+    """One entry of a sandbox's flight record (`Sandbox.events`), oldest first by `seq`."""
+
+    seq: int
+    """Its place in the sandbox's record: pass it as `since=` to get only later events."""
+    at: datetime
+    """When it happened (UTC)."""
+    type: str
+    """"lifecycle", "commands" or "files"."""
+    event: str
+    """What happened, e.g. "created", "started", "ended", "uploaded"."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """Its details as the daemon records them (`argv`, `exitCode`, `path`, `bytes`, ...: see
+    the events route in spec/daemon-api.md); environment values are never recorded."""
+
+
+@dataclass
 class SnapshotInfo:
     """A snapshot of a sandbox's files (E2B's `SnapshotInfo`): `Sandbox.create(snapshot_id)`
     starts new sandboxes on it. Memory and processes are not part of it."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+from collections.abc import AsyncIterator
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Callable, TypeVar
@@ -15,6 +16,7 @@ from typing import Any, Callable, TypeVar
 from . import _config, _network, _ops
 from ._async_transport import AsyncTransport, call_handler
 from ._execution import ExecutionBuilder, code_timeout_error
+from ._http import Call
 from .commands import Commands
 from .errors import SandboxNotFoundException, TimeoutException
 from .filesystem import Filesystem
@@ -24,6 +26,7 @@ from .models import (
     ExecutionError,
     FileChanges,
     Result,
+    SandboxEvent,
     SandboxInfo,
     SandboxMetrics,
     SandboxQuery,
@@ -267,6 +270,47 @@ class AsyncSandbox:
         """
         return await self._transport.run(_ops.sandbox_diff(self._transport.config,
                                                            self.sandbox_id))
+
+    async def events(self, type: str | None = None,
+                     since: int | None = None) -> builtins.list[SandboxEvent]:
+        """The sandbox's flight record (local provider only): what happened in it, oldest
+        first, as `abx events` shows it: lifecycle (created, timeout set, paused, ended, ...),
+        commands (started with argv, cwd and env names, never values; ended with exit code)
+        and files (uploaded, downloaded, with size and sha256).
+
+        :param type: only "lifecycle", "commands" or "files" events
+        :param since: only events after this `seq` (the last one you have)
+        :return: the events, at most 10 000 a call (ask again with `since`)
+        :raises UnsupportedException: a remote provider (they keep no such record)
+        :raises InvalidArgumentException: an unknown type, or a since that is no seq
+        :raises SandboxNotFoundException: it ended more than a day ago, or this object killed it
+        """
+        return await self._transport.run(_ops.sandbox_events(self._transport.config,
+                                                             self.sandbox_id, type, since))
+
+    def follow_events(self, type: str | None = None,
+                      since: int | None = None) -> AsyncIterator[SandboxEvent]:
+        """The events so far, then each new one as it happens (within a quarter second), for
+        `async for`; the iteration ends after the sandbox's lifecycle `ended` event (or, with
+        a `type` filter, when the sandbox ends). Leaving the loop early closes the stream once
+        the iterator is dropped; `await iterator.aclose()` closes it at once.
+
+        :param type: as in `events`
+        :param since: as in `events`
+        :return: an async iterator of SandboxEvent
+        :raises UnsupportedException: a remote provider (raised here, before any request)
+        """
+        call = _ops.events_call(self._transport.config, self.sandbox_id, type, since,
+                                follow=True)
+        return self._follow(call)
+
+    async def _follow(self, call: Call) -> AsyncIterator[SandboxEvent]:
+        stream = await self._transport.sse_stream(call)
+        try:
+            async for message in stream:
+                yield _ops.sandbox_event(message)
+        finally:
+            await stream.aclose()
 
     async def create_snapshot(self, name: str | None = None) -> SnapshotInfo:
         """A snapshot of the sandbox's files; the sandbox is frozen for the copy and goes

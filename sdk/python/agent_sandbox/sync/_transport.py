@@ -19,10 +19,10 @@ from .._http import (
     retry_delay,
     transport_errors,
 )
-from .._streams import ConnectMessages, NdjsonMessages
+from .._streams import ConnectMessages, NdjsonMessages, SseMessages
 from ..errors import SandboxException
 
-Decoder = Union[ConnectMessages, NdjsonMessages]
+Decoder = Union[ConnectMessages, NdjsonMessages, SseMessages]
 ErrorMaker = Callable[[Call, int, bytes], SandboxException]
 T = TypeVar("T")
 
@@ -144,6 +144,10 @@ class Transport:
     def ndjson_stream(self, call: Call) -> MessageStream:
         """Opens an NDJSON stream."""
         return MessageStream(call, self.send(call, stream=True), NdjsonMessages(call))
+
+    def sse_stream(self, call: Call) -> MessageStream:
+        """Opens a server-sent event stream: each event's data."""
+        return MessageStream(call, self.send(call, stream=True), SseMessages(call))
 
     def ensure_local_daemon(self, reresolve: Callable[[], ConnectionConfig]) -> None:
         """For the local provider: makes sure a daemon answers, starting one if needed."""

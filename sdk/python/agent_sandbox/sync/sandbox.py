@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Callable, TypeVar
@@ -15,6 +16,7 @@ import httpx
 
 from .. import _config, _network, _ops
 from .._execution import ExecutionBuilder, code_timeout_error
+from .._http import Call
 from ..errors import SandboxNotFoundException, TimeoutException
 from ..models import (
     Context,
@@ -22,6 +24,7 @@ from ..models import (
     ExecutionError,
     FileChanges,
     Result,
+    SandboxEvent,
     SandboxInfo,
     SandboxMetrics,
     SandboxQuery,
@@ -253,6 +256,42 @@ class Sandbox:
     def diff(self) -> FileChanges:
         """What the sandbox changed on top of its template (see `AsyncSandbox.diff`)."""
         return self._transport.run(_ops.sandbox_diff(self._transport.config, self.sandbox_id))
+
+    def events(self, type: str | None = None,
+               since: int | None = None) -> builtins.list[SandboxEvent]:
+        """The sandbox's flight record, oldest first (see `AsyncSandbox.events`).
+
+        :param type: only "lifecycle", "commands" or "files" events
+        :param since: only events after this `seq`
+        :return: the events
+        :raises UnsupportedException: a remote provider
+        :raises SandboxNotFoundException: it ended more than a day ago, or this object killed it
+        """
+        return self._transport.run(_ops.sandbox_events(self._transport.config, self.sandbox_id,
+                                                       type, since))
+
+    def follow_events(self, type: str | None = None,
+                      since: int | None = None) -> Iterator[SandboxEvent]:
+        """The events so far, then each new one as it happens, until the sandbox's lifecycle
+        `ended` event (see `AsyncSandbox.follow_events`). Breaking out of the loop (or
+        closing the iterator) closes the stream.
+
+        :param type: as in `events`
+        :param since: as in `events`
+        :return: an iterator of SandboxEvent
+        :raises UnsupportedException: a remote provider (raised here, before any request)
+        """
+        call = _ops.events_call(self._transport.config, self.sandbox_id, type, since,
+                                follow=True)
+        return self._follow(call)
+
+    def _follow(self, call: Call) -> Iterator[SandboxEvent]:
+        stream = self._transport.sse_stream(call)
+        try:
+            for message in stream:
+                yield _ops.sandbox_event(message)
+        finally:
+            stream.close()
 
     def create_snapshot(self, name: str | None = None) -> SnapshotInfo:
         """A snapshot of the sandbox's files (see `AsyncSandbox.create_snapshot`).
