@@ -311,4 +311,28 @@ Result<json> ControlPlane::fork_sandbox(const std::string& id, int count, int ti
   return parse_json(response->body, "POST /sandboxes/" + id + "/fork");
 }
 
+Result<json> ControlPlane::sandbox_events(const std::string& id, const std::string& query) const {
+  if (Status st = check_sandbox_id(id); !st) return st.error();
+  const std::string target =
+      "/abx/v1/sandboxes/" + http::url_encode(id) + "/events" + (query.empty() ? "" : "?" + query);
+  auto response = call("GET", target);
+  if (!response) return response.error();
+  if (response->status == 404) {
+    return Error{"no events of sandbox " + id +
+                 " (unknown, another team's, or ended over a day ago)"};
+  }
+  if (response->status != 200)
+    return Error{"could not read the events of " + id + ": " + describe_failure(*response)};
+  json events = json::array();
+  for (size_t start = 0; start < response->body.size();) {
+    size_t end = response->body.find('\n', start);
+    if (end == std::string::npos) end = response->body.size();
+    auto event = json::parse(response->body.substr(start, end - start), nullptr, false);
+    if (!event.is_object()) return Error{"bad JSON line in the events of " + id};
+    events.push_back(std::move(event));
+    start = end + 1;
+  }
+  return events;
+}
+
 }  // namespace abx::e2b

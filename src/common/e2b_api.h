@@ -46,6 +46,9 @@ class ControlPlane {
   // E2B's fork: `count` new sandboxes from one snapshot of `id`, each entry
   // {"sandbox": {...}} or {"error": {code, message}}; timeout_sec 0: the default.
   Result<json> fork_sandbox(const std::string& id, int count, int timeout_sec) const;
+  // The flight record (GET /abx/v1/sandboxes/{id}/events?`query`), oldest
+  // first, as an array of the daemon's event objects.
+  Result<json> sandbox_events(const std::string& id, const std::string& query = {}) const;
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:

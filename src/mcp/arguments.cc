@@ -1,5 +1,7 @@
 #include "mcp/arguments.h"
 
+#include <algorithm>
+
 namespace abx::mcp {
 namespace {
 
@@ -17,7 +19,9 @@ std::optional<std::string> check_value(const std::string& name, const json& sche
                                        const json& value) {
   const std::string type = schema.value("type", "");
   if (!has_type(value, type)) return name + " must be " + (type == "integer" ? "an " : "a ") + type;
-  if (schema.contains("enum") && !schema["enum"].contains(value)) {
+  // Not json::contains: that looks up object keys, and says false for every array item.
+  if (schema.contains("enum") &&
+      std::find(schema["enum"].begin(), schema["enum"].end(), value) == schema["enum"].end()) {
     return name + " must be one of " + schema["enum"].dump();
   }
   if (schema.contains("minimum") && value.get<long long>() < schema["minimum"].get<long long>()) {

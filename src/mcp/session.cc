@@ -11,7 +11,8 @@ constexpr const char* kInstructions =
     "Tools to run code and commands in disposable, isolated Linux sandboxes. For quick work call "
     "run_code or run_command without sandbox_id: a session sandbox is made on first use and "
     "killed when this session ends. Use sandbox_create for a sandbox that should outlive the "
-    "session. Files move with file_write/file_read (text) and upload/download (host files).";
+    "session. Files move with file_write/file_read (text) and upload/download (host files); "
+    "sandbox_events tells what was done in a sandbox.";
 
 // A client's message is untrusted: a member of the wrong type reads as
 // absent (json::value would throw, and a throw here ended `abx mcp serve`).

@@ -33,6 +33,13 @@ std::string clip(std::string_view text, size_t limit) {
          std::string(text.substr(tail_start));
 }
 
+std::string shorten(std::string_view text, size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  const size_t end = char_start(text, limit);
+  return std::string(text.substr(0, end)) + "[... " + std::to_string(text.size() - end) +
+         " more bytes]";
+}
+
 bool looks_binary(std::string_view bytes) {
   for (size_t i = 0; i < bytes.size();) {
     const auto lead = static_cast<unsigned char>(bytes[i]);

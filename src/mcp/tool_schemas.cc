@@ -34,6 +34,13 @@ constexpr const char* kToolsJson = R"json([
   "inputSchema": {"type": "object", "properties": {
     "sandbox_id": {"type": "string", "description": "The sandbox id"}},
    "required": ["sandbox_id"], "additionalProperties": false}},
+ {"name": "sandbox_events",
+  "description": "Review what happened in a sandbox, oldest first: its lifecycle (created, timeout set, paused, resumed, ended and why), the commands run (argv, cwd, env names, exit code, out of memory) and the files uploaded or downloaded (path, bytes, sha256). Works for a sandbox that ended within the last day. A page at a time: pass the next_since it returns as since for the rest.",
+  "inputSchema": {"type": "object", "properties": {
+    "sandbox_id": {"type": "string", "description": "The sandbox id"},
+    "type": {"type": "string", "enum": ["lifecycle", "commands", "files"], "description": "Only events of this kind"},
+    "since": {"type": "integer", "minimum": 0, "description": "Only events after this seq (the next_since of the previous call)"}},
+   "required": ["sandbox_id"], "additionalProperties": false}},
  {"name": "run_code",
   "description": "Run code in a stateful interpreter (variables and imports persist between calls, like a notebook). Returns stdout, stderr, the value of the last expression and any error. Without sandbox_id it uses the session sandbox (made on first use, killed when the session ends).",
   "inputSchema": {"type": "object", "properties": {

@@ -18,6 +18,7 @@ const std::map<std::string, ToolFn>& tool_table() {
       {"sandbox_info", tools::sandbox_info},
       {"sandbox_set_timeout", tools::sandbox_set_timeout},
       {"sandbox_kill", tools::sandbox_kill},
+      {"sandbox_events", tools::sandbox_events},
       {"run_code", tools::run_code},
       {"run_command", tools::run_command},
       {"file_write", tools::file_write},

@@ -25,6 +25,8 @@ ToolResult sandbox_list(Call& call);
 ToolResult sandbox_info(Call& call);
 ToolResult sandbox_set_timeout(Call& call);
 ToolResult sandbox_kill(Call& call);
+// tools_events.cc
+ToolResult sandbox_events(Call& call);
 // tools_exec.cc
 ToolResult run_code(Call& call);
 ToolResult run_command(Call& call);

@@ -19,6 +19,7 @@ EXPECTED_TOOLS = {
     "sandbox_info": ({"sandbox_id"}, {"sandbox_id"}),
     "sandbox_set_timeout": ({"sandbox_id", "timeout"}, {"sandbox_id", "timeout"}),
     "sandbox_kill": ({"sandbox_id"}, {"sandbox_id"}),
+    "sandbox_events": ({"sandbox_id", "type", "since"}, {"sandbox_id"}),
     "run_code": ({"code", "language", "context", "sandbox_id", "timeout"}, {"code"}),
     "run_command": ({"command", "cwd", "envs", "timeout", "background", "sandbox_id"},
                     {"command"}),

@@ -32,6 +32,16 @@ TEST(McpClip, NeverSplitsAUtf8Character) {
   EXPECT_FALSE(looks_binary(clip(text, 21)));
 }
 
+TEST(McpShorten, KeepsTheHeadOfALongLineAndSaysHowMuchWentAtACharacterBound) {
+  EXPECT_EQ(shorten("hello", 5), "hello");
+  EXPECT_EQ(shorten("hello world", 5), "hello[... 6 more bytes]");
+  std::string text;
+  for (int i = 0; i < 10; ++i) text += "\xc3\xa9";  // é
+  const std::string cut = shorten(text, 5);
+  EXPECT_EQ(cut, "\xc3\xa9\xc3\xa9[... 16 more bytes]");
+  EXPECT_FALSE(looks_binary(cut));
+}
+
 TEST(McpBinary, NulAndInvalidUtf8AreBinary) {
   EXPECT_FALSE(looks_binary("plain text\n\xe4\xb8\xad"));
   EXPECT_TRUE(looks_binary(std::string("a\0b", 3)));
@@ -48,6 +58,11 @@ TEST(McpArguments, RequiredTypesUnknownAndEnum) {
                 ->find("unknown argument x"),
             std::string::npos);
   EXPECT_TRUE(check_arguments(schema("run_code"), {{"code", "1"}, {"language", "cobol"}}));
+  EXPECT_FALSE(check_arguments(schema("run_code"), {{"code", "1"}, {"language", "javascript"}}));
+  EXPECT_FALSE(
+      check_arguments(schema("sandbox_events"), {{"sandbox_id", "i1"}, {"type", "files"}}));
+  EXPECT_EQ(*check_arguments(schema("sandbox_events"), {{"sandbox_id", "i1"}, {"since", -1}}),
+            "since must be at least 0");
   EXPECT_TRUE(check_arguments(schema("sandbox_create"), {{"timeout", 0}}));
   EXPECT_TRUE(check_arguments(schema("sandbox_create"), {{"envs", {{"A", 1}}}}));
 }
@@ -72,7 +87,7 @@ TEST(McpSession, AnswersProtocolRequestsWithoutADaemon) {
   session.dispatch({{"id", 5}}, collect);
   ASSERT_EQ(replies.size(), 5u);
   EXPECT_EQ(replies[0]["result"], json::object());
-  EXPECT_EQ(replies[1]["result"]["tools"].size(), 13u);
+  EXPECT_EQ(replies[1]["result"]["tools"].size(), 14u);
   EXPECT_EQ(replies[2]["error"]["code"], kMethodNotFound);
   EXPECT_EQ(replies[3]["error"]["code"], kInvalidParams);
   EXPECT_EQ(replies[4]["error"]["code"], kInvalidRequest);
