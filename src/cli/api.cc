@@ -1,5 +1,8 @@
 #include "cli/api.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <fstream>
 
 #include "cli/local_daemon.h"
@@ -20,9 +23,31 @@ std::string read_key_file(const std::filesystem::path& file) {
   return key;
 }
 
+// The system service's data dir (dist/systemd/system/abx.service.in);
+// ABX_SYSTEM_DATA_DIR moves it (packagers, tests).
+std::filesystem::path system_data_dir() {
+  const char* moved = std::getenv("ABX_SYSTEM_DATA_DIR");
+  return moved != nullptr && *moved != '\0' ? moved : "/var/lib/abx";
+}
+
+// The data dir of the daemon this user talks to: their own state dir, unless
+// they did not name one (ABX_STATE_DIR), no daemon of theirs runs, and the
+// system service's does and its dir is theirs to read (root, once
+// `systemctl enable --now abx`): then that one, rather than starting a second
+// daemon beside it. Only pid and lock files are looked at here: no request.
+std::filesystem::path daemon_data_dir() {
+  const std::filesystem::path own = paths::state_dir();
+  if (std::getenv("ABX_STATE_DIR") != nullptr || local_daemon::running_pid(own)) return own;
+  const std::filesystem::path system = system_data_dir();
+  if (::access(paths::daemon_address_file(system).c_str(), R_OK) == 0 &&
+      local_daemon::running_pid(system))
+    return system;
+  return own;
+}
+
 // The local daemon's address as its address file has it (it may not answer).
 Result<std::string> recorded_url() {
-  std::ifstream in(paths::daemon_address_file(paths::state_dir()));
+  std::ifstream in(paths::daemon_address_file(daemon_data_dir()));
   std::string url;
   if (!(in >> url)) return Error{"no local daemon has run"};
   return url;
@@ -37,11 +62,11 @@ Result<Endpoint> resolve_endpoint(bool start_daemon) {
   auto key = pick_setting(kKeyEnv, *config, config::kApiKey);
   std::string url = url_text.value_or("");
   if (!url_text) {
-    auto local = start_daemon ? local_daemon::ensure_running(paths::state_dir()) : recorded_url();
+    auto local = start_daemon ? local_daemon::ensure_running(daemon_data_dir()) : recorded_url();
     if (!local) return local.error();
     url = *local;
   }
-  if (!key) key = read_key_file(daemon::api_key_path(paths::state_dir()));
+  if (!key) key = read_key_file(daemon::api_key_path(daemon_data_dir()));
   if (key->empty()) {
     return Error{"no API key for " + url +
                  "; run `abx config set sandbox_api_key KEY` or set ABX_SANDBOX_API_KEY"};
