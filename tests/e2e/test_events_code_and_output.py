@@ -24,9 +24,10 @@ def test_a_commands_output_size_head_and_tail_are_recorded(own_daemon):
     d = own_daemon["d"]
     sandbox_id = abx(d, "create", "--template", "host").stdout.strip()
     r = abx(d, "exec", sandbox_id, "--", "sh", "-c",
-            "echo first; head -c 20000 /dev/zero | tr '\\0' x; echo; echo last >&2")
+            "echo first; head -c 20000 /dev/zero | tr '\\0' x; echo; echo last")
     assert r.returncode == 0, r.stderr
     ended = [e for e in events(d, sandbox_id) if e["event"] == "ended"][-1]
+    # One stream: the order of stdout's and stderr's bytes between them is the pipes' race.
     assert ended["outputBytes"] == len("first\n") + 20000 + 1 + len("last\n")
     assert ended["outputHead"].startswith("first\nxxx") and len(ended["outputHead"]) == 4096
     assert ended["outputTail"].endswith("x\nlast\n") and len(ended["outputTail"]) == 4096
