@@ -23,7 +23,7 @@ def events(d, sandbox_id: str, *extra: str) -> list[dict]:
 
 def test_uploads_and_downloads_are_recorded_with_size_and_sha256(own_daemon, tmp_path):
     d = own_daemon["d"]
-    sandbox_id = abx(d, "create", "--template", "base").stdout.strip()
+    sandbox_id = abx(d, "create", "--template", "host").stdout.strip()
     payload = bytes(range(256)) * 4096 + b"tail"
     local = tmp_path / "payload.bin"
     local.write_bytes(payload)
@@ -46,7 +46,7 @@ def test_uploads_and_downloads_are_recorded_with_size_and_sha256(own_daemon, tmp
 
 def test_following_prints_each_new_event_until_the_sandbox_ends(own_daemon):
     d = own_daemon["d"]
-    sandbox_id = abx(d, "create", "--template", "base").stdout.strip()
+    sandbox_id = abx(d, "create", "--template", "host").stdout.strip()
     follower = subprocess.Popen([str(ABX_BIN), "events", sandbox_id, "-f", "--json"],
                                 env=d.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
@@ -75,7 +75,7 @@ def test_following_prints_each_new_event_until_the_sandbox_ends(own_daemon):
 def test_a_follower_resumes_after_the_last_event_it_had(own_daemon):
     """Last-Event-ID (what a browser's EventSource sends on reconnect) skips what it had."""
     d = own_daemon["d"]
-    sandbox_id = abx(d, "create", "--template", "base").stdout.strip()
+    sandbox_id = abx(d, "create", "--template", "host").stdout.strip()
     assert abx(d, "exec", sandbox_id, "--", "true").returncode == 0
     had = events(d, sandbox_id)
     assert abx(d, "kill", sandbox_id, "--yes").returncode == 0

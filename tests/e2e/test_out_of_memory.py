@@ -16,7 +16,7 @@ HOG = "python3 -c 'x = bytearray(300 * 1024 * 1024)'"
 
 def test_an_out_of_memory_kill_says_so_with_the_limit_and_how_to_raise_it(own_daemon):
     d = own_daemon["d"]
-    made = abx(d, "create", "--template", "base", "--memory", "64")
+    made = abx(d, "create", "--template", "host", "--memory", "64")
     assert made.returncode == 0, made.stderr
     sandbox_id = made.stdout.strip()
 

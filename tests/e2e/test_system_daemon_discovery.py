@@ -31,7 +31,7 @@ def test_the_cli_finds_the_system_daemon_without_any_setting(state_dir):
     home.mkdir()
     env = cli_env(home, system_dir)
     try:
-        made = abx(env, "create", "--template", "base")
+        made = abx(env, "create", "--template", "host")
         assert made.returncode == 0, made.stderr
         sandbox_id = made.stdout.strip()
         # It is the system daemon's sandbox: that daemon lists it.
