@@ -18,12 +18,14 @@ function cut(text) {
 // The few fields that say what happened, per event; any other event shows its
 // fields as key=value, so a kind added later still reads.
 const details = {
-  "lifecycle created": (e) => `${e.asked || e.template} · ${e.cpuCount} CPU · ${e.memoryMB} MiB · timeout ${e.timeoutS} s`,
+  "lifecycle created": (e) =>
+    `${e.asked || e.template} · ${e.cpuCount} CPU · ${e.memoryMB} MiB · timeout ${e.timeoutS} s`,
   "lifecycle timeout set": (e) => `ends ${when(e.endAt)}`,
   "lifecycle ended": (e) => e.why,
-  "commands started": (e) => `pid ${e.pid}: ${(e.argv || []).join(" ")}`,
+  "commands started": (e) => `pid ${e.pid}${e.pty ? " (terminal)" : ""}: ${(e.argv || []).join(" ")}`,
   "commands not started": (e) => e.error,
-  "commands ended": (e) => `pid ${e.pid}: ${e.status}${e.outOfMemory ? " (out of memory)" : ""} · ${bytes(e.outputBytes)} of output`,
+  "commands ended": (e) =>
+    `pid ${e.pid}: ${e.status}${e.outOfMemory ? " (out of memory)" : ""} · ${bytes(e.outputBytes)} of output`,
   "commands code started": (e) => `${e.language || ""} ${e.code || ""}`,
   "commands code ended": (e) => e.failed ? "failed" : e.error ? `${e.error}: ${e.errorValue || ""}` : "ok",
   "files uploaded": (e) => `${e.path} · ${bytes(e.bytes)}`,
@@ -42,7 +44,8 @@ function detail(event) {
 // A command's end: its exit and the first and last KiB of its output, as text.
 function showOutput(panel, ended) {
   const close = el("button", { class: "ghost", onclick: () => panel.replaceChildren() }, "Close");
-  const exit = ended.exitCode === null || ended.exitCode === undefined ? "no exit code" : `exit code ${ended.exitCode}`;
+  const exit = ended.exitCode === null || ended.exitCode === undefined ? "no exit code"
+    : `exit code ${ended.exitCode}`;
   const head = el("pre", { class: "logs viewer", id: "output-head" });
   head.textContent = ended.outputHead || "";
   const tail = ended.outputTail ? el("pre", { class: "logs viewer", id: "output-tail" }) : null;
@@ -51,7 +54,8 @@ function showOutput(panel, ended) {
   // replaceChildren, unlike el(), would show a null as "null".
   panel.replaceChildren(...[
     el("div", { class: "bar" }, el("h2", { class: "mono" }, `pid ${ended.pid}`),
-      el("span", { id: "output-exit" }, `${exit} · ${status || ""} · ${bytes(ended.outputBytes)} of output`), close),
+      el("span", { id: "output-exit" }, `${exit} · ${status || ""} · ${bytes(ended.outputBytes)} of output`),
+      close),
     ended.outputHead ? head : el("p", { class: "muted" }, "No output."),
     tail ? el("p", { class: "muted" }, "… and its end:") : null, tail].filter(Boolean));
 }
