@@ -1,13 +1,16 @@
-// One sandbox: live charts, a terminal, its processes, a file browser and
-// its events, through the sandbox's envd routes (Connect RPCs and /files),
-// GET /sandboxes/{id}/metrics and /logs, and the daemon's event stream.
+// One sandbox: live charts, its timeline and changes (timeline.js), a
+// terminal, its processes, a file browser and its log, through the sandbox's
+// envd routes (Connect RPCs and /files), GET /sandboxes/{id}/metrics and
+// /logs, and the daemon's event stream.
 import { call, request, rpc } from "./api.js";
 import { lineChart } from "./charts.js";
 import { bytes, el, showError, when } from "./dom.js";
 import { subscribe } from "./events.js";
 import { terminalSection } from "./terminal.js";
+import { diffSection, timelineSection } from "./timeline.js";
 
-// What stops the shown sandbox's live updates (charts, its end) when the page goes.
+// What stops the shown sandbox's live updates (charts, its end, its timeline's
+// stream) when the page goes.
 let unsubscribe = null;
 export function leaveSandbox() {
   if (unsubscribe) unsubscribe();
@@ -200,7 +203,7 @@ async function logsSection(id) {
     pre.textContent = lines.length ? lines.join("\n") : "No log lines yet.";
   };
   await refresh();
-  return Object.assign(section("Events", pre, el("button", { class: "ghost", onclick: refresh }, "Refresh")),
+  return Object.assign(section("Log", pre, el("button", { class: "ghost", onclick: refresh }, "Refresh")),
     { refresh });
 }
 
@@ -255,14 +258,15 @@ export async function renderSandbox(main, id) {
     main.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← Sandboxes")));
     return;
   }
-  const [charts, ...sections] = await Promise.all([chartsSection(id), terminalSection(id),
-    processesSection(id), filesSection(id), logsSection(id)]);
+  const [charts, changes, ...sections] = await Promise.all([chartsSection(id), diffSection(id),
+    terminalSection(id), processesSection(id), filesSection(id), logsSection(id)]);
   if (location.hash !== `#/sandbox/${id}`) return; // left meanwhile
   const events = sections[sections.length - 1];
   const ended = el("p", { class: "banner", id: "ended", hidden: true },
     "This sandbox has ended (killed, or its timeout ran out). ", el("a", { href: "#/" }, "Back to the sandboxes"));
   leaveSandbox();
-  unsubscribe = subscribe({
+  const timeline = timelineSection(id);
+  const stopFeed = subscribe({
     metrics(map) {
       if (map[id]) charts.add(map[id]);
     },
@@ -273,11 +277,15 @@ export async function renderSandbox(main, id) {
       if (sandboxID === id) ended.hidden = false;
     },
   });
+  unsubscribe = () => {
+    stopFeed();
+    timeline.stop();
+  };
   main.replaceChildren(
     el("p", {}, el("a", { href: "#/" }, "← Sandboxes")),
     ended,
     el("div", { class: "bar" }, el("h1", { class: "mono title" }, id),
       el("span", { class: `state ${info.state}` }, info.state),
       el("span", { class: "muted" }, `${info.alias || info.templateID} · ${info.cpuCount} CPU · ${info.memoryMB} MiB`)),
-    el("div", { class: "grid" }, charts, ...sections));
+    el("div", { class: "grid" }, charts, timeline, ...sections, changes));
 }

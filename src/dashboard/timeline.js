@@ -1,0 +1,157 @@
+// A sandbox's flight record as a timeline (GET /abx/v1/sandboxes/{id}/events
+// with follow=1: server-sent events, the record so far and then each new
+// event, until the sandbox ends), and what it changed on top of its template
+// (GET /abx/v1/sandboxes/{id}/diff). Argv, paths and command output are the
+// sandbox's own, hostile text: every string lands through el()/textContent.
+import { call } from "./api.js";
+import { bytes, el, showError, when } from "./dom.js";
+
+const kTypes = ["lifecycle", "commands", "files"];
+// A detail cell shows at most this much; the output panel shows it all.
+const kDetailChars = 160;
+
+function cut(text) {
+  const line = String(text ?? "").replace(/\s+/g, " ").trim();
+  return line.length > kDetailChars ? `${line.slice(0, kDetailChars)}…` : line;
+}
+
+// The few fields that say what happened, per event; any other event shows its
+// fields as key=value, so a kind added later still reads.
+const details = {
+  "lifecycle created": (e) =>
+    `${e.asked || e.template} · ${e.cpuCount} CPU · ${e.memoryMB} MiB · timeout ${e.timeoutS} s`,
+  "lifecycle timeout set": (e) => `ends ${when(e.endAt)}`,
+  "lifecycle ended": (e) => e.why,
+  "commands started": (e) => `pid ${e.pid}${e.pty ? " (terminal)" : ""}: ${(e.argv || []).join(" ")}`,
+  "commands not started": (e) => e.error,
+  "commands ended": (e) =>
+    `pid ${e.pid}: ${e.status}${e.outOfMemory ? " (out of memory)" : ""} · ${bytes(e.outputBytes)} of output`,
+  "commands code started": (e) => `${e.language || ""} ${e.code || ""}`,
+  "commands code ended": (e) => e.failed ? "failed" : e.error ? `${e.error}: ${e.errorValue || ""}` : "ok",
+  "files uploaded": (e) => `${e.path} · ${bytes(e.bytes)}`,
+  "files downloaded": (e) => `${e.path} · ${bytes(e.bytes)}${e.complete === false ? " (cut short)" : ""}`,
+};
+
+const kBase = new Set(["seq", "at", "type", "event"]);
+
+function detail(event) {
+  const known = details[`${event.type} ${event.event}`];
+  if (known) return cut(known(event));
+  return cut(Object.entries(event).filter(([k]) => !kBase.has(k))
+    .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(" "));
+}
+
+// A command's end: its exit and the first and last KiB of its output, as text.
+function showOutput(panel, ended) {
+  const close = el("button", { class: "ghost", onclick: () => panel.replaceChildren() }, "Close");
+  const exit = ended.exitCode === null || ended.exitCode === undefined ? "no exit code"
+    : `exit code ${ended.exitCode}`;
+  const head = el("pre", { class: "logs viewer", id: "output-head" });
+  head.textContent = ended.outputHead || "";
+  const tail = ended.outputTail ? el("pre", { class: "logs viewer", id: "output-tail" }) : null;
+  if (tail) tail.textContent = ended.outputTail;
+  const status = ended.outOfMemory ? `${ended.status} (out of memory)` : ended.status;
+  // replaceChildren, unlike el(), would show a null as "null".
+  panel.replaceChildren(...[
+    el("div", { class: "bar" }, el("h2", { class: "mono" }, `pid ${ended.pid}`),
+      el("span", { id: "output-exit" }, `${exit} · ${status || ""} · ${bytes(ended.outputBytes)} of output`),
+      close),
+    ended.outputHead ? head : el("p", { class: "muted" }, "No output."),
+    tail ? el("p", { class: "muted" }, "… and its end:") : null, tail].filter(Boolean));
+}
+
+// The timeline card; `stop()` closes its stream.
+export function timelineSection(id) {
+  const body = el("tbody");
+  const panel = el("div", { id: "command-output" });
+  const type = el("select", { id: "timeline-type", onchange: () => applyFilter() },
+    el("option", { value: "" }, "All types"), ...kTypes.map((t) => el("option", { value: t }, t)));
+  const search = el("input", { type: "search", id: "timeline-search", placeholder: "Search events",
+    oninput: () => applyFilter() });
+  const count = el("span", { class: "muted", id: "timeline-count" });
+  const ends = new Map(); // pid → its `ended` event
+  const rows = [];
+
+  function matches(row) {
+    const needle = search.value.trim().toLowerCase();
+    return (!type.value || row.dataset.type === type.value) && (!needle || row.haystack.includes(needle));
+  }
+  function applyFilter() {
+    let shown = 0;
+    for (const row of rows) {
+      row.hidden = !matches(row);
+      if (!row.hidden) shown += 1;
+    }
+    count.textContent = `${shown} of ${rows.length} events`;
+  }
+  function open(event) {
+    const ended = event.event === "ended" ? event : ends.get(event.pid);
+    if (ended) showOutput(panel, ended);
+    else panel.replaceChildren(el("p", { class: "muted" }, `pid ${event.pid} has not ended yet.`));
+  }
+  function add(event) {
+    if (rows.some((r) => r.seq === event.seq)) return; // a reconnect may repeat the newest
+    const command = event.type === "commands" && event.pid !== undefined;
+    if (command && event.event === "ended") ends.set(event.pid, event);
+    const row = el("tr", { "data-seq": event.seq, "data-type": event.type, "data-event": event.event,
+      class: command ? "clickable" : null, onclick: command ? () => open(event) : null },
+    el("td", { class: "num" }, when(event.at)), el("td", {}, event.type), el("td", {}, event.event),
+    el("td", { class: "mono detail" }, detail(event)));
+    row.seq = event.seq;
+    row.haystack = JSON.stringify(event).toLowerCase();
+    row.hidden = !matches(row);
+    rows.push(row);
+    body.append(row);
+    applyFilter();
+  }
+
+  const source = new EventSource(`/abx/v1/sandboxes/${id}/events?follow=1`);
+  const onEvent = (message) => {
+    const event = JSON.parse(message.data);
+    add(event);
+    if (event.type === "lifecycle" && event.event === "ended") source.close(); // the record is whole
+  };
+  for (const t of kTypes) source.addEventListener(t, onEvent);
+  source.onmessage = onEvent; // a type added later still shows
+  applyFilter();
+
+  const card = el("section", { class: "card wide", id: "timeline" }, el("h2", {}, "Timeline"),
+    el("div", { class: "bar" }, type, search, count),
+    el("p", { class: "muted" }, "Click a command to see its exit and output."),
+    el("div", { class: "scroll" }, el("table", { id: "events" }, el("thead", {}, el("tr", {},
+      el("th", {}, "Time"), el("th", {}, "Type"), el("th", {}, "Event"), el("th", {}, "Detail"))), body)),
+    panel);
+  return Object.assign(card, { stop: () => source.close() });
+}
+
+// What the sandbox changed against its template, like `docker diff`, sorted
+// by path so a directory's changes sit together.
+export async function diffSection(id) {
+  const body = el("tbody");
+  const note = el("p", { class: "muted", id: "diff-note" });
+  const refresh = async () => {
+    let answer;
+    try {
+      answer = await call("GET", `/abx/v1/sandboxes/${id}/diff`);
+    } catch (error) {
+      showError(error);
+      return;
+    }
+    const changes = (answer.changes || []).sort((a, b) => a.path.localeCompare(b.path));
+    body.replaceChildren(...changes.map((c) => el("tr", { "data-path": c.path, "data-change": c.change },
+      el("td", {}, el("span", { class: `change ${c.change}` }, c.change)),
+      el("td", { class: "mono" }, c.kind === "dir" ? `${c.path}/` : c.path),
+      el("td", { class: "num" }, c.kind === "file" ? bytes(Number(c.size || 0)) : c.kind))));
+    note.textContent = !changes.length ? "Nothing changed against the template."
+      : `${changes.length} changes${answer.truncated ? " (more were left out)" : ""}.`;
+  };
+  await refresh();
+  return section("Changes against the template", note,
+    el("div", { class: "scroll" }, el("table", { id: "diff" }, el("thead", {}, el("tr", {},
+      el("th", {}, "Change"), el("th", {}, "Path"), el("th", {}, "Size"))), body)),
+    el("button", { class: "ghost", onclick: refresh }, "Refresh"));
+}
+
+function section(title, ...children) {
+  return el("section", { class: "card", id: "changes" }, el("h2", {}, title), ...children);
+}
