@@ -5,7 +5,7 @@
 #                                           beside itself, then in ../libexec/abx)
 #   share/abx/templates/                    template specs (src/templates/spec.cc looks
 #                                           in ../share/abx/templates from bin/)
-#   share/man/man1/abx.1                    from `abx --help` by help2man (skipped without it)
+#   share/man/man1/abx.1                    from `abx __man` (the command tree)
 #   share/bash-completion, zsh, fish        from `abx completion bash|zsh|fish`
 #   lib/systemd/system/abx.service          root daemon, data in /var/lib/abx
 #   lib/systemd/user/abx.service            a user's daemon, data in ~/.local/state/abx

@@ -30,21 +30,9 @@ else()
 endif()
 file(INSTALL "${out}/abx.fish" DESTINATION "${prefix}/share/fish/vendor_completions.d")
 
-# The man page, from `abx --help` (help2man is optional: no page without it).
-find_program(HELP2MAN help2man)
-if(HELP2MAN)
-  execute_process(
-    COMMAND ${as_anyone} "${HELP2MAN}" --no-info --section=1
-            "--name=disposable, isolated Linux sandboxes for AI agents' code"
-            --include=${ABX_SOURCE_DIR}/dist/abx.h2m --output=${out}/abx.1 "${ABX_BINARY}"
-    RESULT_VARIABLE failed)
-  if(failed)
-    message(FATAL_ERROR "help2man failed (${failed})")
-  endif()
-  file(INSTALL "${out}/abx.1" DESTINATION "${prefix}/share/man/man1")
-else()
-  message(STATUS "help2man not found: no man page (apt-get install help2man)")
-endif()
+# The man page, from the CLI's own command tree (`abx __man`): every command's options.
+abx_output(abx.1 __man)
+file(INSTALL "${out}/abx.1" DESTINATION "${prefix}/share/man/man1")
 
 # systemd units that run the installed abx.
 set(ABX_BINDIR "${prefix}/bin")

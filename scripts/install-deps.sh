@@ -6,7 +6,7 @@
 set -euo pipefail
 venv=${1:-build/venv}
 
-build_packages=(cmake ninja-build make g++ pkg-config git help2man dpkg-dev file ccache
+build_packages=(cmake ninja-build make g++ pkg-config git dpkg-dev file ccache
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libseccomp-dev libcap-dev libnl-route-3-dev libnftables-dev libsqlite3-dev libarchive-dev libtomlplusplus-dev libssl-dev zlib1g-dev
   # run time: the base template's build, sandboxes' /proc views, rootless id maps

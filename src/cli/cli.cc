@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/complete_values.h"
 #include "cli/error_hints.h"
+#include "cli/man_page.h"
 #include "cli/suggest.h"
 #include "common/version.h"
 
@@ -142,6 +143,11 @@ int main(int argc, char** argv) {
   // The completion scripts' question, outside the parser: its words are another command line.
   if (argc > 1 && std::string_view(argv[1]) == "__complete")
     return complete_values(app, {args.begin() + 1, args.end()});
+  // `make install`'s man page (cmake/install_generated.cmake): hidden, as it is for the build.
+  if (argc == 2 && std::string_view(argv[1]) == "__man") {
+    write_man_page(app, std::cout);
+    return 0;
+  }
   // CLI11 would only say "A subcommand is required" for a typo.
   if (argc > 1 && argv[1][0] != '-' && !has_command(app, argv[1])) {
     std::cerr << "abx: " << unknown_command_message(app, "abx", argv[1]) << "\n";

@@ -247,3 +247,18 @@ def test_an_address_that_never_takes_the_connection_is_given_up_on(daemon):
         for s in queued:
             s.close()
         listener.close()
+
+
+def test_template_deploy_reaches_another_daemon_over_https(daemon, front, tls_material):
+    """`deploy --to https://...` speaks TLS to the other daemon: its key is checked there
+    (through the front), then the unknown local template is what stops it; without the CA
+    the certificate is refused, as for ABX_SANDBOX_API_URL."""
+    to = f"https://localhost:{front.port}"
+    args = ("template", "deploy", "no-such-template", "--to", to, "--api-key")
+    r = abx(daemon, *args, "wrong-key", env={"SSL_CERT_FILE": str(tls_material["ca"])})
+    assert r.returncode == 1 and "refused the key" in r.stderr, r.stderr
+    r = abx(daemon, *args, daemon.api_key, env={"SSL_CERT_FILE": str(tls_material["ca"])})
+    assert r.returncode == 1 and "no-such-template" in r.stderr, r.stderr
+    assert "refused" not in r.stderr and "TLS" not in r.stderr, r.stderr
+    r = abx(daemon, *args, daemon.api_key)
+    assert r.returncode == 1 and "not trusted" in r.stderr, r.stderr

@@ -64,9 +64,20 @@ def test_install_puts_every_file_where_abx_looks(prefix: Path):
         sections = subprocess.run(["readelf", "-S", "-W", str(prefix / "bin/abx")],
                                   capture_output=True, text=True).stdout
         assert ".text" in sections and ".symtab" not in sections and ".debug" not in sections
-    if shutil.which("help2man"):
-        page = (prefix / "share/man/man1/abx.1").read_text()
-        assert ".TH ABX" in page and "completion" in page and "ABX_STATE_DIR" in page
+    page = (prefix / "share/man/man1/abx.1").read_text()
+    assert ".TH ABX" in page and "completion" in page and "ABX_STATE_DIR" in page
+    assert ".SH EXIT STATUS" in page and ".SH EXAMPLES" in page
+
+
+@needs_cmake_build
+@pytest.mark.skipif(shutil.which("man") is None, reason="man (man-db) is not installed")
+def test_man_abx_finds_the_installed_page(prefix: Path):
+    shown = subprocess.run(["man", "-M", str(prefix / "share/man"), "abx"], capture_output=True,
+                           text=True, timeout=60, env={**os.environ, "MANWIDTH": "80",
+                                                       "MANPAGER": "cat", "PAGER": "cat"})
+    assert shown.returncode == 0, shown.stderr
+    text = re.sub(r".\x08", "", shown.stdout)
+    assert "EXIT STATUS" in text and "abx template build" in text and "--step-timeout" in text
 
 
 @needs_cmake_build

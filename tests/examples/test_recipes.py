@@ -22,8 +22,24 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.mark.parametrize("recipe", ["agents", "langchain"])
+# The package each recipe's framework comes from (tests/examples/requirements.txt).
+FRAMEWORKS = {"agents": ("agents", "openai-agents"), "langchain": ("langchain_core",
+                                                                   "langchain-core")}
+
+
+def skip_without_framework(recipe: str) -> None:
+    module, package = FRAMEWORKS[recipe]
+    found = subprocess.run([str(VENV_PYTHON), "-c", f"import {module}, agent_sandbox"],
+                           capture_output=True, text=True, timeout=60)
+    if found.returncode != 0:
+        why = (found.stderr.strip().splitlines() or ["no error text"])[-1]
+        pytest.skip(f"{VENV_PYTHON} cannot import {module} (pip package {package}) or "
+                    f"agent_sandbox ({why}): `make deps` installs tests/examples/requirements.txt")
+
+
+@pytest.mark.parametrize("recipe", list(FRAMEWORKS))
 def test_recipe_runs_the_models_code_in_a_sandbox(daemon, recipe):
+    skip_without_framework(recipe)
     run = uuid.uuid4().hex
     env = daemon.env() | {"RECIPE_RUN": run}
     done = subprocess.run([str(VENV_PYTHON), str(Path(__file__).with_name("scripted_models.py")),
