@@ -113,10 +113,11 @@ void add_events(CLI::App& root, Commands& commands) {
   auto follow = std::make_shared<bool>(false);
   auto* app = root.add_subcommand(
       "events",
-      "What happened in a sandbox: its lifecycle, its commands and its files, oldest first");
+      "What happened in a sandbox: its lifecycle, its commands, its files and its network, oldest "
+      "first");
   app->add_option("id", *id, "Sandbox id")->required();
-  app->add_option("--type", *type, "Only lifecycle, commands or files events")
-      ->check(CLI::IsMember({"lifecycle", "commands", "files"}));
+  app->add_option("--type", *type, "Only lifecycle, commands, files or network events")
+      ->check(CLI::IsMember({"lifecycle", "commands", "files", "network"}));
   app->add_flag("--json", *as_json, "Print the events as JSON lines (to replay or keep them)");
   app->add_flag("-f,--follow", *follow, "Keep printing new events as they happen, until it ends");
   commands.push_back(

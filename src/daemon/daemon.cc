@@ -281,12 +281,15 @@ int serve(const ServeOptions& options) {
       if (team.empty()) return egress::ProxyConfig::Team{};
       return egress::ProxyConfig::Team{team, quotas->quota_for(team).max_proxy_connections};
     });
+    egress->find_logs([&service](uint32_t address) { return service.log_at(address); });
   }
   // The proxy asks the service for secrets: it stops asking before the service goes.
   struct ForgetSecrets {
     EgressServices* services;
     ~ForgetSecrets() {
-      if (services) services->find_secrets(nullptr), services->find_teams(nullptr);
+      if (services)
+        services->find_secrets(nullptr), services->find_teams(nullptr),
+            services->find_logs(nullptr);
     }
   } forget_secrets{egress.get()};
   service.restore();

@@ -17,6 +17,34 @@ std::function<bool(uint32_t)> always_denied(const runtime::NetworkConfig& networ
   return egress::never_dialed(std::move(opened));
 }
 
+std::string dotted(uint32_t ip) {
+  in_addr a{htonl(ip)};
+  char buffer[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &a, buffer, sizeof buffer);
+  return buffer;
+}
+
+// An event's fields as the flight record shows them: what it has, no empties.
+nlohmann::json network_fields(const egress::NetworkEvent& event) {
+  using Kind = egress::NetworkEvent::Kind;
+  nlohmann::json fields = {{"allowed", event.allowed}};
+  if (!event.host.empty()) fields["host"] = event.host;
+  if (event.kind != Kind::kDns) fields["ip"] = dotted(event.ip), fields["port"] = event.port;
+  if (!event.reason.empty()) fields[event.allowed ? "rule" : "reason"] = event.reason;
+  if (event.kind == Kind::kDns && event.repeats > 0) fields["repeats"] = event.repeats;
+  if (event.kind == Kind::kConnection && event.allowed) {
+    fields["bytesOut"] = event.bytes_out;
+    fields["bytesIn"] = event.bytes_in;
+    fields["durationMs"] = event.duration_ms;
+  }
+  if (event.kind == Kind::kRequest) {
+    fields["method"] = event.method;
+    fields["path"] = event.path;
+    if (!event.secrets.empty()) fields["secrets"] = event.secrets;  // names only
+  }
+  return fields;
+}
+
 }  // namespace
 
 std::unique_ptr<EgressServices> EgressServices::start(const std::filesystem::path& data_dir,
@@ -25,8 +53,12 @@ std::unique_ptr<EgressServices> EgressServices::start(const std::filesystem::pat
   std::unique_ptr<EgressServices> services(new EgressServices());
   EgressServices* self = services.get();
   auto policy_for = [self](uint32_t address) { return self->policy_for(address); };
+  auto record = [self](uint32_t address, const egress::NetworkEvent& event) {
+    self->record(address, event);
+  };
   egress::DnsConfig dns;
   dns.policy_for = policy_for;
+  dns.record = record;
   if (auto started = egress::DnsForwarder::start(std::move(dns), 0))
     services->dns_ = std::move(*started);
   else
@@ -34,6 +66,7 @@ std::unique_ptr<EgressServices> EgressServices::start(const std::filesystem::pat
                         "): names do not resolve inside them");
   egress::ProxyConfig proxy;
   proxy.policy_for = policy_for;
+  proxy.record = record;
   proxy.always_denied = always_denied(network);
   proxy.secret = [self](uint32_t address, const std::string& name, const std::string& host,
                         const std::string& header) {
@@ -72,7 +105,8 @@ std::string EgressServices::ca_pem() const { return proxy_ ? proxy_->ca_pem() : 
 void EgressServices::use(runtime::Runtime* runtime) {
   std::unique_lock lock(mutex_);
   runtime_ = runtime;
-  if (!runtime) secrets_ = nullptr, teams_ = nullptr;  // they ask the service, which goes too
+  if (!runtime)
+    secrets_ = nullptr, teams_ = nullptr, logs_ = nullptr;  // they ask the service, which goes too
 }
 
 void EgressServices::find_secrets(SecretLookup lookup) {
@@ -83,6 +117,20 @@ void EgressServices::find_secrets(SecretLookup lookup) {
 void EgressServices::find_teams(TeamLookup lookup) {
   std::unique_lock lock(mutex_);
   teams_ = std::move(lookup);
+}
+
+void EgressServices::find_logs(LogLookup lookup) {
+  std::unique_lock lock(mutex_);
+  logs_ = std::move(lookup);
+}
+
+void EgressServices::record(uint32_t address, const egress::NetworkEvent& event) const {
+  std::shared_ptr<SandboxLog> log;
+  {
+    std::shared_lock lock(mutex_);
+    if (logs_) log = logs_(address);
+  }
+  if (log) log->event("network", egress::kind_name(event.kind), network_fields(event));
 }
 
 void EgressServices::policy_changed(uint32_t address) {

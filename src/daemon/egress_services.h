@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/sandbox_log.h"
 #include "egress/dns_forwarder.h"
 #include "egress/proxy.h"
 #include "runtime/runtime.h"
@@ -44,17 +45,23 @@ class EgressServices {
   // (the proxy's slot accounting); null: every sandbox is a team of its own.
   using TeamLookup = std::function<egress::ProxyConfig::Team(uint32_t address)>;
   void find_teams(TeamLookup lookup);
+  // The flight record of the sandbox at an address, where its network events
+  // go (type "network": dns, connection, request); null: recorded nowhere.
+  using LogLookup = std::function<std::shared_ptr<SandboxLog>(uint32_t address)>;
+  void find_logs(LogLookup lookup);
   // The CA sandboxes trust for the hosts whose HTTPS the proxy intercepts; empty: none.
   std::string ca_pem() const;
 
  private:
   EgressServices() = default;
   std::shared_ptr<const egress::Policy> policy_for(uint32_t address) const;
+  void record(uint32_t address, const egress::NetworkEvent& event) const;
 
   mutable std::shared_mutex mutex_;
   runtime::Runtime* runtime_ = nullptr;
   SecretLookup secrets_;
   TeamLookup teams_;
+  LogLookup logs_;
   std::unique_ptr<egress::DnsForwarder> dns_;
   std::unique_ptr<egress::EgressProxy> proxy_;
 };

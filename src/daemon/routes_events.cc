@@ -15,7 +15,7 @@
 namespace abx::daemon::routes {
 namespace {
 
-constexpr const char* kTypes[] = {"lifecycle", "commands", "files"};
+constexpr const char* kTypes[] = {"lifecycle", "commands", "files", "network"};
 // A follower looks for new events this often (a stat of the journal), and
 // sends a comment when nothing came for kKeepalive, so proxies keep it open.
 constexpr auto kFollowTick = std::chrono::milliseconds(250);
@@ -53,7 +53,7 @@ Result<EventsQuery> parse_events_query(const http::Request& request) {
   if (const auto it = query.find("type"); it != query.end()) {
     out.type = it->second;
     if (std::find(std::begin(kTypes), std::end(kTypes), out.type) == std::end(kTypes))
-      return Error::with_message("type: lifecycle, commands or files", kErrBadInput);
+      return Error::with_message("type: lifecycle, commands, files or network", kErrBadInput);
   }
   if (const auto it = query.find("follow"); it != query.end()) {
     if (it->second != "1" && it->second != "true" && it->second != "0" && it->second != "false")

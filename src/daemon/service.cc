@@ -548,6 +548,13 @@ std::string Service::owner_at(uint32_t address) const {
   return {};
 }
 
+std::shared_ptr<SandboxLog> Service::log_at(uint32_t address) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, live] : live_)
+    if (live->sandbox->address() == address) return live->log;
+  return nullptr;
+}
+
 std::vector<SandboxRow> Service::list() const {
   std::vector<std::shared_ptr<LiveSandbox>> all;
   {

@@ -194,6 +194,8 @@ class Service : private runtime::StopListener {
   DashboardSessions& dashboard_sessions() { return dashboard_sessions_; }
   // The team whose live sandbox has `address` on its network; empty: none.
   std::string owner_at(uint32_t address) const;
+  // The log of the live sandbox at `address` (its flight record); null: none.
+  std::shared_ptr<SandboxLog> log_at(uint32_t address) const;
 
   // Runs work whose length its caller controls (builds, MCP sessions that
   // end their sandboxes) where it cannot hold up creates and kills.

@@ -25,6 +25,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "egress/repeat_gate.h"
+
 namespace abx::egress {
 namespace dns {
 namespace {
@@ -310,7 +312,9 @@ class DnsForwarder::Impl {
   std::unordered_map<uint16_t, std::shared_ptr<PendingQuery>> pending_;  // by forwarder ID
   std::unordered_map<uint32_t, size_t> pending_per_source_, tcp_per_source_;
   size_t tcp_connections_ = 0;
-  RateLimit rate_;  // touched on the forwarder's thread only
+  RateLimit rate_;      // touched on the forwarder's thread only
+  RepeatGate repeats_;  // likewise
+  void record(uint32_t source, const Policy& policy, const std::string& name, bool allowed);
   std::thread thread_;
 };
 
@@ -376,6 +380,23 @@ net::awaitable<void> DnsForwarder::Impl::receive_queries() {
   }
 }
 
+// One event per sandbox, name and verdict in each window (repeat_gate.h): a
+// resolver retrying, or a loop asking the same name, is one line with a count.
+void DnsForwarder::Impl::record(uint32_t source, const Policy& policy, const std::string& name,
+                                bool allowed) {
+  if (!config_.record) return;
+  const std::string key = std::to_string(source) + (allowed ? " + " : " - ") + name;
+  const std::optional<uint64_t> held = repeats_.pass(key);
+  if (!held) return;
+  NetworkEvent event;
+  event.kind = NetworkEvent::Kind::kDns;
+  event.host = name;
+  event.allowed = allowed;
+  event.reason = deciding_rule(policy, 0, name);
+  event.repeats = *held;
+  config_.record(source, event);
+}
+
 void DnsForwarder::Impl::handle_udp_query(std::span<const uint8_t> query,
                                           const udp::endpoint& client) {
   const uint32_t source = client.address().to_v4().to_uint();
@@ -385,7 +406,9 @@ void DnsForwarder::Impl::handle_udp_query(std::span<const uint8_t> query,
   if (!rate_.allow(source)) return;
   const auto question = dns::parse_query(query);
   if (!question) return;
-  if (!resolves(*policy, question->name)) {
+  const bool allowed = resolves(*policy, question->name);
+  record(source, *policy, question->name, allowed);
+  if (!allowed) {
     spdlog::debug("dns: {} denied for {}", question->name, client.address().to_string());
     send_to_client(dns::error_reply(query, dns::kNxDomain), client);
     return;
@@ -536,7 +559,9 @@ net::awaitable<std::optional<Bytes>> DnsForwarder::Impl::answer_tcp(uint32_t sou
   if (!policy || !rate_.allow(source)) co_return std::nullopt;
   const auto question = dns::parse_query(query);
   if (!question) co_return std::nullopt;
-  if (!resolves(*policy, question->name)) {
+  const bool allowed = resolves(*policy, question->name);
+  record(source, *policy, question->name, allowed);
+  if (!allowed) {
     spdlog::debug("dns: {} denied over tcp", question->name);
     co_return framed(dns::error_reply(query, dns::kNxDomain));
   }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "egress/network_event.h"
 #include "egress/policy.h"
 
 namespace abx::egress {
@@ -33,6 +34,9 @@ struct DnsConfig {
   // an address that is no sandbox's: its queries are dropped silently. Called
   // on the forwarder's thread for every query: must be thread-safe and quick.
   std::function<std::shared_ptr<const Policy>(uint32_t source_ip)> policy_for;
+  // Told of each name a sandbox asks and the verdict, the same name and
+  // verdict at most once per source in 10 s (the repeats counted); null: no one.
+  NetworkRecorder record;
   // Where allowed queries go, tried in order. Empty: the IPv4 nameservers of
   // `resolv_conf` (a local stub such as 127.0.0.53 is fine: we are on the host).
   std::vector<sockaddr_in> upstreams;

@@ -1,6 +1,8 @@
 #include "egress/http_rewrite.h"
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "egress/http_text.h"
 
@@ -10,16 +12,28 @@ namespace {
 // Requests sent and not yet answered that a connection's log keeps: beyond
 // this a client is pipelining far ahead of its server, and is refused.
 constexpr size_t kMaxUnanswered = 1024;
+constexpr size_t kMaxNotedPath = 512;
+
+// "GET /a/b?token=x HTTP/1.1" → {"GET", "/a/b"}; bounded.
+std::pair<std::string, std::string> method_and_path(std::string_view request_line) {
+  const size_t space = request_line.find(' ');
+  if (space == std::string_view::npos) return {};
+  std::string_view target = request_line.substr(space + 1);
+  target = target.substr(0, target.find(' '));
+  target = target.substr(0, target.find('?'));
+  return {std::string(request_line.substr(0, space)), std::string(target.substr(0, kMaxNotedPath))};
+}
 
 }  // namespace
 
 RequestRewriter::RequestRewriter(HostRule rule, std::string host, SecretLookup secret,
-                                 bool secrets_allowed, ExchangeLog* log)
+                                 bool secrets_allowed, ExchangeLog* log, RequestObserver observe)
     : rule_(std::move(rule)),
       host_(std::move(host)),
       secret_(std::move(secret)),
       secrets_allowed_(secrets_allowed),
-      log_(log) {}
+      log_(log),
+      observe_(std::move(observe)) {}
 
 bool RequestRewriter::fail(int status, std::string_view reason) {
   error_ = "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
@@ -56,12 +70,25 @@ bool RequestRewriter::feed(std::string_view in, std::string& out) {
   return true;
 }
 
+// Rewrites the head, and tells the observer of the request (a head not even
+// a request line is not one).
 bool RequestRewriter::on_head(std::string_view text, std::string& out) {
+  note_ = RequestNote{};
+  const bool sent = rewrite_head(text, out);
+  if (observe_ && !note_.method.empty()) {
+    if (!sent) note_.refusal = error_.substr(0, error_.find("\r\n"));  // the status line
+    observe_(note_);
+  }
+  return sent;
+}
+
+bool RequestRewriter::rewrite_head(std::string_view text, std::string& out) {
   const auto head = parse_head(text);
   if (!head) return fail(400, "Bad Request");
   const std::string_view request_line = head->first_line;
   if (std::count(request_line.begin(), request_line.end(), ' ') != 2)
     return fail(400, "Bad Request");
+  std::tie(note_.method, note_.path) = method_and_path(request_line);
   // TRACE echoes the request, added headers (secrets) included, back to the sandbox.
   if (request_line.rfind("TRACE ", 0) == 0) return fail(405, "Method Not Allowed");
   std::optional<uint64_t> length;
@@ -118,6 +145,7 @@ bool RequestRewriter::add_rule_headers(std::string& out) {
     // "abx-secret:NAME" ends the value: "Bearer abx-secret:NAME" works too.
     if (const auto at = value.find(kSecretPrefix); at != std::string::npos) {
       const std::string name = value.substr(at + kSecretPrefix.size());
+      note_.secrets.push_back(name);  // asked for; sent only if the head is
       const auto resolved = secrets_allowed_ && secret_ ? secret_(name, header.name) : std::nullopt;
       if (!resolved) return fail(502, "Bad Gateway: a header secret cannot be sent");
       value = value.substr(0, at) + *resolved;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "egress/http_message.h"
 #include "egress/policy.h"
@@ -21,6 +22,16 @@ namespace abx::egress {
 using SecretLookup =
     std::function<std::optional<std::string>(const std::string& name, const std::string& header)>;
 
+// One request head the rewriter passed or refused, for the flight record:
+// its method and path (the query left out: it may carry tokens), the names
+// of the secrets put in (never their values), and why it was refused ("": sent).
+struct RequestNote {
+  std::string method, path;
+  std::vector<std::string> secrets;
+  std::string refusal;
+};
+using RequestObserver = std::function<void(const RequestNote&)>;
+
 class RequestRewriter : public HttpFilter {
  public:
   // `host`: the name the connection was allowed for; a request naming another
@@ -28,9 +39,9 @@ class RequestRewriter : public HttpFilter {
   // `secrets_allowed`: false refuses requests whose rule references a secret
   // (plain HTTP to an address the name does not resolve to).
   // `log`: where each request's kind and the secrets sent are noted for the
-  // response filter; null: nowhere.
+  // response filter; null: nowhere. `observe`: told of each request head.
   RequestRewriter(HostRule rule, std::string host, SecretLookup secret, bool secrets_allowed,
-                  ExchangeLog* log = nullptr);
+                  ExchangeLog* log = nullptr, RequestObserver observe = nullptr);
 
   bool feed(std::string_view in, std::string& out) override;
   const std::string& error_response() const override { return error_; }
@@ -40,6 +51,7 @@ class RequestRewriter : public HttpFilter {
 
  private:
   bool on_head(std::string_view head, std::string& out);
+  bool rewrite_head(std::string_view head, std::string& out);
   bool add_rule_headers(std::string& out);
   void note(std::string_view request_line);
   bool fail(int status, std::string_view reason);
@@ -49,6 +61,8 @@ class RequestRewriter : public HttpFilter {
   SecretLookup secret_;
   bool secrets_allowed_;
   ExchangeLog* log_;
+  RequestObserver observe_;
+  RequestNote note_;  // of the head being rewritten
   bool tunnel_ = false;
   std::string pending_;  // an incomplete head
   BodyPass body_;

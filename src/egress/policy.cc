@@ -154,6 +154,36 @@ bool resolves(const Policy& policy, std::string_view name) {
   return !any_host(policy.deny_hosts, name);
 }
 
+namespace {
+
+const Cidr* first_cidr(const std::vector<Cidr>& cidrs, uint32_t ip) {
+  const auto it =
+      std::find_if(cidrs.begin(), cidrs.end(), [&](const Cidr& c) { return c.contains(ip); });
+  return it == cidrs.end() ? nullptr : &*it;
+}
+
+const std::string* first_host(const std::vector<std::string>& patterns, std::string_view host) {
+  if (host.empty()) return nullptr;
+  const auto it = std::find_if(patterns.begin(), patterns.end(),
+                               [&](const std::string& p) { return host_matches(p, host); });
+  return it == patterns.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+// Follows allows() and resolves() step by step: the first entry that decides is named.
+std::string deciding_rule(const Policy& policy, uint32_t ip, std::string_view host) {
+  const bool dns = ip == 0;
+  if (const Cidr* c = dns ? nullptr : first_cidr(policy.allow_cidrs, ip))
+    return "allowOut " + c->text();
+  if (const std::string* h = first_host(policy.allow_hosts, host)) return "allowOut " + *h;
+  if (const Cidr* c =
+          dns ? (policy.denies_all() ? &kAllTraffic : nullptr) : first_cidr(policy.deny_cidrs, ip))
+    return "denyOut " + c->text();
+  if (const std::string* h = first_host(policy.deny_hosts, host)) return "denyOut " + *h;
+  return "no rule";
+}
+
 const HostRule* rule_for(const Policy& policy, std::string_view host) {
   const std::string name = normal_host(host);
   for (const HostRule& rule : policy.rules)

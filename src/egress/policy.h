@@ -117,6 +117,11 @@ bool allows(const Policy& policy, uint32_t ip, std::string_view host);
 // allowed host matches it.
 bool resolves(const Policy& policy, std::string_view name);
 
+// Which entry decided allows() (`ip` 0: resolves() for the name `host`), for
+// the flight record: "allowOut 10.0.0.0/8", "denyOut *.evil.test", or
+// "no rule" when nothing matched and the default (allowed) held.
+std::string deciding_rule(const Policy& policy, uint32_t ip, std::string_view host);
+
 // The rule whose host matches `host` (exact matches before wildcards), or null.
 const HostRule* rule_for(const Policy& policy, std::string_view host);
 

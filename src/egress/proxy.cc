@@ -29,6 +29,9 @@
 namespace abx::egress {
 namespace {
 
+// The refusal of a connection from no sandbox: nothing to record it in.
+constexpr std::string_view kNoSandbox = "no sandbox has this address";
+
 std::string address_text(uint32_t ip) {
   in_addr a{htonl(ip)};
   char buffer[INET_ADDRSTRLEN] = {};
@@ -98,7 +101,8 @@ struct EgressProxy::Impl {
   void serve(UniqueFd client, sockaddr_in original_dst);
   void run(uint64_t id, UniqueFd client, UniqueFd upstream, uint32_t source, sockaddr_in dst);
   std::string handle(uint64_t id, int client, int upstream, uint32_t source, uint32_t ip,
-                     uint16_t port, const ActivityStamp& activity);
+                     uint16_t port, const ActivityStamp& activity, NetworkEvent& event);
+  RequestObserver request_observer(uint32_t source, const NetworkEvent& connection) const;
   ProxyConfig::Team team_of(uint32_t source) const;
   // A lookup that does not answer in time is a name without that address.
   bool name_has(const std::string& name, uint32_t ip) const {
@@ -222,10 +226,23 @@ void EgressProxy::Impl::run(uint64_t id, UniqueFd client, UniqueFd upstream, uin
     std::lock_guard lock(mutex);
     activity = records.at(id).activity;
   }
-  const std::string refusal = handle(id, client.get(), upstream.get(), source, ip, port, activity);
+  const auto started = Clock::now();
+  NetworkEvent event;
+  event.kind = NetworkEvent::Kind::kConnection;
+  event.ip = ip;
+  event.port = port;
+  const std::string refusal =
+      handle(id, client.get(), upstream.get(), source, ip, port, activity, event);
   if (!refusal.empty())
     spdlog::debug("egress: refused {} -> {}:{}: {}", address_text(source), address_text(ip), port,
                   refusal);
+  if (config.record && refusal != kNoSandbox) {
+    event.allowed = refusal.empty();
+    if (!event.allowed) event.reason = refusal;
+    event.duration_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
+    config.record(source, event);
+  }
   std::lock_guard lock(mutex);
   records.erase(id);
   slots->remove(id);
@@ -256,17 +273,25 @@ std::shared_ptr<const Policy> EgressProxy::Impl::decide(uint64_t id, uint32_t so
 }
 
 // Serves one connection; returns why it was refused ("" when it was served).
+// `event` gets the name the connection gave, the rule that allowed it and the
+// bytes it moved.
 std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uint32_t source,
-                                      uint32_t ip, uint16_t port, const ActivityStamp& activity) {
-  if (!config.policy_for || !config.policy_for(source)) return "no sandbox has this address";
+                                      uint32_t ip, uint16_t port, const ActivityStamp& activity,
+                                      NetworkEvent& event) {
+  if (!config.policy_for || !config.policy_for(source)) return std::string(kNoSandbox);
   if (config.always_denied && config.always_denied(ip)) return "the destination is always denied";
   FirstBytes first;
   const auto& ports = config.peek_ports;
   if (std::find(ports.begin(), ports.end(), port) != ports.end())
     first = peek_first_bytes(client, config.peek_timeout);
   if (first.ambiguous) return "an ambiguous request (two Host headers)";
+  event.host = first.name;
   const std::shared_ptr<const Policy> policy = decide(id, source, ip, first.name);
-  if (!policy) return "the policy denies it" + (first.name.empty() ? "" : " (" + first.name + ")");
+  if (!policy) {
+    const auto now = config.policy_for(source);
+    return "the policy denies it" + (now ? " (" + deciding_rule(*now, ip, first.name) + ")" : "");
+  }
+  event.reason = deciding_rule(*policy, ip, first.name);
   // Allowed by its name alone: the name is the sandbox's word, so the address
   // dialled must be one the name has, or any address would pass as it.
   if (!first.name.empty() && !allows(*policy, ip, "") && !name_has(first.name, ip))
@@ -295,6 +320,9 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
   ResponseFilter responses(log);
   HttpFilter* response_filter = rule != nullptr && needs_secret(*rule) ? &responses : nullptr;
   ExchangeLog* noted = response_filter != nullptr ? &log : nullptr;  // nothing else reads it
+  if (rule != nullptr) event.reason += "; header rule " + rule->host;
+  const RequestObserver observe = request_observer(source, event);
+  Relayed relayed;
   if (rule != nullptr && first.protocol == Protocol::kTls) {
     SSL* ssl = SSL_new(upstream_tls.get());
     if (ssl == nullptr) return "TLS setup failed";
@@ -312,16 +340,38 @@ std::string EgressProxy::Impl::handle(uint64_t id, int client, int upstream, uin
     TlsStream terminated(server, sandbox);
     if (Status s = terminated.handshake(Clock::now() + config.handshake_timeout); !s)
       return "sandbox " + s.error().message();
-    RequestRewriter rewriter(*rule, first.name, secret, true, noted);
-    relay(terminated, real, &rewriter, response_filter, config.idle_timeout);
+    RequestRewriter rewriter(*rule, first.name, secret, true, noted, observe);
+    relayed = relay(terminated, real, &rewriter, response_filter, config.idle_timeout);
   } else if (rule != nullptr && first.protocol == Protocol::kHttp) {
     const bool secrets_allowed = !needs_secret(*rule) || name_has(first.name, ip);
-    RequestRewriter rewriter(*rule, first.name, secret, secrets_allowed, noted);
-    relay(sandbox, upstream_stream, &rewriter, response_filter, config.idle_timeout);
+    RequestRewriter rewriter(*rule, first.name, secret, secrets_allowed, noted, observe);
+    relayed = relay(sandbox, upstream_stream, &rewriter, response_filter, config.idle_timeout);
   } else {
-    relay(sandbox, upstream_stream, nullptr, nullptr, config.idle_timeout);
+    relayed = relay(sandbox, upstream_stream, nullptr, nullptr, config.idle_timeout);
   }
+  event.bytes_out = relayed.out;
+  event.bytes_in = relayed.in;
   return {};
+}
+
+// Each request through the intercepting proxy, as an event of the sandbox's.
+RequestObserver EgressProxy::Impl::request_observer(uint32_t source,
+                                                    const NetworkEvent& connection) const {
+  if (!config.record) return nullptr;
+  return [record = config.record, source, host = connection.host, ip = connection.ip,
+          port = connection.port](const RequestNote& note) {
+    NetworkEvent event;
+    event.kind = NetworkEvent::Kind::kRequest;
+    event.host = host;
+    event.ip = ip;
+    event.port = port;
+    event.method = note.method;
+    event.path = note.path;
+    event.secrets = note.secrets;
+    event.allowed = note.refusal.empty();
+    event.reason = note.refusal;
+    record(source, event);
+  };
 }
 
 // A sandbox of no known team is a team of its own; a team with no cap of its

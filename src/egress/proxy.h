@@ -23,6 +23,7 @@
 
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "egress/network_event.h"
 #include "egress/policy.h"
 
 namespace abx::egress {
@@ -32,6 +33,10 @@ struct ProxyConfig {
   // (host byte order); nullptr: unknown, the connection is dropped. Called from
   // connection threads and from policy_changed().
   std::function<std::shared_ptr<const Policy>(uint32_t source_ip)> policy_for;
+  // Told of each connection of a known sandbox when it ends (allowed, with
+  // the rule and the bytes each way) or is refused (why), and of each request
+  // through the intercepting proxy (hosts with header rules); null: no one.
+  NetworkRecorder record;
   // Addresses no connection may reach whatever the policy (the host, sandboxes,
   // private ranges): checked on the original destination and on every address
   // the proxy dials itself (a SOCKS proxy's). Null: none.

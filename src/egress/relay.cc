@@ -24,6 +24,7 @@ struct Direction {
   HttpFilter* rewriter = nullptr;
   std::string pending;
   size_t written = 0;  // of pending
+  uint64_t total = 0;  // bytes written to `to` in all
   bool eof = false, shut = false, failed = false;
   std::string refusal;  // the filter's answer to the client, when it refused
 
@@ -59,6 +60,7 @@ struct Direction {
       const IoResult w = to.write(pending.data() + written, backlog());
       if (w.status == Io::kOk) {
         written += w.bytes;
+        total += w.bytes;
         moved = true;
       } else {
         if (w.status == Io::kError) failed = true;
@@ -88,7 +90,8 @@ void add_events(std::vector<pollfd>& fds, int fd, short events) {
 struct Spliced {
   int from, to;
   UniqueFd read_end, write_end;
-  size_t held = 0;  // bytes in the pipe
+  size_t held = 0;     // bytes in the pipe
+  uint64_t total = 0;  // bytes spliced into `to`
   bool eof = false, shut = false, failed = false;
   static constexpr size_t kPipe = 256 * 1024;
 
@@ -118,6 +121,7 @@ struct Spliced {
         break;
       }
       held -= static_cast<size_t>(n);
+      total += static_cast<uint64_t>(n);
       moved = true;
     }
     if (eof && held == 0 && !shut && !failed) {
@@ -133,7 +137,7 @@ struct Spliced {
 // MSG_NOSIGNAL): relays run under SigpipeBlocked (common/fd_io.h).
 
 // The relay for two plain sockets; false when no pipes could be had (then copy instead).
-bool splice_relay(int client, int upstream, std::chrono::milliseconds idle) {
+bool splice_relay(int client, int upstream, std::chrono::milliseconds idle, Relayed& relayed) {
   Spliced out{client, upstream, {}, {}}, in{upstream, client, {}, {}};
   if (!out.open() || !in.open()) return false;
   const SigpipeBlocked blocked;
@@ -159,18 +163,21 @@ bool splice_relay(int client, int upstream, std::chrono::milliseconds idle) {
         errno != EINTR)
       break;
   }
+  relayed = Relayed{out.total, in.total};
   return true;
 }
 
 }  // namespace
 
-void relay(Stream& client, Stream& upstream, HttpFilter* requests, HttpFilter* responses,
-           std::chrono::milliseconds idle) {
+Relayed relay(Stream& client, Stream& upstream, HttpFilter* requests, HttpFilter* responses,
+              std::chrono::milliseconds idle) {
+  Relayed relayed;
   if (requests == nullptr && responses == nullptr && dynamic_cast<PlainStream*>(&client) &&
-      dynamic_cast<PlainStream*>(&upstream) && splice_relay(client.fd(), upstream.fd(), idle))
-    return;
-  Direction out{client, upstream, requests, {}, 0, false, false, false, {}};
-  Direction in{upstream, client, responses, {}, 0, false, false, false, {}};
+      dynamic_cast<PlainStream*>(&upstream) &&
+      splice_relay(client.fd(), upstream.fd(), idle, relayed))
+    return relayed;
+  Direction out{client, upstream, requests, {}, 0, 0, false, false, false, {}};
+  Direction in{upstream, client, responses, {}, 0, 0, false, false, false, {}};
   std::vector<char> buffer(kBuffer);
   auto last_progress = Clock::now();
   while (!(out.done() && in.done())) {
@@ -204,6 +211,7 @@ void relay(Stream& client, Stream& upstream, HttpFilter* requests, HttpFilter* r
     write_all(client, refusal, deadline);
     client.shutdown_write();
   }
+  return Relayed{out.total, in.total};
 }
 
 }  // namespace abx::egress

@@ -4,15 +4,21 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 #include "egress/http_message.h"
 #include "egress/stream.h"
 
 namespace abx::egress {
 
+// Bytes written each way: `out` to the upstream, `in` to the client.
+struct Relayed {
+  uint64_t out = 0, in = 0;
+};
+
 // Returns when the connection is over; the caller closes the sockets.
 // `requests` filters client-to-upstream bytes, `responses` the others; null: none.
-void relay(Stream& client, Stream& upstream, HttpFilter* requests, HttpFilter* responses,
-           std::chrono::milliseconds idle);
+Relayed relay(Stream& client, Stream& upstream, HttpFilter* requests, HttpFilter* responses,
+              std::chrono::milliseconds idle);
 
 }  // namespace abx::egress

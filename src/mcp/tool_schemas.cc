@@ -38,7 +38,7 @@ constexpr const char* kToolsJson = R"json([
   "description": "Review what happened in a sandbox, oldest first: its lifecycle (created, timeout set, paused, resumed, ended and why), the commands run (argv, cwd, env names, exit code, out of memory) and the files uploaded or downloaded (path, bytes, sha256). Works for a sandbox that ended within the last day. A page at a time: pass the next_since it returns as since for the rest.",
   "inputSchema": {"type": "object", "properties": {
     "sandbox_id": {"type": "string", "description": "The sandbox id"},
-    "type": {"type": "string", "enum": ["lifecycle", "commands", "files"], "description": "Only events of this kind"},
+    "type": {"type": "string", "enum": ["lifecycle", "commands", "files", "network"], "description": "Only events of this kind"},
     "since": {"type": "integer", "minimum": 0, "description": "Only events after this seq (the next_since of the previous call)"}},
    "required": ["sandbox_id"], "additionalProperties": false}},
  {"name": "run_code",

@@ -73,7 +73,7 @@ def test_what_happened_in_a_sandbox_is_recorded_in_order(own_daemon, monkeypatch
     assert after[-1]["why"] == "killed" and after[-1]["key"] == created["key"]
     with d.api() as api:
         assert api.get(f"/abx/v1/sandboxes/{sid}/events",
-                       params={"type": "network"}).status_code == 400
+                       params={"type": "packets"}).status_code == 400
 
 
 def test_abx_events_prints_the_record_and_its_json_lines(own_daemon):

@@ -81,7 +81,7 @@ def test_sandbox_events_tells_the_agent_what_it_did(daemon, work_dir):
             unknown = await call_error(session, "sandbox_events", sandbox_id="inosuchsandbox")
             assert "no events of sandbox inosuchsandbox" in unknown
             bad_type = await call_error(session, "sandbox_events", sandbox_id=sid,
-                                        type="network")
+                                        type="packets")
             assert "type must be one of" in bad_type
             assert "since must be at least 0" in await call_error(
                 session, "sandbox_events", sandbox_id=sid, since=-1)

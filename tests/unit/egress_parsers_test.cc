@@ -95,6 +95,27 @@ TEST(EgressRewrite, SetsHeadersOnEveryRequestAndPassesBodiesInAnyPieces) {
   }
 }
 
+// The flight record's view: each request's method and path (no query), the
+// secrets by name, and the refusal's status line; never a secret's value.
+TEST(EgressRewrite, TellsTheObserverOfEachRequestWithSecretNamesOnly) {
+  std::vector<RequestNote> notes;
+  RequestRewriter r(rule(), "api.com", secret, true, nullptr,
+                    [&](const RequestNote& note) { notes.push_back(note); });
+  rewrite(r,
+          "GET /a/b?token=t0p HTTP/1.1\r\nHost: api.com\r\n\r\n"
+          "DELETE /c HTTP/1.1\r\nHost: other.com\r\n\r\n",
+          5);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0].method, "GET");
+  EXPECT_EQ(notes[0].path, "/a/b");
+  EXPECT_EQ(notes[0].secrets, std::vector<std::string>{"K"});
+  EXPECT_EQ(notes[0].refusal, "");
+  EXPECT_EQ(notes[1].method, "DELETE");
+  EXPECT_EQ(notes[1].refusal, "HTTP/1.1 421 Misdirected Request");
+  for (const RequestNote& note : notes)
+    for (const std::string& name : note.secrets) EXPECT_NE(name, "v");
+}
+
 TEST(EgressRewrite, RefusesWhatCouldSmuggleOrLeak) {
   const auto refused = [](const std::string& in, const char* status, bool secrets = true,
                           HostRule r = rule()) {

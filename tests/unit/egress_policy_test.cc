@@ -101,5 +101,21 @@ TEST(EgressPolicy, NeedsTheProxyOnlyForNamesRulesOrSocks) {
   EXPECT_TRUE(s.needs_proxy());
 }
 
+TEST(EgressPolicy, NamesTheRuleThatDecided) {
+  Policy p;
+  p.allow_cidrs = {*parse_cidr("1.2.3.0/24")};
+  p.allow_hosts = {"*.ok.test"};
+  p.deny_cidrs = {kAllTraffic};
+  p.deny_hosts = {"bad.test"};
+  EXPECT_EQ(deciding_rule(p, ip("1.2.3.4"), "bad.test"), "allowOut 1.2.3.0/24");
+  EXPECT_EQ(deciding_rule(p, ip("9.9.9.9"), "a.ok.test"), "allowOut *.ok.test");
+  EXPECT_EQ(deciding_rule(p, ip("9.9.9.9"), ""), "denyOut 0.0.0.0/0");
+  EXPECT_EQ(deciding_rule(p, 0, "a.ok.test"), "allowOut *.ok.test");  // DNS
+  EXPECT_EQ(deciding_rule(p, 0, "elsewhere.test"), "denyOut 0.0.0.0/0");
+  p.deny_cidrs.clear();
+  EXPECT_EQ(deciding_rule(p, 0, "bad.test"), "denyOut bad.test");
+  EXPECT_EQ(deciding_rule(p, ip("9.9.9.9"), "elsewhere.test"), "no rule");
+}
+
 }  // namespace
 }  // namespace abx::egress

@@ -64,7 +64,7 @@ class SandboxEvent:
     at: datetime
     """When it happened (UTC)."""
     type: str
-    """"lifecycle", "commands" or "files"."""
+    """"lifecycle", "commands", "files" or "network"."""
     event: str
     """What happened, e.g. "created", "started", "ended", "uploaded"."""
     fields: dict[str, Any] = field(default_factory=dict)

@@ -278,7 +278,7 @@ class AsyncSandbox:
         commands (started with argv, cwd and env names, never values; ended with exit code)
         and files (uploaded, downloaded, with size and sha256).
 
-        :param type: only "lifecycle", "commands" or "files" events
+        :param type: only "lifecycle", "commands", "files" or "network" events
         :param since: only events after this `seq` (the last one you have)
         :return: the events, at most 10 000 a call (ask again with `since`)
         :raises UnsupportedException: a remote provider (they keep no such record)

@@ -261,7 +261,7 @@ class Sandbox:
                since: int | None = None) -> builtins.list[SandboxEvent]:
         """The sandbox's flight record, oldest first (see `AsyncSandbox.events`).
 
-        :param type: only "lifecycle", "commands" or "files" events
+        :param type: only "lifecycle", "commands", "files" or "network" events
         :param since: only events after this `seq`
         :return: the events
         :raises UnsupportedException: a remote provider
