@@ -15,22 +15,10 @@ namespace {
 
 using nlohmann::json;
 
-// "argv=[...] exitCode=0": the fields an event has beyond its seq, time, type and name.
-std::string details_of(const json& event) {
-  std::string out;
-  for (const auto& [key, value] : event.items()) {
-    if (key == "seq" || key == "at" || key == "type" || key == "event") continue;
-    if (value.is_null() || (value.is_string() && value.get<std::string>().empty())) continue;
-    out += (out.empty() ? "" : " ") + key + "=" +
-           (value.is_string() ? value.get<std::string>() : value.dump());
-  }
-  return out;
-}
-
 std::vector<std::string> row_of(const json& event) {
   return {std::to_string(event.value("seq", uint64_t{0})),
           format_local_time(event.value("at", int64_t{0}) / 1000), event.value("type", ""),
-          event.value("event", ""), sanitize_for_terminal(details_of(event))};
+          event.value("event", ""), sanitize_for_terminal(e2b::event_details(event))};
 }
 
 Error not_found(const std::string& id) {

@@ -311,6 +311,17 @@ Result<json> ControlPlane::fork_sandbox(const std::string& id, int count, int ti
   return parse_json(response->body, "POST /sandboxes/" + id + "/fork");
 }
 
+std::string event_details(const json& event) {
+  std::string out;
+  for (const auto& [key, value] : event.items()) {
+    if (key == "seq" || key == "at" || key == "type" || key == "event") continue;
+    if (value.is_null() || (value.is_string() && value.get<std::string>().empty())) continue;
+    out += (out.empty() ? "" : " ") + key + "=" +
+           (value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return out;
+}
+
 Result<json> ControlPlane::sandbox_events(const std::string& id, const std::string& query) const {
   if (Status st = check_sandbox_id(id); !st) return st.error();
   const std::string target =

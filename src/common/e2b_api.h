@@ -22,6 +22,10 @@ struct Endpoint {
 // "<message from an {code,message} body, or the status>" for a failed call.
 std::string describe_failure(const http::Response& response);
 
+// "argv=[...] exitCode=0": a flight-record event's fields beyond its seq,
+// time, type and name (what `abx events` and the MCP tool show of it).
+std::string event_details(const json& event);
+
 class ControlPlane {
  public:
   explicit ControlPlane(Endpoint endpoint);

@@ -111,7 +111,12 @@ struct ProcessTable::Managed {
   void keep_edges(std::string_view bytes) {
     const size_t to_head = std::min(bytes.size(), kOutputEdge - output_head.size());
     output_head.append(bytes.substr(0, to_head));
-    output_tail.append(bytes.substr(to_head));
+    bytes.remove_prefix(to_head);
+    if (bytes.size() >= kOutputEdge) {  // a big read: only its end can be the tail
+      output_tail.assign(bytes.substr(bytes.size() - kOutputEdge));
+      return;
+    }
+    output_tail.append(bytes);
     if (output_tail.size() > 2 * kOutputEdge)
       output_tail.erase(0, output_tail.size() - kOutputEdge);
   }

@@ -87,19 +87,23 @@ bool is_the_end(const nlohmann::json& event) {
 // The record so far, then each new event, until the sandbox's `ended` (or,
 // for a sandbox no longer live, once nothing more comes), the client going
 // away, or its key being revoked.
+// `so_far` is what the route read already, at journal stamp `so_far_stamp`
+// (taken before that read, so nothing recorded meanwhile is missed).
 Task<void> follow_events(ControlCall& call, Exchange& exchange, const std::string& id,
-                         EventsQuery query) {
+                         EventsQuery query, std::vector<nlohmann::json> so_far,
+                         uint64_t so_far_stamp) {
   http::Headers headers = {{"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}};
   std::string type = "text/event-stream";
   co_await exchange.start_stream(200, std::move(type), std::move(headers));
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
-  uint64_t seen_stamp = 0;
+  uint64_t seen_stamp = so_far_stamp;
   auto quiet_since = std::chrono::steady_clock::now();
   for (bool first = true;; first = false) {
-    const uint64_t stamp = call.service.events().stamp(id);
+    const uint64_t stamp = first ? so_far_stamp : call.service.events().stamp(id);
     if (first || stamp != seen_stamp) {
       seen_stamp = stamp;
-      auto events = co_await read_events(call, id, query);
+      Result<std::vector<nlohmann::json>> events = std::move(so_far);
+      if (!first) events = co_await read_events(call, id, query);
       std::string out;
       bool ended = false;
       for (const auto& event : events ? *events : kNoEvents) {
@@ -134,9 +138,11 @@ Task<void> sandbox_events(ControlCall& call, Exchange& exchange) {
   if (!id) co_return co_await respond_error(exchange, id.error());
   auto query = parse_events_query(exchange.request());
   if (!query) co_return co_await respond_error(exchange, query.error());
+  const uint64_t stamp = query->follow ? call.service.events().stamp(*id) : 0;
   auto events = co_await read_events(call, *id, *query);
   if (!events) co_return co_await respond_error(exchange, events.error());
-  if (query->follow) co_return co_await follow_events(call, exchange, *id, *query);
+  if (query->follow)
+    co_return co_await follow_events(call, exchange, *id, *query, std::move(*events), stamp);
   std::string body;
   for (const auto& event : *events) body += json_text::dump(event) + "\n";
   co_await exchange.respond(200, "application/x-ndjson", std::move(body));

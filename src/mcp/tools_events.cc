@@ -30,16 +30,8 @@ std::string utc_time(int64_t at_ms) {
   return std::string(text) + millis;
 }
 
-// "argv=[...] exitCode=0": the fields beyond seq, time, type and name.
 std::string details_of(const json& event) {
-  std::string out;
-  for (const auto& [key, value] : event.items()) {
-    if (key == "seq" || key == "at" || key == "type" || key == "event") continue;
-    if (value.is_null() || (value.is_string() && value.get<std::string>().empty())) continue;
-    out += (out.empty() ? "" : " ") + key + "=" +
-           (value.is_string() ? value.get<std::string>() : value.dump());
-  }
-  return shorten(out, kMaxDetailBytes);
+  return shorten(e2b::event_details(event), kMaxDetailBytes);
 }
 
 std::string line_of(const json& event) {
