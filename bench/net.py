@@ -287,12 +287,23 @@ def meminfo_used_kib() -> int:
     return info["MemTotal"] - info["MemAvailable"]
 
 
+def stacks_in_vmalloc() -> bool:
+    """Whether kernel stacks are vmalloc'd (CONFIG_VMAP_STACK, the x86-64 default): then
+    VmallocUsed already holds KernelStack, which must not be counted twice."""
+    try:
+        return any(" kernel_clone+" in line or " dup_task_struct+" in line
+                   for line in Path("/proc/vmallocinfo").read_text().splitlines())
+    except OSError:
+        return False
+
+
 def kernel_kib() -> int:
     """What the kernel holds for itself (slab, stacks, page tables, per-cpu, vmalloc): where
     a sandbox's namespaces, veth, routes and nftables objects live, and far less moved by
     other work on a shared host (compilers' page cache and heaps) than MemAvailable."""
     info = meminfo_kib()
-    return sum(info.get(k, 0) for k in KERNEL_FIELDS)
+    twice = "KernelStack" if stacks_in_vmalloc() else None
+    return sum(info.get(k, 0) for k in KERNEL_FIELDS if k != twice)
 
 
 def links_gone(world: World, timeout: float = 60) -> None:
@@ -563,14 +574,22 @@ CREATE_CAUSE = """create: a create runs one libnftables transaction for the sand
   set of the table before each transaction, ~0.4 s a create with 1000 sandboxes); it still
   reads every chain of the table first (~8 ms with 1000 sandboxes, `bench/nft_cost.py`). The
   lasting fix: the per-sandbox objects written through libnftnl batches, without a cache."""
-MEMORY_CAUSE = """memory: what networking adds is kernel memory: a veth pair (~110 KiB measured
-  alone in scratch namespaces: two net devices with their IPv4 and IPv6 sysctl tables, sysfs
-  nodes, per-cpu stats; one queue each since this change), its /30's routes, and 3 chains and
-  ~10 rules (~7 KiB). What a sandbox costs at all also grows with the host: the kernel gives
-  every memory cgroup (live or dying) a 1 KiB slot per 64 superblocks ever registered on the
-  host (shrinker_info), so each sandbox's cgroup costs more the more sandboxes (5 superblocks
-  each) there are, and the most there ever were since boot sets it (traced: 254 KiB per new
-  cgroup on this VM after earlier 1000-sandbox runs)."""
+MEMORY_CAUSE = """memory: where an idle sandbox's kernel memory goes, traced (perf's kmem
+  tracepoints, allocations still live after 40 creates, cgroup v1, 2 CPUs; KiB per sandbox):
+  memory cgroups' shrinker_info 43, 86 sysctl tables 48 (per network namespace and per net
+  device; IPv6's alone 19, plus 17 of its per-device state), cgroup dirs 31 (7 on v1: the
+  sandbox's in 6 hierarchies and the memory limit's `work` child), slab object vectors for
+  memcg accounting 27, sockets 17, net devices 14 (lo, eth0, the host end), superblocks 13 (6:
+  staging tmpfs, overlay, proc, devpts, /dev/shm, the IPC namespace's mqueue), the seccomp
+  filter 8 + 12 of vmalloc, ~150 sysfs nodes, init's page tables ~46 and stack 16. A veth
+  pair adds ~110 KiB (two net devices with their IPv4 and IPv6 sysctl tables, sysfs nodes,
+  per-cpu stats; one queue each), its /30's routes, 3 chains and ~10 rules (~7 KiB). What
+  grows with the number of sandboxes is shrinker_info: every memory cgroup holds a 1 KiB slot
+  per 64 memcg-aware shrinkers ever registered on the host (one per superblock), so with 1000
+  sandboxes of 6 superblocks each, each of a sandbox's 2 memory cgroups holds ~94 KiB. The
+  levers: fewer superblocks per sandbox (/dev/shm as a directory of the staging tmpfs) and one
+  memory cgroup per sandbox on v1 (the `work` child keeps init out of an OOM kill, which
+  init's oom_score_adj cannot do where root lacks CAP_SYS_RESOURCE, as on this VM)."""
 SCALE_CAUSE = """{idle} sandboxes, not {wanted}: asked for with --net-idle (a daemon with
   networking on aborted at ~250 before the fix of cd293e4: libnftables' select() on a socket
   past fd 1023; it now keeps one context, opened while fds are few)."""
