@@ -34,7 +34,7 @@ $(BUILD)/build.ninja: CMakeLists.txt
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 build: $(BUILD)/build.ninja
-	ninja -C $(BUILD) abx abx-init
+	ninja -C $(BUILD) abx abx-daemon abx-init
 
 demo: deps build
 	scripts/demo.sh
@@ -136,7 +136,7 @@ format:
 format-check:
 	$(CXX_SOURCES) | xargs clang-format --dry-run --Werror
 
-# `make install [PREFIX=/usr/local] [DESTDIR=…]`: a Release build of abx and abx-init in
+# `make install [PREFIX=/usr/local] [DESTDIR=…]`: a Release build of abx, abx-daemon and abx-init in
 # a build dir of its own (no unit tests, so no GTest), installed stripped; what goes where
 # is in cmake/install.cmake. `make uninstall` removes what the last install wrote.
 # -O2 as in the tested RelWithDebInfo build (whose warnings, errors here, CI sees),
@@ -146,7 +146,7 @@ $(RELEASE_BUILD)/build.ninja: CMakeLists.txt
 	  -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DABX_BUILD_TESTS=OFF
 
 release: $(RELEASE_BUILD)/build.ninja
-	ninja -C $(RELEASE_BUILD) $(if $(JOBS),-j$(JOBS)) abx abx-init
+	ninja -C $(RELEASE_BUILD) $(if $(JOBS),-j$(JOBS)) abx abx-daemon abx-init
 
 install: release
 	DESTDIR=$(DESTDIR) cmake --install $(RELEASE_BUILD) --prefix $(PREFIX) --strip

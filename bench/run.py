@@ -32,6 +32,7 @@ from harness import private_state_dir, start_daemon, stop_daemon  # noqa: E402
 import dashboard  # noqa: E402  (bench/dashboard.py: the dashboard's page load and size)
 import durable  # noqa: E402  (bench/durable.py: command output through init, daemon footprint)
 import net  # noqa: E402  (bench/net.py: the networking figures, in tests/net's test world)
+import phases  # noqa: E402  (bench/phases.py: where a one-shot's time goes, CLI and SDK)
 import sdk  # noqa: E402  (bench/sdk.py: the Python SDK's one-shot and cycles per second)
 import snapshots  # noqa: E402  (bench/snapshots.py: pause, snapshots and fork)
 
@@ -570,6 +571,11 @@ def main() -> None:
                     help="measure just the networking section (in tests/net's test world; "
                     "needs root) and put it into --out")
     ap.add_argument("--no-net", action="store_true", help="leave the networking section out")
+    ap.add_argument("--only-phases", action="store_true",
+                    help="measure just where a one-shot's time goes (CLI and SDK phases beside "
+                    "bwrap) and put it into --out")
+    ap.add_argument("--phases-template", default="host",
+                    help="the template of --only-phases' sandboxes (host needs no build)")
     ap.add_argument("--only-sdk", action="store_true",
                     help="measure just the Python SDK's section and put it into --out")
     ap.add_argument("--only-snapshots", action="store_true",
@@ -632,6 +638,25 @@ def record_sdk_only(args) -> None:
     out = Path(args.out)
     out.write_text(net.splice_section(out.read_text(), section, ("## Code interpreter",),
                                       header=sdk.SDK_HEADER))
+    print(section)
+
+
+def record_phases_only(args) -> None:
+    """--only-phases: measure where a one-shot's time goes and put it into the existing results."""
+    state, daemon = bench_daemon(args)
+    try:
+        section = phases.measure(args.abx, daemon, args.rounds, BWRAP, args.phases_template)
+    finally:
+        stop_daemon(daemon)
+        shutil.rmtree(state, ignore_errors=True)
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    section += (f"- measured {now} at {commit} on {platform.node()} ({os.cpu_count()} cores), "
+                f"`bench/run.py --only-phases --rounds {args.rounds}`.\n")
+    out = Path(args.out)
+    text = out.read_text() if out.exists() else "# Benchmark results\n"
+    out.write_text(splice(text, phases.HEADER, section))
     print(section)
 
 
@@ -739,6 +764,8 @@ def run(args) -> None:
         return record_net_only(args)
     if args.only_sdk:
         return record_sdk_only(args)
+    if args.only_phases:
+        return record_phases_only(args)
     if args.only_pooled_interp:
         return record_pooled_only(args)
     if args.only_baseline:

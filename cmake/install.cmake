@@ -1,6 +1,7 @@
 # What `make install` / `cmake --install` puts where (PREFIX is
 # CMAKE_INSTALL_PREFIX, /usr/local by default; /usr in the Debian package):
-#   bin/abx                                 the CLI and the daemon (`abx serve`)
+#   bin/abx                                 the CLI (`abx serve` execs abx-daemon)
+#   bin/abx-daemon                          the daemon (the CLI looks beside itself)
 #   libexec/abx/abx-init                    PID 1 of every sandbox (the daemon looks
 #                                           beside itself, then in ../libexec/abx)
 #   share/abx/templates/                    template specs (src/templates/spec.cc looks
@@ -10,8 +11,8 @@
 #   lib/systemd/system/abx.service          root daemon, data in /var/lib/abx
 #   lib/systemd/user/abx.service            a user's daemon, data in ~/.local/state/abx
 # The generated files are made at install time (cmake/install_generated.cmake) from
-# the built abx, so a plain `ninja abx abx-init` is all an install needs.
-install(TARGETS abx RUNTIME DESTINATION bin)
+# the built abx, so a plain `ninja abx abx-daemon abx-init` is all an install needs.
+install(TARGETS abx abx-daemon RUNTIME DESTINATION bin)
 install(TARGETS abx-init RUNTIME DESTINATION libexec/abx)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/templates/ DESTINATION share/abx/templates
         USE_SOURCE_PERMISSIONS)

@@ -11,7 +11,6 @@
 #include "common/config.h"
 #include "common/ids.h"
 #include "common/paths.h"
-#include "daemon/daemon.h"
 
 namespace abx::cli {
 namespace {
@@ -66,7 +65,7 @@ Result<Endpoint> resolve_endpoint(bool start_daemon) {
     if (!local) return local.error();
     url = *local;
   }
-  if (!key) key = read_key_file(daemon::api_key_path(daemon_data_dir()));
+  if (!key) key = read_key_file(paths::api_key_file(daemon_data_dir()));
   if (key->empty()) {
     return Error{"no API key for " + url +
                  "; run `abx config set sandbox_api_key KEY` or set ABX_SANDBOX_API_KEY"};

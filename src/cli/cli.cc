@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   add_fork(app, commands);
   add_config(app, commands);
   add_daemon(app, commands);
-  add_serve(app, commands);
+  add_serve(app, commands, args);
   add_mcp(app, commands);
   add_template(app, commands);
   add_registry(app, commands);

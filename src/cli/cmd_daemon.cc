@@ -1,15 +1,19 @@
 // abx daemon start|stop|status (the background daemon) and abx serve (the
 // daemon in the foreground).
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/api.h"
 #include "cli/commands.h"
+#include "cli/daemon_binary.h"
 #include "cli/local_daemon.h"
+#include "cli/serve_flags.h"
+#include "common/data_dir_lock.h"
 #include "common/paths.h"
-#include "daemon/daemon.h"
-#include "daemon/data_dir_lock.h"
 
 namespace abx::cli {
 namespace {
@@ -40,7 +44,7 @@ Result<int> run_stop() {
 std::string sandbox_count(const std::string& url) {
   auto parsed = http::Url::parse(url);
   if (!parsed) return "?";
-  std::ifstream in(daemon::api_key_path(paths::state_dir()));
+  std::ifstream in(paths::api_key_file(paths::state_dir()));
   std::string key;
   in >> key;
   auto sandboxes = ControlPlane({*parsed, key}).list_sandboxes();
@@ -51,7 +55,7 @@ Result<int> run_status() {
   const auto data_dir = paths::state_dir();
   const auto url = local_daemon::healthy_url(data_dir);
   if (!url) {
-    if (const auto holder = daemon::lock_holder(data_dir)) {
+    if (const auto holder = lock_holder(data_dir)) {
       return local_daemon::not_answering(data_dir, *holder);
     }
     std::cout << "stopped (data: " << data_dir.string() << ")\n";
@@ -78,60 +82,18 @@ void add_daemon(CLI::App& root, Commands& commands) {
                       [] { return run_status(); }});
 }
 
-void add_serve(CLI::App& root, Commands& commands) {
+void add_serve(CLI::App& root, Commands& commands, const std::vector<std::string>& args) {
   auto options = std::make_shared<daemon::ServeOptions>();
   auto* app = root.add_subcommand("serve", "Run the daemon in the foreground");
-  app->add_option("--listen", options->listen, "HOST:PORT (port 0 picks a free one)")
-      ->capture_default_str();
-  app->add_option("--data-dir", options->data_dir, "State directory (default: the state dir)");
-  app->add_option("--templates-dir", options->templates_dir,
-                  "Templates and their layers (default: <data>/templates)")
-      ->envname("ABX_TEMPLATES_DIR");
-  app->add_option("--warm-pool", options->warm_pool,
-                  "Ready sandboxes kept per template for fast creates (0: none)")
-      ->envname("ABX_WARM_POOL")
-      ->capture_default_str();
-  app->add_option("--output-buffer", options->output_buffer,
-                  "Bytes of each command's newest output the sandbox keeps (a restart, "
-                  "GET .../processes/{pid}/output); past it, while no daemon reads, the "
-                  "oldest is dropped")
-      ->envname("ABX_OUTPUT_BUFFER")
-      ->check(CLI::Range(size_t{4096}, size_t{64} * 1024 * 1024))
-      ->capture_default_str();
-  app->add_option("--max-connections", options->max_connections,
-                  "Client connections held at once (0: 4096, or half the open-files limit)")
-      ->envname("ABX_MAX_CONNECTIONS")
-      ->capture_default_str();
-  app->add_option("--max-connections-per-address", options->max_connections_per_address,
-                  "Of those, how many one client address may hold (0: a quarter)")
-      ->envname("ABX_MAX_CONNECTIONS_PER_ADDRESS")
-      ->capture_default_str();
-  app->add_option("--header-timeout", options->header_timeout_s,
-                  "Seconds a connection has to send a complete request head")
-      ->envname("ABX_HTTP_HEADER_TIMEOUT_S")
-      ->check(CLI::Range(1u, 3600u))
-      ->capture_default_str();
-  app->add_option("--log-level", options->log_level, "trace|debug|info|warn|error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
-      ->capture_default_str();
-  app->add_option("--address-file", options->address_file,
-                  "Where to write the URL once listening (default: <data>/daemon.addr)");
-  app->add_option("--log-file", options->log_file, "Log to FILE, rotated (default: stderr)")
-      ->envname("ABX_LOG_FILE");
-  app->add_option("--log-max-bytes", options->log_max_bytes, "Rotate the log file at this size")
-      ->envname("ABX_LOG_MAX_BYTES")
-      ->capture_default_str();
-  app->add_option("--log-files", options->log_files, "Rotated log files kept")
-      ->envname("ABX_LOG_FILES")
-      ->capture_default_str();
-  app->add_option("--config", options->config_file,
-                  "Quotas and host caps, JSON (default: <data>/config.json; see README)");
-  commands.push_back({app, [options]() -> Result<int> {
-                        if (options->data_dir.empty()) options->data_dir = paths::state_dir();
-                        if (options->address_file.empty()) {
-                          options->address_file = paths::daemon_address_file(options->data_dir);
-                        }
-                        return daemon::serve(*options);
+  add_serve_flags(*app, *options);
+  // Parsed here for the usage errors; abx-daemon reads the same arguments again.
+  commands.push_back({app, [&args]() -> Result<int> {
+                        const auto serve = std::find(args.begin(), args.end(), "serve");
+                        const std::vector<std::string> rest(serve == args.end() ? serve : serve + 1,
+                                                            args.end());
+                        auto binary = daemon_binary();
+                        if (!binary) return binary.error();
+                        return exec_daemon(*binary, rest);
                       }});
 }
 

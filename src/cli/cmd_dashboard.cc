@@ -13,7 +13,6 @@
 #include "cli/api.h"
 #include "cli/commands.h"
 #include "common/paths.h"
-#include "daemon/daemon.h"
 
 extern char** environ;
 
@@ -42,7 +41,7 @@ Result<int> run_dashboard(bool open) {
   std::cout << url << "\n";
   std::cerr << "log in with an API key: the one `abx config get sandbox_api_key` shows, or the "
                "local daemon's in "
-            << daemon::api_key_path(paths::state_dir()).string() << "\n";
+            << paths::api_key_file(paths::state_dir()).string() << "\n";
   if (open && has_desktop() && !open_in_browser(url))
     std::cerr << "could not start a browser (xdg-open): open the address above yourself\n";
   return 0;

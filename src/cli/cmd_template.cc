@@ -15,9 +15,9 @@
 #include "cli/server_template.h"
 #include "cli/terminal.h"
 #include "cli/text.h"
+#include "common/dir_tar.h"
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
-#include "templates/dir_tar.h"
 
 namespace abx::cli {
 namespace {
@@ -299,7 +299,7 @@ Result<int> run_context_build(const BuildOptions& options) {
   std::error_code ec;
   if (!fs::is_directory(context, ec))
     return Error{context.string() + " is not a directory; give the build context dir"};
-  std::vector<templates::TarExtra> extras;
+  std::vector<TarExtra> extras;
   std::string file_in_tar = "Sandboxfile";
   std::string recipe;  // its text, to find the registries its FROM lines name
   if (!options.file.empty()) {
@@ -325,7 +325,7 @@ Result<int> run_context_build(const BuildOptions& options) {
   auto args = build_args_json(options.build_args);
   if (!args) return args.error();
   TempTar tar;
-  if (auto st = templates::write_dir_tar(context, extras, tar.path); !st) return st.error();
+  if (auto st = write_dir_tar(context, extras, tar.path); !st) return st.error();
   std::string target = std::string(kPrefix) + "/" + http::url_encode(options.name) +
                        "/build?file=" + http::url_encode(file_in_tar) +
                        "&buildArgs=" + http::url_encode(args->dump());
@@ -353,7 +353,7 @@ Result<int> run_import(const ImportOptions& options) {
   TempTar packed;
   fs::path tar = image;
   if (fs::is_directory(image, ec)) {
-    if (auto st = templates::write_dir_tar(image, {}, packed.path); !st) return st.error();
+    if (auto st = write_dir_tar(image, {}, packed.path); !st) return st.error();
     tar = packed.path;
   }
   const std::string target = std::string(kPrefix) + "/" + http::url_encode(options.name) +

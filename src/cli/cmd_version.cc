@@ -10,7 +10,6 @@
 #include "cli/settings.h"
 #include "common/paths.h"
 #include "common/version.h"
-#include "daemon/daemon.h"
 
 namespace abx::cli {
 namespace {
@@ -27,7 +26,7 @@ Result<std::optional<Endpoint>> configured_endpoint() {
   if (!url) url = local_daemon::healthy_url(paths::state_dir());
   if (!url) return std::optional<Endpoint>();
   if (!key) {
-    std::ifstream in(daemon::api_key_path(paths::state_dir()));
+    std::ifstream in(paths::api_key_file(paths::state_dir()));
     in >> key.emplace();
   }
   auto parsed = http::Url::parse(*url);

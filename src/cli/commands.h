@@ -40,7 +40,7 @@ void add_run(CLI::App& root, Commands& commands, const std::vector<std::string>&
 void add_transfers(CLI::App& root, Commands& commands);  // upload, download
 void add_config(CLI::App& root, Commands& commands);
 void add_daemon(CLI::App& root, Commands& commands);  // daemon start|stop|status
-void add_serve(CLI::App& root, Commands& commands);
+void add_serve(CLI::App& root, Commands& commands, const std::vector<std::string>& args);
 void add_mcp(CLI::App& root, Commands& commands);       // mcp serve|install|uninstall
 void add_template(CLI::App& root, Commands& commands);  // template build|list|inspect|rm
 void add_registry(CLI::App& root, Commands& commands);  // registry login|logout

@@ -16,12 +16,13 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/daemon_binary.h"
 #include "cli/text.h"
 #include "common/daemon_port.h"
+#include "common/data_dir_lock.h"
 #include "common/http_client.h"
 #include "common/paths.h"
 #include "common/unique_fd.h"
-#include "daemon/data_dir_lock.h"
 
 namespace abx::cli::local_daemon {
 namespace fs = std::filesystem;
@@ -78,13 +79,23 @@ std::string command_line(pid_t pid) {
   return sanitize_for_terminal(text);
 }
 
-// Whether `pid` runs an abx binary (ours, or another build or install of it).
-bool is_abx(pid_t pid) {
-  const fs::path exe = exe_path(pid);
-  return !exe.empty() && (exe == exe_path(::getpid()) || exe.filename() == "abx");
+// The daemon program beside this abx (empty when missing).
+fs::path our_daemon() {
+  auto binary = daemon_binary();
+  return binary ? *binary : fs::path();
 }
 
-[[noreturn]] void exec_daemon(const fs::path& data_dir, const std::string& listen) {
+// Whether `pid` runs an abx daemon (ours, or another build or install of it;
+// an abx from before abx-daemon was a program of its own ran it as `abx serve`).
+bool is_abx(pid_t pid) {
+  const fs::path exe = exe_path(pid);
+  return !exe.empty() &&
+         (exe == our_daemon() || exe.filename() == "abx-daemon" || exe.filename() == "abx");
+}
+
+// The child after fork: the daemon on `listen`, its output to the log file.
+[[noreturn]] void become_daemon(const fs::path& binary, const fs::path& data_dir,
+                                const std::string& listen) {
   ::setsid();
   const auto log = paths::daemon_log_file(data_dir);
   // Close-on-exec: only their dup2 copies (0-2) reach the daemon. Its own
@@ -97,14 +108,10 @@ bool is_abx(pid_t pid) {
     ::dup2(log_fd, STDERR_FILENO);
   }
   if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-  const std::string data = data_dir.string();
-  const std::string addr = paths::daemon_address_file(data_dir).string();
-  const std::string log_file = log.string();
-  const char* argv[] = {"abx",        "serve",          "--listen",       listen.c_str(),
-                        "--data-dir", data.c_str(),     "--address-file", addr.c_str(),
-                        "--log-file", log_file.c_str(), nullptr};
-  ::execv("/proc/self/exe", const_cast<char* const*>(argv));
-  std::perror("abx: exec the daemon");
+  const Error failed = exec_daemon(
+      binary, {"--listen", listen, "--data-dir", data_dir.string(), "--address-file",
+               paths::daemon_address_file(data_dir).string(), "--log-file", log.string()});
+  std::fprintf(stderr, "abx: %s\n", failed.message().c_str());
   ::_exit(127);
 }
 
@@ -161,10 +168,12 @@ Result<std::string> spawn(const fs::path& data_dir) {
   if (!remembered) (void)daemon_port::remember(data_dir, wanted);
   const bool free = port_is_free(wanted);
   const std::string listen = "127.0.0.1:" + std::to_string(free ? wanted : 0);
+  auto binary = daemon_binary();
+  if (!binary) return binary.error();
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) return Error::from_errno("fork the local daemon");
-  if (pid == 0) exec_daemon(data_dir, listen);
+  if (pid == 0) become_daemon(*binary, data_dir, listen);
   if (auto st = write_pid_file(data_dir, pid); !st) return st.error();
   auto url = wait_until_ready(data_dir, pid);
   if (url && port_of(*url) != wanted) warn_port_changed(wanted, *url, data_dir);
@@ -206,14 +215,14 @@ Result<StartResult> start(const fs::path& data_dir) {
   if (auto url = healthy_url(data_dir)) return StartResult{*url, true};
   // A daemon holds the data dir: it may still be starting (restoring its
   // sandboxes); a second one must never start beside it.
-  if (daemon::lock_holder(data_dir)) {
+  if (lock_holder(data_dir)) {
     const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
     while (std::chrono::steady_clock::now() < deadline) {
       if (auto url = healthy_url(data_dir)) return StartResult{*url, true};
-      if (!daemon::lock_holder(data_dir)) break;  // it exited: start a new one
+      if (!lock_holder(data_dir)) break;  // it exited: start a new one
       std::this_thread::sleep_for(100ms);
     }
-    if (const auto holder = daemon::lock_holder(data_dir)) return not_answering(data_dir, *holder);
+    if (const auto holder = lock_holder(data_dir)) return not_answering(data_dir, *holder);
   }
   auto url = spawn(data_dir);
   if (!url) return url.error();
@@ -233,12 +242,12 @@ Result<std::string> ensure_running(const fs::path& data_dir) {
 std::optional<pid_t> running_pid(const fs::path& data_dir) {
   // The daemon holding the data dir, however it was started (`abx serve` too).
   // Only an abx: `abx daemon stop` signals what this returns.
-  if (const auto holder = daemon::lock_holder(data_dir); holder && *holder > 0 && is_abx(*holder))
+  if (const auto holder = lock_holder(data_dir); holder && *holder > 0 && is_abx(*holder))
     return *holder;
   const pid_t pid =
       static_cast<pid_t>(std::atoi(read_file(paths::daemon_pid_file(data_dir)).c_str()));
   if (pid <= 0 || ::kill(pid, 0) != 0) return std::nullopt;
-  if (exe_path(pid) != exe_path(::getpid())) return std::nullopt;
+  if (exe_path(pid) != our_daemon()) return std::nullopt;
   return pid;
 }
 
@@ -262,7 +271,7 @@ Error not_answering(const fs::path& data_dir, pid_t pid) {
 }
 
 Result<bool> stop(const fs::path& data_dir) {
-  if (const auto holder = daemon::lock_holder(data_dir); holder && *holder > 0 && !is_abx(*holder))
+  if (const auto holder = lock_holder(data_dir); holder && *holder > 0 && !is_abx(*holder))
     return not_answering(data_dir, *holder);  // not ours to signal: it says whom to stop
   const auto pid = running_pid(data_dir);
   if (!pid) return false;

@@ -29,9 +29,9 @@ bool is_commands_only_context(const std::filesystem::path& context) {
          !std::filesystem::exists(context / "Dockerfile", ec);
 }
 
-std::vector<templates::TarExtra> server_template_extras(const std::string& sandboxfile_name) {
-  std::vector<templates::TarExtra> extras = {{sandboxfile_name, kSandboxfile},
-                                             {".abx-server.pth", "/opt/abx-server\n"}};
+std::vector<TarExtra> server_template_extras(const std::string& sandboxfile_name) {
+  std::vector<TarExtra> extras = {{sandboxfile_name, kSandboxfile},
+                                  {".abx-server.pth", "/opt/abx-server\n"}};
   for (const EmbeddedFile& file : server_sdk_files())
     extras.push_back(
         {std::string(kServerDir) + "/" + std::string(file.path), std::string(file.text)});

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "templates/dir_tar.h"
+#include "common/dir_tar.h"
 
 namespace abx::cli {
 
@@ -16,6 +16,6 @@ bool is_commands_only_context(const std::filesystem::path& context);
 
 // What goes into the context's tar beside commands.py: a Sandboxfile named
 // `sandboxfile_name` and the server's files.
-std::vector<templates::TarExtra> server_template_extras(const std::string& sandboxfile_name);
+std::vector<TarExtra> server_template_extras(const std::string& sandboxfile_name);
 
 }  // namespace abx::cli

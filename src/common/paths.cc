@@ -51,4 +51,8 @@ std::filesystem::path daemon_log_file(const std::filesystem::path& data_dir) {
   return data_dir / "daemon.log";
 }
 
+std::filesystem::path api_key_file(const std::filesystem::path& data_dir) {
+  return data_dir / "api_key";
+}
+
 }  // namespace abx::paths

@@ -15,5 +15,8 @@ std::filesystem::path config_file();  // <config_dir>/config.toml
 std::filesystem::path daemon_address_file(const std::filesystem::path& data_dir);
 std::filesystem::path daemon_pid_file(const std::filesystem::path& data_dir);
 std::filesystem::path daemon_log_file(const std::filesystem::path& data_dir);
+// The key file the daemon accepts (created 0600 on first start): <data_dir>/api_key,
+// holding one `e2b_<40 hex>` key.
+std::filesystem::path api_key_file(const std::filesystem::path& data_dir);
 
 }  // namespace abx::paths

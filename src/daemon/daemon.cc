@@ -21,10 +21,11 @@
 #include <thread>
 
 #include "common/daemon_port.h"
+#include "common/data_dir_lock.h"
 #include "common/file_replacement.h"
 #include "common/ids.h"
+#include "common/paths.h"
 #include "common/unique_fd.h"
-#include "daemon/data_dir_lock.h"
 #include "daemon/egress_services.h"
 #include "daemon/network_config.h"
 #include "daemon/router.h"
@@ -171,8 +172,6 @@ Status log_to_file(const ServeOptions& options) {
 
 }  // namespace
 
-fs::path api_key_path(const fs::path& data_dir) { return data_dir / "api_key"; }
-
 int serve(const ServeOptions& options) {
   if (Status s = log_to_file(options); !s) return fail(s.error());
   spdlog::set_level(spdlog::level::from_str(options.log_level));
@@ -187,7 +186,7 @@ int serve(const ServeOptions& options) {
   // Held until we exit: closing the fd releases it.
   auto data_dir_lock = lock_data_dir(options.data_dir);
   if (!data_dir_lock) return fail(data_dir_lock.error());
-  const fs::path key_path = api_key_path(options.data_dir);
+  const fs::path key_path = paths::api_key_file(options.data_dir);
   auto api_key = load_or_create_api_key(key_path);
   if (!api_key) return fail(api_key.error());
 

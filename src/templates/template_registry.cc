@@ -2,7 +2,7 @@
 // OCI image layout that skopeo sends; pull has skopeo fetch an image into a
 // private dir and imports it as any image upload is. export_image gives the
 // same layout as a tar, for another daemon's import.
-#include "templates/dir_tar.h"
+#include "common/dir_tar.h"
 #include "templates/oci_export.h"
 #include "templates/store_common.h"
 #include "templates/templates.h"

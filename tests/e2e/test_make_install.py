@@ -52,7 +52,8 @@ def prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @needs_cmake_build
 def test_install_puts_every_file_where_abx_looks(prefix: Path):
-    for path in ["bin/abx", "libexec/abx/abx-init", "share/abx/templates/base/spec.toml",
+    for path in ["bin/abx", "bin/abx-daemon", "libexec/abx/abx-init",
+                 "share/abx/templates/base/spec.toml",
                  "share/abx/templates/code-interpreter-v1/Sandboxfile",
                  "share/bash-completion/completions/abx", "share/zsh/site-functions/_abx",
                  "share/fish/vendor_completions.d/abx.fish",
@@ -61,9 +62,10 @@ def test_install_puts_every_file_where_abx_looks(prefix: Path):
     assert os.access(prefix / "share/abx/templates/base/customize.sh", os.X_OK)
     assert not (prefix / "bin/abx-init").exists()
     if shutil.which("readelf"):  # stripped: no symbol table, no debug info
-        sections = subprocess.run(["readelf", "-S", "-W", str(prefix / "bin/abx")],
-                                  capture_output=True, text=True).stdout
-        assert ".text" in sections and ".symtab" not in sections and ".debug" not in sections
+        for binary in ("bin/abx", "bin/abx-daemon"):
+            sections = subprocess.run(["readelf", "-S", "-W", str(prefix / binary)],
+                                      capture_output=True, text=True).stdout
+            assert ".text" in sections and ".symtab" not in sections and ".debug" not in sections
     page = (prefix / "share/man/man1/abx.1").read_text()
     assert ".TH ABX" in page and "completion" in page and "ABX_STATE_DIR" in page
     assert ".SH EXIT STATUS" in page and ".SH EXAMPLES" in page
@@ -177,8 +179,8 @@ def test_zsh_and_fish_completions_parse(shell: str, check: list[str], tmp_path: 
 def test_systemd_units_run_the_installed_abx(prefix: Path):
     system = (prefix / "lib/systemd/system/abx.service").read_text()
     user = (prefix / "lib/systemd/user/abx.service").read_text()
-    assert f"ExecStart={prefix}/bin/abx serve --data-dir /var/lib/abx\n" in system
-    assert f"ExecStart={prefix}/bin/abx serve\n" in user
+    assert f"ExecStart={prefix}/bin/abx-daemon serve --data-dir /var/lib/abx\n" in system
+    assert f"ExecStart={prefix}/bin/abx-daemon serve\n" in user
     if shutil.which("systemd-analyze"):
         for unit in ("system", "user"):
             path = prefix / "lib/systemd" / unit / "abx.service"
@@ -224,11 +226,11 @@ def test_debian_package_depends_on_debian_packages(tmp_path: Path):
         assert library in depends, depends
     assert "mmdebstrap" in field("Recommends")
     files = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True).stdout
-    for path in ("./usr/bin/abx", "./usr/libexec/abx/abx-init",
+    for path in ("./usr/bin/abx", "./usr/bin/abx-daemon", "./usr/libexec/abx/abx-init",
                  "./usr/share/abx/templates/base/spec.toml",
                  "./usr/share/zsh/vendor-completions/_abx",
                  "./usr/lib/systemd/system/abx.service"):
         assert path in files, files
     unit = subprocess.run(f"dpkg-deb --fsys-tarfile {deb} | tar -xO ./usr/lib/systemd/system/abx.service",
                           shell=True, capture_output=True, text=True).stdout
-    assert "ExecStart=/usr/bin/abx serve --data-dir /var/lib/abx\n" in unit
+    assert "ExecStart=/usr/bin/abx-daemon serve --data-dir /var/lib/abx\n" in unit

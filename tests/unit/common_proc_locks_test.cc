@@ -9,8 +9,8 @@
 
 #include <fstream>
 
+#include "common/data_dir_lock.h"
 #include "common/proc_locks.h"
-#include "daemon/data_dir_lock.h"
 #include "temp_dir.h"
 
 namespace abx {
@@ -37,13 +37,13 @@ TEST(ProcLocks, NamesTheFlockHolderOfThatFileOnly) {
 // stale or foreign record would).
 TEST(ProcLocks, TheDataDirsHolderIsTheProcessHoldingTheLock) {
   testing::TempDir dir("abx-proc-locks-test");
-  std::ofstream(daemon::lock_path(dir.path())) << ::getpid() << "\n";
+  std::ofstream(data_dir_lock_path(dir.path())) << ::getpid() << "\n";
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const int fd = ::open(daemon::lock_path(dir.path()).c_str(), O_RDONLY);
+    const int fd = ::open(data_dir_lock_path(dir.path()).c_str(), O_RDONLY);
     if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(1);
     (void)::write(ready[1], "x", 1);
     ::pause();
@@ -51,8 +51,8 @@ TEST(ProcLocks, TheDataDirsHolderIsTheProcessHoldingTheLock) {
   }
   char byte = 0;
   ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-  EXPECT_EQ(daemon::lock_holder(dir.path()), child);
-  auto second = daemon::lock_data_dir(dir.path());
+  EXPECT_EQ(lock_holder(dir.path()), child);
+  auto second = lock_data_dir(dir.path());
   ASSERT_FALSE(second);
   EXPECT_NE(second.error().message().find("pid " + std::to_string(child)), std::string::npos)
       << second.error().message();
@@ -60,7 +60,7 @@ TEST(ProcLocks, TheDataDirsHolderIsTheProcessHoldingTheLock) {
   ::waitpid(child, nullptr, 0);
   ::close(ready[0]);
   ::close(ready[1]);
-  EXPECT_EQ(daemon::lock_holder(dir.path()), std::nullopt);
+  EXPECT_EQ(lock_holder(dir.path()), std::nullopt);
 }
 
 }  // namespace

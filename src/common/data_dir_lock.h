@@ -14,9 +14,9 @@
 #include "common/error.h"
 #include "common/unique_fd.h"
 
-namespace abx::daemon {
+namespace abx {
 
-std::filesystem::path lock_path(const std::filesystem::path& data_dir);
+std::filesystem::path data_dir_lock_path(const std::filesystem::path& data_dir);
 
 // Takes the lock and records our pid in it; the lock lasts as long as the
 // returned fd stays open. Fails with a one-line message naming the holder's
@@ -27,4 +27,4 @@ Result<UniqueFd> lock_data_dir(const std::filesystem::path& data_dir);
 // nothing when the lock is free.
 std::optional<pid_t> lock_holder(const std::filesystem::path& data_dir);
 
-}  // namespace abx::daemon
+}  // namespace abx

@@ -1,4 +1,4 @@
-#include "daemon/data_dir_lock.h"
+#include "common/data_dir_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,7 +10,7 @@
 
 #include "common/proc_locks.h"
 
-namespace abx::daemon {
+namespace abx {
 namespace {
 
 namespace fs = std::filesystem;
@@ -43,10 +43,10 @@ int try_lock(int fd, int operation) {
 
 }  // namespace
 
-fs::path lock_path(const fs::path& data_dir) { return data_dir / "daemon.lock"; }
+fs::path data_dir_lock_path(const fs::path& data_dir) { return data_dir / "daemon.lock"; }
 
 Result<UniqueFd> lock_data_dir(const fs::path& data_dir) {
-  const fs::path path = lock_path(data_dir);
+  const fs::path path = data_dir_lock_path(data_dir);
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd.valid()) return Error::from_errno("open the data dir lock", path.string());
   if (const int failed = try_lock(fd.get(), LOCK_EX); failed != 0) {
@@ -68,11 +68,11 @@ Result<UniqueFd> lock_data_dir(const fs::path& data_dir) {
 }
 
 std::optional<pid_t> lock_holder(const fs::path& data_dir) {
-  UniqueFd fd(::open(lock_path(data_dir).c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(data_dir_lock_path(data_dir).c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return std::nullopt;
   if (::flock(fd.get(), LOCK_SH | LOCK_NB) == 0) return std::nullopt;  // closing unlocks
   if (errno != EWOULDBLOCK) return std::nullopt;
   return holder_of(fd.get());
 }
 
-}  // namespace abx::daemon
+}  // namespace abx

@@ -1,6 +1,8 @@
 // Packs a dir into a tar: a build context or an OCI layout the CLI sends to a
 // daemon (which may run as another user, or elsewhere: it gets bytes, not
-// paths), or a template the daemon exports as an OCI layout.
+// paths), or a template the daemon exports as an OCI layout. A POSIX pax
+// archive written here rather than with libarchive: the CLI links no
+// libarchive (and its compressors) for this one writer.
 #pragma once
 
 #include <filesystem>
@@ -9,7 +11,7 @@
 
 #include "common/error.h"
 
-namespace abx::templates {
+namespace abx {
 
 namespace fs = std::filesystem;
 
@@ -22,4 +24,4 @@ struct TarExtra {
 // into a new tar at `out`.
 Status write_dir_tar(const fs::path& dir, const std::vector<TarExtra>& extras, const fs::path& out);
 
-}  // namespace abx::templates
+}  // namespace abx
