@@ -66,10 +66,12 @@ def measure(abx: str, rounds: int, mib: int, pct) -> str:
         for name in started:  # warm up
             _exec_true_ms(clients[name], sandboxes[name])
             _output_mib_s(abx, started[name][1], sandboxes[name]["sandboxID"], mib)
+        # Alternated one exec and one output run at a time: a busy host slows both alike.
         for _ in range(rounds):
-            for name in random.sample(list(started), len(started)):
-                for _ in range(10):
+            for _ in range(10):
+                for name in random.sample(list(started), len(started)):
                     execs[name].append(_exec_true_ms(clients[name], sandboxes[name]))
+            for name in random.sample(list(started), len(started)):
                 output[name].append(_output_mib_s(abx, started[name][1],
                                                   sandboxes[name]["sandboxID"], mib))
         recorded = clients["recording"].get(
