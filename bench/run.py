@@ -31,6 +31,7 @@ from harness import private_state_dir, start_daemon, stop_daemon  # noqa: E402
 
 import dashboard  # noqa: E402  (bench/dashboard.py: the dashboard's page load and size)
 import durable  # noqa: E402  (bench/durable.py: command output through init, daemon footprint)
+import events  # noqa: E402  (bench/events.py: the flight recorder's cost on exec and output)
 import net  # noqa: E402  (bench/net.py: the networking figures, in tests/net's test world)
 import phases  # noqa: E402  (bench/phases.py: where a one-shot's time goes, CLI and SDK)
 import sdk  # noqa: E402  (bench/sdk.py: the Python SDK's one-shot and cycles per second)
@@ -589,6 +590,11 @@ def main() -> None:
     ap.add_argument("--only-durable", action="store_true",
                     help="measure just the command output and daemon footprint section and put "
                     "it into --out")
+    ap.add_argument("--only-events", action="store_true",
+                    help="measure just the flight recorder's cost (exec and command output, "
+                    "recording vs events.enabled false) and put it into --out")
+    ap.add_argument("--events-mib", type=int, default=256,
+                    help="MiB of `yes` output per round of the flight recorder's cost")
     ap.add_argument("--output-mib", type=int, default=1024,
                     help="MiB of `yes` output read through the sandbox per round")
     ap.add_argument("--footprint-cycles", type=int, default=200,
@@ -742,6 +748,19 @@ def record_dashboard_only(args) -> None:
     print(section)
 
 
+def record_events_only(args) -> None:
+    """--only-events: measure the flight recorder's cost into the existing results."""
+    section = measure_events(args)
+    out = Path(args.out)
+    text = out.read_text() if out.exists() else "# Benchmark results\n"
+    out.write_text(splice(text, events.HEADER, section))
+    print(section)
+
+
+def measure_events(args) -> str:
+    return events.measure(args.abx, max(3, args.rounds // 3), args.events_mib, pct)
+
+
 def splice(text: str, header: str, section: str) -> str:
     """`text` with the section under `header` replaced by `section` (or it appended)."""
     if header not in text:
@@ -756,6 +775,8 @@ def run(args) -> None:
         return record_memory_only(args)
     if args.only_durable:
         return record_durable_only(args)
+    if args.only_events:
+        return record_events_only(args)
     if args.only_dashboard:
         return record_dashboard_only(args)
     if args.only_snapshots:
@@ -793,6 +814,7 @@ def run(args) -> None:
     builds = base_builds(args.abx, args.cold_build)
     networking = "" if args.no_net else net.measure(args)
     dashboard_section = dashboard.measure(args, pct, table)
+    events_section = measure_events(args)
     create_ratio = pct(list(creates.values())[1], 50) / pct(list(creates.values())[0], 50)
 
     ratio_bwrap = pct(oneshot["abx create+exec+kill"], 50) / pct(oneshot["bwrap"], 50)
@@ -846,6 +868,7 @@ Every section but Networking is measured with loopback-only sandboxes (`network.
     text += "\n" + snapshot_section
     text += "\n" + dashboard_section
     text += "\n" + durable_section
+    text += "\n" + events_section
     if versus:
         text += "\n" + versus
     Path(args.out).write_text(text)

@@ -1,5 +1,7 @@
 #include "common/e2b_api.h"
 
+#include <algorithm>
+
 #include "common/base64.h"
 #include "common/connect_frame.h"
 #include "common/ids.h"
@@ -311,13 +313,29 @@ Result<json> ControlPlane::fork_sandbox(const std::string& id, int count, int ti
   return parse_json(response->body, "POST /sandboxes/" + id + "/fork");
 }
 
+namespace {
+
+// A string as it is, unless it holds a control character (a command's output
+// with its newlines, or a terminal escape a sandbox printed): then quoted and
+// escaped as JSON, so that each event stays one line and no sandbox output
+// reaches the reader's terminal as a control sequence.
+std::string detail_text(const json& value) {
+  if (!value.is_string()) return value.dump();
+  const auto& text = value.get_ref<const std::string&>();
+  const bool plain = std::none_of(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  return plain ? text : value.dump();
+}
+
+}  // namespace
+
 std::string event_details(const json& event) {
   std::string out;
   for (const auto& [key, value] : event.items()) {
     if (key == "seq" || key == "at" || key == "type" || key == "event") continue;
     if (value.is_null() || (value.is_string() && value.get<std::string>().empty())) continue;
-    out += (out.empty() ? "" : " ") + key + "=" +
-           (value.is_string() ? value.get<std::string>() : value.dump());
+    out += (out.empty() ? "" : " ") + key + "=" + detail_text(value);
   }
   return out;
 }

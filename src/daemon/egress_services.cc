@@ -32,6 +32,7 @@ nlohmann::json network_fields(const egress::NetworkEvent& event) {
   if (event.kind != Kind::kDns) fields["ip"] = dotted(event.ip), fields["port"] = event.port;
   if (!event.reason.empty()) fields[event.allowed ? "rule" : "reason"] = event.reason;
   if (event.kind == Kind::kDns && event.repeats > 0) fields["repeats"] = event.repeats;
+  if (event.held_back > 0) fields["heldBack"] = event.held_back;  // over the rate, before it
   if (event.kind == Kind::kConnection && event.allowed) {
     fields["bytesOut"] = event.bytes_out;
     fields["bytesIn"] = event.bytes_in;

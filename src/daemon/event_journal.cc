@@ -83,7 +83,7 @@ fs::path EventJournals::file_of(const std::string& id) const { return dir_ / (id
 
 std::shared_ptr<EventJournal> EventJournals::open(const std::string& id,
                                                   const std::string& team) const {
-  if (!ids::is_valid_sandbox_id(id)) return nullptr;
+  if (!ids::is_valid_sandbox_id(id) || !limits_.enabled) return nullptr;
   std::error_code ec;
   fs::create_directories(dir_, ec);
   const fs::path file = file_of(id);
@@ -156,9 +156,14 @@ Result<EventJournals::Limits> load_event_limits(const fs::path& config_file) {
   };
   if (!events.is_object()) return bad(" must be an object");
   for (const auto& [key, value] : events.items()) {
+    if (key == "enabled") {
+      if (!value.is_boolean()) return bad("enabled must be true or false");
+      limits.enabled = value.get<bool>();
+      continue;
+    }
     const bool size = key == "maxMiB";
     if (!size && key != "retentionHours")
-      return bad(key + ": unknown (events takes maxMiB and retentionHours)");
+      return bad(key + ": unknown (events takes maxMiB, retentionHours and enabled)");
     const int64_t most = size ? 1024 : 8760;
     if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > most)
       return bad(key + " must be a whole number from 1 to " + std::to_string(most));

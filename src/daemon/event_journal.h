@@ -57,6 +57,7 @@ class EventJournal {
 struct EventLimits {
   uint64_t max_bytes = 4 << 20;
   std::chrono::hours retention{24};
+  bool enabled = true;  // false: no sandbox gets a record (the bench's side by side)
 };
 
 class EventJournals {
@@ -87,7 +88,7 @@ class EventJournals {
   Limits limits_;
 };
 
-// config.json's "events": {"maxMiB": 1..1024, "retentionHours": 1..8760};
+// config.json's "events": {"maxMiB": 1..1024, "retentionHours": 1..8760, "enabled": bool};
 // absent keys (or no file) keep the defaults.
 Result<EventJournals::Limits> load_event_limits(const std::filesystem::path& config_file);
 

@@ -81,6 +81,8 @@ Task<void> fs_remove(SandboxCall& call, Exchange& exchange) {
   // envd removes with os.RemoveAll: nothing there is no error.
   const bool gone = removed || removed.error().errnum == ENOENT;
   if (!gone) co_return co_await connect_failure(exchange, removed.error());
+  if (removed)
+    call.live->log->event("files", "removed", {{"path", path}});  // not: nothing was there
   co_await respond_json(exchange, 200, json::object());
 }
 

@@ -633,14 +633,17 @@ http::Task<void> Service::on_timeout(const SandboxRow& row) {
 void Service::start_ttl() { net::co_spawn(ioc_, ttl_loop(), net::detached); }
 
 // One sweep a second: simple, and no timer to move when a TTL changes.
-// Usage is accounted, and the sandboxes sampled, every 5 sweeps.
+// Usage is accounted, and the sandboxes sampled, every 5 sweeps; ended
+// sandboxes' flight records past their retention are removed every hour.
 http::Task<void> Service::ttl_loop() {
   constexpr auto kSweepsPerSample =
       static_cast<uint64_t>(MetricsHistory::kSampleInterval / std::chrono::seconds(1));
+  constexpr uint64_t kSweepsPerRetention = 3600;  // flight records past retention: hourly
   net::steady_timer tick(ioc_);
   for (uint64_t sweep = 1;; ++sweep) {
     tick.expires_after(std::chrono::seconds(1));
     co_await tick.async_wait(net::use_awaitable);
+    if (sweep % kSweepsPerRetention == 0) co_await pool_.run([this] { sweep_event_records(); });
     if (sweep % kSweepsPerSample == 0) {
       co_await pool_.run([this] {
         account_usage(true);

@@ -237,6 +237,8 @@ class Service : private runtime::StopListener {
   bool kill_dormant(const std::string& id);
   std::vector<SandboxRow> dormant_rows() const;
   void account_usage(bool sample);
+  // Removes the flight records kept past their retention (event_retention.cc). Blocks.
+  void sweep_event_records() const;
   void destroy_now(const SandboxRow& row, const std::shared_ptr<LiveSandbox>& live);
   // A template force-removed while in use keeps its layers until its last
   // sandbox ends: frees those no live sandbox runs on any more. Blocks.

@@ -23,6 +23,7 @@ struct NetworkEvent {
   uint64_t bytes_out = 0, bytes_in = 0;  // a connection's, sandbox → world and back
   int64_t duration_ms = 0;               // a connection's
   uint64_t repeats = 0;      // DNS: the same question asked this many times more, not recorded
+  uint64_t held_back = 0;    // connection, request: this many before it over the rate, not recorded
   std::string method, path;  // a request's
   std::vector<std::string> secrets;  // a request's: names of the secrets put in
 };

@@ -394,6 +394,9 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(ProxyConfig config, uint
   impl->ca = std::move(*ca);
   impl->upstream_tls = std::move(*upstream);
   impl->config = std::move(config);
+  impl->config.record = limit_rate(
+      std::move(impl->config.record),
+      std::make_shared<EventRate>(impl->config.events_per_second, impl->config.event_burst));
   impl->slots =
       std::make_unique<SlotTable>(impl->config.max_connections, impl->config.max_per_sandbox);
 

@@ -23,6 +23,7 @@
 
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "egress/event_rate.h"
 #include "egress/network_event.h"
 #include "egress/policy.h"
 
@@ -37,6 +38,10 @@ struct ProxyConfig {
   // the rule and the bytes each way) or is refused (why), and of each request
   // through the intercepting proxy (hosts with header rules); null: no one.
   NetworkRecorder record;
+  // At most this many of a sandbox's connection and request events a second
+  // reach `record`, after a burst of `event_burst`; the others are counted
+  // into the next one's held_back (egress/event_rate.h).
+  double events_per_second = EventRate::kPerSecond, event_burst = EventRate::kBurst;
   // Addresses no connection may reach whatever the policy (the host, sandboxes,
   // private ranges): checked on the original destination and on every address
   // the proxy dials itself (a SOCKS proxy's). Null: none.

@@ -35,7 +35,7 @@ constexpr const char* kToolsJson = R"json([
     "sandbox_id": {"type": "string", "description": "The sandbox id"}},
    "required": ["sandbox_id"], "additionalProperties": false}},
  {"name": "sandbox_events",
-  "description": "Review what happened in a sandbox, oldest first: its lifecycle (created, timeout set, paused, resumed, ended and why), the commands run (argv, cwd, env names, exit code, out of memory) and the files uploaded or downloaded (path, bytes, sha256). Works for a sandbox that ended within the last day. A page at a time: pass the next_since it returns as since for the rest.",
+  "description": "Review what happened in a sandbox, oldest first: its lifecycle (created, timeout set, paused, resumed, ended and why), the commands run (argv, cwd, env names, exit code, out of memory) the files uploaded, downloaded or removed (path, bytes, sha256) and its network traffic (DNS names asked, connections and requests through the egress proxy: allowed, or why not). Works for a sandbox that ended within the last day. A page at a time: pass the next_since it returns as since for the rest.",
   "inputSchema": {"type": "object", "properties": {
     "sandbox_id": {"type": "string", "description": "The sandbox id"},
     "type": {"type": "string", "enum": ["lifecycle", "commands", "files", "network"], "description": "Only events of this kind"},

@@ -76,9 +76,15 @@ TEST(EventJournal, TheOperatorSetsTheBoundAndTheRetention) {
   ASSERT_TRUE(set) << set.error().message();
   EXPECT_EQ(set->max_bytes, uint64_t{1} << 20);
   EXPECT_EQ(set->retention, std::chrono::hours(72));
-  for (const char* bad : {R"({"events": {"maxMiB": 0}})", R"({"events": {"maxMiB": "4"}})",
-                          R"({"events": {"retentionHours": 9000}})", R"({"events": {"size": 4}})",
-                          R"({"events": []})"}) {
+  EXPECT_TRUE(set->enabled);
+  auto off = limits_from(R"({"events": {"enabled": false}})");
+  ASSERT_TRUE(off) << off.error().message();
+  EXPECT_FALSE(off->enabled);
+  EXPECT_FALSE(EventJournals(dir.path() / "off", *off).open("sbx3", "acme")) << "no record";
+  for (const char* bad :
+       {R"({"events": {"maxMiB": 0}})", R"({"events": {"maxMiB": "4"}})",
+        R"({"events": {"enabled": 1}})", R"({"events": {"retentionHours": 9000}})",
+        R"({"events": {"size": 4}})", R"({"events": []})"}) {
     auto refused = limits_from(bad);
     ASSERT_FALSE(refused) << bad;
     EXPECT_NE(refused.error().message().find("events."), std::string::npos) << bad;
@@ -91,6 +97,27 @@ TEST(EventJournal, TheOperatorSetsTheBoundAndTheRetention) {
   for (int i = 0; i < 3 * 1024; ++i) journal->record("commands", "started", {{"f", filler}});
   EXPECT_LE(bytes_under(dir.path() / "events"), uint64_t{2} << 20);
   EXPECT_GE(bytes_under(dir.path() / "events"), uint64_t{1} << 20);
+}
+
+// Past the retention, an ended sandbox's record goes, both halves; a live
+// sandbox's and a recent one's stay.
+TEST(EventJournal, TheSweepRemovesRecordsPastTheirRetentionOnly) {
+  testing::TempDir dir("abx-events");
+  EventJournals journals(dir.path());
+  for (const char* id : {"ended1", "recent1", "live1"})
+    journals.open(id, "acme")->record("lifecycle", "created");
+  std::ofstream(dir.path() / "ended1.jsonl.1") << "{}\n";
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(25);
+  for (const char* name : {"ended1.jsonl", "ended1.jsonl.1", "live1.jsonl"})
+    fs::last_write_time(dir.path() / name, old);
+  fs::last_write_time(dir.path() / "recent1.jsonl",
+                      fs::file_time_type::clock::now() - std::chrono::hours(23));
+  journals.sweep({"live1"});
+  EXPECT_FALSE(fs::exists(dir.path() / "ended1.jsonl"));
+  EXPECT_FALSE(fs::exists(dir.path() / "ended1.jsonl.1"));
+  EXPECT_FALSE(journals.read("ended1", "acme", 0, ""));
+  EXPECT_TRUE(journals.read("recent1", "acme", 0, ""));
+  EXPECT_TRUE(journals.read("live1", "acme", 0, ""));
 }
 
 }  // namespace
