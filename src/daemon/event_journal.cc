@@ -41,6 +41,39 @@ uint64_t next_seq(const fs::path& file) {
   return last + 1;
 }
 
+// The first event of `file`: its first line.
+std::optional<json> first_event(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  json event = json::parse(line, nullptr, false);
+  if (!event.is_object()) return std::nullopt;
+  return event;
+}
+
+// The last whole event of `file`, from its final kTailBytes (an `ended` is
+// short; a longer last line is no `ended`); a torn last line is passed over.
+std::optional<json> last_event(const fs::path& file) {
+  constexpr std::streamoff kTailBytes = 64 << 10;
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) return std::nullopt;
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - kTailBytes);
+  std::string tail(static_cast<size_t>(size - from), '\0');
+  in.seekg(from);
+  if (!in.read(tail.data(), static_cast<std::streamsize>(tail.size()))) return std::nullopt;
+  size_t end = tail.size();
+  while (end > 0) {
+    const size_t newline = end >= 2 ? tail.rfind('\n', end - 2) : std::string::npos;
+    const size_t start = newline == std::string::npos ? 0 : newline + 1;
+    if (start == 0 && from > 0) return std::nullopt;  // the line began before the tail
+    json event = json::parse(tail.substr(start, end - start), nullptr, false);
+    if (event.is_object()) return event;
+    end = start;
+  }
+  return std::nullopt;
+}
+
 UniqueFd open_append(const fs::path& file) {
   return UniqueFd(::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
 }
@@ -129,6 +162,32 @@ uint64_t EventJournals::stamp(const std::string& id) const {
   if (ec) return 0;
   const auto written = fs::last_write_time(file, ec).time_since_epoch().count();
   return size ^ (static_cast<uint64_t>(written) << 20);
+}
+
+std::vector<std::string> EventJournals::ids() const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.ends_with(".jsonl")) continue;  // the older halves (.jsonl.1) go with their sandbox
+    const std::string id = name.substr(0, name.size() - 6);
+    if (ids::is_valid_sandbox_id(id)) out.push_back(id);
+  }
+  return out;
+}
+
+std::optional<EventJournals::Bounds> EventJournals::bounds(const std::string& id,
+                                                           const std::string& team) const {
+  if (!ids::is_valid_sandbox_id(id)) return std::nullopt;
+  const fs::path file = file_of(id);
+  std::optional<json> last = last_event(file);
+  if (!last || last->value("team", "") != team) return std::nullopt;
+  std::error_code ec;
+  std::optional<json> first = first_event(fs::exists(older(file), ec) ? older(file) : file);
+  Bounds out{first ? std::move(*first) : json::object(), std::move(*last)};
+  out.first.erase("team");
+  out.last.erase("team");
+  return out;
 }
 
 void EventJournals::sweep(const std::vector<std::string>& live) const {

@@ -81,6 +81,16 @@ class EventJournals {
   // Changes whenever an event of sandbox `id` is recorded (its file's size
   // and time): a follower reads again only then.
   uint64_t stamp(const std::string& id) const;
+  // The sandboxes that have a record kept (live or ended within the retention).
+  std::vector<std::string> ids() const;
+  // The first and the last event of sandbox `id`'s record as kept (its
+  // `created` and, once it ended, its `ended`), if `team`'s; read from the
+  // ends of its files only, so a listing of many stays cheap.
+  struct Bounds {
+    nlohmann::json first;
+    nlohmann::json last;
+  };
+  std::optional<Bounds> bounds(const std::string& id, const std::string& team) const;
 
  private:
   std::filesystem::path file_of(const std::string& id) const;

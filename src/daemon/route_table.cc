@@ -50,6 +50,7 @@ const std::array kRoutes = {
     ROW("DELETE", "/abx/v1/keys/{id}",                 P::control, C::admin_key, key_revoke),
     ROW("GET",    "/abx/v1/teams/{team}/quota",        P::control, C::api_key, team_quota_get),
     ROW("PUT",    "/abx/v1/teams/{team}/quota",        P::control, C::admin_key, team_quota_set),
+    ROW("GET",    "/abx/v1/sandboxes/ended",           P::control, C::api_key, sandboxes_ended),
     ROW("GET",    "/abx/v1/sandboxes/{id}/processes",  P::control, C::api_key, sandbox_processes),
     ROW("GET",    "/abx/v1/sandboxes/{id}/processes/{pid}/output", P::control, C::api_key, process_output),
     ROW("GET",    "/abx/v1/sandboxes/{id}/events", P::control, C::api_key, sandbox_events),

@@ -68,6 +68,8 @@ Task<void> sandbox_processes(ControlCall& call, Exchange& exchange);
 Task<void> process_output(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_events(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_diff(ControlCall& call, Exchange& exchange);
+// routes_ended.cc: the team's ended sandboxes whose record is kept.
+Task<void> sandboxes_ended(ControlCall& call, Exchange& exchange);
 Task<void> sandbox_network_update(ControlCall& call, Exchange& exchange);
 // The newest SandboxMetric sample (the control plane's camelCase shape).
 nlohmann::json sandbox_metric(LiveSandbox& live);

@@ -111,6 +111,17 @@ std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
   return live;
 }
 
+namespace {
+// The `ended` event of a sandbox that ends at a daemon restart, never having
+// been live in this daemon: its record (and the ended sandboxes' list) says why.
+void record_end(const EventJournals& events, const SandboxRow& row, const std::string& why) {
+  if (auto journal = events.open(row.id, row.owner)) {
+    journal->record("lifecycle", "ended", {{"why", why}, {"key", ""}});
+    journal->close();
+  }
+}
+}  // namespace
+
 void Service::restore() {
   auto rows = store_.load_all();
   if (!rows) {
@@ -126,12 +137,14 @@ void Service::restore() {
     }
     if (!row.paused && row.end_at_ms <= now_ms()) {
       spdlog::info("sandbox {}: expired while the daemon was down; destroying", row.id);
+      record_end(*tenancy_.events, row, "timeout reached while the daemon was down: killed");
       destroy_now(row, nullptr);
       continue;
     }
     auto adopted = runtime_.adopt(row.record);
     if (!adopted) {
       spdlog::warn("sandbox {}: cannot adopt ({}); destroying", row.id, adopted.error().message());
+      record_end(*tenancy_.events, row, "not adopted after a daemon restart: killed");
       destroy_now(row, nullptr);
       continue;
     }
@@ -440,6 +453,19 @@ http::Task<void> Service::run_long(std::function<void()> work) {
   return pool_.run_long(std::move(work));
 }
 
+namespace {
+// The `ended` event's fields: why, and which key (id and name) ended it, if
+// one did: the record tells who, even after the key is revoked.
+nlohmann::json ended_fields(const std::string& why, const std::string& key_id,
+                            const ApiKeys& keys) {
+  nlohmann::json out = {{"why", why}, {"key", key_id}};
+  if (key_id.empty()) return out;
+  for (const ApiKeyRecord& key : keys.list())
+    if (key.id == key_id) out["keyName"] = key.name;
+  return out;
+}
+}  // namespace
+
 http::Task<bool> Service::kill(const std::string& id, std::string why, std::string by_key) {
   std::shared_ptr<LiveSandbox> live;
   {
@@ -460,7 +486,7 @@ http::Task<bool> Service::kill(const std::string& id, std::string why, std::stri
   co_await pool_.run([&] { mark_dying(*live); });
   const SandboxRow row = live->snapshot();
   live->log->add("info", why);
-  live->log->event("lifecycle", "ended", {{"why", why}, {"key", by_key}});
+  live->log->event("lifecycle", "ended", ended_fields(why, by_key, keys()));
   live->log->close_journal();
   {
     std::lock_guard lock(live->mutex);

@@ -1,8 +1,10 @@
 // The dashboard's entry: resumes the session (or shows the login page) and
-// routes by the URL's hash: #/ the sandboxes, #/sandbox/<id> one sandbox,
-// #/templates, #/keys (admins) and #/settings.
+// routes by the URL's hash: #/ the sandboxes, #/ended those that ended lately,
+// #/sandbox/<id> one sandbox (live, or ended: its timeline), #/templates,
+// #/keys (admins) and #/settings.
 import { currentSession, logout, resume } from "./api.js";
 import { showError } from "./dom.js";
+import { renderEnded } from "./ended.js";
 import { renderKeys } from "./keys.js";
 import { renderLogin } from "./login.js";
 import { leaveSandbox, renderSandbox } from "./sandbox.js";
@@ -23,12 +25,14 @@ function route() {
   leaveSandbox();
   closeTerminal();
   const render = pages[location.hash];
-  const name = match ? "sandboxes" : render ? location.hash.slice(2) : "sandboxes";
+  const ended = location.hash === "#/ended";
+  const name = match || ended ? "sandboxes" : render ? location.hash.slice(2) : "sandboxes";
   for (const link of nav.querySelectorAll("a[data-page]")) {
     if (link.dataset.page === name) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
   if (match) renderSandbox(main, match[1]);
+  else if (ended) renderEnded(main);
   else if (render) render(main);
   else renderSandboxes(main);
 }

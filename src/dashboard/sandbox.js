@@ -1,10 +1,12 @@
 // One sandbox: live charts, its timeline and changes (timeline.js), a
 // terminal, its processes, a file browser and its log, through the sandbox's
 // envd routes (Connect RPCs and /files), GET /sandboxes/{id}/metrics and
-// /logs, and the daemon's event stream.
+// /logs, and the daemon's event stream. One that ended (its record is kept a
+// while) shows its timeline only, read-only: there is nothing left to act on.
 import { call, request, rpc } from "./api.js";
 import { lineChart } from "./charts.js";
 import { bytes, el, showError, when } from "./dom.js";
+import { endText } from "./ended.js";
 import { subscribe } from "./events.js";
 import { terminalSection } from "./terminal.js";
 import { diffSection, timelineSection } from "./timeline.js";
@@ -251,19 +253,63 @@ async function chartsSection(id) {
   });
 }
 
+// The `created` and `ended` events of a sandbox that is gone, or null when
+// none of its record is kept for this team (unknown, another team's, or
+// ended longer ago than the retention).
+async function endedRecord(id) {
+  try {
+    const response = await request("GET", `/abx/v1/sandboxes/${id}/events?type=lifecycle`);
+    const events = (await response.text()).split("\n").filter(Boolean).map((line) => JSON.parse(line));
+    return { created: events.find((e) => e.event === "created"),
+      ended: events.findLast((e) => e.event === "ended") };
+  } catch {
+    return null;
+  }
+}
+
+// An ended sandbox's page: what it was, when and why it ended, its timeline.
+function renderEndedSandbox(main, id, { created, ended }) {
+  leaveSandbox();
+  const timeline = timelineSection(id, { follow: false });
+  unsubscribe = () => timeline.stop();
+  const what = created
+    ? `${created.asked || created.template} · ${created.cpuCount} CPU · ${created.memoryMB} MiB · started ${when(created.at)}`
+    : "its creation was rotated out of the record";
+  main.replaceChildren(
+    el("p", {}, el("a", { href: "#/ended" }, "← Ended sandboxes")),
+    el("div", { class: "bar" }, el("h1", { class: "mono title" }, id),
+      el("span", { class: "state ended" }, "ended"), el("span", { class: "muted" }, what)),
+    el("p", { class: "banner", id: "ended-why" },
+      ended ? `Ended ${when(ended.at)}: ${endText(ended.why, ended.keyName, ended.key)}.`
+        : endText(null) + ".", " Its record is read-only."),
+    el("div", { class: "grid" }, timeline));
+}
+
 export async function renderSandbox(main, id) {
   main.replaceChildren(el("p", { class: "muted" }, "Loading…"));
-  const info = await attempt(() => call("GET", `/sandboxes/${id}`));
-  if (!info) {
+  let info;
+  try {
+    info = await call("GET", `/sandboxes/${id}`);
+  } catch (error) {
+    const record = error.status === 404 ? await endedRecord(id) : null;
+    if (location.hash !== `#/sandbox/${id}`) return; // left meanwhile
+    if (record) return renderEndedSandbox(main, id, record);
+    showError(error);
     main.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← Sandboxes")));
     return;
   }
+  showError(null);
   const [charts, changes, ...sections] = await Promise.all([chartsSection(id), diffSection(id),
     terminalSection(id), processesSection(id), filesSection(id), logsSection(id)]);
   if (location.hash !== `#/sandbox/${id}`) return; // left meanwhile
   const events = sections[sections.length - 1];
   const ended = el("p", { class: "banner", id: "ended", hidden: true },
-    "This sandbox has ended (killed, or its timeout ran out). ", el("a", { href: "#/" }, "Back to the sandboxes"));
+    "This sandbox has ended (killed, or its timeout ran out). ",
+    el("a", { href: `#/sandbox/${id}`, id: "show-record", onclick: (event) => {
+      event.preventDefault(); // the same hash: route it again (app.js), which finds it ended
+      window.dispatchEvent(new HashChangeEvent("hashchange"));
+    } }, "Show its record"),
+    " or go ", el("a", { href: "#/" }, "back to the sandboxes"), ".");
   leaveSandbox();
   const timeline = timelineSection(id);
   const stopFeed = subscribe({

@@ -1,8 +1,12 @@
 // The sandboxes page: a table the daemon's event stream keeps live, a filter,
-// and create / extend / pause / resume / kill.
+// and create / extend / pause / resume / kill. Only the rows in view are in
+// the table (a spacer above and below stands for the rest), so 1000
+// sandboxes load as fast as a screenful: building and laying out every row
+// was most of the page's load time.
 import { call, currentSession } from "./api.js";
 import { bytes, el, relative, showError, when } from "./dom.js";
 import { stopEvents, subscribe } from "./events.js";
+import { sandboxTabs } from "./ended.js";
 
 const rows = new Map();    // sandboxID → listing (GET /sandboxes shape)
 const metrics = new Map(); // sandboxID → newest SandboxMetric
@@ -10,6 +14,12 @@ let view = null;           // the elements of the page while it is shown
 // sandboxID → {row, tr, cells}: a row's element is built once per listing and
 // only its live cells change, so a metrics tick does not rebuild 1000 rows.
 const built = new Map();
+let shown = [];           // the rows the filter keeps, newest first
+// One row's height in px, measured once rows are shown (every cell is one
+// line: style.css); a guess until then.
+let rowHeight = 0;
+const kGuessedRowHeight = 40;
+const kOverscan = 8;      // rows built beyond each edge of the view
 
 // metadata "a=1, b=2" → {a: "1", b: "2"}
 function parseMetadata(text) {
@@ -115,18 +125,70 @@ function matches(row, filter) {
 function render() {
   if (!view) return;
   const filter = view.filter.value.trim();
-  const shown = [...rows.values()].filter((row) => matches(row, filter))
+  shown = [...rows.values()].filter((row) => matches(row, filter))
     .sort((a, b) => b.startedAt.localeCompare(a.startedAt));
   for (const id of built.keys()) if (!rows.has(id)) built.delete(id);
-  const trs = shown.map(rowFor);
-  // The same rows in the same order: leave the table's children (and layout) alone.
-  const same = trs.length === view.body.children.length
-    && trs.every((tr, i) => view.body.children[i] === tr);
-  if (!same) view.body.replaceChildren(...trs);
   view.count.textContent = `${rows.size} running` + (filter ? `, ${shown.length} shown` : "");
+  view.table.dataset.shown = String(shown.length);
   view.empty.hidden = rows.size !== 0;
   view.table.hidden = rows.size === 0;
+  renderWindow();
 }
+
+function spacer(height) {
+  const td = el("td", { colspan: 10 });
+  td.style.height = `${height}px`;
+  return el("tr", { class: "spacer", "aria-hidden": "true" }, td);
+}
+
+// The rows in the viewport (and kOverscan more each side) between two
+// spacers as tall as the rows left out: the scrollbar is the whole list's.
+function renderWindow() {
+  if (!view) return;
+  if (view.table.hidden) { // none left: no row stays behind, hidden
+    view.body.replaceChildren();
+    delete view.body.dataset.window;
+    return;
+  }
+  const height = rowHeight || kGuessedRowHeight;
+  const above = Math.max(0, -view.body.getBoundingClientRect().top);
+  const first = Math.max(0, Math.min(shown.length, Math.floor(above / height)) - kOverscan);
+  const last = Math.min(shown.length, Math.ceil((above + window.innerHeight) / height) + kOverscan);
+  const trs = shown.slice(first, last).map(rowFor);
+  const rest = shown.length - last;
+  // The same rows with the same spacers: leave the table's children (and layout) alone.
+  const key = `${first} ${rest} ${height}`;
+  const children = view.body.children;
+  const same = view.body.dataset.window === key
+    && children.length === trs.length + (first ? 1 : 0) + (rest ? 1 : 0)
+    && trs.every((tr, i) => children[i + (first ? 1 : 0)] === tr);
+  if (!same) {
+    view.body.replaceChildren(...[first ? spacer(first * height) : null, ...trs,
+      rest ? spacer(rest * height) : null].filter(Boolean));
+    view.body.dataset.window = key;
+  }
+  if (!rowHeight && trs.length) {
+    const box = (tr) => tr.getBoundingClientRect();
+    const measured = (box(trs[trs.length - 1]).bottom - box(trs[0]).top) / trs.length;
+    rowHeight = measured > 0 ? measured : kGuessedRowHeight;
+    if (Math.abs(rowHeight - height) > 1) renderWindow(); // the guess was off: place them again
+  }
+}
+
+let framed = false;
+function onScroll() {
+  if (framed || !view) return;
+  framed = true;
+  requestAnimationFrame(() => {
+    framed = false;
+    renderWindow();
+  });
+}
+window.addEventListener("scroll", onScroll, { passive: true });
+window.addEventListener("resize", () => {
+  rowHeight = 0; // a narrower window may wrap a cell: measure again
+  onScroll();
+});
 
 // Kept current by the event stream while logged in, shown or not, so coming
 // back to the page shows the table at once.
@@ -203,10 +265,10 @@ export function renderSandboxes(main) {
     el("p", {}, "No sandboxes are running for this team."),
     el("p", { class: "muted" }, "Create one above, or from a terminal: ",
       el("code", {}, "abx create --template base")));
-  const count = el("span", { class: "muted" });
+  const count = el("span", { class: "muted", id: "sandbox-count" });
   view = { filter, body, table, empty, count };
   main.replaceChildren(
-    el("div", { class: "bar" }, el("h1", {}, "Sandboxes"), count),
+    el("div", { class: "bar" }, el("h1", {}, "Sandboxes"), sandboxTabs("running"), count),
     createForm(),
     el("div", { class: "bar" }, filter),
     el("div", { class: "card flush" }, table, empty));

@@ -1,12 +1,16 @@
 // A sandbox's flight record as a timeline (GET /abx/v1/sandboxes/{id}/events
 // with follow=1: server-sent events, the record so far and then each new
-// event, until the sandbox ends), and what it changed on top of its template
+// event, until the sandbox ends; for one that ended, the record read once),
+// and what it changed on top of its template
 // (GET /abx/v1/sandboxes/{id}/diff). Argv, paths and command output are the
 // sandbox's own, hostile text: every string lands through el()/textContent.
-import { call } from "./api.js";
+import { call, request } from "./api.js";
 import { bytes, el, showError, when } from "./dom.js";
+import { endText } from "./ended.js";
 
-const kTypes = ["lifecycle", "commands", "files"];
+const kTypes = ["lifecycle", "commands", "files", "network"];
+// A read answers at most this many events: ask again from the last one's seq.
+const kMaxRead = 10000;
 // A detail cell shows at most this much; the output panel shows it all.
 const kDetailChars = 160;
 
@@ -21,7 +25,7 @@ const details = {
   "lifecycle created": (e) =>
     `${e.asked || e.template} · ${e.cpuCount} CPU · ${e.memoryMB} MiB · timeout ${e.timeoutS} s`,
   "lifecycle timeout set": (e) => `ends ${when(e.endAt)}`,
-  "lifecycle ended": (e) => e.why,
+  "lifecycle ended": (e) => endText(e.why, e.keyName, e.key),
   "commands started": (e) => `pid ${e.pid}${e.pty ? " (terminal)" : ""}: ${(e.argv || []).join(" ")}`,
   "commands not started": (e) => e.error,
   "commands ended": (e) =>
@@ -60,8 +64,21 @@ function showOutput(panel, ended) {
     tail ? el("p", { class: "muted" }, "… and its end:") : null, tail].filter(Boolean));
 }
 
-// The timeline card; `stop()` closes its stream.
-export function timelineSection(id) {
+// The whole record of a sandbox that ended, oldest first (ndjson, in reads of
+// at most kMaxRead events).
+async function readRecord(id, add) {
+  for (let since = 0; ;) {
+    const response = await request("GET", `/abx/v1/sandboxes/${id}/events?since=${since}`);
+    const events = (await response.text()).split("\n").filter(Boolean).map((line) => JSON.parse(line));
+    events.forEach(add);
+    if (events.length < kMaxRead) return;
+    since = events[events.length - 1].seq;
+  }
+}
+
+// The timeline card; `stop()` closes its stream. `follow: false` (an ended
+// sandbox) reads the record once instead.
+export function timelineSection(id, { follow = true } = {}) {
   const body = el("tbody");
   const panel = el("div", { id: "command-output" });
   const type = el("select", { id: "timeline-type", onchange: () => applyFilter() },
@@ -71,18 +88,23 @@ export function timelineSection(id) {
   const count = el("span", { class: "muted", id: "timeline-count" });
   const ends = new Map(); // pid → its `ended` event
   const rows = [];
+  const seqs = new Set(); // a reconnect may repeat the newest
+  let shown = 0;
 
   function matches(row) {
     const needle = search.value.trim().toLowerCase();
     return (!type.value || row.dataset.type === type.value) && (!needle || row.haystack.includes(needle));
   }
+  function showCount() {
+    count.textContent = `${shown} of ${rows.length} events`;
+  }
   function applyFilter() {
-    let shown = 0;
+    shown = 0;
     for (const row of rows) {
       row.hidden = !matches(row);
       if (!row.hidden) shown += 1;
     }
-    count.textContent = `${shown} of ${rows.length} events`;
+    showCount();
   }
   function open(event) {
     const ended = event.event === "ended" ? event : ends.get(event.pid);
@@ -90,7 +112,8 @@ export function timelineSection(id) {
     else panel.replaceChildren(el("p", { class: "muted" }, `pid ${event.pid} has not ended yet.`));
   }
   function add(event) {
-    if (rows.some((r) => r.seq === event.seq)) return; // a reconnect may repeat the newest
+    if (seqs.has(event.seq)) return;
+    seqs.add(event.seq);
     const command = event.type === "commands" && event.pid !== undefined;
     if (command && event.event === "ended") ends.set(event.pid, event);
     const row = el("tr", { "data-seq": event.seq, "data-type": event.type, "data-event": event.event,
@@ -102,17 +125,23 @@ export function timelineSection(id) {
     row.hidden = !matches(row);
     rows.push(row);
     body.append(row);
-    applyFilter();
+    if (!row.hidden) shown += 1;
+    showCount();
   }
 
-  const source = new EventSource(`/abx/v1/sandboxes/${id}/events?follow=1`);
-  const onEvent = (message) => {
-    const event = JSON.parse(message.data);
-    add(event);
-    if (event.type === "lifecycle" && event.event === "ended") source.close(); // the record is whole
-  };
-  for (const t of kTypes) source.addEventListener(t, onEvent);
-  source.onmessage = onEvent; // a type added later still shows
+  let source = null;
+  if (follow) {
+    source = new EventSource(`/abx/v1/sandboxes/${id}/events?follow=1`);
+    const onEvent = (message) => {
+      const event = JSON.parse(message.data);
+      add(event);
+      if (event.type === "lifecycle" && event.event === "ended") source.close(); // the record is whole
+    };
+    for (const t of kTypes) source.addEventListener(t, onEvent);
+    source.onmessage = onEvent; // a type added later still shows
+  } else {
+    readRecord(id, add).catch(showError);
+  }
   applyFilter();
 
   const card = el("section", { class: "card wide", id: "timeline" }, el("h2", {}, "Timeline"),
@@ -121,7 +150,7 @@ export function timelineSection(id) {
     el("div", { class: "scroll" }, el("table", { id: "events" }, el("thead", {}, el("tr", {},
       el("th", {}, "Time"), el("th", {}, "Type"), el("th", {}, "Event"), el("th", {}, "Detail"))), body)),
     panel);
-  return Object.assign(card, { stop: () => source.close() });
+  return Object.assign(card, { stop: () => source && source.close() });
 }
 
 // What the sandbox changed against its template, like `docker diff`, sorted

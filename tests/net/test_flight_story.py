@@ -386,9 +386,6 @@ def test_the_dashboard_timeline_shows_the_record(story, timeline):
             assert "killed" in by_seq[e["seq"]]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="src/dashboard/timeline.js listens for the server-sent "
-                   "event types lifecycle, commands and files only (and onmessage, which a "
-                   "named event never reaches): network events are not shown")
 def test_the_dashboard_timeline_shows_the_network_events_too(story, timeline):
     assert shown(timeline) == [{"seq": e["seq"], "type": e["type"], "event": e["event"]}
                                for e in story.before_restart]
