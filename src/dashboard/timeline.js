@@ -153,10 +153,11 @@ export function timelineSection(id, { follow = true } = {}) {
   return Object.assign(card, { stop: () => source && source.close() });
 }
 
-// What the sandbox changed against its template, like `docker diff`, sorted
-// by path so a directory's changes sit together.
+// What the sandbox changed against its template, like `docker diff`, as a
+// file tree: each directory a <details> (folded by a click, no script of
+// ours), a chain of directories with nothing of their own on one line.
 export async function diffSection(id) {
-  const body = el("tbody");
+  const tree = el("div", { id: "diff", class: "tree mono" });
   const note = el("p", { class: "muted", id: "diff-note" });
   const refresh = async () => {
     let answer;
@@ -166,19 +167,60 @@ export async function diffSection(id) {
       showError(error);
       return;
     }
-    const changes = (answer.changes || []).sort((a, b) => a.path.localeCompare(b.path));
-    body.replaceChildren(...changes.map((c) => el("tr", { "data-path": c.path, "data-change": c.change },
-      el("td", {}, el("span", { class: `change ${c.change}` }, c.change)),
-      el("td", { class: "mono" }, c.kind === "dir" ? `${c.path}/` : c.path),
-      el("td", { class: "num" }, c.kind === "file" ? bytes(Number(c.size || 0)) : c.kind))));
+    const changes = answer.changes || [];
+    tree.replaceChildren(...renderTree(pathTree(changes), ""));
     note.textContent = !changes.length ? "Nothing changed against the template."
       : `${changes.length} changes${answer.truncated ? " (more were left out)" : ""}.`;
   };
   await refresh();
-  return section("Changes against the template", note,
-    el("div", { class: "scroll" }, el("table", { id: "diff" }, el("thead", {}, el("tr", {},
-      el("th", {}, "Change"), el("th", {}, "Path"), el("th", {}, "Size"))), body)),
+  return section("Changes against the template", note, el("div", { class: "scroll" }, tree),
     el("button", { class: "ghost", onclick: refresh }, "Refresh"));
+}
+
+// {children: Map(name -> node), change?: the entry for this path}.
+function pathTree(changes) {
+  const root = { children: new Map() };
+  for (const change of changes) {
+    let node = root;
+    for (const part of change.path.split("/").filter(Boolean)) {
+      if (!node.children.has(part)) node.children.set(part, { children: new Map() });
+      node = node.children.get(part);
+    }
+    node.change = change;
+  }
+  return root;
+}
+
+function onlyChild(node) {
+  return node.children.values().next().value;
+}
+
+function renderTree(node, parent) {
+  const names = [...node.children.keys()].sort((a, b) => a.localeCompare(b));
+  return names.map((name) => {
+    let path = `${parent}/${name}`;
+    let child = node.children.get(name);
+    let label = name;
+    // A directory with nothing of its own and one subdirectory: one line.
+    while (!child.change && child.children.size === 1 && onlyChild(child).children.size > 0) {
+      const [next, grandchild] = [...child.children.entries()][0];
+      path = `${path}/${next}`;
+      label = `${label}/${next}`;
+      child = grandchild;
+    }
+    const entry = child.change;
+    const badge = entry && el("span", { class: `change ${entry.change}` }, entry.change);
+    const attrs = entry ? { "data-path": entry.path, "data-change": entry.change } : {};
+    if (child.children.size === 0) {
+      const size = entry && entry.kind === "file" ? bytes(Number(entry.size || 0))
+        : entry && entry.kind !== "dir" ? entry.kind : "";
+      const shown = entry && entry.kind === "dir" ? `${label}/` : label;
+      return el("div", { class: "leaf", ...attrs }, badge, " ", shown, size && el("span", { class: "muted" }, ` ${size}`));
+    }
+    return el("details", { open: true, ...attrs },
+      el("summary", {}, badge, badge && " ", `${label}/`),
+      el("div", { class: "branch" }, ...renderTree(child, path)));
+  });
 }
 
 function section(title, ...children) {

@@ -65,8 +65,16 @@ def test_the_timeline_shows_the_record_filters_it_and_shows_output_as_text(page,
     assert page.locator("#timeline img, #timeline script").count() == 0
     assert dialogs == []
 
-    # The file it wrote, against the template.
-    page.wait_for_selector("#diff tr[data-path='/home/user/made.txt'][data-change='added']")
+    # The file it wrote, against the template: in a file tree, under its directory by its
+    # name alone; a click on the directory folds it.
+    leaf = page.wait_for_selector("#diff .leaf[data-path='/home/user/made.txt'][data-change='added']")
+    assert "made.txt" in leaf.text_content() and "/home/user/made.txt" not in leaf.text_content()
+    folder = page.locator("#diff details:has(.leaf[data-path='/home/user/made.txt'])").last
+    assert folder.locator("> summary").text_content().endswith("user/")
+    folder.locator("> summary").click()
+    assert not leaf.is_visible()
+    folder.locator("> summary").click()
+    assert leaf.is_visible()
     screenshot(page, "sandbox-timeline")
 
     # A command run while the page is open appears without a reload; a long output shows
