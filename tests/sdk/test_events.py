@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import subprocess
+import sys
 import threading
 from datetime import datetime, timedelta, timezone
 
@@ -12,6 +15,7 @@ from agent_sandbox import (
     AsyncSandbox,
     InvalidArgumentException,
     SandboxEvent,
+    SandboxNotFoundException,
     UnsupportedException,
 )
 from agent_sandbox.sync import Sandbox as SyncSandbox
@@ -131,3 +135,34 @@ def test_remote_providers_have_no_flight_record(daemon):
             sandbox.follow_events()
     finally:
         sandbox.kill()
+
+
+@pytest.fixture
+def other_team_conn(daemon):
+    with daemon.api() as admin:
+        made = admin.post("/abx/v1/keys", json={"team": "sdk-events-other", "name": "events"})
+        assert made.status_code == 201, made.text
+        yield {"api_url": daemon.url, "api_key": made.json()["key"]}
+        assert admin.delete(f"/abx/v1/keys/{made.json()['id']}").status_code in (200, 204)
+
+
+def test_an_ended_sandboxs_record_is_read_by_id_from_a_new_process(conn, other_team_conn):
+    with SyncSandbox.create(template="host", **conn) as sandbox:
+        sandbox.commands.run("echo from-the-past")
+        sandbox_id = sandbox.sandbox_id
+    # A process that never held the Sandbox object, after the sandbox ended.
+    script = ("import sys, json\nfrom agent_sandbox.sync import Sandbox\n"
+              "found = Sandbox.get_events(sys.argv[1], api_url=sys.argv[2], api_key=sys.argv[3])\n"
+              "print(json.dumps([[e.type, e.event, e.fields.get('argv', [''])[-1]] for e in found]))")
+    out = subprocess.run([sys.executable, "-c", script, sandbox_id, conn["api_url"],
+                          conn["api_key"]], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [["lifecycle", "created", ""],
+                                      ["commands", "started", "echo from-the-past"],
+                                      ["commands", "ended", ""], ["lifecycle", "ended", ""]]
+    commands = asyncio.run(AsyncSandbox.get_events(sandbox_id, type="commands", **conn))
+    assert named(commands) == [("commands", "started"), ("commands", "ended")]
+    with pytest.raises(SandboxNotFoundException):
+        SyncSandbox.get_events(sandbox_id, **other_team_conn)
+    with pytest.raises(SandboxNotFoundException):
+        SyncSandbox.get_events("nosuchsandbox0", **conn)

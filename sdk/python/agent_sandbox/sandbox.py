@@ -288,6 +288,31 @@ class AsyncSandbox:
         return await self._transport.run(_ops.sandbox_events(self._transport.config,
                                                              self.sandbox_id, type, since))
 
+    @staticmethod
+    async def get_events(sandbox_id: str, type: str | None = None, since: int | None = None,
+                         provider: str | None = None, api_key: str | None = None,
+                         api_url: str | None = None,
+                         request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
+                         ) -> builtins.list[SandboxEvent]:
+        """A sandbox's flight record by id, with no Sandbox object: also one that has ended
+        (its record is kept `events.retentionHours`, a day by default), from any process.
+
+        :param sandbox_id: the sandbox's id
+        :param type: as in `events`
+        :param since: as in `events`
+        :param provider: as in `create`: "local" (default); remote providers keep no record
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: the events, oldest first, at most 10 000 a call (ask again with `since`)
+        :raises UnsupportedException: a remote provider
+        :raises SandboxNotFoundException: unknown, another team's, or ended longer ago than
+            the retention
+        """
+        return await _run_once(provider, api_key, api_url, request_timeout,
+                               lambda config: _ops.sandbox_events(config, sandbox_id, type,
+                                                                  since))
+
     def follow_events(self, type: str | None = None,
                       since: int | None = None) -> AsyncIterator[SandboxEvent]:
         """The events so far, then each new one as it happens (within a quarter second), for

@@ -270,6 +270,29 @@ class Sandbox:
         return self._transport.run(_ops.sandbox_events(self._transport.config, self.sandbox_id,
                                                        type, since))
 
+    @staticmethod
+    def get_events(sandbox_id: str, type: str | None = None, since: int | None = None,
+                   provider: str | None = None, api_key: str | None = None,
+                   api_url: str | None = None,
+                   request_timeout: float = _config.DEFAULT_REQUEST_TIMEOUT,
+                   ) -> builtins.list[SandboxEvent]:
+        """A sandbox's flight record by id, with no Sandbox object, also once it has ended
+        (see `AsyncSandbox.get_events`).
+
+        :param sandbox_id: the sandbox's id
+        :param type: as in `events`
+        :param since: as in `events`
+        :param provider: as in `create`: "local" (default)
+        :param api_key: as in `create`
+        :param api_url: as in `create`
+        :param request_timeout: seconds for each HTTP request
+        :return: the events, oldest first
+        :raises UnsupportedException: a remote provider
+        :raises SandboxNotFoundException: unknown, another team's, or past the retention
+        """
+        return _run_once(provider, api_key, api_url, request_timeout,
+                         lambda config: _ops.sandbox_events(config, sandbox_id, type, since))
+
     def follow_events(self, type: str | None = None,
                       since: int | None = None) -> Iterator[SandboxEvent]:
         """The events so far, then each new one as it happens, until the sandbox's lifecycle
