@@ -64,12 +64,14 @@ Status load_seccomp(const InitConfig& config) {
 using Step = Status (*)(const InitConfig&);
 
 // The user, pid, ipc, uts and net namespaces were made by clone().
+// clang-format off
 constexpr Step kRecipe[] = {
     enter_cgroup_namespace,
     mnt::make_private,
     mnt::stage,
     mnt::mount_overlay,
     mnt::bind_read_only,
+    mnt::mount_volumes,
     mnt::mount_proc,
     limit_user_counts,
     mnt::bind_proc_views,
@@ -84,6 +86,7 @@ constexpr Step kRecipe[] = {
     make_undumpable,
     load_seccomp,  // last: it forbids mount and friends
 };
+// clang-format on
 
 }  // namespace
 

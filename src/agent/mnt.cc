@@ -260,6 +260,30 @@ Status bind_read_only(const InitConfig& config) {
   return {};
 }
 
+// A volume's mount point is resolved inside the new root like a bind's (a
+// template may make it a link: it is followed there, never to the host), and
+// made a directory when missing. Its source is the runtime's idmapped clone
+// (nosuid, nodev set by the runtime), attached as it is, or else an fd of the
+// host dir, bound with those attributes.
+Status mount_volumes(const InitConfig& config) {
+  if (config.volumes.empty()) return {};
+  auto root = open_new_root();
+  if (!root) return root.error();
+  for (size_t i = 0; i < config.volumes.size(); ++i) {
+    const int source = config.source_fds.at(config.volumes_source() + i);
+    const std::string& path = config.volumes[i];
+    auto target = runtime::root_paths::make(
+        root->get(), path, runtime::root_paths::Kind::kDirectory, 0755, O_PATH | O_DIRECTORY);
+    if (!target) return in_template(path, target.error());
+    const Status mounted =
+        config.idmapped_layers
+            ? attach(source, target->get(), path)
+            : bind_onto(source, target->get(), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, path);
+    if (!mounted) return mounted;
+  }
+  return {};
+}
+
 Status mount_proc(const InitConfig&) {
   auto root = open_new_root();
   if (!root) return root.error();

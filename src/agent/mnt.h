@@ -15,6 +15,7 @@ Status make_private(const InitConfig& config);
 Status stage(const InitConfig& config);  // tmpfs of disk_bytes; pivot into it
 Status mount_overlay(const InitConfig& config);
 Status bind_read_only(const InitConfig& config);
+Status mount_volumes(const InitConfig& config);  // read-write, after the read-only binds
 Status mount_proc(const InitConfig& config);
 Status bind_proc_views(const InitConfig& config);  // lxcfs's meminfo, uptime, ... over /proc
 Status make_dev(const InitConfig& config);

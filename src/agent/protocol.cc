@@ -190,6 +190,7 @@ std::string encode(const InitConfig& c) {
   w.u32(c.tcp_port);
   w.str(c.tcp_token);
   w.u8(c.idmapped_layers);
+  w.strs(c.volumes);
   return w.take();
 }
 
@@ -202,7 +203,8 @@ bool decode(const std::string& bytes, InitConfig* c) {
       !r.strs(&binds) || binds.size() % 2 != 0 || !r.u8(&full) || !r.str(&c->seccomp_bpf) ||
       !r.u8(&writable) || !r.u64(&c->shm_bytes) || !r.strs(&c->proc_views) || !r.u8(&workload) ||
       !r.str(&c->nameserver) || !r.u8(&raw) || !r.u8(&setid) || !r.u32(&tcp_port) ||
-      tcp_port > 65535 || !r.str(&c->tcp_token) || !r.u8(&idmapped) || !r.done())
+      tcp_port > 65535 || !r.str(&c->tcp_token) || !r.u8(&idmapped) || !r.strs(&c->volumes) ||
+      !r.done())
     return false;
   c->tcp_port = static_cast<uint16_t>(tcp_port);
   for (size_t i = 0; i < binds.size(); i += 2) c->binds.emplace_back(binds[i], binds[i + 1]);

@@ -110,9 +110,12 @@ struct InitConfig {
   // true: the fds of the lower layers and of the writable dir are detached
   // idmapped mounts (runtime/id_ranges.h), attached on the staging tmpfs.
   bool idmapped_layers = false;
+  // Where each volume is mounted (read-write), in the order of their fds.
+  std::vector<std::string> volumes;
   // Not encoded: O_PATH fds of each lower layer, then of each bind source,
   // then of the writable dir if any, then of lxcfs's proc dir if there are
-  // proc_views, received by init in the handoff message (see spawner.h).
+  // proc_views, then of each volume (detached idmapped mounts when
+  // idmapped_layers), received by init in the handoff message (see spawner.h).
   std::vector<int> source_fds;
 
   // Where lxcfs's proc dir sits among the handed-over fds, and how many
@@ -120,8 +123,9 @@ struct InitConfig {
   size_t proc_views_source() const {
     return lower_layers.size() + binds.size() + (host_writable_dir ? 1 : 0);
   }
+  size_t volumes_source() const { return proc_views_source() + (proc_views.empty() ? 0 : 1); }
   size_t handoff_count() const {
-    return proc_views_source() + (proc_views.empty() ? 0 : 1) + (workload_cgroup ? 1 : 0);
+    return volumes_source() + volumes.size() + (workload_cgroup ? 1 : 0);
   }
   int workload_procs_fd = -1;  // not a source: taken off the handoff's end
 };

@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
   add_pause(app, commands);
   add_stop(app, commands);
   add_snapshot(app, commands);
+  add_volume(app, commands);
   add_fork(app, commands);
   add_config(app, commands);
   add_daemon(app, commands);

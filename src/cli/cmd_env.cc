@@ -22,7 +22,10 @@ Result<int> run_e2b(bool with_export) {
   const std::string url = endpoint->url.str();
   const char* prefix = with_export ? "export " : "";
   std::cout << prefix << "E2B_API_URL=" << url << "\n"
-            << prefix << "E2B_SANDBOX_URL=" << url << "\n"
+            << prefix << "E2B_SANDBOX_URL=" << url
+            << "\n"
+            // Volume content goes to https://api.$E2B_DOMAIN unless this is set.
+            << prefix << "E2B_VOLUME_API_URL=" << url << "\n"
             << prefix << "E2B_API_KEY=" << endpoint->api_key << "\n"
             << prefix << "E2B_DOMAIN=" << e2b_domain(endpoint->url) << "\n";
   return 0;
@@ -36,8 +39,8 @@ void add_env(CLI::App& root, Commands& commands) {
   auto with_export = std::make_shared<bool>(false);
   auto* e2b = env->add_subcommand(
       "e2b",
-      "E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY and E2B_DOMAIN for the E2B SDKs (eval with "
-      "--export)");
+      "E2B_API_URL, E2B_SANDBOX_URL, E2B_VOLUME_API_URL, E2B_API_KEY and E2B_DOMAIN for the E2B "
+      "SDKs (eval with --export)");
   e2b->add_flag("--export", *with_export, "Prefix each line with `export `");
   commands.push_back({e2b, [with_export] { return run_e2b(*with_export); }});
 }

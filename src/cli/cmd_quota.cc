@@ -32,6 +32,8 @@ const QuotaFlag kFlags[] = {
     {"--snapshot-disk-mb", "maxSnapshotDiskMB", "MB the team's snapshots hold (default 10240)"},
     {"--proxy-connections", "maxProxyConnections",
      "Connections held in the egress proxy at once (default 0: half its table)"},
+    {"--volumes", "maxVolumes", "Volumes kept at once (default 100)"},
+    {"--volume-mb", "maxVolumeMB", "MB each of the team's volumes may hold (default 1024)"},
 };
 
 std::string team_path(const std::string& team) { return "/abx/v1/teams/" + team + "/quota"; }

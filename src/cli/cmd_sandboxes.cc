@@ -41,6 +41,19 @@ json with_details(const ControlPlane& control, json sandbox) {
 
 }  // namespace
 
+// --volume NAME:/path, E2B's volumeMounts [{name, path}].
+Result<json> volume_mounts(const std::vector<std::string>& flags) {
+  json out = json::array();
+  for (const auto& flag : flags) {
+    const size_t colon = flag.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == flag.size() ||
+        flag[colon + 1] != '/')
+      return Error::with_message("--volume " + flag + ": expected NAME:/path", EINVAL);
+    out.push_back({{"name", flag.substr(0, colon)}, {"path", flag.substr(colon + 1)}});
+  }
+  return out;
+}
+
 Result<json> create_sandbox(const Endpoint& endpoint, const CreateOptions& options) {
   auto env = parse_key_values(options.env, "--env");
   if (!env) return env.error();
@@ -56,6 +69,11 @@ Result<json> create_sandbox(const Endpoint& endpoint, const CreateOptions& optio
   if (json network = network_settings(options.network); !network.empty())
     request["network"] = std::move(network);
   if (Status s = add_resources(options, request); !s) return s.error();
+  if (!options.volumes.empty()) {
+    auto mounts = volume_mounts(options.volumes);
+    if (!mounts) return mounts.error();
+    request["volumeMounts"] = std::move(*mounts);
+  }
   auto sandbox = ControlPlane(endpoint).create_sandbox(request);
   // First use of a template with a spec: build it here, with its progress shown.
   if (!sandbox && sandbox.error().message().find(kNotBuiltYet) != std::string::npos) {
@@ -73,6 +91,9 @@ void add_resource_flags(CLI::App& app, CreateOptions& options) {
   app.add_option("--disk", options.disk,
                  "Disk limit of its writable layer, e.g. 2g (MiB without a unit; default 1g)")
       ->check(size_value());
+  app.add_option("--volume", options.volumes,
+                 "Mount your volume NAME read-write at /path: NAME:/path (repeatable; abx volume "
+                 "create NAME makes one)");
   add_network_flags(app, options.network);
 }
 

@@ -32,6 +32,7 @@ void add_kill(CLI::App& root, Commands& commands);
 void add_set_timeout(CLI::App& root, Commands& commands);  // set-timeout ID SECONDS
 void add_pause(CLI::App& root, Commands& commands);        // pause ID, resume ID
 void add_stop(CLI::App& root, Commands& commands);         // stop ID [--pause|--kill]
+void add_volume(CLI::App& root, Commands& commands);       // volume create|list|rm
 void add_snapshot(CLI::App& root, Commands& commands);     // snapshot create|list|rm|to-template
 void add_fork(CLI::App& root, Commands& commands);         // fork ID [-n N]
 void add_exec(CLI::App& root, Commands& commands);

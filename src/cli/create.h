@@ -21,9 +21,10 @@ struct CreateOptions {
   int cpus = 0;        // 0: the daemon's default
   std::string memory;  // "512m", "2g" (MiB without a unit); "": the default
   std::string disk;
+  std::vector<std::string> volumes;  // NAME:/path, E2B's volumeMounts
 };
 
-// --cpus, --memory, --disk and the network flags.
+// --cpus, --memory, --disk, --volume and the network flags.
 void add_resource_flags(CLI::App& app, CreateOptions& options);
 
 // Creates the sandbox `options` describe (building its template first on

@@ -93,6 +93,40 @@ Status parse_lifecycle(const json& d, CreateSandboxRequest* req) {
   return {};
 }
 
+// volumeMounts: [{name, path}]: absolute paths, normalised, one volume per
+// path, never "/" nor the kernel's trees.
+Status parse_volume_mounts(const json& d, CreateSandboxRequest* req) {
+  const auto it = d.find("volumeMounts");
+  if (it == d.end() || it->is_null()) return {};
+  if (!it->is_array()) return field_error("volumeMounts", "must be an array of {name, path}");
+  if (it->size() > 16) return field_error("volumeMounts", "at most 16 volumes");
+  for (const auto& m : *it) {
+    if (!m.is_object() || !m.contains("name") || !m["name"].is_string() || !m.contains("path") ||
+        !m["path"].is_string())
+      return field_error("volumeMounts", "each must be {\"name\": string, \"path\": string}");
+    const std::string name = m["name"].get<std::string>();
+    const std::string path = m["path"].get<std::string>();
+    if (path.empty() || path.front() != '/' || path.size() > 1024 ||
+        path.find('\0') != std::string::npos)
+      return field_error("volumeMounts", "path of " + name + " must be absolute: " + path);
+    std::string clean;
+    for (const auto& part : split(path, '/')) {
+      if (part == "." || part == "..")
+        return field_error("volumeMounts", "path " + path + " must not hold '.' or '..'");
+      clean += "/" + part;
+    }
+    if (clean.empty()) return field_error("volumeMounts", "a volume cannot be mounted on /");
+    for (const char* kernel : {"/proc", "/sys", "/dev"})
+      if (clean == kernel || clean.starts_with(std::string(kernel) + "/"))
+        return field_error("volumeMounts", "a volume cannot be mounted under " +
+                                               std::string(kernel) + ": " + clean);
+    for (const auto& other : req->volume_mounts)
+      if (other.path == clean) return field_error("volumeMounts", "two volumes at " + clean);
+    req->volume_mounts.push_back({name, clean});
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint32_t host_cores) {
@@ -149,6 +183,7 @@ Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint3
   req.wait_for_build = *wait;
   auto lifecycle = parse_lifecycle(d, &req);
   if (!lifecycle) return lifecycle.error();
+  if (Status s = parse_volume_mounts(d, &req); !s) return s.error();
   return req;
 }
 

@@ -16,6 +16,12 @@ namespace abx::daemon {
 inline constexpr int kDefaultTimeoutSec = 300;
 inline constexpr int kMaxTimeoutSec = 86400;
 
+// E2B's SandboxVolumeMount: the team's volume `name` at `path`.
+struct VolumeMountRequest {
+  std::string name;
+  std::string path;
+};
+
 struct CreateSandboxRequest {
   std::string template_name;
   int timeout_sec = kDefaultTimeoutSec;
@@ -45,6 +51,7 @@ struct CreateSandboxRequest {
   bool auto_pause = false;
   bool auto_pause_memory = true;  // false: that pause is filesystem-only
   bool auto_resume = false;
+  std::vector<VolumeMountRequest> volume_mounts;
 };
 
 Result<CreateSandboxRequest> parse_create_sandbox(const std::string& body, uint32_t host_cores);

@@ -256,12 +256,18 @@ int serve(const ServeOptions& options) {
   if (!secrets) return fail(secrets.error());
   auto event_limits = load_event_limits(config_file);
   if (!event_limits) return fail(event_limits.error());
+  runtime::Runtime& rt = **runtime;
+  auto volumes = Volumes::open(options.data_dir / "volumes",
+                               VolumeOwners{[&rt](uint32_t id) { return rt.host_uid(id); },
+                                            [&rt](uint32_t id) { return rt.host_gid(id); }});
+  if (!volumes) return fail(volumes.error());
   Tenancy tenancy{*keys,
                   std::make_shared<Quotas>(*quota_config, host, **store),
                   std::make_shared<Usage>(**store),
                   std::move(*secrets),
                   std::make_shared<SnapshotStore>(options.data_dir / "snapshots", **store),
-                  std::make_shared<EventJournals>(options.data_dir / "events", *event_limits)};
+                  std::make_shared<EventJournals>(options.data_dir / "events", *event_limits),
+                  std::shared_ptr<Volumes>(std::move(*volumes))};
   boost::asio::io_context ioc(kIoThreads);
   BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store, tenancy);

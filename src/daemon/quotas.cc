@@ -38,6 +38,8 @@ const QuotaField kFields[] = {
     {"maxSnapshots", "--snapshots", nullptr, &TeamQuota::max_snapshots},
     {"maxSnapshotDiskMB", "--snapshot-disk-mb", &TeamQuota::max_snapshot_disk_mb, nullptr},
     {"maxProxyConnections", "--proxy-connections", nullptr, &TeamQuota::max_proxy_connections},
+    {"maxVolumes", "--volumes", nullptr, &TeamQuota::max_volumes},
+    {"maxVolumeMB", "--volume-mb", &TeamQuota::max_volume_mb, nullptr},
 };
 
 Error refusal(const std::string& team, const std::string& what, uint64_t limit, const char* flag,
@@ -85,7 +87,7 @@ Result<TeamQuota> quota_from_json(const json& doc, TeamQuota base) {
           "quota: unknown field '" + name +
               "'; known: maxSandboxes, maxMemoryMB, maxDiskMB, "
               "maxTimeoutSec, createsPerMinute, maxSnapshots, maxSnapshotDiskMB, "
-              "maxProxyConnections",
+              "maxProxyConnections, maxVolumes, maxVolumeMB",
           kErrBadInput);
     }
     if (!value.is_number_unsigned() || value.get<uint64_t>() > UINT32_MAX) {
@@ -234,6 +236,14 @@ Status Quotas::check_snapshot(const std::string& team, size_t count, uint64_t by
     return refusal(
         team, "would keep " + std::to_string((bytes + adding) >> 20) + " MB in snapshots",
         quota.max_snapshot_disk_mb, "--snapshot-disk-mb", "delete one first (abx snapshot rm)");
+  return {};
+}
+
+Status Quotas::check_volumes(const std::string& team, size_t count) const {
+  const TeamQuota quota = quota_for(team);
+  if (quota.max_volumes && count + 1 > quota.max_volumes)
+    return refusal(team, "already keeps " + std::to_string(count) + " volumes", quota.max_volumes,
+                   "--volumes", "delete one first (abx volume rm)");
   return {};
 }
 

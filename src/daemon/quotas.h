@@ -36,6 +36,9 @@ struct TeamQuota {
   // Connections the team's sandboxes may hold in the egress proxy at once;
   // 0 (the default): half the proxy's table, so other teams always find room.
   uint32_t max_proxy_connections = 0;
+  // Volumes kept at once, and the MB each may hold (limits by default too).
+  uint32_t max_volumes = 100;
+  uint64_t max_volume_mb = 1024;
 };
 
 nlohmann::json quota_to_json(const TeamQuota& quota);
@@ -96,6 +99,8 @@ class Quotas {
   // one more of `adding` bytes (0 before the copy: only the count is known).
   Status check_snapshot(const std::string& team, size_t count, uint64_t bytes,
                         uint64_t adding) const;
+  // Whether `team`, holding `count` volumes, may make one more.
+  Status check_volumes(const std::string& team, size_t count) const;
   // A timeout (create, /timeout, /connect) longer than the team allows.
   Status check_timeout(const std::string& team, int seconds) const;
 

@@ -36,6 +36,17 @@ const std::array kRoutes = {
     ROW("GET",    "/snapshots",                        P::control, C::api_key, snapshots_list),
     ROW("DELETE", "/templates/{id}",                   P::control, C::api_key, snapshot_delete),
     ROW("GET",    "/templates/aliases/{alias}",        P::control, C::api_key, template_alias_get),
+    ROW("GET",    "/volumes",                          P::control, C::api_key, volumes_list),
+    ROW("POST",   "/volumes",                          P::control, C::api_key, volume_create),
+    ROW("GET",    "/volumes/{volumeID}",               P::control, C::api_key, volume_get),
+    ROW("DELETE", "/volumes/{volumeID}",               P::control, C::api_key, volume_delete),
+    ROW("GET",    "/volumecontent/{volumeID}/dir",     P::control, C::volume_token, volume_dir_list),
+    ROW("POST",   "/volumecontent/{volumeID}/dir",     P::control, C::volume_token, volume_dir_make),
+    ROW("GET",    "/volumecontent/{volumeID}/file",    P::control, C::volume_token, volume_file_read),
+    ROW("PUT",    "/volumecontent/{volumeID}/file",    P::control, C::volume_token, volume_file_write),
+    ROW("GET",    "/volumecontent/{volumeID}/path",    P::control, C::volume_token, volume_path_stat),
+    ROW("DELETE", "/volumecontent/{volumeID}/path",    P::control, C::volume_token, volume_path_remove),
+    ROW("PATCH",  "/volumecontent/{volumeID}/path",    P::control, C::volume_token, volume_path_update),
     ROW("GET",    "/abx/v1/templates",                 P::control, C::api_key, templates_list),
     ROW("GET",    "/abx/v1/templates/{name}",          P::control, C::api_key, template_get),
     ROW("DELETE", "/abx/v1/templates/{name}",          P::control, C::api_key, template_remove),
@@ -185,6 +196,8 @@ std::string_view credential_name(Credential credential) {
       return "access token, team key or signed URL";
     case Credential::traffic_token:
       return "traffic token if required";
+    case Credential::volume_token:
+      return "volume token or team key";
   }
   return "?";
 }

@@ -30,6 +30,8 @@ enum class Credential {
   token_or_signature,  // /files: as access_token, or a signed URL for that path
   traffic_token,       // proxied ports: e2b-traffic-access-token when the sandbox
                        // was made with allowPublicTraffic false, else none
+  volume_token,        // the volume's Authorization: Bearer token, or an API key of
+                       // its team (the route checks which: routes_volumes.cc)
 };
 
 using ControlHandler = http::Task<void> (*)(routes::ControlCall&, http::Exchange&);

@@ -113,6 +113,18 @@ Task<void> template_export(ControlCall& call, Exchange& exchange);         // an
 Task<void> template_pull(ControlCall& call, Exchange& exchange);           // from a registry
 // E2B's GET /templates/aliases/{alias}, in the same file: whether a name exists.
 Task<void> template_alias_get(ControlCall& call, Exchange& exchange);
+// routes_volumes.cc: E2B's /volumes and the volume content API.
+Task<void> volumes_list(ControlCall& call, Exchange& exchange);
+Task<void> volume_create(ControlCall& call, Exchange& exchange);
+Task<void> volume_get(ControlCall& call, Exchange& exchange);
+Task<void> volume_delete(ControlCall& call, Exchange& exchange);
+Task<void> volume_dir_list(ControlCall& call, Exchange& exchange);
+Task<void> volume_dir_make(ControlCall& call, Exchange& exchange);
+Task<void> volume_file_read(ControlCall& call, Exchange& exchange);
+Task<void> volume_file_write(ControlCall& call, Exchange& exchange);
+Task<void> volume_path_stat(ControlCall& call, Exchange& exchange);
+Task<void> volume_path_remove(ControlCall& call, Exchange& exchange);
+Task<void> volume_path_update(ControlCall& call, Exchange& exchange);
 // routes_mcp.cc: MCP's Streamable HTTP transport.
 Task<void> mcp_post(ControlCall& call, Exchange& exchange);
 Task<void> mcp_delete(ControlCall& call, Exchange& exchange);

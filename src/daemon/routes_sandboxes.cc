@@ -26,6 +26,14 @@ json sandbox_json(const SandboxRow& row) {
   return out;
 }
 
+// E2B's SandboxVolumeMount list.
+json volume_mounts_json(const SandboxRow& row) {
+  json out = json::array();
+  for (const auto& mount : row.volume_mounts)
+    out.push_back({{"name", mount.name}, {"path", mount.path}});
+  return out;
+}
+
 json listed_json(const SandboxRow& row) {
   return {{"templateID", row.template_id},
           {"alias", row.alias},
@@ -38,7 +46,8 @@ json listed_json(const SandboxRow& row) {
           {"diskSizeMB", row.disk_size_mb},
           {"state", row.paused ? "paused" : "running"},
           {"envdVersion", kEnvdVersion},
-          {"metadata", row.metadata}};
+          {"metadata", row.metadata},
+          {"volumeMounts", volume_mounts_json(row)}};
 }
 
 // What was asked for (never a password or CA), as E2B's SandboxNetworkConfig.

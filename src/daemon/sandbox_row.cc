@@ -3,6 +3,15 @@
 #include "daemon/caller.h"
 
 namespace abx::daemon {
+namespace {
+
+nlohmann::json volumes_json(const std::vector<VolumeMountRow>& mounts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& m : mounts) out.push_back({{"id", m.id}, {"name", m.name}, {"path", m.path}});
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json row_to_json(const SandboxRow& row) {
   const auto& rec = row.record;
@@ -42,6 +51,7 @@ nlohmann::json row_to_json(const SandboxRow& row) {
         {"allow_setid", row.allow_setid},
         {"snapshot_layers", row.snapshot_layers},
         {"template_env", row.template_env}}},
+      {"volumes", volumes_json(row.volume_mounts)},
       {"record",
        {{"init_pid", rec.init_pid},
         {"init_start_time", rec.init_start_time},
@@ -97,6 +107,10 @@ Result<SandboxRow> row_from_json(const nlohmann::json& json) {
       row.snapshot_layers = it->at("snapshot_layers").get<std::vector<std::string>>();
       row.template_env = it->value("template_env", std::map<std::string, std::string>{});
     }
+    if (const auto it = json.find("volumes"); it != json.end() && it->is_array())
+      for (const auto& v : *it)
+        row.volume_mounts.push_back({v.at("id").get<std::string>(), v.at("name").get<std::string>(),
+                                     v.at("path").get<std::string>()});
     const auto& rec = json.at("record");
     row.record.id = row.id;
     row.record.init_pid = rec.at("init_pid").get<pid_t>();

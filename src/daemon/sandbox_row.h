@@ -14,6 +14,14 @@
 
 namespace abx::daemon {
 
+// A volume a sandbox mounts (read-write), by id: a volume of the same name
+// made later is another volume.
+struct VolumeMountRow {
+  std::string id;
+  std::string name;
+  std::string path;  // inside the sandbox
+};
+
 struct SandboxRow {
   std::string id;
   std::string template_id;  // canonical (resolved) template
@@ -63,6 +71,7 @@ struct SandboxRow {
   bool allow_setid = false;
   std::vector<std::string> snapshot_layers;
   std::map<std::string, std::string> template_env;  // the template's ENV, under env_vars
+  std::vector<VolumeMountRow> volume_mounts;
 };
 
 nlohmann::json row_to_json(const SandboxRow& row);

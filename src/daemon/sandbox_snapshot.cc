@@ -66,6 +66,9 @@ CreateSandboxRequest request_like(const SandboxRow& row, int timeout_sec) {
   request.auto_pause = row.auto_pause;
   request.auto_pause_memory = row.auto_pause_memory;
   request.auto_resume = row.auto_resume;
+  // A fork mounts the same volumes (shared, as E2B's are).
+  for (const auto& mount : row.volume_mounts)
+    request.volume_mounts.push_back({mount.name, mount.path});
   return request;
 }
 
@@ -366,6 +369,12 @@ http::Task<Result<SandboxRow>> Service::cold_boot(const std::string& id, int sec
       return;
     }
     spec.rootfs = std::move(*rootfs);
+    auto volumes = tenancy_.volumes->binds_of(row.volume_mounts);
+    if (!volumes) {
+      failure = volumes.error();
+      return;
+    }
+    spec.rootfs.volumes = std::move(*volumes);
     auto created = runtime_.create(spec);
     if (!created) {
       failure = copy_failure(created.error());

@@ -360,6 +360,8 @@ http::Task<Result<SandboxRow>> Service::create_on(CreateSandboxRequest request,
   row.network = request.network.stored;
   if (request.secure) row.access_token = ids::random_hex(24);
   if (!request.allow_public_traffic) row.traffic_access_token = ids::random_hex(24);
+  // Held until the row is stored (or the create failed): no delete between.
+  VolumeHolds holds(volumes());
 
   runtime::SandboxSpec spec;  // no id: the runtime picks one, possibly from its warm pool
   // On a snapshot, an id of ours: a pooled sandbox would hold its layers for nobody.
@@ -373,6 +375,19 @@ http::Task<Result<SandboxRow>> Service::create_on(CreateSandboxRequest request,
   std::shared_ptr<void> warm_up;
   templates::ProcessDefaults defaults;
   co_await pool_.run([&] {
+    auto mounts = volumes().resolve(caller.team, request.volume_mounts,
+                                    quotas().quota_for(caller.team).max_volume_mb << 20);
+    if (!mounts) {
+      failure = mounts.error();
+      return;
+    }
+    for (const auto& mount : *mounts) holds.add(mount.id);
+    auto binds = volumes().binds_of(*mounts);
+    if (!binds) {
+      failure = binds.error();
+      return;
+    }
+    row.volume_mounts = std::move(*mounts);
     auto rootfs =
         source ? rootfs_of(*source, &defaults) : templates_.rootfs(row.template_id, &defaults);
     if (!rootfs) {
@@ -382,6 +397,7 @@ http::Task<Result<SandboxRow>> Service::create_on(CreateSandboxRequest request,
     }
     spec.rootfs = std::move(rootfs.value());
     remember_root(row, spec.rootfs, source, defaults);
+    spec.rootfs.volumes = std::move(*binds);
     // Pooled sandboxes of such templates come with Python's context running.
     if (interp::worth_prestarting(spec.rootfs)) spec.warm_up = interp::kWarmUpPython;
     auto created = runtime_.create(spec);

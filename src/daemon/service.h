@@ -29,6 +29,7 @@
 #include "daemon/snapshots.h"
 #include "daemon/store.h"
 #include "daemon/usage.h"
+#include "daemon/volumes.h"
 #include "runtime/runtime.h"
 #include "templates/templates.h"
 
@@ -94,6 +95,7 @@ struct Tenancy {
   std::shared_ptr<SecretStore> secrets;
   std::shared_ptr<SnapshotStore> snapshots;
   std::shared_ptr<EventJournals> events;  // each sandbox's flight record
+  std::shared_ptr<Volumes> volumes;
 };
 
 class Service : private runtime::StopListener {
@@ -191,6 +193,7 @@ class Service : private runtime::StopListener {
   Quotas& quotas() { return *tenancy_.quotas; }
   Usage& usage() { return *tenancy_.usage; }
   SecretStore& secrets() { return *tenancy_.secrets; }
+  Volumes& volumes() { return *tenancy_.volumes; }
   DashboardSessions& dashboard_sessions() { return dashboard_sessions_; }
   // The team whose live sandbox has `address` on its network; empty: none.
   std::string owner_at(uint32_t address) const;

@@ -116,12 +116,14 @@ Status IdRanges::probe(const std::filesystem::path& dir) {
   return {};
 }
 
-Result<UniqueFd> idmapped_tree(const std::string& path, int translation, bool writable) {
+Result<UniqueFd> idmapped_tree(const std::string& path, int translation, bool writable,
+                               uint64_t extra_attrs) {
   UniqueFd tree(::open_tree(AT_FDCWD, path.c_str(),
                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
   if (!tree.valid()) return Error::from_errno("clone mount", path);
   mount_attr attr{};
-  attr.attr_set = writable ? MOUNT_ATTR_IDMAP : MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY;
+  attr.attr_set =
+      (writable ? MOUNT_ATTR_IDMAP : MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY) | extra_attrs;
   attr.userns_fd = static_cast<unsigned>(translation);  // an fd: never negative here
   if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
     return Error::from_errno("idmap mount", path);

@@ -69,6 +69,8 @@ class IdRanges {
 
 // An idmapped clone of the tree at `path` (a detached mount, its fd), shown
 // through the user namespace `translation`; read-only unless `writable`.
-Result<UniqueFd> idmapped_tree(const std::string& path, int translation, bool writable);
+// `extra_attrs` (MOUNT_ATTR_*) are set on it too (a volume's nosuid, nodev).
+Result<UniqueFd> idmapped_tree(const std::string& path, int translation, bool writable,
+                               uint64_t extra_attrs = 0);
 
 }  // namespace abx::runtime

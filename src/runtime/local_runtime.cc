@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/capability.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -124,6 +125,11 @@ Status validate(const SandboxSpec& spec) {
       return Error{"create sandbox", EINVAL,
                    "bind paths must be absolute: " + bind.host_path.string() + " -> " +
                        bind.sandbox_path.string()};
+  for (const auto& volume : spec.rootfs.volumes)
+    if (!volume.host_path.is_absolute() || !volume.sandbox_path.is_absolute())
+      return Error{"create sandbox", EINVAL,
+                   "volume paths must be absolute: " + volume.host_path.string() + " -> " +
+                       volume.sandbox_path.string()};
   return {};
 }
 
@@ -152,6 +158,7 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   config.tcp_port = spec.agent_port;
   config.tcp_token = spec.agent_token;
   config.idmapped_layers = idmapped_layers;
+  for (const auto& volume : spec.rootfs.volumes) config.volumes.push_back(volume.sandbox_path);
   return config;
 }
 
@@ -188,10 +195,10 @@ Result<spawner::Handoff> open_rootfs_sources(pid_t pid, const RootfsSpec& rootfs
     fds.push_back(std::move(fd));
     return {};
   };
-  auto open_layer = [&](const fs::path& path, bool writable) -> Status {
+  auto open_layer = [&](const fs::path& path, bool writable, uint64_t attrs = 0) -> Status {
     if (translation < 0) return open_source(path, O_DIRECTORY);
     // A clone is made of the daemon's own mount (its namespace's only), detached.
-    auto tree = idmapped_tree(path.native(), translation, writable);
+    auto tree = idmapped_tree(path.native(), translation, writable, attrs);
     if (!tree) return tree.error();
     fds.push_back(std::move(*tree));
     return {};
@@ -204,6 +211,9 @@ Result<spawner::Handoff> open_rootfs_sources(pid_t pid, const RootfsSpec& rootfs
     if (auto s = open_layer(rootfs.writable_dir, true); !s) return s.error();
   if (lxcfs && !lxcfs->views().empty())
     if (auto s = open_source(lxcfs->proc_dir(), O_DIRECTORY); !s) return s.error();
+  for (const auto& volume : rootfs.volumes)
+    if (auto s = open_layer(volume.host_path, true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV); !s)
+      return s.error();
   return fds;
 }
 
@@ -503,8 +513,10 @@ bool LocalRuntime::any_sandbox_left() const {
 Result<std::unique_ptr<Sandbox>> LocalRuntime::create(const SandboxSpec& spec) {
   if (!spec.id.empty()) return create_now(spec);
   SandboxSpec chosen = spec;
-  // A build sandbox owns its writable dir: never pooled, never shared.
-  const bool poolable = spec.rootfs.writable_dir.empty() && spec.network;
+  // A build sandbox owns its writable dir, and one with volumes mounts a
+  // team's data: never pooled, never shared.
+  const bool poolable =
+      spec.rootfs.writable_dir.empty() && spec.rootfs.volumes.empty() && spec.network;
   chosen.limits = fill_defaults(spec.limits, config_.default_limits);
   if (poolable) {
     if (auto pooled = pool_.take(chosen)) {

@@ -53,6 +53,11 @@ struct RootfsSpec {
   // by the host uid of sandbox root): the writable layer lives there and
   // outlives the sandbox, so a template build can keep it as a layer.
   fs::path writable_dir;
+  // Volumes: host dirs (owned by the shared range, as layers are) bound
+  // read-write, idmapped like the layers, so every sandbox that mounts one
+  // sees the same owners. Mounted after the read-only binds; the sandbox
+  // path is resolved inside the root (a template's link there stays inside).
+  std::vector<BindMount> volumes;
   // false (every template but those whose spec.toml says allow_setid, and
   // those built FROM them): every process has no_new_privs, so set-id bits
   // and file capabilities give nothing. true: they work (sudo), up to sandbox

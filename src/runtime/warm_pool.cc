@@ -12,6 +12,8 @@ std::string spec_key(const SandboxSpec& spec) {
   for (const auto& layer : spec.rootfs.lower_layers) key += "L" + layer.string() + '\n';
   for (const auto& bind : spec.rootfs.read_only_binds)
     key += "B" + bind.host_path.string() + '\n' + bind.sandbox_path.string() + '\n';
+  for (const auto& volume : spec.rootfs.volumes)
+    key += "V" + volume.host_path.string() + '\n' + volume.sandbox_path.string() + '\n';
   key += spec.rootfs.allow_setid ? "setid\n" : "nnp\n";
   // The token is each sandbox's own: such a sandbox is never pooled.
   if (spec.agent_port != 0)

@@ -34,8 +34,8 @@ DEFAULT_SUITES = REPO.parent / "shared" / "e2b-suites"
 TEMPLATE_BUILD_TIMEOUT = 1800
 # The category every expected failure carries; the README's table counts by it.
 CATEGORIES = {
-    "out-of-scope": "a feature declared out of scope (pause/resume and snapshots, volumes, "
-                    "SDK template builds, R and Java kernels)",
+    "out-of-scope": "a feature declared out of scope (memory snapshots, SDK template builds, "
+                    "R and Java kernels)",
     "suite-assumption": "an assumption of the suite a self-hosted daemon cannot meet "
                         "(mocks of https://api.$E2B_DOMAIN, wildcard DNS and TLS for sandbox "
                         "hosts, E2B's cloud)",

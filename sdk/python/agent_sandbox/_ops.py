@@ -140,15 +140,20 @@ def create_sandbox(config: ConnectionConfig, template: str, timeout: int,
                    envs: dict[str, str] | None, metadata: dict[str, str] | None,
                    allow_internet_access: bool,
                    limits: dict[str, int] | None = None,
-                   network: dict[str, Any] | None = None) -> Op[Target]:
+                   network: dict[str, Any] | None = None,
+                   volume_mounts: dict[str, str] | None = None) -> Op[Target]:
     """POST /sandboxes; the response's envdAccessToken authorizes the sandbox plane.
 
-    `network` is the API's JSON (`_network.create_network`)."""
+    `network` is the API's JSON (`_network.create_network`); `volume_mounts` maps a path in
+    the sandbox to the name of one of the team's volumes (E2B's volumeMounts)."""
     body = {"templateID": template, "timeout": timeout, "secure": True,
             "allow_internet_access": allow_internet_access,
             "metadata": metadata or {}, "envVars": envs or {}, **(limits or {})}
     if network is not None:
         body["network"] = network
+    if volume_mounts:
+        body["volumeMounts"] = [{"name": name, "path": path}
+                                for path, name in volume_mounts.items()]
     response = yield _control(config, "POST", "/sandboxes", f"create sandbox from {template!r}",
                               json=body)
     return _target_from(config, response.json())

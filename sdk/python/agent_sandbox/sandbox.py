@@ -87,7 +87,8 @@ class AsyncSandbox:
                      allow_internet_access: bool = True, snapshot: str | None = None,
                      cpu_count: int | None = None, memory_mb: int | None = None,
                      disk_mb: int | None = None,
-                     network: dict[str, Any] | None = None) -> S:
+                     network: dict[str, Any] | None = None,
+                     volume_mounts: dict[str, str] | None = None) -> S:
         """Creates a sandbox from `template` that lives `timeout` seconds unless extended.
 
         :param template: template name or alias ("base", "host", "code-interpreter-v1", ...)
@@ -112,6 +113,8 @@ class AsyncSandbox:
             name a stored secret, `abx-secret:NAME`, that neither the SDK nor the sandbox
             sees), `egress_proxy` (SOCKS5), `dns_servers`, `allow_public_traffic`,
             `mask_request_host`, `https_ports`; the API's camelCase names work too
+        :param volume_mounts: `{"/mnt/data": "my-volume"}`: the team's volumes (by name) to
+            mount read-write at those paths (`abx volume create NAME` makes one)
         :param snapshot: a snapshot id (`create_snapshot`): start on its files instead of
             `template`'s (E2B takes the id as the template, which works too)
         :return: the running sandbox
@@ -129,7 +132,7 @@ class AsyncSandbox:
         try:
             target = await transport.run(_ops.create_sandbox(
                 transport.config, snapshot or template, timeout, envs, metadata,
-                allow_internet_access, limits, network_body))
+                allow_internet_access, limits, network_body, volume_mounts))
         except BaseException:
             await transport.aclose()
             raise

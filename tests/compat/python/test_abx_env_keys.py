@@ -9,17 +9,19 @@ from helpers import abx
 
 
 @pytest.mark.offline
-def test_abx_env_e2b_prints_the_four_lines(daemon):
-    """`abx env e2b` (and `--export`) print E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY and
-    E2B_DOMAIN, which the SDK's get_host(port) builds sandbox hosts from."""
+def test_abx_env_e2b_prints_the_five_lines(daemon):
+    """`abx env e2b` (and `--export`) print E2B_API_URL, E2B_SANDBOX_URL, E2B_VOLUME_API_URL
+    (volume content), E2B_API_KEY and E2B_DOMAIN, which the SDK's get_host(port) builds
+    sandbox hosts from."""
     r = abx(daemon, "env", "e2b")
     assert r.returncode == 0, r.stderr
     port = daemon.url.rsplit(":", 1)[1]
     assert r.stdout.splitlines() == [f"E2B_API_URL={daemon.url}", f"E2B_SANDBOX_URL={daemon.url}",
+                                     f"E2B_VOLUME_API_URL={daemon.url}",
                                      f"E2B_API_KEY={daemon.api_key}",
                                      f"E2B_DOMAIN=localhost:{port}"]
     exported = abx(daemon, "env", "e2b", "--export").stdout.splitlines()
-    assert all(line.startswith("export E2B_") for line in exported) and len(exported) == 4
+    assert all(line.startswith("export E2B_") for line in exported) and len(exported) == 5
 
 
 def test_abx_keys_create_gives_a_key_sandbox_create_accepts(daemon, monkeypatch):
