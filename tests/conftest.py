@@ -18,7 +18,9 @@ def daemon() -> Daemon:
     state = private_state_dir()
     # The suites run 50 default sandboxes (512 MB limits each) at once, more than a
     # small CI host's memory: let limits overcommit here (they are caps, not use).
-    (state / "config.json").write_text('{"hostCaps": {"memoryPercent": 1000}}')
+    # Volume mounts are the operator's choice (their quota is soft): the volume tests use them.
+    (state / "config.json").write_text('{"hostCaps": {"memoryPercent": 1000}, '
+                                       '"volumes": {"mounts": true}}')
     d = start_daemon(state / "state", extra_args=("--config", str(state / "config.json")))
     yield d
     stop_daemon(d)

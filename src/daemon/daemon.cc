@@ -261,6 +261,9 @@ int serve(const ServeOptions& options) {
                                VolumeOwners{[&rt](uint32_t id) { return rt.host_uid(id); },
                                             [&rt](uint32_t id) { return rt.host_gid(id); }});
   if (!volumes) return fail(volumes.error());
+  auto volume_mounts = load_volume_mounts_allowed(config_file);
+  if (!volume_mounts) return fail(volume_mounts.error());
+  (*volumes)->allow_mounts(*volume_mounts);
   Tenancy tenancy{*keys,
                   std::make_shared<Quotas>(*quota_config, host, **store),
                   std::make_shared<Usage>(**store),

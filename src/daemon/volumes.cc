@@ -216,6 +216,12 @@ Result<std::vector<VolumeMountRow>> Volumes::resolve(const std::string& team,
                                                      const std::vector<VolumeMountRequest>& mounts,
                                                      uint64_t quota_bytes) const {
   std::vector<VolumeMountRow> rows;
+  if (!mounts.empty() && !mounts_allowed_)
+    return Error::with_message(
+        "volume mounts are off on this daemon: a volume's size quota is not enforced on a "
+        "sandbox's own writes, so its operator turns them on knowingly with \"volumes\": "
+        "{\"mounts\": true} in config.json",
+        kErrBadInput);
   for (const auto& mount : mounts) {
     auto volume = find_by_name(team, mount.name);
     if (!volume)
@@ -258,6 +264,23 @@ void Volumes::release(const std::string& id) {
 bool Volumes::held(const std::string& id) const {
   std::lock_guard lock(mutex_);
   return holds_.contains(id);
+}
+
+Result<bool> load_volume_mounts_allowed(const std::filesystem::path& config_file) {
+  std::ifstream in(config_file);
+  if (!in) return false;
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (!doc.is_object() || !doc.contains("volumes")) return false;
+  const nlohmann::json& volumes = doc["volumes"];
+  const auto bad = [&](const std::string& why) {
+    return Error::with_message("config " + config_file.string() + ": volumes" + why, kErrBadInput);
+  };
+  if (!volumes.is_object()) return bad(" must be an object");
+  for (const auto& [key, value] : volumes.items())
+    if (key != "mounts") return bad("." + key + ": unknown (volumes takes mounts)");
+  if (!volumes.contains("mounts")) return false;
+  if (!volumes["mounts"].is_boolean()) return bad(".mounts must be true or false");
+  return volumes["mounts"].get<bool>();
 }
 
 }  // namespace abx::daemon

@@ -52,6 +52,12 @@ class Volumes {
   // Loads the volumes of `dir` (made if missing).
   static Result<std::unique_ptr<Volumes>> open(std::filesystem::path dir, VolumeOwners owners);
 
+  // Whether creates may mount volumes (config.json's "volumes": {"mounts": true}):
+  // off by default, since a volume's size quota is checked only at mount time
+  // and on writes through the API, so a sandbox's own writes could fill the
+  // data dir's disk. The store and its API work either way.
+  void allow_mounts(bool allowed) { mounts_allowed_ = allowed; }
+
   // EEXIST: the team has a volume of that name.
   Result<Volume> create(const std::string& team, const std::string& name);
   std::vector<Volume> list(const std::string& team) const;
@@ -95,7 +101,11 @@ class Volumes {
   mutable std::mutex mutex_;
   std::map<std::string, Volume> volumes_;  // by id
   std::map<std::string, int> holds_;
+  bool mounts_allowed_ = false;
 };
+
+// config.json's "volumes": {"mounts": BOOL} (false when absent).
+Result<bool> load_volume_mounts_allowed(const std::filesystem::path& config_file);
 
 // Holds volumes for the length of a create (Volumes::hold).
 class VolumeHolds {

@@ -4,12 +4,14 @@ delete refused while mounted. Driven through the real E2B Python SDK where it ha
 (Volume, Sandbox.create(volume_mounts=...)), and plain HTTP for the rest."""
 from __future__ import annotations
 
+import shutil
 import uuid
 from urllib.parse import urlparse
 
 import httpx
 import pytest
 
+from harness import private_state_dir, start_daemon, stop_daemon
 from helpers import abx
 
 pytestmark = pytest.mark.offline  # sandboxes from the `host` template only
@@ -222,3 +224,28 @@ def test_our_sdk_mounts_a_volume_by_name(daemon, volume, monkeypatch):
         assert sb.commands.run("cat /data/from-e2b").stdout == "shared"
     finally:
         sb.kill()
+
+
+def test_mounts_are_off_unless_the_operator_turns_them_on(tmp_path):
+    """A volume's quota is soft (a sandbox's own writes are not stopped at it), so a daemon
+    mounts volumes only when its config.json says so; the store and its API work anyway."""
+    state = private_state_dir()
+    d = start_daemon(state / "state", extra_args=("--warm-pool", "0"))
+    try:
+        with d.api() as api:
+            made = api.post("/volumes", json={"name": "kept-off"})
+            assert made.status_code == 201, made.text
+            r = api.post("/sandboxes", json={"templateID": "host",
+                                             "volumeMounts": [{"name": "kept-off", "path": "/data"}]})
+            assert r.status_code == 400, r.text
+            assert '"volumes": {"mounts": true}' in r.json()["message"]
+            assert api.get("/sandboxes").json() == []
+            assert api.delete(f"/volumes/{made.json()['volumeID']}").status_code in (200, 204)
+    finally:
+        stop_daemon(d)
+    (state / "state" / "config.json").write_text('{"volumes": {"mounts": "yes"}}')
+    with pytest.raises(RuntimeError, match="daemon exited"):
+        stop_daemon(start_daemon(state / "state"))
+    log = (state / "state" / "daemon.log").read_text()
+    assert "volumes.mounts must be true or false" in log
+    shutil.rmtree(state, ignore_errors=True)

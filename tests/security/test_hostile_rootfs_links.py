@@ -82,6 +82,8 @@ def rootfs_with_links(links: dict[str, str]) -> bytes:
 @pytest.fixture(scope="module")
 def own_daemon(tmp_path_factory) -> Iterator[Daemon]:
     state = tmp_path_factory.mktemp("hostile-rootfs-links")
+    (state / "state").mkdir()
+    (state / "state" / "config.json").write_text('{"volumes": {"mounts": true}}')  # for volumes' links
     d = start_daemon(state / "state", shared_templates=False,
                      extra_args=("--templates-dir", str(state / "templates"), "--warm-pool", "0"))
     yield d
