@@ -91,8 +91,13 @@ def kill_every_teams_sandboxes(d: Daemon, teams: tuple[str, ...] = ()) -> None:
                 continue
             with httpx.Client(base_url=d.url, headers={"X-API-KEY": made.json()["key"]},
                               timeout=30) as api:
-                for sb in api.get("/v2/sandboxes").json():
-                    api.delete(f"/sandboxes/{sb['sandboxID']}")
+                # A page at a time (E2B's list pages at 100): kill the page, then list again.
+                for _ in range(100):
+                    page = api.get("/v2/sandboxes", params={"limit": 100}).json()
+                    if not page:
+                        break
+                    for sb in page:
+                        api.delete(f"/sandboxes/{sb['sandboxID']}")
             admin.delete(f"/abx/v1/keys/{made.json()['id']}")
 
 
