@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "common/file_replacement.h"
 #include "common/ids.h"
@@ -202,21 +203,26 @@ fs::path Volumes::data_dir(const std::string& id) const { return dir_ / id / "da
 
 namespace {
 
-constexpr int kMaxWalkDepth = 512;
+// Deeper than any path the content API takes (4096 bytes), so nothing it
+// writes escapes the count; one fd held a level.
+constexpr int kMaxWalkDepth = 4096;
 
 // Each name is looked at from its directory's fd, never by a full path: a
 // sandbox that swaps a directory for a link to a host dir mid-walk cannot
 // make the daemon stat host files (their sizes would show in usedBytes).
 uint64_t bytes_under(int dir_fd, int depth) {
-  UniqueFd listing(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!listing.valid()) return 0;
-  DIR* dir = ::fdopendir(listing.get());
-  if (dir == nullptr) return 0;
-  (void)listing.release();
+  std::vector<std::string> names;
+  {
+    UniqueFd listing(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    DIR* dir = listing.valid() ? ::fdopendir(listing.get()) : nullptr;
+    if (dir == nullptr) return 0;
+    (void)listing.release();
+    while (const dirent* d = ::readdir(dir))
+      if (std::string_view name = d->d_name; name != "." && name != "..") names.emplace_back(name);
+    ::closedir(dir);
+  }
   uint64_t bytes = 0;
-  while (const dirent* d = ::readdir(dir)) {
-    const std::string name = d->d_name;
-    if (name == "." || name == "..") continue;
+  for (const std::string& name : names) {
     struct stat st {};
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISREG(st.st_mode)) bytes += static_cast<uint64_t>(st.st_blocks) * 512;
@@ -224,7 +230,6 @@ uint64_t bytes_under(int dir_fd, int depth) {
     UniqueFd child(::openat(dir_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (child.valid()) bytes += bytes_under(child.get(), depth + 1);
   }
-  ::closedir(dir);
   return bytes;
 }
 

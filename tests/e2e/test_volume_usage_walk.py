@@ -60,3 +60,13 @@ def test_a_dir_swapped_for_a_host_link_is_not_measured(daemon, volume, tmp_path)
         assert max(seen) < HOST_FILE_BYTES, f"host files counted: {max(seen)} bytes"
     finally:
         sb.kill()
+
+
+def test_a_file_as_deep_as_a_path_can_go_is_counted(daemon, volume):
+    """The walk is bounded in depth, but below any path the content API takes (4096 bytes)."""
+    deep = "/d" * 2000
+    volume.make_dir(deep, force=True)
+    volume.write_file(f"{deep}/f", os.urandom(1 << 20))
+    with daemon.api() as api:
+        used = api.get(f"/volumes/{volume.volume_id}").json()["usedBytes"]
+    assert used >= 1 << 20
