@@ -211,22 +211,25 @@ constexpr int kMaxWalkDepth = 4096;
 // sandbox that swaps a directory for a link to a host dir mid-walk cannot
 // make the daemon stat host files (their sizes would show in usedBytes).
 uint64_t bytes_under(int dir_fd, int depth) {
-  std::vector<std::string> names;
+  uint64_t bytes = 0;
+  std::vector<std::string> dirs;  // entered once the listing is closed
   {
     UniqueFd listing(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     DIR* dir = listing.valid() ? ::fdopendir(listing.get()) : nullptr;
     if (dir == nullptr) return 0;
     (void)listing.release();
-    while (const dirent* d = ::readdir(dir))
-      if (std::string_view name = d->d_name; name != "." && name != "..") names.emplace_back(name);
+    while (const dirent* d = ::readdir(dir)) {
+      const std::string_view name = d->d_name;
+      struct stat st {};
+      if (name == "." || name == ".." ||
+          ::fstatat(dir_fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        continue;
+      if (S_ISREG(st.st_mode)) bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+      if (S_ISDIR(st.st_mode) && depth < kMaxWalkDepth) dirs.emplace_back(name);
+    }
     ::closedir(dir);
   }
-  uint64_t bytes = 0;
-  for (const std::string& name : names) {
-    struct stat st {};
-    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISREG(st.st_mode)) bytes += static_cast<uint64_t>(st.st_blocks) * 512;
-    if (!S_ISDIR(st.st_mode) || depth >= kMaxWalkDepth) continue;
+  for (const std::string& name : dirs) {
     UniqueFd child(::openat(dir_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (child.valid()) bytes += bytes_under(child.get(), depth + 1);
   }
