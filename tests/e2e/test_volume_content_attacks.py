@@ -94,3 +94,27 @@ def test_owners_and_modes_stay_in_the_sandboxes_range(e2b, two_volumes):
         r = content(e2b, a, "PATCH", "path", params={"path": "/suid"}, json=body)
         assert r.status_code == 400, (body, r.text)
     assert os.stat(e2b.data_dir / "volumes" / a.volume_id / "data" / "suid").st_uid == host.st_uid
+
+
+def test_mount_lists_that_reach_kernel_trees_or_are_too_long_are_refused(e2b, two_volumes):
+    a, _ = two_volumes
+    with e2b.api() as api:
+        for path in ("/dev", "/sys/x", "/proc", "/etc/..", "//", "/./", "/x\0y"):
+            r = api.post("/sandboxes", json={"templateID": "host",
+                                             "volumeMounts": [{"name": a.name, "path": path}]})
+            assert r.status_code == 400, (path, r.text)
+        many = [{"name": a.name, "path": f"/m{i}"} for i in range(17)]
+        r = api.post("/sandboxes", json={"templateID": "host", "volumeMounts": many})
+        assert r.status_code == 400 and "16" in r.json()["message"], r.text
+
+
+def test_the_same_volume_twice_is_one_directory(e2b, two_volumes):
+    from e2b import Sandbox
+
+    a, _ = two_volumes
+    sb = Sandbox.create("host", timeout=120, volume_mounts={"/v1": a.name, "/v2": a.name})
+    try:
+        r = sb.commands.run("echo same > /v1/f && cat /v2/f")
+        assert r.stdout == "same\n"
+    finally:
+        sb.kill()
