@@ -275,6 +275,17 @@ Status mount_volumes(const InitConfig& config) {
     auto target = runtime::root_paths::make(
         root->get(), path, runtime::root_paths::Kind::kDirectory, 0755, O_PATH | O_DIRECTORY);
     if (!target) return in_template(path, target.error());
+    // A link to the root ("/data -> /") would stack the volume over the
+    // whole root: the sandbox would run from the volume's files, and init
+    // make its /proc, /dev and /tmp in the team's volume.
+    struct stat at {
+    }, top{};
+    if (::fstat(target->get(), &at) != 0 || ::fstat(root->get(), &top) != 0)
+      return Error::from_errno("stat volume mount point", path);
+    if (at.st_dev == top.st_dev && at.st_ino == top.st_ino)
+      return Error{"template path " + path + " leads to the sandbox's root, where no volume goes",
+                   ELOOP,
+                   {}};
     const Status mounted =
         config.idmapped_layers
             ? attach(source, target->get(), path)

@@ -193,7 +193,9 @@ Task<void> volume_get(ControlCall& call, Exchange& exchange) {
   auto volume = call.service.volumes().find(call.caller.team, id);
   if (!volume) co_return co_await respond_error(exchange, volume_not_found(id));
   uint64_t used = 0;
-  co_await call.service.pool().run([&] { used = call.service.volumes().usage_bytes(id); });
+  // A walk as long as the volume's sandboxes make it (millions of names): on
+  // the long lane, so no create or kill of any team waits behind it.
+  co_await call.service.pool().run_long([&] { used = call.service.volumes().usage_bytes(id); });
   json out = volume_and_token(*volume);
   out["usedBytes"] = used;
   out["quotaBytes"] = quota_bytes(call, volume->team);
@@ -338,8 +340,9 @@ Task<void> volume_file_write(ControlCall& call, Exchange& exchange) {
   if (!meta) co_return co_await respond_error(exchange, meta.error());
   const bool replace = force_query(request);
   const uint64_t quota = quota_bytes(call, volume->team);
-  uint64_t used = 0;
-  co_await call.service.pool().run([&] { used = call.service.volumes().usage_bytes(volume->id); });
+  uint64_t used = 0;  // a long walk: see volume_get
+  co_await call.service.pool().run_long(
+      [&] { used = call.service.volumes().usage_bytes(volume->id); });
   auto upload = co_await on_tree<Tree::Upload>(
       call, *volume, [&](const Tree& tree) { return tree.begin_upload(*path, replace); });
   if (!upload) co_return co_await respond_error(exchange, upload.error());

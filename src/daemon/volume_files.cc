@@ -130,6 +130,11 @@ Result<std::vector<Entry>> Tree::list(const std::string& path, int depth) const 
     while (const dirent* d = ::readdir(dir)) {
       const std::string name = d->d_name;
       if (name != "." && name != "..") names.push_back(name);
+      // Before they are sorted: a sandbox may put millions in one directory.
+      if (out.size() + names.size() > kMaxEntries) {
+        ::closedir(dir);
+        return Error::with_message("list: more than 100000 entries", kErrTooLarge);
+      }
     }
     ::closedir(dir);
     std::sort(names.begin(), names.end());

@@ -1,5 +1,6 @@
 #include "daemon/volumes.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,10 +9,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "common/file_replacement.h"
 #include "common/ids.h"
 #include "common/json_text.h"
+#include "common/unique_fd.h"
 
 namespace abx::daemon {
 namespace {
@@ -198,18 +201,47 @@ Result<bool> Volumes::remove(const std::string& team, const std::string& id,
 
 fs::path Volumes::data_dir(const std::string& id) const { return dir_ / id / "data"; }
 
-// lstat-based: links are counted as themselves, never followed.
-uint64_t Volumes::usage_bytes(const std::string& id) const {
+namespace {
+
+// Deeper than any path the content API takes (4096 bytes), so nothing it
+// writes escapes the count; one fd held a level.
+constexpr int kMaxWalkDepth = 4096;
+
+// Each name is looked at from its directory's fd, never by a full path: a
+// sandbox that swaps a directory for a link to a host dir mid-walk cannot
+// make the daemon stat host files (their sizes would show in usedBytes).
+uint64_t bytes_under(int dir_fd, int depth) {
   uint64_t bytes = 0;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(data_dir(id), fs::directory_options::skip_permission_denied,
-                                      ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    struct stat st {};
-    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode))
-      bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+  std::vector<std::string> dirs;  // entered once the listing is closed
+  {
+    UniqueFd listing(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    DIR* dir = listing.valid() ? ::fdopendir(listing.get()) : nullptr;
+    if (dir == nullptr) return 0;
+    (void)listing.release();
+    while (const dirent* d = ::readdir(dir)) {
+      const std::string_view name = d->d_name;
+      struct stat st {};
+      if (name == "." || name == ".." ||
+          ::fstatat(dir_fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        continue;
+      if (S_ISREG(st.st_mode)) bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+      if (S_ISDIR(st.st_mode) && depth < kMaxWalkDepth) dirs.emplace_back(name);
+    }
+    ::closedir(dir);
+  }
+  for (const std::string& name : dirs) {
+    UniqueFd child(::openat(dir_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (child.valid()) bytes += bytes_under(child.get(), depth + 1);
   }
   return bytes;
+}
+
+}  // namespace
+
+// Links are counted as themselves, never followed.
+uint64_t Volumes::usage_bytes(const std::string& id) const {
+  UniqueFd root(::open(data_dir(id).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  return root.valid() ? bytes_under(root.get(), 0) : 0;
 }
 
 Result<std::vector<VolumeMountRow>> Volumes::resolve(const std::string& team,
