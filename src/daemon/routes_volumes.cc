@@ -229,12 +229,27 @@ Task<void> volume_delete(ControlCall& call, Exchange& exchange) {
 
 // --- /volumecontent/{volumeID}/... -----------------------------------------------------------
 
+// What every content call starts from: the volume the caller may reach and
+// the path inside it the query names.
+struct ContentTarget {
+  Volume volume;
+  std::string path;
+};
+
+Result<ContentTarget> content_target(ControlCall& call, const http::Request& request) {
+  auto volume = authorized_volume(call, request);
+  if (!volume) return volume.error();
+  auto path = path_query(request);
+  if (!path) return path.error();
+  return ContentTarget{std::move(*volume), std::move(*path)};
+}
+
 Task<void> volume_dir_list(ControlCall& call, Exchange& exchange) {
   const auto& request = exchange.request();
-  auto volume = authorized_volume(call, request);
-  if (!volume) co_return co_await respond_error(exchange, volume.error());
-  auto path = path_query(request);
-  if (!path) co_return co_await respond_error(exchange, path.error());
+  auto target = content_target(call, request);
+  if (!target) co_return co_await respond_error(exchange, target.error());
+  const Volume* volume = &target->volume;
+  const std::string* path = &target->path;
   auto depth = number_query(request, "depth");
   if (!depth) co_return co_await respond_error(exchange, depth.error());
   const int levels = static_cast<int>(std::min<uint32_t>(depth->value_or(1), 1000));
@@ -248,10 +263,10 @@ Task<void> volume_dir_list(ControlCall& call, Exchange& exchange) {
 
 Task<void> volume_dir_make(ControlCall& call, Exchange& exchange) {
   const auto& request = exchange.request();
-  auto volume = authorized_volume(call, request);
-  if (!volume) co_return co_await respond_error(exchange, volume.error());
-  auto path = path_query(request);
-  if (!path) co_return co_await respond_error(exchange, path.error());
+  auto target = content_target(call, request);
+  if (!target) co_return co_await respond_error(exchange, target.error());
+  const Volume* volume = &target->volume;
+  const std::string* path = &target->path;
   auto meta = metadata_query(request);
   if (!meta) co_return co_await respond_error(exchange, meta.error());
   const bool parents = force_query(request);
@@ -263,10 +278,10 @@ Task<void> volume_dir_make(ControlCall& call, Exchange& exchange) {
 
 Task<void> volume_path_stat(ControlCall& call, Exchange& exchange) {
   const auto& request = exchange.request();
-  auto volume = authorized_volume(call, request);
-  if (!volume) co_return co_await respond_error(exchange, volume.error());
-  auto path = path_query(request);
-  if (!path) co_return co_await respond_error(exchange, path.error());
+  auto target = content_target(call, request);
+  if (!target) co_return co_await respond_error(exchange, target.error());
+  const Volume* volume = &target->volume;
+  const std::string* path = &target->path;
   auto entry =
       co_await on_tree<Entry>(call, *volume, [&](const Tree& tree) { return tree.stat(*path); });
   if (!entry) co_return co_await respond_error(exchange, entry.error());
@@ -275,10 +290,10 @@ Task<void> volume_path_stat(ControlCall& call, Exchange& exchange) {
 
 Task<void> volume_path_remove(ControlCall& call, Exchange& exchange) {
   const auto& request = exchange.request();
-  auto volume = authorized_volume(call, request);
-  if (!volume) co_return co_await respond_error(exchange, volume.error());
-  auto path = path_query(request);
-  if (!path) co_return co_await respond_error(exchange, path.error());
+  auto target = content_target(call, request);
+  if (!target) co_return co_await respond_error(exchange, target.error());
+  const Volume* volume = &target->volume;
+  const std::string* path = &target->path;
   auto removed = co_await on_tree<bool>(call, *volume, [&](const Tree& tree) -> Result<bool> {
     if (Status s = tree.remove(*path); !s) return s.error();
     return true;
@@ -289,10 +304,10 @@ Task<void> volume_path_remove(ControlCall& call, Exchange& exchange) {
 
 Task<void> volume_path_update(ControlCall& call, Exchange& exchange) {
   const auto& request = exchange.request();
-  auto volume = authorized_volume(call, request);
-  if (!volume) co_return co_await respond_error(exchange, volume.error());
-  auto path = path_query(request);
-  if (!path) co_return co_await respond_error(exchange, path.error());
+  auto target = content_target(call, request);
+  if (!target) co_return co_await respond_error(exchange, target.error());
+  const Volume* volume = &target->volume;
+  const std::string* path = &target->path;
   auto body = co_await read_json_body(exchange, 1 << 16);
   if (!body) co_return co_await respond_error(exchange, body.error());
   auto meta = metadata_body(*body);
@@ -306,10 +321,10 @@ Task<void> volume_path_update(ControlCall& call, Exchange& exchange) {
 // Streamed to the client in pieces read on the pool.
 Task<void> volume_file_read(ControlCall& call, Exchange& exchange) {
   const auto& request = exchange.request();
-  auto volume = authorized_volume(call, request);
-  if (!volume) co_return co_await respond_error(exchange, volume.error());
-  auto path = path_query(request);
-  if (!path) co_return co_await respond_error(exchange, path.error());
+  auto target = content_target(call, request);
+  if (!target) co_return co_await respond_error(exchange, target.error());
+  const Volume* volume = &target->volume;
+  const std::string* path = &target->path;
   auto file = co_await on_tree<UniqueFd>(call, *volume,
                                          [&](const Tree& tree) { return tree.open_read(*path); });
   if (!file) co_return co_await respond_error(exchange, file.error());
@@ -332,10 +347,10 @@ Task<void> volume_file_read(ControlCall& call, Exchange& exchange) {
 // fails (or passes the quota) leaves the old file whole.
 Task<void> volume_file_write(ControlCall& call, Exchange& exchange) {
   const auto& request = exchange.request();
-  auto volume = authorized_volume(call, request);
-  if (!volume) co_return co_await respond_error(exchange, volume.error());
-  auto path = path_query(request);
-  if (!path) co_return co_await respond_error(exchange, path.error());
+  auto target = content_target(call, request);
+  if (!target) co_return co_await respond_error(exchange, target.error());
+  const Volume* volume = &target->volume;
+  const std::string* path = &target->path;
   auto meta = metadata_query(request);
   if (!meta) co_return co_await respond_error(exchange, meta.error());
   const bool replace = force_query(request);
