@@ -16,3 +16,11 @@ def own_daemon(state_dir, monkeypatch):
     if d.proc.poll() is not None:  # a test ended while no daemon ran: one more kills its sandboxes
         d = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
     stop_daemon(d)
+
+
+@pytest.fixture
+def e2b(daemon, monkeypatch):
+    """The session daemon as the E2B SDK's server, volume content included."""
+    e2b_env(monkeypatch, daemon)
+    monkeypatch.setenv("E2B_VOLUME_API_URL", daemon.url)
+    return daemon

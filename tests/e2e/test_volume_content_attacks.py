@@ -7,22 +7,11 @@ from __future__ import annotations
 
 import os
 import uuid
-from urllib.parse import urlparse
 
 import httpx
 import pytest
 
 pytestmark = pytest.mark.offline  # sandboxes from the `host` template only
-
-
-@pytest.fixture
-def e2b(daemon, monkeypatch):
-    monkeypatch.setenv("E2B_API_URL", daemon.url)
-    monkeypatch.setenv("E2B_SANDBOX_URL", daemon.url)
-    monkeypatch.setenv("E2B_VOLUME_API_URL", daemon.url)
-    monkeypatch.setenv("E2B_API_KEY", daemon.api_key)
-    monkeypatch.setenv("E2B_DOMAIN", f"localhost:{urlparse(daemon.url).port}")
-    return daemon
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from urllib.parse import urlparse
 
 import pytest
 
@@ -23,12 +22,7 @@ while time.time() < end and not os.path.exists('stop'):
 
 
 @pytest.fixture
-def volume(daemon, monkeypatch):
-    monkeypatch.setenv("E2B_API_URL", daemon.url)
-    monkeypatch.setenv("E2B_SANDBOX_URL", daemon.url)
-    monkeypatch.setenv("E2B_VOLUME_API_URL", daemon.url)
-    monkeypatch.setenv("E2B_API_KEY", daemon.api_key)
-    monkeypatch.setenv("E2B_DOMAIN", f"localhost:{urlparse(daemon.url).port}")
+def volume(e2b):
     from e2b import Volume
 
     vol = Volume.create(f"walk-{uuid.uuid4().hex[:8]}")
