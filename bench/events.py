@@ -28,7 +28,7 @@ def _daemon(abx: str, recording: bool):
                                shared_templates=False, binary=Path(abx))
 
 
-def _exec_true_ms(client: httpx.Client, sandbox: dict) -> float:
+def exec_true_ms(client: httpx.Client, sandbox: dict) -> float:
     """`true` through process.Process/Start (Connect, as the E2B SDKs send it), to its end."""
     msg = json.dumps({"process": {"cmd": "true"}}).encode()
     headers = {"E2b-Sandbox-Id": sandbox["sandboxID"], "E2b-Sandbox-Port": "49983",
@@ -64,13 +64,13 @@ def measure(abx: str, rounds: int, mib: int, pct) -> str:
             r.raise_for_status()
             sandboxes[name] = r.json()
         for name in started:  # warm up
-            _exec_true_ms(clients[name], sandboxes[name])
+            exec_true_ms(clients[name], sandboxes[name])
             _output_mib_s(abx, started[name][1], sandboxes[name]["sandboxID"], mib)
         # Alternated one exec and one output run at a time: a busy host slows both alike.
         for _ in range(rounds):
             for _ in range(10):
                 for name in random.sample(list(started), len(started)):
-                    execs[name].append(_exec_true_ms(clients[name], sandboxes[name]))
+                    execs[name].append(exec_true_ms(clients[name], sandboxes[name]))
             for name in random.sample(list(started), len(started)):
                 output[name].append(_output_mib_s(abx, started[name][1],
                                                   sandboxes[name]["sandboxID"], mib))

@@ -115,20 +115,6 @@ def daemon_side(daemon, rounds: int) -> dict[str, list[float]]:
     return {"create": create, "exec true (bash -c true)": exec_true, "kill": kill}
 
 
-def exec_true_ms(api, sandbox: dict) -> float:
-    """`true` through process.Process/Start (Connect, as the E2B SDKs send it), to its end."""
-    msg = json.dumps({"process": {"cmd": "true"}}).encode()
-    headers = {"E2b-Sandbox-Id": sandbox["sandboxID"], "E2b-Sandbox-Port": "49983",
-               "Content-Type": "application/connect+json", "Connect-Protocol-Version": "1"}
-    if sandbox.get("envdAccessToken"):
-        headers["X-Access-Token"] = sandbox["envdAccessToken"]
-    t = time.perf_counter()
-    r = api.post("/process.Process/Start", content=struct.pack(">BI", 0, len(msg)) + msg,
-                 headers=headers)
-    r.raise_for_status()
-    return (time.perf_counter() - t) * 1000
-
-
 def create_against_baseline(daemon, baseline, rounds: int,
                             template: str = "base") -> dict[str, list[float]]:
     """create p50 and `exec true` p50 of this build and of an older one (--baseline-abx),
@@ -146,7 +132,7 @@ def create_against_baseline(daemon, baseline, rounds: int,
                 t = time.perf_counter()
                 sandbox = api.post("/sandboxes", json={"templateID": template}).json()
                 times[f"create ({label})"].append((time.perf_counter() - t) * 1000)
-                times[f"exec true ({label})"].append(exec_true_ms(api, sandbox))
+                times[f"exec true ({label})"].append(events.exec_true_ms(api, sandbox))
                 api.delete(f"/sandboxes/{sandbox['sandboxID']}")
             time.sleep(0.05)  # let both warm pools refill
     finally:
