@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -124,7 +125,12 @@ std::string translation_lines(uint32_t from_zero, uint32_t from_rest, uint32_t t
 
 // The holder of a new user namespace: it is born in it (CLONE_NEWUSER) and
 // sleeps until the parent, having mapped and opened the namespace, kills it.
-ABX_CHILD_CODE int hold_namespace(void*) {
+// It shares the daemon's fd table (its listening socket, abx.db), so it must
+// die with the daemon too: a daemon SIGKILLed between clone and kill left it
+// holding the port forever. The parent check covers a death before prctl.
+ABX_CHILD_CODE int hold_namespace(void* parent) {
+  ::syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (::syscall(SYS_getppid) != reinterpret_cast<intptr_t>(parent)) ::syscall(SYS_exit_group, 0);
   for (;;) ::syscall(SYS_pause);
 }
 
@@ -149,7 +155,8 @@ Result<UniqueFd> translating_namespace(const IdMap& from, const IdMap& to) {
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
   const pid_t pid = libc_clone()(hold_namespace, stack.get() + kStackSize,
-                                 CLONE_VM | CLONE_FILES | CLONE_NEWUSER | SIGCHLD, nullptr);
+                                 CLONE_VM | CLONE_FILES | CLONE_NEWUSER | SIGCHLD,
+                                 reinterpret_cast<void*>(intptr_t{::getpid()}));
   const int clone_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) return Error{"clone a user namespace", clone_errno, {}};
