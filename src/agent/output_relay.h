@@ -45,6 +45,7 @@ class OutputRelay {
   // What a later client reads; an ended command keeps only its tail.
   OutputSlice slice(uint64_t offset, size_t max) const;
   bool has_ended() const { return wait_status_.has_value(); }
+  uint64_t end() const { return ring_.end(); }  // one past the newest byte kept
   // An ended command keeps only its newest `bytes`.
   void keep_tail(size_t bytes) {
     ring_.trim_to(bytes);

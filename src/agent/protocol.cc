@@ -256,6 +256,7 @@ std::string encode(const Request& q) {
     w.u32(static_cast<uint32_t>(q.pid));
     w.u64(q.offset);
     w.u32(q.max_bytes);
+    if (q.wait_ms > 0) w.u32(q.wait_ms);  // absent: what an older daemon sends
   } else if (q.type == RequestType::kInput) {
     w.u32(static_cast<uint32_t>(q.pid));
     w.str(q.input);
@@ -298,8 +299,12 @@ bool decode(const std::string& bytes, Request* q) {
     case RequestType::kCloseStdin:
       return r.i32(&q->pid) && r.done();
     case RequestType::kRead:
-      return r.i32(&q->pid) && r.u64(&q->offset) && r.u32(&q->max_bytes) &&
-             q->max_bytes <= kMaxReadBytes && r.done();
+      if (!r.i32(&q->pid) || !r.u64(&q->offset) || !r.u32(&q->max_bytes) ||
+          q->max_bytes > kMaxReadBytes)
+        return false;
+      if (!r.done() && (!r.u32(&q->wait_ms) || q->wait_ms == 0 || q->wait_ms > kMaxReadWaitMs))
+        return false;
+      return r.done();
     case RequestType::kInput:
       return r.i32(&q->pid) && r.str(&q->input) && q->input.size() <= kMaxInputBytes && r.done();
     case RequestType::kResize:

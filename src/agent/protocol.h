@@ -15,8 +15,13 @@
 //   kCloseStdin request: pid. reply: Reply; init lets go of the stdin write
 //           end it keeps (keep_stdin), so the command reads EOF once the
 //           daemon closes its own.
-//   kRead   request: pid, offset, max_bytes. reply: ReadReply, the output the
-//           agent keeps of a supervised command spawned with ring_bytes.
+//   kRead   request: pid, offset, max_bytes[, wait_ms]. reply: ReadReply, the
+//           output the agent keeps of a supervised command spawned with
+//           ring_bytes. With wait_ms (at most kMaxReadWaitMs) and nothing
+//           past `offset` yet, the answer waits until output comes, the
+//           command ends or wait_ms pass (then an empty slice): a client
+//           follows a command without polling. The connection is not read
+//           meanwhile (one request at a time on a connection).
 //   kOpen   request: OpenRequest.  reply: Reply; on success the file, opened
 //           O_RDONLY by init as that sandbox user, is passed back.
 //   kFile   request: FileRequest, on a connection of its own; kWrite passes
@@ -181,11 +186,13 @@ struct Request {
   // `max_bytes` (kMaxReadBytes), answered with an OutputSlice message.
   uint64_t offset = 0;
   uint32_t max_bytes = 0;
-  std::string input;  // kInput: bytes for the command's stdin or terminal
-  uint16_t cols = 0;  // kResize: the terminal's new size, both non-zero
+  uint32_t wait_ms = 0;  // kRead: how long to wait for output past `offset`
+  std::string input;     // kInput: bytes for the command's stdin or terminal
+  uint16_t cols = 0;     // kResize: the terminal's new size, both non-zero
   uint16_t rows = 0;
 };
 inline constexpr uint32_t kMaxReadBytes = 128 * 1024;
+inline constexpr uint32_t kMaxReadWaitMs = 60 * 1000;
 inline constexpr size_t kMaxInputBytes = 64 * 1024;
 // What waits for a command to read its input, per command: the agent (PID 1,
 // outside the sandbox's memory limit) holds no more for it than this.

@@ -39,7 +39,7 @@ class Server {
     for (;;) {
       std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
       for (const auto& c : clients_)
-        if (!starts_.contains(c.get())) fds.push_back({c.get(), POLLIN, 0});
+        if (!busy(c.get())) fds.push_back({c.get(), POLLIN, 0});
       const size_t first_worker = fds.size();
       for (const auto& [pid, w] : workers_)
         if (!w.hung_up) fds.push_back({w.session.get(), 0, 0});  // POLLHUP: the daemon hung up
@@ -47,7 +47,7 @@ class Server {
       for (const auto& [client, start] : starts_)
         fds.push_back({start.launched.report.get(), POLLIN, 0});
       const size_t first_tcp = fds.size();
-      if (tcp_) tcp_->add_pollfds(&fds, [this](int fd) { return starts_.contains(fd); });
+      if (tcp_) tcp_->add_pollfds(&fds, [this](int fd) { return busy(fd); });
       const size_t first_input = fds.size();
       std::vector<pid_t> input_of;
       for (const auto& [pid, process] : supervised_)
@@ -80,6 +80,7 @@ class Server {
       fail_late_starts();
       if (tcp_)
         for (const int fd : tcp_->close_late(Clock::now())) drop(fd);
+      answer_parked_reads();
       tidy_relays();
       std::erase_if(clients_, [](const UniqueFd& c) { return !c.valid(); });
     }
@@ -113,6 +114,7 @@ class Server {
       hand_over_orphans(fd);
       return;
     }
+    if (decoded && park_read(fd, request)) return;
     if (!decoded) {
       reply = proto::reply_from(Error{"decode request", EPROTO, {}});
     } else if (auto answered = serve_in_place(request)) {
@@ -415,6 +417,8 @@ class Server {
         next = worker.deadline;
     for (const auto& [client, start] : starts_)
       if (!next || start.deadline < *next) next = start.deadline;
+    for (const auto& [client, parked] : parked_reads_)
+      if (!next || parked.deadline < *next) next = parked.deadline;
     if (auto hello = tcp_ ? tcp_->next_deadline() : std::nullopt;
         hello && (!next || *hello < *next))
       next = hello;
@@ -626,6 +630,37 @@ class Server {
     return reply;
   }
 
+  // A connection waiting for its spawn or its read is not read meanwhile.
+  bool busy(int client) const { return starts_.contains(client) || parked_reads_.contains(client); }
+
+  // A kRead with nothing past its offset yet: something to answer at once
+  // (the command ended, or no output of it is kept) or not.
+  bool read_ready(const proto::Request& request) const {
+    auto it = relays_.find(request.pid);
+    return it == relays_.end() || it->second.has_ended() || it->second.end() > request.offset;
+  }
+
+  // A kRead that may wait (Request::wait_ms) and has nothing to read yet is
+  // answered later, by answer_parked_reads. True when parked.
+  bool park_read(int client, const proto::Request& request) {
+    if (request.type != proto::RequestType::kRead || request.wait_ms == 0 || read_ready(request))
+      return false;
+    parked_reads_[client] =
+        ParkedRead{request, Clock::now() + std::chrono::milliseconds(request.wait_ms)};
+    return true;
+  }
+
+  void answer_parked_reads() {
+    const auto now = Clock::now();
+    std::vector<int> ready;
+    for (const auto& [client, parked] : parked_reads_)
+      if (parked.deadline <= now || read_ready(parked.request)) ready.push_back(client);
+    for (const int client : ready) {
+      const proto::Request request = parked_reads_.extract(client).mapped().request;
+      if (!answer(client, proto::encode(read_output(request)), {})) drop(client);
+    }
+  }
+
   // A command that ended and whose output all went out keeps only its
   // tail, and only the newest kMaxEndedRelays such commands keep that.
   static constexpr size_t kEndedTail = 64 * 1024;
@@ -652,6 +687,7 @@ class Server {
   }
 
   void drop(int fd) {
+    parked_reads_.erase(fd);
     for (auto& [pid, process] : supervised_) {
       if (process.owner != fd) continue;
       process.owner = -1;  // the daemon went away
@@ -681,6 +717,8 @@ class Server {
     std::string reply;
     if (!proto::decode(bytes, &request)) {
       reply = proto::encode(proto::reply_from(Error{"decode request", EPROTO, {}}));
+    } else if (park_read(fd, request)) {
+      return;  // answered once output comes (answer_parked_reads)
     } else if (auto answered = serve_in_place(request)) {
       reply = std::move(*answered);
     } else if (request.type == proto::RequestType::kFile) {
@@ -755,6 +793,12 @@ class Server {
   std::map<pid_t, UniqueFd> exit_pipes_;
   std::map<pid_t, Worker> workers_;
   std::map<int, Start> starts_;  // by the client connection that waits
+  // A kRead waiting for output (Request::wait_ms), by its connection.
+  struct ParkedRead {
+    proto::Request request;
+    Clock::time_point deadline;
+  };
+  std::map<int, ParkedRead> parked_reads_;
   std::map<pid_t, Supervised> supervised_;
   uint64_t supervised_made_ = 0;
   std::map<pid_t, OutputRelay> relays_;  // by pid, also a while after the command ended

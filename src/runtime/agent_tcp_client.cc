@@ -46,12 +46,14 @@ Result<int> AgentTcpClient::spawn(const ProcessSpec& spec, uint32_t timeout_ms,
   return reply->pid;
 }
 
-Result<OutputSlice> AgentTcpClient::read(int pid, uint64_t offset, uint32_t max_bytes) {
+Result<OutputSlice> AgentTcpClient::read(int pid, uint64_t offset, uint32_t max_bytes,
+                                         uint32_t wait_ms) {
   proto::Request request;
   request.type = proto::RequestType::kRead;
   request.pid = pid;
   request.offset = offset;
   request.max_bytes = max_bytes;
+  request.wait_ms = wait_ms;
   auto bytes = call(request);
   if (!bytes) return bytes.error();
   proto::ReadReply reply;

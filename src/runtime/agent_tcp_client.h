@@ -26,7 +26,10 @@ class AgentTcpClient {
   // spec.stdin_pipe its stdin stays open for send_input until close_stdin;
   // with spec.pty what its terminal shows is its stdout.
   Result<int> spawn(const ProcessSpec& spec, uint32_t timeout_ms, uint32_t ring_bytes = 0);
-  Result<OutputSlice> read(int pid, uint64_t offset, uint32_t max_bytes = proto::kMaxReadBytes);
+  // With `wait_ms`, and nothing past `offset` yet, the agent answers once
+  // output comes, the command ends, or wait_ms pass (an empty slice).
+  Result<OutputSlice> read(int pid, uint64_t offset, uint32_t max_bytes = proto::kMaxReadBytes,
+                           uint32_t wait_ms = 0);
   Status signal(int pid, int signo);
   // At most proto::kMaxInputBytes at a time; EAGAIN while the command has
   // not read proto::kMaxPendingInput sent before.

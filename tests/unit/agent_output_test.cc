@@ -150,6 +150,16 @@ TEST(AgentProtocol, ReadRequestAndReplyRoundTrip) {
   EXPECT_EQ(decoded.offset, 1234u);
   request.max_bytes = proto::kMaxReadBytes + 1;
   EXPECT_FALSE(proto::decode(proto::encode(request), &decoded));
+  EXPECT_EQ(decoded.wait_ms, 0u);  // absent: what an older daemon sends
+  request.max_bytes = 16;
+  request.wait_ms = proto::kMaxReadWaitMs;
+  ASSERT_TRUE(proto::decode(proto::encode(request), &decoded));
+  EXPECT_EQ(decoded.wait_ms, proto::kMaxReadWaitMs);
+  request.wait_ms = proto::kMaxReadWaitMs + 1;
+  EXPECT_FALSE(proto::decode(proto::encode(request), &decoded));
+  std::string zero_wait = proto::encode(request);  // a wait of 0 is sent as none
+  zero_wait.replace(zero_wait.size() - 4, 4, std::string(4, '\0'));
+  EXPECT_FALSE(proto::decode(zero_wait, &decoded));
 
   proto::ReadReply reply;
   reply.slice = {10, 20, {{OutputStream::kStdout, 10, "abc"}, {OutputStream::kStderr, 13, "d"}}};

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -401,6 +402,66 @@ TEST_F(SandboxTest, AgentServesItsTokenOverTcp) {
   // Still serving on the control socket, and over TCP.
   EXPECT_EQ(run(sb, "echo fine").out, "fine\n");
   EXPECT_TRUE(agent->read(*pid, 0));
+}
+
+// A client follows a command over TCP without polling: a read that waits is
+// answered when output comes or the command ends, and an idle one after its
+// wait; meanwhile the agent serves the other connections.
+TEST_F(SandboxTest, AgentAnswersAWaitingReadWhenOutputComes) {
+  SandboxSpec spec;
+  spec.id = "t" + std::to_string(::getpid()) + "tcpwait";
+  spec.rootfs = rootfs();
+  spec.agent_port = 7073;
+  spec.agent_token = "the-token-of-the-follower";
+  auto made = runtime_->create(spec);
+  ASSERT_TRUE(made) << made.error().message();
+  records_.push_back((*made)->record());
+  const pid_t init = (*made)->record().init_pid;
+  sandboxes_.push_back(std::move(*made));
+  auto follower = AgentTcpClient::start(connect_in_sandbox(init, 7073), spec.agent_token);
+  auto other = AgentTcpClient::start(connect_in_sandbox(init, 7073), spec.agent_token);
+  ASSERT_TRUE(follower && other);
+  ProcessSpec process;
+  process.argv = {"/bin/sh", "-c", "sleep 0.3; echo one; sleep 0.3; echo two; exit 4"};
+  process.env = {{"PATH", "/usr/bin:/bin"}};
+  process.uid = process.gid = 1000;
+  process.cwd = "/";
+  auto pid = other->spawn(process, 0);
+  ASSERT_TRUE(pid) << pid.error().message();
+
+  std::string out;
+  uint64_t offset = 0;
+  int reads = 0;
+  std::optional<OutputSlice> last;
+  while (reads < 20) {
+    auto slice = follower->read(*pid, offset, proto::kMaxReadBytes, 20000);
+    ASSERT_TRUE(slice) << slice.error().message();
+    ++reads;
+    for (const auto& chunk : slice->chunks) {
+      out += chunk.bytes;
+      offset = chunk.offset + chunk.bytes.size();
+    }
+    if (slice->ended && offset >= slice->end) {
+      last = std::move(*slice);
+      break;
+    }
+  }
+  EXPECT_EQ(out, "one\ntwo\n");
+  ASSERT_TRUE(last);
+  EXPECT_TRUE(WIFEXITED(last->wait_status) && WEXITSTATUS(last->wait_status) == 4);
+  EXPECT_LE(reads, 4) << "each read should wait for output, not return empty";
+
+  process.argv = {"/bin/sh", "-c", "exec sleep 100"};
+  auto quiet = other->spawn(process, 0);
+  ASSERT_TRUE(quiet) << quiet.error().message();
+  auto nothing = follower->read(*quiet, 0, proto::kMaxReadBytes, 200);
+  ASSERT_TRUE(nothing) << nothing.error().message();
+  EXPECT_TRUE(nothing->chunks.empty());
+  EXPECT_FALSE(nothing->ended);
+  auto unknown = follower->read(999999, 0, proto::kMaxReadBytes, 20000);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().errnum, ENOENT);
+  EXPECT_TRUE(other->signal(*quiet, SIGKILL));
 }
 
 // A command's kept stdout until it shows `needle` (30 s at most).
