@@ -233,13 +233,17 @@ std::string encode(const Request& q) {
   if (q.type == RequestType::kSpawn) {
     write_spec(w, q.spec);
     // Absent: what an older daemon sends (and an older init understands).
-    if (q.command_group || q.supervised) w.u8(q.command_group ? 1 : 0);
-    if (q.supervised) {
+    // In band implies supervised: that section carries its timeout and ring.
+    const bool supervised = q.supervised || q.in_band;
+    if (q.command_group || supervised) w.u8(q.command_group ? 1 : 0);
+    if (supervised) {
       w.u8(1);
       w.str(q.label);
       w.u32(q.timeout_ms);
       w.u8(q.keep_stdin);
-      if (q.ring_bytes > 0) w.u32(q.ring_bytes);
+      if (q.ring_bytes > 0 || q.in_band)
+        w.u32(q.ring_bytes > 0 ? q.ring_bytes : kDefaultTcpRingBytes);
+      if (q.in_band) w.u8(1);  // absent: what an older daemon sends
     }
   } else if (q.type == RequestType::kOpen) {
     w.str(q.open.path);
@@ -284,6 +288,9 @@ bool decode(const std::string& bytes, Request* q) {
       if (!r.done() &&
           (!r.u32(&q->ring_bytes) || q->ring_bytes == 0 || q->ring_bytes > kMaxRingBytes))
         return false;
+      uint8_t in_band = 0;
+      if (!r.done() && (!r.u8(&in_band) || in_band != 1)) return false;
+      q->in_band = in_band == 1;
       q->command_group = group == 1;
       q->supervised = supervised == 1;
       // Only a pipe of its own can be kept: a pty's input is its master.

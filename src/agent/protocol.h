@@ -56,8 +56,10 @@
 //           the last `done`, pid 0 when there is none), no fds: what a
 //           daemon that cannot adopt fds rebuilds its view from.
 //   kFile   as above (the connection becomes the file worker's).
-// kInput (for commands spawned over TCP only) and kResize (for any command
-// whose pty init keeps) are served on the control socket too. Any other
+// kInput (for commands spawned in band only) and kResize (for any command
+// whose pty init keeps) are served on the control socket too, and so are
+// kList and an in-band kSpawn (Request::in_band): a daemon on the host may
+// hold no fd of a command either. Any other
 // request over TCP gets a Reply with EPROTONOSUPPORT.
 // Start-up: the runtime hands init an InitConfig on an fd, then the O_PATH
 // fds of the rootfs sources in one message on the handoff socket, and waits
@@ -182,6 +184,10 @@ struct Request {
   // supervised, with pipes: the agent relays the output and keeps this many
   // of its newest bytes (ProcessSpec::output_ring_bytes); 0: none.
   uint32_t ring_bytes = 0;
+  // kSpawn on the control socket: the agent makes the pipes (or the pty)
+  // and keeps the output, as over TCP; only the command group's procs fd
+  // travels (command_group). Over TCP every spawn is in band.
+  bool in_band = false;
   // kRead: a supervised command's kept output from `offset`, at most
   // `max_bytes` (kMaxReadBytes), answered with an OutputSlice message.
   uint64_t offset = 0;

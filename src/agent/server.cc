@@ -115,6 +115,18 @@ class Server {
       return;
     }
     if (decoded && park_read(fd, request)) return;
+    if (decoded && request.type == proto::RequestType::kList) {
+      list_supervised(fd);
+      return;
+    }
+    if (decoded && request.type == proto::RequestType::kSpawn && request.in_band) {
+      UniqueFd command_procs;
+      if (request.command_group && !fds.empty()) command_procs = std::move(fds.back());
+      if (auto started = spawn_in_band(fd, std::move(request), std::move(command_procs)); !started)
+        if (!proto::send_message(fd, proto::encode(proto::reply_from(started.error())), {}))
+          drop(fd);
+      return;  // else answered once the child exec'd (settle_start)
+    }
     if (!decoded) {
       reply = proto::reply_from(Error{"decode request", EPROTO, {}});
     } else if (auto answered = serve_in_place(request)) {
@@ -742,8 +754,10 @@ class Server {
   // A spawn whose pipes (or pty) the agent makes itself: a supervised
   // command with an output ring, its stdin (a pipe or the terminal) written
   // through kInput, no daemon's fds anywhere.
-  Status spawn_in_band(int client, proto::Request request) {
-    if (request.command_group)
+  // `command_procs`: the cgroup.procs of the command's own group, which only
+  // the control socket can pass (Request::command_group).
+  Status spawn_in_band(int client, proto::Request request, UniqueFd command_procs = {}) {
+    if (request.command_group && !command_procs.valid())
       return Error{"spawn", EPROTONOSUPPORT, "over TCP a command has no cgroup of its own"};
     if (starts_.contains(client)) return Error{"spawn", EBUSY, "one spawn at a time"};
     const uint32_t ring_bytes = request.ring_bytes == 0
@@ -766,8 +780,8 @@ class Server {
                     UniqueFd());
       if (keep_stdin) kept.fds.push_back(std::move(in->second));
     }
-    auto started = start(client, request.spec, std::move(exit->second), stdio, -1, std::move(kept),
-                         std::move(relay), true);
+    auto started = start(client, request.spec, std::move(exit->second), stdio, command_procs.get(),
+                         std::move(kept), std::move(relay), true);
     if (started) starts_.at(client).terminal_ring = ring_bytes;
     return started;
   }

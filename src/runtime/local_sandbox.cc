@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "common/fd_io.h"
+#include "runtime/agent_follower.h"
 #include "runtime/file_client.h"
 #include "runtime/process_tree.h"
 
@@ -187,6 +188,73 @@ Result<OutputSlice> LocalSandbox::read_output(int pid, uint64_t offset, size_t m
     return Error{"read output", ENOTSUP,
                  "this sandbox's agent is older and keeps no output: recreate the sandbox"};
   return Error{"sandbox init", EPROTO, "malformed reply"};
+}
+
+Status LocalSandbox::in_band_call(const proto::Request& request, const char* what) const {
+  std::vector<UniqueFd> received;
+  auto reply = call(request, {}, &received);
+  if (!reply) return reply.error();
+  if (is_older_init(*reply)) return Error{what, ENOTSUP, kNoInBand};
+  if (!reply->ok()) return proto::error_from(*reply);
+  return {};
+}
+
+// The command's own cgroup travels with it, as with spawn().
+Result<int> LocalSandbox::spawn_in_band(const ProcessSpec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty())
+    return Error{"spawn", EINVAL, "argv is empty: give the program to run"};
+  const uint64_t unique = groups_made_.fetch_add(1);
+  auto group = cgroup::open_command_group(cgroups_, record_.id, record_.limits, unique);
+  if (!group) return group.error();
+  cgroup::remove_ended_command_groups(cgroups_, record_.id);
+  proto::Request request{proto::RequestType::kSpawn, spec, 0, 0};
+  request.in_band = true;
+  request.supervised = true;
+  request.label = spec.supervise_label;
+  request.timeout_ms = spec.supervise_timeout_ms;
+  request.ring_bytes =
+      static_cast<uint32_t>(std::min<size_t>(spec.output_ring_bytes, proto::kMaxRingBytes));
+  request.command_group = group->procs.valid();
+  std::vector<int> fds;
+  if (request.command_group) fds.push_back(group->procs.get());
+  std::vector<UniqueFd> received;
+  auto reply = call(request, fds, &received);
+  if (!reply) return reply.error();
+  if (is_older_init(*reply)) return Error{"spawn in band", ENOTSUP, kNoInBand};
+  if (!reply->ok()) return proto::error_from(*reply);
+  if (request.command_group) (void)cgroup::name_command_group(*group, reply->pid, unique);
+  return reply->pid;
+}
+
+Status LocalSandbox::send_input(int pid, const std::string& bytes) {
+  proto::Request request{proto::RequestType::kInput, {}, pid, 0};
+  request.input = bytes;
+  return in_band_call(request, "send input");
+}
+
+Status LocalSandbox::resize_terminal(int pid, uint16_t cols, uint16_t rows) {
+  proto::Request request{proto::RequestType::kResize, {}, pid, 0};
+  request.cols = cols;
+  request.rows = rows;
+  return in_band_call(request, "resize terminal");
+}
+
+Result<std::unique_ptr<OutputFollower>> LocalSandbox::follow_output(int pid) {
+  if (frozen_) return paused_error();
+  auto connection = connect_control(record_.state_dir / kControlSocketName, /*wait=*/false);
+  if (!connection) return connection.error();
+  return make_control_follower(std::move(*connection), pid);
+}
+
+// kList: the agent's whole list, no fds.
+Result<std::vector<ListedProcess>> LocalSandbox::list_processes() {
+  std::vector<ListedProcess> out;
+  Status listed = supervised_messages(
+      proto::RequestType::kList, [&](const proto::Supervised& message, std::vector<UniqueFd>) {
+        out.push_back({message.pid, message.ended, message.pty, message.label});
+      });
+  if (!listed) return listed.error();
+  return out;
 }
 
 // Freezing waits for the request in flight on the control connection (and,
@@ -380,15 +448,31 @@ Status LocalSandbox::signal(int pid, int signo) {
 }
 
 Result<std::vector<AdoptedProcess>> LocalSandbox::adopt_processes() {
+  std::vector<AdoptedProcess> out;
+  Status adopted = supervised_messages(
+      proto::RequestType::kAdopt, [&](const proto::Supervised& message, std::vector<UniqueFd> fds) {
+        if (auto process = adopted_process(message, std::move(fds)))
+          out.push_back(std::move(*process));
+      });
+  if (!adopted && adopted.error().step == kNoInBand) return out;  // an older init: nothing kept
+  if (!adopted) return adopted.error();
+  return out;
+}
+
+// kAdopt and kList are answered with one Supervised message per process
+// (the last `done`; pid 0 alone when there is none), each taken by `each`.
+// An agent that cannot decode the request gives kNoInBand.
+Status LocalSandbox::supervised_messages(
+    proto::RequestType type,
+    const std::function<void(const proto::Supervised&, std::vector<UniqueFd>)>& each) {
   const Turn turn(*this, std::nullopt);
   if (frozen_) return paused_error();
-  const proto::Request request{proto::RequestType::kAdopt, {}, 0, 0};
+  const proto::Request request{type, {}, 0, 0};
   if (auto s = proto::send_message(control_.get(), proto::encode(request), {}); !s)
     return s.error();
   // A supervised process is a live one of the sandbox's, or one of the
   // last ended ones init keeps: more is not a process list.
   const size_t most = record_.limits.pids + 64;
-  std::vector<AdoptedProcess> out;
   const auto deadline = std::chrono::steady_clock::now() + kAdoptWait;
   for (size_t messages = 0; messages <= most; ++messages) {
     const auto left =
@@ -404,12 +488,13 @@ Result<std::vector<AdoptedProcess>> LocalSandbox::adopt_processes() {
     proto::Supervised message;
     if (!proto::decode(bytes, &message)) {
       proto::Reply reply;
-      if (out.empty() && proto::decode(bytes, &reply) && is_older_init(reply)) return out;
+      if (messages == 0 && proto::decode(bytes, &reply) && is_older_init(reply))
+        return Error{kNoInBand, ENOTSUP, {}};
       return Error{"sandbox init", EPROTO, "malformed list of supervised processes"};
     }
-    if (message.pid == 0 && message.done) return out;
-    if (auto adopted = adopted_process(message, std::move(fds))) out.push_back(std::move(*adopted));
-    if (message.done) return out;
+    if (message.pid == 0 && message.done) return {};
+    each(message, std::move(fds));
+    if (message.done) return {};
   }
   return Error{"sandbox init", EPROTO, "a list of supervised processes without an end"};
 }

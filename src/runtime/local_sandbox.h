@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -61,6 +62,11 @@ class LocalSandbox final : public Sandbox {
   Result<std::vector<AdoptedProcess>> adopt_processes() override;
   Result<OutputSlice> read_output(int pid, uint64_t offset, size_t max) override;
   Status close_stdin(int pid) override;
+  Result<int> spawn_in_band(const ProcessSpec& spec) override;
+  Status send_input(int pid, const std::string& bytes) override;
+  Status resize_terminal(int pid, uint16_t cols, uint16_t rows) override;
+  Result<std::unique_ptr<OutputFollower>> follow_output(int pid) override;
+  Result<std::vector<ListedProcess>> list_processes() override;
 
  private:
   static std::optional<AdoptedProcess> adopted_process(const proto::Supervised& message,
@@ -70,6 +76,12 @@ class LocalSandbox final : public Sandbox {
   // One request and its answer, undecoded (call() decodes a Reply).
   Result<std::string> exchange(const proto::Request& request, const std::vector<int>& fds,
                                std::vector<UniqueFd>* received) const;
+  // A request answered with a plain Reply; an agent too old to decode it
+  // gives `older` (kNoInBand).
+  Status in_band_call(const proto::Request& request, const char* what) const;
+  Status supervised_messages(
+      proto::RequestType type,
+      const std::function<void(const proto::Supervised&, std::vector<UniqueFd>)>& each);
   Status set_user_net(const egress::Policy& policy);
   Error paused_error() const;
   // The overlay's upper dir init keeps (proto::kWritableLayerFd), reopened;

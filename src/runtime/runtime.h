@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,33 @@ struct ProcessEntry {
   std::string command;  // its command line, arguments joined by spaces
 };
 
+// Why a sandbox refuses in-band commands: its agent predates them, or the
+// runtime has none.
+inline constexpr const char* kNoInBand =
+    "this sandbox's agent runs no in-band commands (it predates them): recreate the sandbox";
+
+// Follows one in-band command's output (Sandbox::follow_output) without
+// holding a thread: ask() sends a read that waits up to `wait_ms` for output
+// past `offset`; fd() becomes readable when its answer has come; answer()
+// takes it without blocking (nullopt while it has not come). One read at a
+// time; a slice with `ended` and nothing past the offset is the last.
+class OutputFollower {
+ public:
+  virtual ~OutputFollower() = default;
+  virtual int fd() const = 0;
+  virtual Status ask(uint64_t offset, uint32_t wait_ms) = 0;
+  virtual Result<std::optional<OutputSlice>> answer() = 0;
+};
+
+// A command the sandbox's agent supervises, as it lists them (the label is
+// ProcessSpec::supervise_label).
+struct ListedProcess {
+  int pid = 0;
+  bool ended = false;
+  bool pty = false;
+  std::string label;
+};
+
 class Sandbox {
  public:
   virtual ~Sandbox() = default;
@@ -284,16 +312,41 @@ class Sandbox {
   // (its memory limit reached) since it started; 0 where nothing counts them.
   virtual uint64_t oom_kills() const { return 0; }
 
-  // The supervised processes (ProcessSpec::supervise_label) whose daemon
-  // went away: from now on this daemon holds their output and exit. Empty
-  // for a sandbox whose init predates supervision. Thread-safe.
   // A supervised command's output from `offset` on, at most `max` bytes
   // (runtime::ProcessSpec::output_ring_bytes), kept by the sandbox's agent.
   virtual Result<OutputSlice> read_output(int /*pid*/, uint64_t /*offset*/, size_t /*max*/) {
     return Error{"read output", ENOTSUP, "this runtime keeps no command output"};
   }
+  // The supervised processes (ProcessSpec::supervise_label) whose daemon
+  // went away: from now on this daemon holds their output and exit. Empty
+  // for a sandbox whose init predates supervision. Thread-safe.
   virtual Result<std::vector<AdoptedProcess>> adopt_processes() {
     return std::vector<AdoptedProcess>{};
+  }
+
+  // In-band commands: the agent runs them with pipes or a terminal of its
+  // own and keeps their output (ProcessSpec::output_ring_bytes, a default
+  // when 0), so no fd of them leaves the sandbox and any client, on this
+  // host or another, any number over time, follows them by pid. The spec's
+  // supervise_label and supervise_timeout_ms travel with it; the agent
+  // enforces the timeout. Returns the pid. Thread-safe.
+  virtual Result<int> spawn_in_band(const ProcessSpec& /*spec*/) {
+    return Error{"spawn in band", ENOTSUP, kNoInBand};
+  }
+  // Bytes for an in-band command's stdin or terminal, queued by the agent
+  // (EAGAIN while its queue is full: send them again once it read).
+  virtual Status send_input(int /*pid*/, const std::string& /*bytes*/) {
+    return Error{"send input", ENOTSUP, kNoInBand};
+  }
+  virtual Status resize_terminal(int /*pid*/, uint16_t /*cols*/, uint16_t /*rows*/) {
+    return Error{"resize terminal", ENOTSUP, kNoInBand};
+  }
+  virtual Result<std::unique_ptr<OutputFollower>> follow_output(int /*pid*/) {
+    return Error{"follow output", ENOTSUP, kNoInBand};
+  }
+  // Every command the agent supervises: running, or ended and kept a while.
+  virtual Result<std::vector<ListedProcess>> list_processes() {
+    return Error{"list processes", ENOTSUP, kNoInBand};
   }
 
   // Every process of each command started through spawn() (the command and

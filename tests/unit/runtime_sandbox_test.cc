@@ -464,6 +464,76 @@ TEST_F(SandboxTest, AgentAnswersAWaitingReadWhenOutputComes) {
   EXPECT_TRUE(other->signal(*quiet, SIGKILL));
 }
 
+// Follows an in-band command to its end as a daemon's event loop would:
+// wait for the follower's fd, take the answer, ask again from where it left.
+Ended follow_to_end(OutputFollower& follower) {
+  Ended ended;
+  uint64_t offset = 0;
+  for (int asked = 0; asked < 200; ++asked) {
+    EXPECT_TRUE(follower.ask(offset, 20000));
+    pollfd answered{follower.fd(), POLLIN, 0};
+    EXPECT_EQ(::poll(&answered, 1, 30000), 1) << "no answer within 30 s";
+    auto slice = follower.answer();
+    EXPECT_TRUE(slice) << slice.error().message();
+    if (!slice || !*slice) break;
+    for (const auto& chunk : (*slice)->chunks) {
+      (chunk.stream == OutputStream::kStdout ? ended.out : ended.err) += chunk.bytes;
+      offset = chunk.offset + chunk.bytes.size();
+    }
+    if ((*slice)->ended && offset >= (*slice)->end) {
+      ended.wait_status = (*slice)->wait_status;
+      break;
+    }
+  }
+  return ended;
+}
+
+// In band on the control socket: the agent makes the pipes (the daemon
+// gets no fd), keeps the output for any follower, takes stdin and resizes
+// a terminal by request, lists its commands with their labels, and puts
+// each in a cgroup of its own.
+TEST_F(SandboxTest, InBandCommandsKeepEveryFdInTheSandbox) {
+  Sandbox& sb = create();
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "read line; echo got $line; echo oops >&2; exit 5"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  spec.supervise_label = "the-reader";
+  auto pid = sb.spawn_in_band(spec);
+  ASSERT_TRUE(pid) << pid.error().message();
+  auto listed = sb.list_processes();
+  ASSERT_TRUE(listed) << listed.error().message();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->front().pid, *pid);
+  EXPECT_EQ(listed->front().label, "the-reader");
+  EXPECT_FALSE(listed->front().ended);
+  EXPECT_EQ(sb.command_processes().count(*pid), 1u) << "no cgroup of its own";
+  auto follower = sb.follow_output(*pid);
+  ASSERT_TRUE(follower) << follower.error().message();
+  ASSERT_TRUE(sb.send_input(*pid, "hello\n"));
+  const Ended ended = follow_to_end(**follower);
+  EXPECT_EQ(ended.out, "got hello\n");
+  EXPECT_EQ(ended.err, "oops\n");
+  EXPECT_TRUE(WIFEXITED(ended.wait_status) && WEXITSTATUS(ended.wait_status) == 5);
+  // A second follower, later, reads it all again from the ring.
+  auto again = sb.follow_output(*pid);
+  ASSERT_TRUE(again) << again.error().message();
+  EXPECT_EQ(follow_to_end(**again).out, "got hello\n");
+
+  ProcessSpec terminal;
+  terminal.argv = {"/bin/sh", "-c", "read go; stty size"};
+  terminal.env = spec.env;
+  terminal.pty = true;
+  terminal.supervise_label = "the-terminal";
+  auto tty = sb.spawn_in_band(terminal);
+  ASSERT_TRUE(tty) << tty.error().message();
+  ASSERT_TRUE(sb.resize_terminal(*tty, 100, 40));
+  ASSERT_TRUE(sb.send_input(*tty, "go\n"));
+  auto shown = sb.follow_output(*tty);
+  ASSERT_TRUE(shown) << shown.error().message();
+  EXPECT_NE(follow_to_end(**shown).out.find("40 100"), std::string::npos);
+  EXPECT_FALSE(sb.send_input(999999, "x"));
+}
+
 // A command's kept stdout until it shows `needle` (30 s at most).
 std::string read_until_shown(AgentTcpClient& agent, int pid, const std::string& needle) {
   std::string out;
