@@ -579,17 +579,20 @@ MEMORY_CAUSE = """memory: where an idle sandbox's kernel memory goes, traced (pe
   memory cgroups' shrinker_info 43, 86 sysctl tables 48 (per network namespace and per net
   device; IPv6's alone 19, plus 17 of its per-device state), cgroup dirs 31 (7 on v1: the
   sandbox's in 6 hierarchies and the memory limit's `work` child), slab object vectors for
-  memcg accounting 27, sockets 17, net devices 14 (lo, eth0, the host end), superblocks 13 (6:
-  staging tmpfs, overlay, proc, devpts, /dev/shm, the IPC namespace's mqueue), the seccomp
+  memcg accounting 27, sockets 17, net devices 14 (lo, eth0, the host end), superblocks 13 (6 then,
+  5 since 2f46a09: staging tmpfs, overlay, proc, devpts, the IPC namespace's mqueue; /dev/shm
+  is now a directory of the staging tmpfs), the seccomp
   filter 8 + 12 of vmalloc, ~150 sysfs nodes, init's page tables ~46 and stack 16. A veth
   pair adds ~110 KiB (two net devices with their IPv4 and IPv6 sysctl tables, sysfs nodes,
   per-cpu stats; one queue each), its /30's routes, 3 chains and ~10 rules (~7 KiB). What
   grows with the number of sandboxes is shrinker_info: every memory cgroup holds a 1 KiB slot
   per 64 memcg-aware shrinkers ever registered on the host (one per superblock), so with 1000
-  sandboxes of 6 superblocks each, each of a sandbox's 2 memory cgroups holds ~94 KiB. The
-  levers: fewer superblocks per sandbox (/dev/shm as a directory of the staging tmpfs) and one
-  memory cgroup per sandbox on v1 (the `work` child keeps init out of an OOM kill, which
-  init's oom_score_adj cannot do where root lacks CAP_SYS_RESOURCE, as on this VM)."""
+  sandboxes of 6 superblocks each, each of a sandbox's 2 memory cgroups holds ~94 KiB (~78
+  with 5). The lever left: one memory cgroup per sandbox on v1 (~-80 KiB at 1000). Not taken:
+  the `work` child keeps init out of an OOM kill, which init's oom_score_adj cannot do where
+  root lacks CAP_SYS_RESOURCE (as on this VM), and leaves init 16 MiB of headroom: without
+  it, once the sandbox's files (tmpfs) fill its memory and no other process is left, init's
+  next fork (an exec, a file removal) meets the OOM killer with init the only one to kill."""
 SCALE_CAUSE = """{idle} sandboxes, not {wanted}: asked for with --net-idle (a daemon with
   networking on aborted at ~250 before the fix of cd293e4: libnftables' select() on a socket
   past fd 1023; it now keeps one context, opened while fds are few)."""

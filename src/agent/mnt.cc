@@ -25,6 +25,7 @@ constexpr const char* kNew = "/newroot";
 // so kernel memory per sandbox grows with the number of sandboxes times the
 // superblocks each one mounts.
 constexpr const char* kStagedDev = "/dev";
+constexpr const char* kStagedShm = "/shm";  // bound on /dev/shm: shares the disk's size
 constexpr const char* kStagedEmpty = "/empty";
 constexpr uint64_t kBytesPerInode = 8192;
 constexpr uint64_t kMinInodes = 16384;
@@ -184,6 +185,9 @@ Status stage(const InitConfig& config) {
   for (const char* dir : {"oldroot", "newroot", "upper", "work", "dev"})
     if (auto s = sys(::mkdir(dir, 0755), "mkdir staging", dir); !s) return s;
   if (auto s = sys(::mkdir("empty", 0555), "mkdir staging", "empty"); !s) return s;
+  // mkdir's mode passes through the umask (022): chmod sets the 1777 every /dev/shm has.
+  if (auto s = sys(::mkdir("shm", 0700), "mkdir staging", "shm"); !s) return s;
+  if (auto s = sys(::chmod("shm", 01777), "chmod staging", "shm"); !s) return s;
   if (auto s = keep_writable_layer(); !s) return s;
   if (auto s =
           sys(static_cast<int>(::syscall(SYS_pivot_root, ".", "oldroot")), "pivot_root staging");
@@ -339,13 +343,12 @@ Status make_dev(const InitConfig& config) {
   const std::string pts =
       std::string("newinstance,ptmxmode=0666,mode=0620") + (config.full_id_map ? ",gid=5" : "");
   if (auto s = mount_fs("devpts", dev + "/pts", MS_NOSUID | MS_NOEXEC, pts); !s) return s;
-  if (auto s = sys(::mkdir((dev + "/shm").c_str(), 01777), "mkdir /dev/shm"); !s) return s;
-  // Sized, or it would be half the host's memory (its pages are charged to
-  // the writer's memory cgroup, so the sandbox's own limit bounds it too).
-  const std::string shm_size =
-      config.shm_bytes ? ",size=" + std::to_string(config.shm_bytes) : std::string();
-  if (auto s = mount_fs("tmpfs", dev + "/shm", MS_NOSUID | MS_NODEV, "mode=1777" + shm_size); !s)
-    return s;
+  // A directory of the staging tmpfs (kStagedShm), not a tmpfs of its own:
+  // private to the sandbox, bounded by its disk size and charged to its
+  // memory cgroup like its other files, one superblock fewer (see kStagedDev).
+  // A bind of its own, so that it keeps exec (/dev's mount is noexec).
+  if (auto s = sys(::mkdir((dev + "/shm").c_str(), 0755), "mkdir /dev/shm"); !s) return s;
+  if (auto s = bind_mount(kStagedShm, dev + "/shm", false); !s) return s;
   for (auto [name, target] : kDevLinks)
     if (auto s = sys(::symlink(target, (dev + "/" + name).c_str()), "symlink /dev", name); !s)
       return s;

@@ -181,7 +181,6 @@ std::string encode(const InitConfig& c) {
   w.u8(c.full_id_map);
   w.str(c.seccomp_bpf);
   w.u8(c.host_writable_dir);
-  w.u64(c.shm_bytes);
   w.strs(c.proc_views);
   w.u8(c.workload_cgroup);
   w.str(c.nameserver);
@@ -201,10 +200,9 @@ bool decode(const std::string& bytes, InitConfig* c) {
   uint32_t tcp_port = 0;
   if (!r.str(&c->hostname) || !r.u64(&c->disk_bytes) || !r.strs(&c->lower_layers) ||
       !r.strs(&binds) || binds.size() % 2 != 0 || !r.u8(&full) || !r.str(&c->seccomp_bpf) ||
-      !r.u8(&writable) || !r.u64(&c->shm_bytes) || !r.strs(&c->proc_views) || !r.u8(&workload) ||
-      !r.str(&c->nameserver) || !r.u8(&raw) || !r.u8(&setid) || !r.u32(&tcp_port) ||
-      tcp_port > 65535 || !r.str(&c->tcp_token) || !r.u8(&idmapped) || !r.strs(&c->volumes) ||
-      !r.done())
+      !r.u8(&writable) || !r.strs(&c->proc_views) || !r.u8(&workload) || !r.str(&c->nameserver) ||
+      !r.u8(&raw) || !r.u8(&setid) || !r.u32(&tcp_port) || tcp_port > 65535 ||
+      !r.str(&c->tcp_token) || !r.u8(&idmapped) || !r.strs(&c->volumes) || !r.done())
     return false;
   c->tcp_port = static_cast<uint16_t>(tcp_port);
   for (size_t i = 0; i < binds.size(); i += 2) c->binds.emplace_back(binds[i], binds[i + 1]);

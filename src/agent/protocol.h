@@ -98,7 +98,6 @@ struct InitConfig {
   bool full_id_map = true;  // false: only uid/gid 0 exists inside (rootless without subuids)
   std::string seccomp_bpf;  // compiled once by the runtime (runtime::seccomp_policy::compile)
   bool host_writable_dir = false;  // the writable layer is a host dir (RootfsSpec::writable_dir)
-  uint64_t shm_bytes = 0;          // size of /dev/shm's tmpfs (0: the kernel's default)
   std::vector<std::string> proc_views;  // lxcfs files to bind over /proc/<name>
   // The handoff ends with the cgroup.procs of the workload memory cgroup,
   // which every process init starts joins (see cgroup::workload_procs).

@@ -133,9 +133,6 @@ Status validate(const SandboxSpec& spec) {
   return {};
 }
 
-// Half the memory limit, as a VM's /dev/shm is half its RAM.
-uint64_t shm_bytes(const Limits& limits) { return limits.memory_bytes / 2; }
-
 proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, bool full_id_map,
                               const std::string& seccomp_bpf, const Lxcfs* lxcfs,
                               bool workload_cgroup, const std::string& nameserver, bool raw_sockets,
@@ -149,7 +146,6 @@ proto::InitConfig init_config(const SandboxSpec& spec, const Limits& limits, boo
   config.full_id_map = full_id_map;
   config.seccomp_bpf = seccomp_bpf;
   config.host_writable_dir = !spec.rootfs.writable_dir.empty();
-  config.shm_bytes = shm_bytes(limits);
   if (lxcfs) config.proc_views = lxcfs->views();
   config.workload_cgroup = workload_cgroup;
   config.nameserver = nameserver;

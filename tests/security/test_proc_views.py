@@ -1,6 +1,6 @@
 """What a sandbox sees of the host: /proc/meminfo and uptime describe the sandbox (lxcfs,
-run by the daemon), nproc and os.cpu_count() its CPU limit, /dev/shm is sized by the sandbox's memory, and stopping the daemon
-leaves no lxcfs process or mount behind."""
+run by the daemon), nproc and os.cpu_count() its CPU limit, /dev/shm is the sandbox's own and bounded by its disk, and
+stopping the daemon leaves no lxcfs process or mount behind."""
 from __future__ import annotations
 
 import os
@@ -19,6 +19,7 @@ pytestmark = [
 ]
 
 MEMORY_MB = 256
+DISK_MB = 64
 
 
 def run(d, sandbox_id: str, script: str) -> str:
@@ -45,7 +46,8 @@ def small_sandbox(state_dir):
     d = start_daemon(state_dir / "state", shared_templates=False)
     try:
         with d.api() as api:
-            r = api.post("/sandboxes", json={"templateID": "host", "memoryMB": MEMORY_MB})
+            r = api.post("/sandboxes", json={"templateID": "host", "memoryMB": MEMORY_MB,
+                                             "diskSizeMB": DISK_MB})
             assert r.status_code == 201, r.text
         yield d, r.json()["sandboxID"]
     finally:
@@ -86,10 +88,23 @@ def test_uptime_is_the_sandbox_not_the_host(small_sandbox):
     assert inside < host - 1, f"sandbox uptime {inside} s is the host's ({host} s)"
 
 
-def test_dev_shm_is_half_the_memory_limit(small_sandbox):
+def test_dev_shm_is_the_sandboxs_own_and_shares_its_disk(small_sandbox):
     d, sandbox_id = small_sandbox
+    # A directory of the sandbox's disk tmpfs: its size, and nothing written there gets past it.
     size_kib = run(d, sandbox_id, "df -k /dev/shm | tail -1").split()[1]
-    assert int(size_kib) == MEMORY_MB * 1024 // 2
+    assert int(size_kib) == DISK_MB * 1024
+    assert run(d, sandbox_id, "stat -c %a /dev/shm") == "1777\n"
+    full = run(d, sandbox_id, f"head -c {2 * DISK_MB}M /dev/zero 2>&1 >/dev/shm/big; echo $?; "
+                              "rm -f /dev/shm/big")
+    assert "No space left on device" in full and full.strip().endswith("1"), full
+    # Programs may map what they put there executable (JITs), and another sandbox sees none of it.
+    run(d, sandbox_id, "cp /bin/true /dev/shm/t && /dev/shm/t && echo secret > /dev/shm/mine")
+    with d.api() as api:
+        r = api.post("/sandboxes", json={"templateID": "host", "memoryMB": MEMORY_MB})
+        assert r.status_code == 201, r.text
+    other = r.json()["sandboxID"]
+    assert run(d, other, "ls -A /dev/shm") == ""
+    assert run(d, sandbox_id, "cat /dev/shm/mine") == "secret\n"
 
 
 def test_stopping_the_daemon_ends_its_lxcfs(state_dir):

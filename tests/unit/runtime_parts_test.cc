@@ -75,9 +75,9 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_FALSE(back.ok());
   EXPECT_EQ(proto::error_from(back).errnum, ENOENT);
 
-  proto::InitConfig config{"box",       1 << 20, {"/a", "/b"}, {{"/usr", "/usr"}},    false,
-                           "bpf",       true,    64 << 20,     {"meminfo", "uptime"}, true,
-                           "10.200.0.5"};
+  proto::InitConfig config{"box", 1 << 20,     {"/a", "/b"}, {{"/usr", "/usr"}},
+                           false, "bpf",       true,         {"meminfo", "uptime"},
+                           true,  "10.200.0.5"};
   proto::InitConfig config_back;
   ASSERT_TRUE(proto::decode(proto::encode(config), &config_back));
   EXPECT_EQ(config_back.hostname, "box");
@@ -88,7 +88,6 @@ TEST(InitProtocol, SignalReplyAndConfigRoundTrip) {
   EXPECT_EQ(config_back.seccomp_bpf, "bpf");
   EXPECT_TRUE(config_back.host_writable_dir);
   EXPECT_EQ(config_back.nameserver, "10.200.0.5");
-  EXPECT_EQ(config_back.shm_bytes, 64u << 20);
   EXPECT_EQ(config_back.proc_views, config.proc_views);
   EXPECT_TRUE(config_back.workload_cgroup);
   EXPECT_FALSE(config_back.allow_setid) << "no_new_privs unless a template asks";
