@@ -34,9 +34,11 @@ OutputRelay::OutputRelay(size_t capacity, UniqueFd out_source, UniqueFd out_sink
 
 // Held, it reads only while every stream's unforwarded bytes fit the
 // window, so a slow reader of one stream never lets the other's output push
-// its bytes out of the ring.
+// its bytes out of the ring; followed, while what the follower has not had
+// fits it.
 bool OutputRelay::wants_input(const Stream& stream) const {
   if (!stream.source.valid()) return false;
+  if (follower_ >= 0 && ring_.end() - std::max(delivered_, ring_.start()) >= window_) return false;
   if (!held_) return true;
   for (const Stream& other : streams_)
     if (other.sink.valid() && ring_.end() - other.cursor >= window_) return false;

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -46,6 +47,14 @@ class OutputRelay {
   OutputSlice slice(uint64_t offset, size_t max) const;
   bool has_ended() const { return wait_status_.has_value(); }
   uint64_t end() const { return ring_.end(); }  // one past the newest byte kept
+  // Where the command's follower got to (proto::Supervised::delivered).
+  uint64_t delivered() const { return delivered_; }
+  void set_delivered(uint64_t offset) { delivered_ = std::max(delivered_, offset); }
+  // The connection following it with waiting reads (-1: none). While one
+  // does, the command waits for it as for a held sink: no output is
+  // dropped before the follower had it.
+  int follower() const { return follower_; }
+  void set_follower(int client) { follower_ = client; }
   // An ended command keeps only its newest `bytes`.
   void keep_tail(size_t bytes) {
     ring_.trim_to(bytes);
@@ -59,6 +68,8 @@ class OutputRelay {
   uint64_t dropped() const { return dropped_; }
 
  private:
+  uint64_t delivered_ = 0;
+  int follower_ = -1;
   struct Stream {
     OutputStream name;
     UniqueFd source;

@@ -378,17 +378,21 @@ std::string encode(const Supervised& p) {
   w.str(p.label);
   w.u8(p.done);
   w.u8(p.has_stdin);
+  w.u8(p.in_band);  // absent: what an older agent sends
+  w.u64(p.delivered);
   return w.take();
 }
 
 bool decode(const std::string& bytes, Supervised* p) {
   Reader r(bytes);
   uint32_t tag = 0;
-  uint8_t ended = 0, pty = 0, done = 0, has_stdin = 0;
+  uint8_t ended = 0, pty = 0, done = 0, has_stdin = 0, in_band = 0;
   if (!r.u32(&tag) || tag != kSupervisedTag || !r.i32(&p->pid) || !r.u8(&ended) || !r.u8(&pty) ||
-      !r.str(&p->label) || p->label.size() > kMaxProcessLabel || !r.u8(&done) ||
-      !r.u8(&has_stdin) || !r.done())
+      !r.str(&p->label) || p->label.size() > kMaxProcessLabel || !r.u8(&done) || !r.u8(&has_stdin))
     return false;
+  if (!r.done() && (!r.u8(&in_band) || in_band > 1 || !r.u64(&p->delivered))) return false;
+  if (!r.done()) return false;
+  p->in_band = in_band != 0;
   p->has_stdin = has_stdin != 0;
   p->ended = ended != 0;
   p->pty = pty != 0;

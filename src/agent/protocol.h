@@ -223,6 +223,10 @@ struct Supervised {
   std::string label;
   bool done = true;
   bool has_stdin = false;
+  bool in_band = false;  // spawned in band (Request::in_band, or over TCP)
+  // The end of the output the last waiting kRead was answered with: where
+  // its follower (a daemon gone since) had got to.
+  uint64_t delivered = 0;
 };
 
 // errnum == 0 and an empty step mean success.

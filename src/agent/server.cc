@@ -40,6 +40,9 @@ class Server {
       std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
       for (const auto& c : clients_)
         if (!busy(c.get())) fds.push_back({c.get(), POLLIN, 0});
+      const size_t first_parked = fds.size();
+      for (const auto& [client, parked] : parked_reads_)  // POLLRDHUP: the follower went away
+        fds.push_back({client, POLLRDHUP, 0});
       const size_t first_worker = fds.size();
       for (const auto& [pid, w] : workers_)
         if (!w.hung_up) fds.push_back({w.session.get(), 0, 0});  // POLLHUP: the daemon hung up
@@ -70,8 +73,10 @@ class Server {
         if (fds[i].revents) serve_tcp(fds[i]);
       if (fds[1].revents) reap();
       if (fds[0].revents) accept_client();
-      for (size_t i = 2; i < first_worker; ++i)
+      for (size_t i = 2; i < first_parked; ++i)
         if (fds[i].revents) serve_client(fds[i].fd);
+      for (size_t i = first_parked; i < first_worker; ++i)
+        if (fds[i].revents) drop(fds[i].fd);
       for (size_t i = first_worker; i < first_start; ++i)
         if (fds[i].revents) hung_up(fds[i].fd);
       settle_reported_starts();
@@ -129,7 +134,7 @@ class Server {
     }
     if (!decoded) {
       reply = proto::reply_from(Error{"decode request", EPROTO, {}});
-    } else if (auto answered = serve_in_place(request)) {
+    } else if (auto answered = serve_in_place(fd, request)) {
       if (!proto::send_message(fd, *answered, {})) drop(fd);
       return;
     } else if (request.type == proto::RequestType::kOpen) {
@@ -529,9 +534,12 @@ class Server {
     size_t left = supervised_.size();
     if (left == 0 && !answer(client, proto::encode(proto::Supervised{}), {})) drop(client);
     for (const auto& [pid, process] : supervised_) {
-      const proto::Supervised message{
+      proto::Supervised message{
           pid,         process.ended,         process.kept.pty, process.kept.label,
           --left == 0, process.kept.has_stdin};
+      message.in_band = process.in_band;
+      if (auto relay = relays_.find(pid); relay != relays_.end())
+        message.delivered = relay->second.delivered();
       if (!answer(client, proto::encode(message), {})) {
         drop(client);
         return;
@@ -612,7 +620,7 @@ class Server {
 
   // The requests both transports answer at once, with one message; nullopt
   // for the others.
-  std::optional<std::string> serve_in_place(const proto::Request& request) {
+  std::optional<std::string> serve_in_place(int client, const proto::Request& request) {
     switch (request.type) {
       case proto::RequestType::kSignal:
         return proto::encode(signal(request.pid, request.signo));
@@ -620,7 +628,8 @@ class Server {
         close_kept_stdin(request.pid);
         return proto::encode(proto::Reply{});
       case proto::RequestType::kRead:
-        return proto::encode(read_output(request));
+        return proto::encode(request.wait_ms > 0 ? follow_output(client, request)
+                                                 : read_output(request));
       case proto::RequestType::kInput:
         return proto::encode(queue_input(request.pid, request.input));
       case proto::RequestType::kResize:
@@ -659,6 +668,7 @@ class Server {
       return false;
     parked_reads_[client] =
         ParkedRead{request, Clock::now() + std::chrono::milliseconds(request.wait_ms)};
+    relays_.at(request.pid).set_follower(client);
     return true;
   }
 
@@ -669,8 +679,22 @@ class Server {
       if (parked.deadline <= now || read_ready(parked.request)) ready.push_back(client);
     for (const int client : ready) {
       const proto::Request request = parked_reads_.extract(client).mapped().request;
-      if (!answer(client, proto::encode(read_output(request)), {})) drop(client);
+      if (!answer(client, proto::encode(follow_output(client, request)), {})) drop(client);
     }
+  }
+
+  // A waiting kRead is a follower's: what it is answered with is what that
+  // follower got (Supervised::delivered, for the next one after a restart).
+  proto::ReadReply follow_output(int client, const proto::Request& request) {
+    proto::ReadReply reply = read_output(request);
+    auto relay = relays_.find(request.pid);
+    if (relay == relays_.end()) return reply;
+    relay->second.set_follower(client);
+    if (!reply.slice.chunks.empty()) {
+      const auto& last = reply.slice.chunks.back();
+      relay->second.set_delivered(last.offset + last.bytes.size());
+    }
+    return reply;
   }
 
   // A command that ended and whose output all went out keeps only its
@@ -700,6 +724,8 @@ class Server {
 
   void drop(int fd) {
     parked_reads_.erase(fd);
+    for (auto& [pid, relay] : relays_)
+      if (relay.follower() == fd) relay.set_follower(-1);  // no daemon waits for its output now
     for (auto& [pid, process] : supervised_) {
       if (process.owner != fd) continue;
       process.owner = -1;  // the daemon went away
@@ -731,7 +757,7 @@ class Server {
       reply = proto::encode(proto::reply_from(Error{"decode request", EPROTO, {}}));
     } else if (park_read(fd, request)) {
       return;  // answered once output comes (answer_parked_reads)
-    } else if (auto answered = serve_in_place(request)) {
+    } else if (auto answered = serve_in_place(fd, request)) {
       reply = std::move(*answered);
     } else if (request.type == proto::RequestType::kFile) {
       start_worker(tcp_->release(fd), request.file, {}, true);

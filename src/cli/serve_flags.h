@@ -27,6 +27,10 @@ inline void add_serve_flags(CLI::App& app, daemon::ServeOptions& options) {
       ->envname("ABX_OUTPUT_BUFFER")
       ->check(CLI::Range(size_t{4096}, size_t{64} * 1024 * 1024))
       ->capture_default_str();
+  app.add_flag("--in-band-commands", options.in_band_commands,
+               "Commands' pipes stay in the sandbox's agent and the daemon follows their "
+               "output from it (what a daemon on another host does); experimental")
+      ->envname("ABX_IN_BAND_COMMANDS");
   app.add_option("--max-connections", options.max_connections,
                  "Client connections held at once (0: 4096, or half the open-files limit)")
       ->envname("ABX_MAX_CONNECTIONS")

@@ -275,6 +275,7 @@ int serve(const ServeOptions& options) {
   BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store, tenancy);
   service.set_output_buffer(options.output_buffer);
+  service.set_in_band_commands(options.in_band_commands);
   if (egress) {
     service.on_egress_change([&egress](uint32_t address) { egress->policy_changed(address); });
     service.set_egress_ca(egress->ca_pem());

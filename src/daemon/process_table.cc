@@ -18,6 +18,8 @@
 #include <csignal>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <thread>
 
 #include "common/clock.h"
 #include "daemon/proto_json.h"
@@ -91,6 +93,11 @@ struct ProcessTable::Managed {
   std::vector<std::shared_ptr<Subscription>> subscribers;
   UniqueFd stdin_fd;
   UniqueFd pty_fd;
+  // In band (runtime::Sandbox::spawn_in_band): the agent holds its pipes or
+  // terminal; input goes there by request.
+  bool in_band = false;
+  bool pty = false;
+  bool stdin_open = false;
   bool reaped = false;  // its exit status (or the sandbox's end) has arrived
   // Set for a process adopted from an earlier daemon until its first attach.
   std::optional<std::deque<StreamEvent>> backlog;
@@ -371,6 +378,76 @@ net::awaitable<void> wait_outputs_quiet(Managed& process) {
   process.drain_waiter = nullptr;
 }
 
+// How long after the table's deadline an in-band command's agent kills it.
+constexpr uint32_t kAgentDeadlineGrace = 2000;
+
+// How long one waiting read of an in-band command's output may wait.
+constexpr uint32_t kFollowWaitMs = 30 * 1000;
+
+// The next answer of `follower`, once its fd says it has come; an error
+// when the agent went away (the sandbox stopped).
+net::awaitable<Result<runtime::OutputSlice>> next_slice(runtime::OutputFollower& follower,
+                                                        Descriptor& ready) {
+  for (;;) {
+    boost::system::error_code ec;
+    co_await ready.async_wait(Descriptor::wait_read, net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return Error{"follow output", ec.value(), ec.message()};
+    auto answer = follower.answer();
+    if (!answer) co_return answer.error();
+    if (*answer) co_return std::move(**answer);
+  }
+}
+
+// Streams an in-band command's output from the agent's ring, from offset
+// `from`, until it ended and all of it came. Returns the stream's error
+// ("" when it ended), the exit in `exit`.
+net::awaitable<std::string> follow_in_band(Managed& process, runtime::OutputFollower& follower,
+                                           uint64_t from, runtime::ExitInfo* exit) {
+  const std::string stopped = "the sandbox stopped before the process ended";
+  Descriptor ready(process.strand, ::fcntl(follower.fd(), F_DUPFD_CLOEXEC, 0));
+  if (!ready.is_open()) co_return stopped;
+  uint64_t offset = from;
+  for (;;) {
+    if (!follower.ask(offset, kFollowWaitMs)) co_return stopped;
+    auto slice = co_await next_slice(follower, ready);
+    if (!slice) co_return stopped;
+    for (const auto& chunk : slice->chunks) {
+      offset = chunk.offset + chunk.bytes.size();
+      const char* name = process.pty                                      ? "pty"
+                         : chunk.stream == runtime::OutputStream::kStderr ? "stderr"
+                                                                          : "stdout";
+      process.bytes_read += chunk.bytes.size();
+      process.keep_edges(chunk.bytes);
+      if (process.has_listeners()) process.publish({proto_json::data_event(name, chunk.bytes)});
+      if (process.lines) process.lines->add(name, chunk.bytes);
+    }
+    if (slice->ended && offset >= slice->end) {
+      *exit = runtime::decode_wait_status(slice->wait_status);
+      co_return "";
+    }
+    co_await wait_for_slow_streams(process);
+  }
+}
+
+// Input for an in-band command goes to the agent in pieces it takes; while
+// its queue is full (EAGAIN) the rest waits, at most kInputWait.
+Status send_in_band(runtime::Sandbox& sandbox, int pid, std::string_view bytes) {
+  const auto give_up = std::chrono::steady_clock::now() + kInputWait;
+  while (!bytes.empty()) {
+    const std::string piece(bytes.substr(0, runtime::kMaxInputPiece));
+    Status sent = sandbox.send_input(pid, piece);
+    if (sent) {
+      bytes.remove_prefix(piece.size());
+      continue;
+    }
+    if (sent.error().errnum != EAGAIN) return sent;
+    if (std::chrono::steady_clock::now() >= give_up)
+      return Error{"write process input", ETIMEDOUT, "the process has not read its input for 10 s"};
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return {};
+}
+
 }  // namespace
 
 void Subscription::push_counted(StreamEvent event) {
@@ -402,7 +479,7 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
   request.spec.output_ring_bytes = output_buffer_;
   // Its stdin stays open while no daemon runs; close_stdin lets go of it.
   request.spec.supervise_stdin = request.spec.stdin_pipe && !request.spec.pty;
-  auto spawned = sandbox_->spawn(request.spec);
+  auto spawned = spawn(request.spec);
   if (!spawned) {
     Error failure = start_failure(spawned.error(), request.spec.cwd);
     log_->add("warn",
@@ -422,11 +499,61 @@ Result<std::shared_ptr<Subscription>> ProcessTable::start(StartProcess request,
   auto process = std::make_shared<Managed>(ioc_, proc.pid, request.tag, std::move(request.config));
   process->oom_kills_before = sandbox_->oom_kills();
   process->lines = std::move(request.lines);
+  process->pty = request.spec.pty;
+  process->stdin_open = request.spec.stdin_pipe && !request.spec.pty;
   auto subscription = std::make_shared<Subscription>(std::move(subscriber));
   subscription->push({proto_json::start_event(proc.pid)});
   process->subscribers.push_back(subscription);
   follow(process, proc, request.timeout);
   return subscription;
+}
+
+// In band, the agent makes the pipes: the Process carries the pid alone.
+Result<runtime::Process> ProcessTable::spawn(const runtime::ProcessSpec& spec) {
+  if (!in_band_) return sandbox_->spawn(spec);
+  runtime::ProcessSpec in_band = spec;
+  // The agent's kill is the safety net for while no daemon runs: the
+  // table's own comes first, so the end says it was the deadline.
+  if (in_band.supervise_timeout_ms > 0)
+    in_band.supervise_timeout_ms += std::min<uint32_t>(
+        kAgentDeadlineGrace, std::numeric_limits<uint32_t>::max() - in_band.supervise_timeout_ms);
+  auto pid = sandbox_->spawn_in_band(in_band);
+  if (!pid) return pid.error();
+  runtime::Process process;
+  process.pid = *pid;
+  return process;
+}
+
+void ProcessTable::adopt_in_band(const std::vector<runtime::ListedProcess>& listed) {
+  for (const auto& command : listed) {
+    if (!command.in_band || command.ended) continue;
+    {
+      std::lock_guard lock(mutex_);
+      if (processes_.contains(command.pid)) continue;
+    }
+    Label label = parse_label(command.label);
+    log_->add("info", "command found again after the daemon restarted (pid " +
+                          std::to_string(command.pid) + "): " + command_text(label.config));
+    auto process =
+        std::make_shared<Managed>(ioc_, command.pid, std::move(label.tag), std::move(label.config));
+    process->oom_kills_before = sandbox_->oom_kills();
+    process->in_band = true;
+    process->pty = command.pty;
+    process->stdin_open = !command.pty;  // closing it again is harmless
+    // What it writes until someone attaches waits for them, as for adopt().
+    process->backlog.emplace();
+    process->backlog_limit = std::max<size_t>(64 * 1024, output_buffer_);
+    std::chrono::milliseconds timeout{0};
+    if (label.deadline_ms > 0)
+      timeout = std::chrono::milliseconds(std::max<int64_t>(1, label.deadline_ms - unix_ms_now()));
+    {
+      std::lock_guard lock(mutex_);
+      processes_[process->pid] = process;
+    }
+    net::co_spawn(process->strand,
+                  shared_from_this()->supervise_in_band(process, command.delivered, timeout),
+                  net::detached);
+  }
 }
 
 void ProcessTable::adopt(std::vector<runtime::AdoptedProcess> adopted) {
@@ -453,6 +580,16 @@ void ProcessTable::adopt(runtime::AdoptedProcess adopted, size_t backlog) {
 
 void ProcessTable::follow(std::shared_ptr<Managed> process, runtime::Process& proc,
                           std::chrono::milliseconds timeout) {
+  if (!proc.exit_fd.valid()) {  // in band: the agent holds every fd of it
+    process->in_band = true;
+    {
+      std::lock_guard lock(mutex_);
+      processes_[process->pid] = process;
+    }
+    net::co_spawn(process->strand, shared_from_this()->supervise_in_band(process, 0, timeout),
+                  net::detached);
+    return;
+  }
   process->stdin_fd = std::move(proc.stdin_fd);
   if (process->stdin_fd.valid()) set_nonblocking(process->stdin_fd.get());
   std::vector<Output> outputs;
@@ -494,20 +631,25 @@ void ProcessTable::kill_at_deadline(std::shared_ptr<Managed> process) {
   });
 }
 
+void ProcessTable::arm_deadline(const std::shared_ptr<Managed>& process,
+                                std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) return;
+  auto self = shared_from_this();
+  process->deadline.expires_after(timeout);
+  // The handler runs on the process's strand (the timer's executor).
+  process->deadline.async_wait([this, self, process](auto ec) {
+    if (ec) return;
+    process->deadline_fired = true;
+    kill_at_deadline(process);
+  });
+}
+
 http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
                                          std::vector<Output> outputs,
                                          std::shared_ptr<Descriptor> exit_source,
                                          std::chrono::milliseconds timeout) {
   auto self = shared_from_this();  // the table outlives this coroutine
-  if (timeout.count() > 0) {
-    process->deadline.expires_after(timeout);
-    // The handler runs on the process's strand (the timer's executor).
-    process->deadline.async_wait([this, self, process](auto ec) {
-      if (ec) return;
-      process->deadline_fired = true;
-      kill_at_deadline(process);
-    });
-  }
+  arm_deadline(process, timeout);
   for (auto& [source, name] : outputs) {
     ++process->open_outputs;
     net::co_spawn(process->strand, drain_output(process, source, name), net::detached);
@@ -520,6 +662,27 @@ http::Task<void> ProcessTable::supervise(std::shared_ptr<Managed> process,
     boost::system::error_code ignored;
     source->cancel(ignored);
   }
+  finish(process, exit, std::move(error));
+}
+
+// The agent enforces the deadline too (it holds the command whoever
+// follows it); the table's own timer says the end was the deadline's.
+http::Task<void> ProcessTable::supervise_in_band(std::shared_ptr<Managed> process, uint64_t from,
+                                                 std::chrono::milliseconds timeout) {
+  auto self = shared_from_this();  // the table outlives this coroutine
+  arm_deadline(process, timeout);
+  runtime::ExitInfo exit{-1, false, "signal: killed"};
+  std::string error;
+  if (auto follower = sandbox_->follow_output(process->pid); !follower)
+    error = "the sandbox stopped before the process ended";
+  else
+    error = co_await follow_in_band(*process, **follower, from, &exit);
+  mark_reaped(*process);
+  finish(process, exit, std::move(error));
+}
+
+void ProcessTable::finish(const std::shared_ptr<Managed>& process, const runtime::ExitInfo& exit,
+                          std::string error) {
   process->deadline.cancel();
   {
     std::lock_guard lock(mutex_);
@@ -591,6 +754,14 @@ Status ProcessTable::send_input(const ProcessSelector& selector, const std::stri
                                 bool to_pty) {
   auto process = find(selector);
   if (!process) return process.error();
+  if ((*process)->in_band) {
+    {
+      std::lock_guard lock((*process)->mutex);
+      if (to_pty != (*process)->pty || (!to_pty && !(*process)->stdin_open))
+        return Error{to_pty ? "process has no pty" : "process stdin is closed", EINVAL, ""};
+    }
+    return send_in_band(*sandbox_, (*process)->pid, bytes);
+  }
   std::lock_guard lock((*process)->mutex);
   const UniqueFd& fd = to_pty ? (*process)->pty_fd : (*process)->stdin_fd;
   if (!fd.valid()) {
@@ -627,12 +798,17 @@ Status ProcessTable::close_stdin(const ProcessSelector& selector) {
   if (Status released = sandbox_->close_stdin((*process)->pid); !released) return released;
   std::lock_guard lock((*process)->mutex);
   (*process)->stdin_fd.reset();
+  (*process)->stdin_open = false;
   return {};
 }
 
 Status ProcessTable::resize_pty(const ProcessSelector& selector, uint16_t cols, uint16_t rows) {
   auto process = find(selector);
   if (!process) return process.error();
+  if ((*process)->in_band) {
+    if (!(*process)->pty) return Error{"process has no pty", EINVAL, ""};
+    return sandbox_->resize_terminal((*process)->pid, cols, rows);
+  }
   std::lock_guard lock((*process)->mutex);
   if (!(*process)->pty_fd.valid()) return Error{"process has no pty", EINVAL, ""};
   struct winsize size {};

@@ -100,6 +100,9 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   // `pool` runs the deadline's kill: a request to the sandbox's init, which
   // must not block the io thread the deadline fires on.
   // `log` hears each command's start and end (the sandbox's logs).
+  // `in_band`: commands run in band (runtime::Sandbox::spawn_in_band): the
+  // sandbox's agent holds their pipes, this table follows their output from
+  // the agent's ring and holds no fd of them.
   // `output_buffer`: the newest output of each command the agent keeps, and
   // each output pipe's size (what a command writes while no daemon reads
   // before its writes wait), the pipe at most `pipe_cap` (0: no cap): a
@@ -108,13 +111,15 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   ProcessTable(boost::asio::io_context& ioc, BlockingPool& pool,
                std::shared_ptr<runtime::Sandbox> sandbox,
                std::shared_ptr<SandboxLog> log = std::make_shared<SandboxLog>(),
-               size_t output_buffer = kDefaultOutputBuffer, size_t pipe_cap = 0)
+               size_t output_buffer = kDefaultOutputBuffer, size_t pipe_cap = 0,
+               bool in_band = false)
       : ioc_(ioc),
         pool_(pool),
         sandbox_(std::move(sandbox)),
         log_(std::move(log)),
         output_buffer_(output_buffer),
-        pipe_bytes_(pipe_cap ? std::min(output_buffer, pipe_cap) : output_buffer) {}
+        pipe_bytes_(pipe_cap ? std::min(output_buffer, pipe_cap) : output_buffer),
+        in_band_(in_band) {}
 
   // Takes over commands an earlier daemon started in this sandbox
   // (runtime::Sandbox::adopt_processes): listed again, their output and end
@@ -122,6 +127,9 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   // before the first attach waits for it (twice the output buffer, shared
   // by the sandbox's adopted commands, at least 64 KiB each).
   void adopt(std::vector<runtime::AdoptedProcess> adopted);
+  // Takes over in-band commands (runtime::Sandbox::list_processes) that are
+  // not in the table: followed from where their last follower got to.
+  void adopt_in_band(const std::vector<runtime::ListedProcess>& listed);
 
   // Spawns (blocks briefly: one request to the sandbox's init). The returned
   // subscription already holds the start event.
@@ -156,6 +164,13 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   http::Task<void> supervise(std::shared_ptr<Managed> process, std::vector<Output> outputs,
                              std::shared_ptr<boost::asio::posix::stream_descriptor> exit_source,
                              std::chrono::milliseconds timeout);
+  http::Task<void> supervise_in_band(std::shared_ptr<Managed> process, uint64_t from,
+                                     std::chrono::milliseconds timeout);
+  void arm_deadline(const std::shared_ptr<Managed>& process, std::chrono::milliseconds timeout);
+  // The end: logged, recorded, and the end event to every stream.
+  void finish(const std::shared_ptr<Managed>& process, const runtime::ExitInfo& exit,
+              std::string error);
+  Result<runtime::Process> spawn(const runtime::ProcessSpec& spec);
 
   boost::asio::io_context& ioc_;
   BlockingPool& pool_;
@@ -163,6 +178,7 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   std::shared_ptr<SandboxLog> log_;
   const size_t output_buffer_;
   const size_t pipe_bytes_;
+  const bool in_band_;
   std::mutex mutex_;
   std::map<int, std::shared_ptr<Managed>> processes_;
 };

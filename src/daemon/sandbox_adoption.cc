@@ -19,6 +19,9 @@ void adopt_running_processes(LiveSandbox& live) {
     (interp::parse_context_label(process.label) ? contexts : commands)
         .push_back(std::move(process));
   live.processes->adopt(std::move(commands));
+  // In-band commands went to no daemon: the agent lists them (an older one
+  // cannot, and has none).
+  if (auto listed = live.sandbox->list_processes()) live.processes->adopt_in_band(*listed);
   if (contexts.empty()) return;
   live.log->add("info", std::to_string(contexts.size()) +
                             " interpreter context(s) found again after the daemon restarted");

@@ -25,6 +25,9 @@ struct ServeOptions {
   // What each command's stdout and stderr hold while no daemon reads them
   // (a restart): past it the command's writes wait for the next daemon.
   size_t output_buffer = 1024 * 1024;
+  // Commands run in band: the sandbox's agent holds their pipes, the daemon
+  // none (see ProcessTable); off until it is measured against the default.
+  bool in_band_commands = false;
   std::string log_level = "info";     // trace|debug|info|warn|error
   std::filesystem::path init_binary;  // abx-init; default: beside /proc/self/exe
   // Written once the server listens: "http://127.0.0.1:PORT\n". Lets the CLI

@@ -102,8 +102,8 @@ std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
   auto live = std::make_shared<LiveSandbox>();
   live->sandbox = std::shared_ptr<runtime::Sandbox>(std::move(sb));
   const size_t output_buffer = row.output_buffer_bytes ? row.output_buffer_bytes : output_buffer_;
-  live->processes = std::make_shared<ProcessTable>(ioc_, pool_, live->sandbox, live->log,
-                                                   output_buffer, output_buffer_);
+  live->processes = std::make_shared<ProcessTable>(
+      ioc_, pool_, live->sandbox, live->log, output_buffer, output_buffer_, in_band_commands_);
   live->log->set_journal(tenancy_.events->open(row.id, row.owner));
   live->row = std::move(row);
   live->accounted_ms = now_ms();

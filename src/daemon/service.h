@@ -188,6 +188,8 @@ class Service : private runtime::StopListener {
   // What each command's stdout and stderr hold while no daemon reads them
   // (ProcessTable); set before restore().
   void set_output_buffer(size_t bytes) { output_buffer_ = bytes; }
+  // Commands run in band (ProcessTable's `in_band`); set before restore().
+  void set_in_band_commands(bool in_band) { in_band_commands_ = in_band; }
 
   ApiKeys& keys() { return *tenancy_.keys; }
   Quotas& quotas() { return *tenancy_.quotas; }
@@ -267,6 +269,7 @@ class Service : private runtime::StopListener {
   std::string egress_ca_;
   std::string extra_ca_;
   size_t output_buffer_ = kDefaultOutputBuffer;
+  bool in_band_commands_ = false;
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<LiveSandbox>> live_;

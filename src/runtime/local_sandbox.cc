@@ -226,6 +226,8 @@ Result<int> LocalSandbox::spawn_in_band(const ProcessSpec& spec) {
   return reply->pid;
 }
 
+static_assert(kMaxInputPiece == proto::kMaxInputBytes);
+
 Status LocalSandbox::send_input(int pid, const std::string& bytes) {
   proto::Request request{proto::RequestType::kInput, {}, pid, 0};
   request.input = bytes;
@@ -251,7 +253,8 @@ Result<std::vector<ListedProcess>> LocalSandbox::list_processes() {
   std::vector<ListedProcess> out;
   Status listed = supervised_messages(
       proto::RequestType::kList, [&](const proto::Supervised& message, std::vector<UniqueFd>) {
-        out.push_back({message.pid, message.ended, message.pty, message.label});
+        out.push_back({message.pid, message.ended, message.pty, message.label, message.in_band,
+                       message.delivered});
       });
   if (!listed) return listed.error();
   return out;

@@ -186,6 +186,8 @@ struct ProcessEntry {
   std::string command;  // its command line, arguments joined by spaces
 };
 
+inline constexpr size_t kMaxInputPiece = 64 * 1024;
+
 // Why a sandbox refuses in-band commands: its agent predates them, or the
 // runtime has none.
 inline constexpr const char* kNoInBand =
@@ -211,6 +213,8 @@ struct ListedProcess {
   bool ended = false;
   bool pty = false;
   std::string label;
+  bool in_band = false;    // Sandbox::spawn_in_band's (else its fds went to a daemon)
+  uint64_t delivered = 0;  // the output offset its last follower got to
 };
 
 class Sandbox {
@@ -333,8 +337,9 @@ class Sandbox {
   virtual Result<int> spawn_in_band(const ProcessSpec& /*spec*/) {
     return Error{"spawn in band", ENOTSUP, kNoInBand};
   }
-  // Bytes for an in-band command's stdin or terminal, queued by the agent
-  // (EAGAIN while its queue is full: send them again once it read).
+  // Bytes for an in-band command's stdin or terminal (at most
+  // kMaxInputPiece), queued by the agent (EAGAIN while its queue is full:
+  // send them again once it read).
   virtual Status send_input(int /*pid*/, const std::string& /*bytes*/) {
     return Error{"send input", ENOTSUP, kNoInBand};
   }
