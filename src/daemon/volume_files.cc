@@ -67,8 +67,9 @@ std::string normalize(const std::string& path) {
 }
 
 Result<Tree> Tree::open(const Volumes& volumes, const std::string& id) {
-  const auto dir = volumes.data_dir(id);
-  UniqueFd root(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  auto dir = volumes.data_dir(id);
+  if (!dir) return dir.error();
+  UniqueFd root(::open(dir->c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!root.valid()) return Error::from_errno("open volume", id);
   return Tree(std::move(root), volumes.owners());
 }
