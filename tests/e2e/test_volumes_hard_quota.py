@@ -101,6 +101,24 @@ def test_a_sandbox_writing_past_the_quota_gets_enospc_and_the_other_files_stay(d
         assert sorted(names) == ["keep", "mid"]  # no lost+found of the filesystem's
 
 
+def test_a_raised_quota_grows_the_image_at_the_next_mount(d):
+    daemon = d["d"]
+    assert abx(daemon, "quota", "set", "--team", "default", "--volume-mb", "8").returncode == 0
+    volume = new_volume(daemon)
+    assert abx(daemon, "quota", "set", "--team", "default", "--volume-mb", "32").returncode == 0
+    sandbox = create_with(daemon, volume["name"])
+    try:
+        r = sh(daemon, sandbox, "head -c 20000000 /dev/zero > /data/f && echo ok")
+        assert r.stdout == "ok\n", r.stderr
+        r = sh(daemon, sandbox, "head -c 20000000 /dev/zero > /data/g; echo rc=$?")
+        assert "No space left on device" in r.stderr and "rc=0" not in r.stdout, r.stderr
+    finally:
+        abx(daemon, "kill", sandbox, "--yes")
+    row = next(line for line in abx(daemon, "volume", "list").stdout.splitlines()
+               if line.startswith(volume["name"]))
+    assert "hard" in row, row
+
+
 def test_two_sandboxes_share_it_and_delete_waits_for_them_then_detaches_the_loop(d):
     daemon = d["d"]
     volume = new_volume(daemon)
