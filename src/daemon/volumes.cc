@@ -273,6 +273,21 @@ Result<fs::path> Volumes::data_dir(const std::string& id) const {
   return data;
 }
 
+Result<UniqueFd> Volumes::open_root(const std::string& id) const {
+  auto data = data_dir(id);
+  if (!data) return data.error();
+  UniqueFd root(::open(data->c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!root.valid()) return Error::from_errno("open volume", id);
+  struct stat mine {
+  }, home{};
+  const auto volume = find_any(id);
+  if (volume && volume->image &&
+      (::fstat(root.get(), &mine) != 0 || ::stat((dir_ / id).c_str(), &home) != 0 ||
+       mine.st_dev == home.st_dev))
+    return Error::with_message("volume " + volume->name + " is being remounted: try again", EAGAIN);
+  return root;
+}
+
 Status Volumes::fit(const std::string& id, uint64_t size_bytes) const {
   const auto volume = find_any(id);
   if (!volume || !volume->image || size_bytes == 0) return {};
@@ -329,10 +344,8 @@ uint64_t bytes_under(int dir_fd, int depth) {
 
 // Links are counted as themselves, never followed.
 uint64_t Volumes::usage_bytes(const std::string& id) const {
-  auto data = data_dir(id);
-  if (!data) return 0;
-  UniqueFd root(::open(data->c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  return root.valid() ? bytes_under(root.get(), 0) : 0;
+  auto root = open_root(id);
+  return root ? bytes_under(root->get(), 0) : 0;
 }
 
 Result<std::vector<VolumeMountRow>> Volumes::resolve(const std::string& team,

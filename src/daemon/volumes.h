@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/unique_fd.h"
 #include "daemon/control_requests.h"
 #include "daemon/sandbox_row.h"
 #include "runtime/runtime.h"
@@ -94,6 +95,10 @@ class Volumes {
   // mount, remounted here if it went: ENODEV when it cannot be, never the
   // empty directory beneath (what is written there would escape the size).
   Result<std::filesystem::path> data_dir(const std::string& id) const;
+  // data_dir opened (O_PATH): for an image volume, checked to be the image's
+  // filesystem once open, so a remount meanwhile (a grow) cannot hand out
+  // the directory beneath.
+  Result<UniqueFd> open_root(const std::string& id) const;
   // An image volume grown to `size_bytes` if smaller (a raised quota; 0: none).
   Status fit(const std::string& id, uint64_t size_bytes) const;
   // Detaches every image's mount (the daemon stops; sandboxes keep theirs).

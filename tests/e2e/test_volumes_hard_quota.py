@@ -190,3 +190,35 @@ def test_mounts_off_in_config_json_refuse_the_mount(tmp_path):
     finally:
         stop_daemon(daemon)
         shutil.rmtree(state, ignore_errors=True)
+
+
+def test_a_volume_kept_as_a_plain_directory_is_served_but_mounts_only_with_the_switch(d):
+    """A volume from before images (a plain data/ directory) keeps its files and its content
+    API; its quota is soft, so a create refuses to mount it unless config.json says so."""
+    daemon = d["d"]
+    volume = new_volume(daemon)
+    home = daemon.data_dir / "volumes" / volume["volumeID"]
+    owner = os.stat(home / "data")  # the image's root: the shared range's user
+    stop_daemon(daemon)
+    # What an older daemon left: data/ a directory of that user, no image.
+    (home / "image").unlink()
+    (home / "data" / "old").write_text("from before\n")
+    for path in (home / "data", home / "data" / "old"):
+        os.chown(path, owner.st_uid, owner.st_gid)
+    d["d"] = daemon = start_daemon(daemon.data_dir, extra_args=("--warm-pool", "0"))
+    with daemon.api() as api:
+        info = api.get(f"/volumes/{volume['volumeID']}").json()
+        assert (info["storage"], info["mountable"]) == ("directory", False), info
+        r = api.get(f"/volumecontent/{volume['volumeID']}/file", params={"path": "/old"})
+        assert r.status_code == 200 and r.content == b"from before\n", r.text
+    r = abx(daemon, "create", "host", "--volume", f"{volume['name']}:/data")
+    assert r.returncode != 0 and "plain directory" in r.stderr, r.stderr
+    assert '"volumes": {"mounts": true}' in r.stderr
+    stop_daemon(daemon)
+    (daemon.data_dir / "config.json").write_text('{"volumes": {"mounts": true}}')
+    d["d"] = daemon = start_daemon(daemon.data_dir, extra_args=("--warm-pool", "0"))
+    sandbox = create_with(daemon, volume["name"])
+    try:
+        assert sh(daemon, sandbox, "cat /data/old").stdout == "from before\n"
+    finally:
+        abx(daemon, "kill", sandbox, "--yes")
