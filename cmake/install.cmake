@@ -47,6 +47,9 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# mkfs.ext4: each volume is an ext4 image, its size a hard quota (dpkg-shlibdeps
+# adds the libraries' packages to this).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "e2fsprogs")
 # Programs the daemon runs when present: base template builds, sandbox /proc
 # views, rootless id maps and rootless networking.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "mmdebstrap, lxcfs, uidmap, slirp4netns")

@@ -10,8 +10,8 @@ build_packages=(cmake ninja-build make g++ pkg-config git dpkg-dev file ccache
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libseccomp-dev libcap-dev libnl-route-3-dev libnftables-dev libsqlite3-dev libarchive-dev libtomlplusplus-dev libssl-dev zlib1g-dev
   # run time: the base template's build, sandboxes' /proc views, rootless id maps
-  # and networking, the SDK's venv
-  mmdebstrap lxcfs uidmap slirp4netns python3-venv
+  # and networking, the SDK's venv, volumes' ext4 images (mkfs.ext4)
+  mmdebstrap lxcfs uidmap slirp4netns python3-venv e2fsprogs
   # template push/pull: the OCI registry protocol
   skopeo)
 packages=("${build_packages[@]}" clang-format clang libclang-rt-14-dev libgtest-dev

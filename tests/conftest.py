@@ -18,7 +18,8 @@ def daemon() -> Daemon:
     state = private_state_dir()
     # The suites run 50 default sandboxes (512 MB limits each) at once, more than a
     # small CI host's memory: let limits overcommit here (they are caps, not use).
-    # Volume mounts are the operator's choice (their quota is soft): the volume tests use them.
+    # Volume mounts are on by default where volumes are loop-mounted images; the switch also
+    # mounts plain-directory volumes (a daemon that cannot loop-mount), so the volume tests run there.
     (state / "config.json").write_text('{"hostCaps": {"memoryPercent": 1000}, '
                                        '"volumes": {"mounts": true}}')
     d = start_daemon(state / "state", extra_args=("--config", str(state / "config.json")))

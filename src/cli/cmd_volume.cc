@@ -48,9 +48,12 @@ Result<int> run_list(const ListOptions& options) {
     for (const auto& id : volume.value("mountedBy", json::array()))
       if (id.is_string()) by.push_back(id.get<std::string>());
     const uint64_t quota = volume.value("quotaBytes", uint64_t{0});
+    // hard: the kernel stops writes at the image's size; soft: the daemon counts.
+    const std::string limit = volume.value("storage", "") == "image" ? " hard" : " soft";
     rows.push_back({volume.value("name", ""), volume.value("volumeID", ""),
                     format_bytes(volume.value("usedBytes", uint64_t{0})),
-                    quota ? format_bytes(quota) : "none", by.empty() ? "-" : comma_join(by)});
+                    (quota ? format_bytes(quota) : "none") + limit,
+                    by.empty() ? "-" : comma_join(by)});
   }
   std::cout << format_table(rows);
   return 0;

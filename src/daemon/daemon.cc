@@ -261,9 +261,16 @@ int serve(const ServeOptions& options) {
                                VolumeOwners{[&rt](uint32_t id) { return rt.host_uid(id); },
                                             [&rt](uint32_t id) { return rt.host_gid(id); }});
   if (!volumes) return fail(volumes.error());
-  auto volume_mounts = load_volume_mounts_allowed(config_file);
+  auto volume_mounts = load_volume_mounts(config_file);
   if (!volume_mounts) return fail(volume_mounts.error());
   (*volumes)->allow_mounts(*volume_mounts);
+  if ((*volumes)->storage() == "image")
+    spdlog::info("volumes: ext4 images, loop-mounted (a hard size quota); mounts {}",
+                 volume_mounts->value_or(true) ? "on" : "off (config.json)");
+  else
+    spdlog::info("volumes: plain directories, as {} (a soft size quota); mounts {}",
+                 (*volumes)->no_images_reason(),
+                 volume_mounts->value_or(false) ? "on (config.json)" : "off");
   Tenancy tenancy{*keys,
                   std::make_shared<Quotas>(*quota_config, host, **store),
                   std::make_shared<Usage>(**store),
@@ -325,6 +332,9 @@ int serve(const ServeOptions& options) {
   for (auto& thread : threads) thread.join();
   const bool long_work_done = pool.join_within(kLongWorkGrace);
   if (Status s = tenancy.usage->flush(); !s) spdlog::warn("usage: {}", s.error().message());
+  // No mount or loop device outlives the daemon but what its sandboxes bind
+  // (their volumes' loop devices go with them); a start mounts them again.
+  tenancy.volumes->unmount_all();
   if (!long_work_done) {
     // Its threads still use the service and the store: no destructor may run
     // under them. What they leave is what a SIGKILL leaves, which a start copes with.

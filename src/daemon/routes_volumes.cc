@@ -181,7 +181,7 @@ Task<void> volume_create(ControlCall& call, Exchange& exchange) {
     co_return co_await respond_error(exchange, s.error());
   Result<Volume> volume = Error::with_message("volume: not made", EIO);
   co_await call.service.pool().run(
-      [&] { volume = volumes.create(team, name->get<std::string>()); });
+      [&] { volume = volumes.create(team, name->get<std::string>(), quota_bytes(call, team)); });
   if (!volume) co_return co_await respond_error(exchange, volume.error());
   co_await respond_json(exchange, 201, volume_and_token(*volume));
 }
@@ -199,6 +199,10 @@ Task<void> volume_get(ControlCall& call, Exchange& exchange) {
   json out = volume_and_token(*volume);
   out["usedBytes"] = used;
   out["quotaBytes"] = quota_bytes(call, volume->team);
+  // "image": the quota is hard (the kernel stops writes past it); "directory":
+  // soft, and sandboxes mount it only where config.json turns mounts on.
+  out["storage"] = volume->image ? "image" : "directory";
+  out["mountable"] = call.service.volumes().mountable(*volume);
   out["mountedBy"] = mounted_by(call, id);
   co_await respond_json(exchange, 200, out);
 }
@@ -356,8 +360,11 @@ Task<void> volume_file_write(ControlCall& call, Exchange& exchange) {
   const bool replace = force_query(request);
   const uint64_t quota = quota_bytes(call, volume->team);
   uint64_t used = 0;  // a long walk: see volume_get
-  co_await call.service.pool().run_long(
-      [&] { used = call.service.volumes().usage_bytes(volume->id); });
+  co_await call.service.pool().run_long([&] {
+    // A quota raised since the image was made: the image follows it.
+    (void)call.service.volumes().fit(volume->id, quota);
+    used = call.service.volumes().usage_bytes(volume->id);
+  });
   auto upload = co_await on_tree<Tree::Upload>(
       call, *volume, [&](const Tree& tree) { return tree.begin_upload(*path, replace); });
   if (!upload) co_return co_await respond_error(exchange, upload.error());

@@ -67,10 +67,9 @@ std::string normalize(const std::string& path) {
 }
 
 Result<Tree> Tree::open(const Volumes& volumes, const std::string& id) {
-  const auto dir = volumes.data_dir(id);
-  UniqueFd root(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!root.valid()) return Error::from_errno("open volume", id);
-  return Tree(std::move(root), volumes.owners());
+  auto root = volumes.open_root(id);
+  if (!root) return root.error();
+  return Tree(std::move(*root), volumes.owners());
 }
 
 Result<uint32_t> Tree::host_uid(uint32_t uid) const {

@@ -1,13 +1,24 @@
 // Volumes (E2B's volume API): named, team-owned, persistent directories that
 // sandboxes mount read-write at create, several at once. Each lives under
-// <data>/volumes/<id>/: meta.json (name, team, token, created) and data/, the
-// directory mounted. data/ is owned by the shared uid range, as template
-// layers are (runtime/id_ranges.h), so every sandbox sees the same owners
-// through its idmapped mount. Host paths are never chosen by a caller.
+// <data>/volumes/<id>/: meta.json (name, team, token, created), image (an
+// ext4 filesystem in a sparse file the size of the team's maxVolumeMB) and
+// data/, where the daemon keeps the image loop-mounted while the volume
+// exists and the daemon runs (runtime/loop_image.h). Sandboxes bind data/;
+// the content API reads and writes through it. Its root is owned by the
+// shared uid range, as template layers are (runtime/id_ranges.h), so every
+// sandbox sees the same owners through its idmapped mount. Host paths are
+// never chosen by a caller.
 //
-// The size quota is the daemon's: the content API refuses a write that would
-// pass it, and a sandbox create refuses to mount a volume already past it;
-// writes from inside a sandbox are not stopped by the kernel at the quota.
+// The size quota is hard: past the image's size the kernel answers ENOSPC,
+// to a sandbox as to the daemon. The daemon's own checks stay for a quota
+// lowered since the image was made (an image grows, never shrinks): the
+// content API refuses a write that would pass it, and a create refuses to
+// mount a volume already past it.
+//
+// Where the daemon cannot attach loop devices (not root, no
+// /dev/loop-control, no mkfs.ext4) volumes are plain directories, as are
+// the volumes made before images: their quota is soft, so they mount only
+// when config.json says "volumes": {"mounts": true}.
 #pragma once
 
 #include <sys/types.h>
@@ -23,6 +34,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/unique_fd.h"
 #include "daemon/control_requests.h"
 #include "daemon/sandbox_row.h"
 #include "runtime/runtime.h"
@@ -35,6 +47,7 @@ struct Volume {
   std::string team;
   std::string token;  // the content API's bearer token
   int64_t created_ms = 0;
+  bool image = false;  // an ext4 image (a hard size), not a plain directory
 };
 
 // Sandbox ids to host ids of the shared range (Runtime::host_uid/host_gid).
@@ -52,14 +65,21 @@ class Volumes {
   // Loads the volumes of `dir` (made if missing).
   static Result<std::unique_ptr<Volumes>> open(std::filesystem::path dir, VolumeOwners owners);
 
-  // Whether creates may mount volumes (config.json's "volumes": {"mounts": true}):
-  // off by default, since a volume's size quota is checked only at mount time
-  // and on writes through the API, so a sandbox's own writes could fill the
-  // data dir's disk. The store and its API work either way.
-  void allow_mounts(bool allowed) { mounts_allowed_ = allowed; }
+  // config.json's "volumes": {"mounts": ...}. Unset, creates mount image
+  // volumes (their size is hard) and no plain directory (a sandbox's own
+  // writes could fill the data dir's disk); true mounts both, false none.
+  // The store and its API work either way.
+  void allow_mounts(std::optional<bool> configured) { mounts_configured_ = configured; }
+  // "image" where volumes are made as ext4 images, else "directory".
+  std::string storage() const { return no_images_.empty() ? "image" : "directory"; }
+  // Why volumes are plain directories here ("" when they are images).
+  const std::string& no_images_reason() const { return no_images_; }
+  // Whether a create may mount `volume`.
+  bool mountable(const Volume& volume) const;
 
-  // EEXIST: the team has a volume of that name.
-  Result<Volume> create(const std::string& team, const std::string& name);
+  // EEXIST: the team has a volume of that name. An image is `size_bytes`
+  // large (0: the size of the data dir's filesystem). Blocks (mkfs).
+  Result<Volume> create(const std::string& team, const std::string& name, uint64_t size_bytes);
   std::vector<Volume> list(const std::string& team) const;
   // The team's volume: another team's is not found, as one that never was.
   std::optional<Volume> find(const std::string& team, const std::string& id) const;
@@ -71,8 +91,18 @@ class Volumes {
   Result<bool> remove(const std::string& team, const std::string& id,
                       const std::function<bool(const std::string& id)>& in_use);
 
-  // The directory mounted into sandboxes.
-  std::filesystem::path data_dir(const std::string& id) const;
+  // The directory mounted into sandboxes. An image volume's is its image's
+  // mount, remounted here if it went: ENODEV when it cannot be, never the
+  // empty directory beneath (what is written there would escape the size).
+  Result<std::filesystem::path> data_dir(const std::string& id) const;
+  // data_dir opened (O_PATH): for an image volume, checked to be the image's
+  // filesystem once open, so a remount meanwhile (a grow) cannot hand out
+  // the directory beneath.
+  Result<UniqueFd> open_root(const std::string& id) const;
+  // An image volume grown to `size_bytes` if smaller (a raised quota; 0: none).
+  Status fit(const std::string& id, uint64_t size_bytes) const;
+  // Detaches every image's mount (the daemon stops; sandboxes keep theirs).
+  void unmount_all() const;
   // Bytes its files hold (a walk; blocks).
   uint64_t usage_bytes(const std::string& id) const;
   const VolumeOwners& owners() const { return owners_; }
@@ -95,17 +125,21 @@ class Volumes {
  private:
   Volumes(std::filesystem::path dir, VolumeOwners owners);
   Status load();
+  Status mount(const std::string& id) const;
+  uint64_t image_size(uint64_t size_bytes) const;
 
   std::filesystem::path dir_;
   VolumeOwners owners_;
   mutable std::mutex mutex_;
   std::map<std::string, Volume> volumes_;  // by id
   std::map<std::string, int> holds_;
-  bool mounts_allowed_ = false;
+  std::optional<bool> mounts_configured_;
+  std::string no_images_;        // runtime::loop_image::unavailable_reason()
+  mutable std::mutex mounting_;  // one image is never attached twice at once
 };
 
-// config.json's "volumes": {"mounts": BOOL} (false when absent).
-Result<bool> load_volume_mounts_allowed(const std::filesystem::path& config_file);
+// config.json's "volumes": {"mounts": BOOL} (unset when absent).
+Result<std::optional<bool>> load_volume_mounts(const std::filesystem::path& config_file);
 
 // Holds volumes for the length of a create (Volumes::hold).
 class VolumeHolds {

@@ -215,21 +215,30 @@ def test_our_sdk_mounts_a_volume_by_name(daemon, volume, monkeypatch):
         sb.kill()
 
 
-def test_mounts_are_off_unless_the_operator_turns_them_on(tmp_path):
-    """A volume's quota is soft (a sandbox's own writes are not stopped at it), so a daemon
-    mounts volumes only when its config.json says so; the store and its API work anyway."""
+def test_mounts_are_on_where_the_quota_is_hard_and_off_where_it_is_soft(tmp_path):
+    """With no config.json, a daemon that makes volumes as loop-mounted images (a hard size
+    quota) mounts them; one that cannot (not root, no /dev/loop-control) keeps plain
+    directories, whose quota is soft, and mounts them only when config.json says so. The
+    store and its API work either way."""
     state = private_state_dir()
     d = start_daemon(state / "state", extra_args=("--warm-pool", "0"))
     try:
         with d.api() as api:
-            made = api.post("/volumes", json={"name": "kept-off"})
+            made = api.post("/volumes", json={"name": "default-mounts"})
             assert made.status_code == 201, made.text
-            r = api.post("/sandboxes", json={"templateID": "host",
-                                             "volumeMounts": [{"name": "kept-off", "path": "/data"}]})
-            assert r.status_code == 400, r.text
-            assert '"volumes": {"mounts": true}' in r.json()["message"]
-            assert api.get("/sandboxes").json() == []
-            assert api.delete(f"/volumes/{made.json()['volumeID']}").status_code in (200, 204)
+            volume_id = made.json()["volumeID"]
+            info = api.get(f"/volumes/{volume_id}").json()
+            assert info["mountable"] == (info["storage"] == "image"), info
+            r = api.post("/sandboxes", json={"templateID": "host", "volumeMounts": [
+                {"name": "default-mounts", "path": "/data"}]})
+            if info["storage"] == "image":
+                assert r.status_code == 201, r.text
+                assert api.delete(f"/sandboxes/{r.json()['sandboxID']}").status_code == 204
+            else:
+                assert r.status_code == 400, r.text
+                assert '"volumes": {"mounts": true}' in r.json()["message"]
+                assert api.get("/sandboxes").json() == []
+            assert api.delete(f"/volumes/{volume_id}").status_code in (200, 204)
     finally:
         stop_daemon(d)
     (state / "state" / "config.json").write_text('{"volumes": {"mounts": "yes"}}')
