@@ -77,9 +77,11 @@ const std::array kRoutes = {
     // counts as an api key here and on every route above.
     ROW("GET",    "/dashboard",                        P::control, C::none,    dashboard_page),
     ROW("GET",    "/dashboard/assets/{name}",          P::control, C::none,    dashboard_asset),
+    ROW("GET",    "/dashboard/assets/{version}/{name}", P::control, C::none,   dashboard_versioned_asset),
     ROW("POST",   "/dashboard/login",                  P::control, C::none,    dashboard_login),
     ROW("POST",   "/dashboard/logout",                 P::control, C::api_key, dashboard_logout),
     ROW("GET",    "/dashboard/session",                P::control, C::api_key, dashboard_session),
+    ROW("GET",    "/dashboard/bootstrap",              P::control, C::api_key, dashboard_bootstrap),
     ROW("GET",    "/dashboard/events",                 P::control, C::api_key, dashboard_events),
     // Sandbox plane, port 49983: envd's plain HTTP endpoints and Connect RPCs.
     ROW("GET",    "/health",                           P::envd, C::none,               envd_health),

@@ -85,10 +85,19 @@ Task<void> sandbox_fork(ControlCall& call, Exchange& exchange);
 // routes_dashboard.cc: the web dashboard's page, assets and login sessions.
 Task<void> dashboard_page(ControlCall& call, Exchange& exchange);
 Task<void> dashboard_asset(ControlCall& call, Exchange& exchange);
+Task<void> dashboard_versioned_asset(ControlCall& call, Exchange& exchange);
 Task<void> dashboard_login(ControlCall& call, Exchange& exchange);
 Task<void> dashboard_logout(ControlCall& call, Exchange& exchange);
 Task<void> dashboard_session(ControlCall& call, Exchange& exchange);
-// routes_dashboard_events.cc: its live feed (server-sent events).
+Task<void> dashboard_bootstrap(ControlCall& call, Exchange& exchange);
+// routes_dashboard_events.cc: its live feed (server-sent events), and the
+// snapshot it starts from: the caller's sandboxes as listed, and a digest of
+// them (a page that holds them already asks the feed not to send them again).
+struct FeedSnapshot {
+  std::string sandboxes;  // JSON text: an array, as GET /sandboxes lists them, with owners
+  std::string digest;
+};
+FeedSnapshot dashboard_feed_snapshot(Service& service, const Caller& caller);
 Task<void> dashboard_events(ControlCall& call, Exchange& exchange);
 // routes_keys.cc: /abx/v1/keys (admin keys only).
 Task<void> keys_list(ControlCall& call, Exchange& exchange);

@@ -32,10 +32,11 @@ http::Headers page_headers(std::string cache) {
 
 // Arguments are built before the co_await: g++ 12 destroys some temporaries
 // of a co_await's full expression twice (a conditional's std::string did).
-Task<void> respond_asset(Exchange& exchange, const dashboard::Asset& asset) {
+Task<void> respond_asset(Exchange& exchange, const dashboard::Asset& asset,
+                         std::string cache = "no-cache") {
   std::string type(asset.content_type);
   std::string body(asset.body);
-  http::Headers headers = page_headers("no-cache");
+  http::Headers headers = page_headers(std::move(cache));
   co_await exchange.respond(200, std::move(type), std::move(body), std::move(headers));
 }
 
@@ -70,6 +71,20 @@ Task<void> dashboard_asset(ControlCall& call, Exchange& exchange) {
   const std::string missing = "no dashboard asset by that name";
   if (!asset) co_return co_await respond_error(exchange, 404, missing);
   co_await respond_asset(exchange, *asset);
+}
+
+// GET /dashboard/assets/{version}/{name}, as the page names them: a file of
+// this build's version never changes, so the browser keeps it (a year, and
+// does not ask again) and a new page load fetches the page alone. Another
+// version (a page from before an upgrade) gets today's file, not to be kept.
+Task<void> dashboard_versioned_asset(ControlCall& call, Exchange& exchange) {
+  const dashboard::Asset* asset = dashboard::find_asset(call.params["name"]);
+  const std::string missing = "no dashboard asset by that name";
+  if (!asset || asset->name == "index.html")
+    co_return co_await respond_error(exchange, 404, missing);
+  const bool current = call.params["version"] == dashboard::assets_version();
+  std::string cache = current ? "public, max-age=31536000, immutable" : "no-cache";
+  co_await respond_asset(exchange, *asset, std::move(cache));
 }
 
 // POST /dashboard/login {"apiKey": "..."}: checks the key as any request's
@@ -113,6 +128,24 @@ Task<void> dashboard_session(ControlCall& call, Exchange& exchange) {
   const json answer = session_json(call.caller, csrf);
   const http::Headers no_store = {{"Cache-Control", "no-store"}};
   co_await respond_json(exchange, 200, answer, no_store);
+}
+
+// GET /dashboard/bootstrap: what a loaded page needs before it can show
+// anything, in one answer the page asks for while its scripts still load (a
+// preload in index.html): the session as above, and the snapshot its event
+// feed would start with; the feed, told the digest, then sends only changes.
+Task<void> dashboard_bootstrap(ControlCall& call, Exchange& exchange) {
+  const auto session =
+      call.service.dashboard_sessions().find(cookie_session_id(exchange.request()), now_ms());
+  const std::string csrf = session ? session->csrf : std::string();
+  const FeedSnapshot snapshot = dashboard_feed_snapshot(call.service, call.caller);
+  // The snapshot's text as it is (a thousand listings are not parsed again).
+  std::string answer = R"({"session":)" + session_json(call.caller, csrf).dump() +
+                       R"(,"sandboxes":)" + snapshot.sandboxes + R"(,"digest":")" +
+                       snapshot.digest + R"("})";
+  std::string type = "application/json";
+  http::Headers no_store = {{"Cache-Control", "no-store"}};
+  co_await exchange.respond(200, std::move(type), std::move(answer), std::move(no_store));
 }
 
 }  // namespace abx::daemon::routes

@@ -3,10 +3,15 @@
 // a new or changed one is a `sandbox` event, a gone one `ended`; every other
 // second a `metrics` event carries each sandbox's newest sample. The page
 // keeps no timer of its own. An admin's feed has every team's sandboxes, each
-// with its owner (the page acts only on its own team's: the API does).
+// with its owner (the page acts only on its own team's: the API does). A page
+// that got the snapshot from GET /dashboard/bootstrap names its digest
+// (?have=), and the feed leaves it out if nothing changed since.
+#include <spdlog/fmt/fmt.h>
+
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <functional>
 #include <map>
 
 #include "daemon/authentication.h"
@@ -63,10 +68,31 @@ std::string metrics(Service& service, const Caller& caller,
   return event("metrics", out);
 }
 
-std::string snapshot(const std::map<std::string, json>& shown) {
-  json all = json::array();
-  for (const auto& [id, listing] : shown) all.push_back(listing);
-  return "retry: 2000\n\n" + event("snapshot", all);
+// The snapshot as JSON text (an array of the listings), serialized once: the
+// bootstrap's answer and the feed's first event carry the same text.
+std::string snapshot_text(const std::map<std::string, json>& shown) {
+  std::string out = "[";
+  for (const auto& [id, listing] : shown) {
+    if (out.size() > 1) out += ',';
+    out += listing.dump();
+  }
+  return out + "]";
+}
+
+// The same daemon compares two of its own snapshots for one caller: a hash of
+// the text, not a cryptographic one (the caller names only what it holds).
+std::string digest_of(std::string_view text) {
+  return fmt::format("{:016x}", std::hash<std::string_view>{}(text));
+}
+
+// The feed's first lines: the snapshot, unless the page holds it already
+// (GET /dashboard/bootstrap gave it, and its digest is still the one now).
+std::string first_lines(const std::map<std::string, json>& shown, const http::Request& request) {
+  std::string text = snapshot_text(shown);
+  const auto have = request.query.find("have");
+  const bool held = have != request.query.end() && have->second == digest_of(text);
+  if (held) return "retry: 2000\n\n";
+  return "retry: 2000\n\nevent: snapshot\ndata: " + text + "\n\n";
 }
 
 // The caller is asked for again at every tick: a logout, an expired session
@@ -77,13 +103,19 @@ bool still_admitted(Service& service, const http::Request& request) {
 
 }  // namespace
 
+FeedSnapshot dashboard_feed_snapshot(Service& service, const Caller& caller) {
+  std::string text = snapshot_text(listings(service, caller));
+  std::string digest = digest_of(text);
+  return {std::move(text), std::move(digest)};
+}
+
 Task<void> dashboard_events(ControlCall& call, Exchange& exchange) {
   // Arguments are built before each co_await (g++ 12 and temporaries there).
   http::Headers headers = {{"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}};
   std::string type = "text/event-stream";
   co_await exchange.start_stream(200, std::move(type), std::move(headers));
   std::map<std::string, json> shown = listings(call.service, call.caller);
-  std::string first = snapshot(shown);
+  std::string first = first_lines(shown, exchange.request());
   if (!co_await exchange.write_chunk(std::move(first))) co_return;
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
   for (int tick = 1;; ++tick) {

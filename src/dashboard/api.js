@@ -28,7 +28,9 @@ async function failure(response) {
 // fetch() against the daemon. `sandbox` names a sandbox: the request then goes
 // to its envd (port 49983) by E2B's routing headers.
 export async function request(method, path, { json, body, sandbox, headers = {}, signal } = {}) {
-  const sent = { "X-ABX-CSRF": session.csrf, ...headers };
+  // No token yet (the page's first request): no header, so that request is
+  // the very one index.html preloaded (a preload is used by an equal request).
+  const sent = session.csrf ? { "X-ABX-CSRF": session.csrf, ...headers } : { ...headers };
   if (sandbox) {
     sent["E2b-Sandbox-Id"] = sandbox;
     sent["E2b-Sandbox-Port"] = "49983";
@@ -67,9 +69,12 @@ export async function login(apiKey) {
   return answer;
 }
 
-export async function resume() {
-  const answer = await call("GET", "/dashboard/session");
-  Object.assign(session, answer);
+// A loaded page's first answer, asked for while its scripts load (index.html
+// preloads it): the session (it fails without one), and the sandboxes the
+// event feed starts from with their digest ({sandboxes, digest}).
+export async function bootstrap() {
+  const answer = await call("GET", "/dashboard/bootstrap");
+  Object.assign(session, answer.session);
   return answer;
 }
 

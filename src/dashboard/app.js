@@ -2,13 +2,13 @@
 // routes by the URL's hash: #/ the sandboxes, #/ended those that ended lately,
 // #/sandbox/<id> one sandbox (live, or ended: its timeline), #/templates,
 // #/keys (admins) and #/settings.
-import { currentSession, logout, resume } from "./api.js";
+import { bootstrap, currentSession, logout } from "./api.js";
 import { showError } from "./dom.js";
 import { renderEnded } from "./ended.js";
 import { renderKeys } from "./keys.js";
 import { renderLogin } from "./login.js";
 import { leaveSandbox, renderSandbox } from "./sandbox.js";
-import { leaveSandboxes, renderSandboxes, stopSandboxEvents } from "./sandboxes.js";
+import { leaveSandboxes, renderSandboxes, seedSandboxes, stopSandboxEvents } from "./sandboxes.js";
 import { renderSettings } from "./settings.js";
 import { leaveTemplates, renderTemplates } from "./templates.js";
 import { closeTerminal } from "./terminal.js";
@@ -71,4 +71,8 @@ window.addEventListener("hashchange", () => {
   if (!nav.hidden) route();
 });
 
-resume().then(loggedIn, loggedOut);
+// The page shows its data from one answer (no wait for the event feed first).
+bootstrap().then(({ sandboxes, digest }) => {
+  seedSandboxes(sandboxes, digest);
+  loggedIn();
+}, loggedOut);

@@ -15,4 +15,8 @@ struct Asset {
 // The asset with this file name, or nullptr (names are exact: no paths).
 const Asset* find_asset(std::string_view name);
 
+// A hash of every asset but the page (embed_assets.cmake): the page names the
+// others under /dashboard/assets/<version>/, so a browser may keep them.
+std::string_view assets_version();
+
 }  // namespace abx::dashboard

@@ -1,9 +1,39 @@
 # cmake -P script: writes OUTPUT, a .cc holding each file in ASSETS, found by
-# its file name (app.js → find_asset("app.js")) with its content type.
+# its file name (app.js → find_asset("app.js")) with its content type, and the
+# assets' version: a hash of every file but the page, which names them under
+# it (index.html's @ASSETS@ becomes /dashboard/assets/<version>). A browser may
+# keep a file of a version for good (routes_dashboard.cc), so a new page load
+# asks the daemon for the page alone; any change to a file changes the version.
+# A script runs with no policies set: @ASSETS@ below is text, not a variable.
+cmake_policy(SET CMP0053 NEW)
 include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/embed_files.cmake)
+set(digests "")
+foreach(asset IN LISTS ASSETS)
+  if(NOT asset MATCHES "\\.html$")
+    get_filename_component(name ${asset} NAME)
+    file(SHA256 ${asset} digest)
+    string(APPEND digests "${name}:${digest}\n")
+  endif()
+endforeach()
+string(SHA256 version "${digests}")
+string(SUBSTRING ${version} 0 16 version)
+get_filename_component(generated ${OUTPUT} DIRECTORY)
+set(embedded "")
+foreach(asset IN LISTS ASSETS)
+  if(asset MATCHES "\\.html$")
+    get_filename_component(name ${asset} NAME)
+    file(READ ${asset} page)
+    string(REPLACE "@ASSETS@" "/dashboard/assets/${version}" page "${page}")
+    file(WRITE ${generated}/${name}.tmp "${page}")
+    file(COPY_FILE ${generated}/${name}.tmp ${generated}/${name} ONLY_IF_DIFFERENT)
+    list(APPEND embedded ${generated}/${name})
+  else()
+    list(APPEND embedded ${asset})
+  endif()
+endforeach()
 set(table "")
 set(index 0)
-foreach(asset IN LISTS ASSETS)
+foreach(asset IN LISTS embedded)
   get_filename_component(name ${asset} NAME)
   get_filename_component(ext ${asset} LAST_EXT)
   if(ext STREQUAL ".html")
@@ -21,8 +51,9 @@ foreach(asset IN LISTS ASSETS)
   math(EXPR index "${index} + 1")
 endforeach()
 set(accessors "namespace {\n\nconst Asset kAssets[] = {\n${table}};\n\n}  // namespace\n\n")
+string(APPEND accessors "std::string_view assets_version() { return \"${version}\"; }\n\n")
 string(APPEND accessors "const Asset* find_asset(std::string_view name) {\n")
 string(APPEND accessors "  for (const Asset& asset : kAssets) {\n")
 string(APPEND accessors "    if (asset.name == name) return &asset;\n  }\n  return nullptr;\n}\n")
 abx_embed_files(OUTPUT ${OUTPUT} HEADER "dashboard/assets.h" NAMESPACE abx::dashboard
-                DELIMITER abx_asset ACCESSORS_VAR accessors FILES ${ASSETS})
+                DELIMITER abx_asset ACCESSORS_VAR accessors FILES ${embedded})

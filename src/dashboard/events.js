@@ -6,9 +6,8 @@ const names = ["snapshot", "sandbox", "ended", "metrics"];
 const listeners = new Set();
 let source = null;
 
-function start() {
-  if (source) return;
-  source = new EventSource("/dashboard/events");
+function open(url) {
+  source = new EventSource(url);
   for (const name of names) {
     source.addEventListener(name, (event) => {
       const data = JSON.parse(event.data);
@@ -17,11 +16,29 @@ function start() {
   }
 }
 
+// `have`: the digest of the snapshot the page holds (GET /dashboard/bootstrap);
+// the feed leaves its snapshot out if that is still the one. Only the first
+// connection may: after a break the page holds more than that snapshot, and
+// the browser would reconnect to the same URL, so a break opens it anew
+// without the digest.
+function start(have) {
+  if (source) return;
+  if (!have) return open("/dashboard/events");
+  open(`/dashboard/events?have=${encodeURIComponent(have)}`);
+  const first = source;
+  first.addEventListener("error", () => {
+    if (source !== first) return;
+    first.close();
+    source = null;
+    start();
+  }, { once: true });
+}
+
 // handlers: {snapshot(list), sandbox(row), ended({sandboxID}), metrics(map)};
-// returns what stops them.
-export function subscribe(handlers) {
+// returns what stops them. `have` as start's.
+export function subscribe(handlers, have) {
   listeners.add(handlers);
-  start();
+  start(have);
   return () => listeners.delete(handlers);
 }
 

@@ -16,9 +16,11 @@ let view = null;           // the elements of the page while it is shown
 const built = new Map();
 let shown = [];           // the rows the filter keeps, newest first
 // One row's height in px, measured once rows are shown (every cell is one
-// line: style.css); a guess until then.
+// line: style.css); a guess until then. The guess is what Debian's Chromium
+// lays out (42.4): a guess off by more than a pixel places the rows twice,
+// and each placing lays the page out again (a tenth of a loaded page's time).
 let rowHeight = 0;
-const kGuessedRowHeight = 40;
+const kGuessedRowHeight = 42;
 const kOverscan = 8;      // rows built beyond each edge of the view
 
 // metadata "a=1, b=2" → {a: "1", b: "2"}
@@ -190,11 +192,22 @@ window.addEventListener("resize", () => {
   onScroll();
 });
 
+// The sandboxes a loaded page was given (GET /dashboard/bootstrap), shown at
+// once; the feed, told their digest, then sends only what changed since.
+let held = null;
+export function seedSandboxes(list, digest) {
+  rows.clear();
+  for (const row of list) rows.set(row.sandboxID, row);
+  held = digest;
+}
+
 // Kept current by the event stream while logged in, shown or not, so coming
 // back to the page shows the table at once.
 let unsubscribe = null;
 function listen() {
   if (unsubscribe) return;
+  const have = held;
+  held = null;
   unsubscribe = subscribe({
     snapshot(list) {
       rows.clear();
@@ -214,12 +227,13 @@ function listen() {
       for (const [id, sample] of Object.entries(map)) metrics.set(id, sample);
       render();
     },
-  });
+  }, have);
 }
 
 export function stopSandboxEvents() {
   if (unsubscribe) unsubscribe();
   unsubscribe = null;
+  held = null;
   stopEvents();
   rows.clear();
   metrics.clear();
