@@ -61,6 +61,10 @@ class LocalSandbox final : public Sandbox {
   Result<std::vector<AdoptedProcess>> adopt_processes() override;
   Result<OutputSlice> read_output(int pid, uint64_t offset, size_t max) override;
   Status close_stdin(int pid) override;
+  Status prepare_checkpoint() override;
+  // For Runtime::checkpoint: init's handle (to keep the reaper quiet about
+  // its exit) and the writable layer it keeps.
+  const std::shared_ptr<InitHandle>& init() const { return held_.init; }
 
  private:
   static std::optional<AdoptedProcess> adopted_process(const proto::Supervised& message,
