@@ -298,6 +298,7 @@ bool decode(const std::string& bytes, Request* q) {
     }
     case RequestType::kAdopt:
     case RequestType::kList:
+    case RequestType::kPrepareCheckpoint:
       return r.done();
     case RequestType::kSignal:
       return r.i32(&q->pid) && r.i32(&q->signo) && r.done();

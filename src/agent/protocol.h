@@ -147,6 +147,12 @@ enum class RequestType : uint8_t {
   kInput = 8,
   kResize = 9,
   kList = 10,
+  // Before CRIU dumps the sandbox (runtime/checkpoint.h): init answers, then
+  // closes its control listener and every daemon connection (sockets of the
+  // host's network namespace, which CRIU cannot dump) and stops serving, and
+  // becomes dumpable (CRIU opens its /proc files from inside the sandbox's
+  // user namespace). EBUSY while a file operation or a start is in flight.
+  kPrepareCheckpoint = 11,
 };
 
 // A regular file to open for reading inside the sandbox, with the permissions

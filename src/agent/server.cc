@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -132,6 +133,10 @@ class Server {
           drop(fd);
       return;  // else answered once the child exec'd (settle_start)
     }
+    if (decoded && request.type == proto::RequestType::kPrepareCheckpoint) {
+      prepare_checkpoint(fd);
+      return;
+    }
     if (!decoded) {
       reply = proto::reply_from(Error{"decode request", EPROTO, {}});
     } else if (auto answered = serve_in_place(fd, request)) {
@@ -146,6 +151,31 @@ class Server {
       return;  // answered once the child exec'd (settle_start)
     }
     if (!proto::send_message(fd, proto::encode(reply), reply_fds)) drop(fd);
+  }
+
+  // proto::RequestType::kPrepareCheckpoint. After it init serves nothing: it
+  // reaps, relays and enforces timeouts until CRIU dumps it (and its
+  // processes end), or the sandbox is destroyed.
+  void prepare_checkpoint(int fd) {
+    Status ready;
+    if (!workers_.empty() || !starts_.empty())
+      ready = Error{"prepare for checkpoint", EBUSY, "a file operation or a start is in flight"};
+    else if (tcp_)
+      ready = Error{"prepare for checkpoint", EOPNOTSUPP,
+                    "the agent serves TCP (a daemon on another host)"};
+    else if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+      ready = Error::from_errno("prepare for checkpoint: make init dumpable");
+    const proto::Reply reply = ready ? proto::Reply{} : proto::reply_from(ready.error());
+    if (!proto::send_message(fd, proto::encode(reply), {})) drop(fd);
+    if (!ready) return;
+    // poll ignores a negative fd: nothing is accepted any more.
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+    // Their followers and waiting reads go with them; erased at the end of this round.
+    std::vector<int> open;
+    for (const auto& c : clients_)
+      if (c.valid()) open.push_back(c.get());
+    for (const int c : open) drop(c);
   }
 
   // What init holds of a supervised process (proto::Request::supervised):

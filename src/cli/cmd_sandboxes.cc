@@ -141,7 +141,27 @@ std::vector<std::vector<std::string>> info_rows(const json& sandbox) {
   return rows;
 }
 
+// `abx info` without an id: the daemon, and whether pause can free memory.
+Result<int> run_daemon_info(bool as_json) {
+  auto info = call_api("GET", "/abx/v1/info");
+  if (!info) return info.error();
+  if (as_json) {
+    std::cout << info->dump(2) << "\n";
+    return 0;
+  }
+  const json& checkpoint = (*info)["checkpoint"];
+  const std::string checkpoints =
+      checkpoint.value("available", false)
+          ? "available"
+          : "unavailable: " + checkpoint.value("reason", std::string()) + " (pause keeps memory)";
+  std::cout << format_table({{"daemon", info->value("version", std::string()) + " (commit " +
+                                            info->value("commit", std::string()) + ")"},
+                             {"checkpoints", checkpoints}});
+  return 0;
+}
+
 Result<int> run_info(const std::string& id, bool as_json) {
+  if (id.empty()) return run_daemon_info(as_json);
   auto endpoint = resolve_endpoint();
   if (!endpoint) return endpoint.error();
   auto sandbox = ControlPlane(*endpoint).get_sandbox(id);
@@ -237,9 +257,11 @@ void add_info(CLI::App& root, Commands& commands) {
   auto id = std::make_shared<std::string>();
   auto as_json = std::make_shared<bool>(false);
   auto* app = root.add_subcommand(
-      "info", "Show a sandbox: template, times, resources, network (alias: inspect)");
+      "info",
+      "Show a sandbox: template, times, resources, network (alias: inspect); without an id, "
+      "the daemon and whether it can checkpoint");
   app->alias("inspect");
-  app->add_option("id", *id, "Sandbox id")->required();
+  app->add_option("id", *id, "Sandbox id (none: the daemon)");
   app->add_flag("--json", *as_json, "Print the whole sandbox as JSON");
   commands.push_back({app, [id, as_json] { return run_info(*id, *as_json); }});
 }

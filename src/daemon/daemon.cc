@@ -223,6 +223,10 @@ int serve(const ServeOptions& options) {
   auto runtime = runtime::open_runtime(config);
   if (!runtime) return fail(runtime.error());
   for (const std::string& warning : (*runtime)->warnings()) spdlog::warn("runtime: {}", warning);
+  if (const auto checkpoints = (*runtime)->checkpoint_support(); checkpoints.available)
+    spdlog::info("checkpoints: available ({})", checkpoints.criu.string());
+  else
+    spdlog::info("checkpoints: unavailable ({}): pause keeps memory", checkpoints.reason);
   // Stops the lookups before the runtime goes, on every way out of here.
   struct Unplug {
     EgressServices* services;

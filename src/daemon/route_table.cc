@@ -68,6 +68,7 @@ const std::array kRoutes = {
     ROW("GET",    "/abx/v1/sandboxes/{id}/diff", P::control, C::api_key, sandbox_diff),
     ROW("GET",    "/abx/v1/usage",                     P::control, C::api_key, usage_get),
     ROW("GET",    "/abx/v1/version",                   P::control, C::api_key, version_get),
+    ROW("GET",    "/abx/v1/info",                      P::control, C::api_key, info_get),
     ROW("GET",    "/abx/v1/secrets",                   P::control, C::api_key, secrets_list),
     ROW("PUT",    "/abx/v1/secrets/{name}",            P::control, C::api_key, secret_set),
     ROW("DELETE", "/abx/v1/secrets/{name}",            P::control, C::api_key, secret_remove),

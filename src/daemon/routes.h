@@ -50,6 +50,7 @@ Result<std::shared_ptr<LiveSandbox>> sandbox_of(const ControlCall& call);
 // routes_health.cc
 Task<void> control_health(ControlCall& call, Exchange& exchange);
 Task<void> version_get(ControlCall& call, Exchange& exchange);  // `abx version`
+Task<void> info_get(ControlCall& call, Exchange& exchange);     // `abx info` without an id
 // routes_sandboxes.cc: E2B's /sandboxes and /v2/sandboxes.
 Task<void> sandboxes_list(ControlCall& call, Exchange& exchange);
 Task<void> sandboxes_list_v2(ControlCall& call, Exchange& exchange);  // paginated

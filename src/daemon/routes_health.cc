@@ -1,4 +1,4 @@
-// Health checks of both planes, the daemon's version and envd's small GET endpoints.
+// Health checks of both planes, the daemon's version and info, and envd's small GET endpoints.
 #include "common/version.h"
 #include "daemon/routes.h"
 
@@ -18,7 +18,17 @@ nlohmann::json version_json() {
   return {{"version", version::kNumber}, {"commit", version::commit()}};
 }
 
+nlohmann::json info_json(const runtime::CheckpointSupport& checkpoints) {
+  nlohmann::json out = version_json();
+  out["checkpoint"] = {{"available", checkpoints.available}, {"reason", checkpoints.reason}};
+  return out;
+}
+
 }  // namespace
+
+Task<void> info_get(ControlCall& call, Exchange& exchange) {
+  co_await respond_json(exchange, 200, info_json(call.service.checkpoint_support()));
+}
 
 Task<void> version_get(ControlCall&, Exchange& exchange) {
   co_await respond_json(exchange, 200, version_json());

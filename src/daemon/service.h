@@ -109,6 +109,8 @@ class Service : private runtime::StopListener {
   void restore();
   // Starts the TTL sweep on the io_context.
   void start_ttl();
+  // GET /abx/v1/info: whether pause can checkpoint to disk, and why not.
+  runtime::CheckpointSupport checkpoint_support() const { return runtime_.checkpoint_support(); }
 
   // The new sandbox belongs to the caller's team, if its quotas and the
   // host's caps admit it. Errors carry the errno (or kErr* kind) error_map

@@ -26,6 +26,8 @@
 #include "common/fd_io.h"
 #include "common/ids.h"
 #include "runtime/cgroup.h"
+#include "runtime/checkpoint.h"
+#include "runtime/helper_spawn.h"
 #include "runtime/id_ranges.h"
 #include "runtime/local_sandbox.h"
 #include "runtime/lxcfs.h"
@@ -324,7 +326,8 @@ class LocalRuntime final : public Runtime {
   LocalRuntime(RuntimeConfig config, UniqueFd image, std::string seccomp_bpf, user::IdMap ids,
                std::unique_ptr<IdRanges> ranges, cgroup::Layout cgroups, bool shield_init,
                std::unique_ptr<Lxcfs> lxcfs, std::shared_ptr<Networks> networks,
-               std::optional<std::string> user_net_nameserver, std::vector<std::string> warnings)
+               std::optional<std::string> user_net_nameserver, std::vector<std::string> warnings,
+               CheckpointSupport checkpoints)
       : config_(std::move(config)),
         image_(std::move(image)),
         seccomp_bpf_(std::move(seccomp_bpf)),
@@ -336,7 +339,8 @@ class LocalRuntime final : public Runtime {
         networks_(std::move(networks)),
         user_net_(user_net_nameserver.has_value()),
         user_net_nameserver_(user_net_nameserver.value_or("")),
-        warnings_(std::move(warnings)) {}
+        warnings_(std::move(warnings)),
+        checkpoints_(std::move(checkpoints)) {}
   ~LocalRuntime() override {
     pool_.drain();  // its sandboxes' cgroups must go before the instance's
     cgroup::release(cgroups_);
@@ -356,6 +360,8 @@ class LocalRuntime final : public Runtime {
   uid_t host_uid(uint32_t id) const override { return ids_.host_uid(id); }
   gid_t host_gid(uint32_t id) const override { return ids_.host_gid(id); }
   std::vector<std::string> warnings() const override { return warnings_; }
+  CheckpointSupport checkpoint_support() const override { return checkpoints_; }
+  Status checkpoint(Sandbox& sandbox, const fs::path& images) override;
   std::shared_ptr<const egress::Policy> egress_policy(uint32_t address) const override {
     return networks_ ? networks_->policy_at(address) : nullptr;
   }
@@ -394,6 +400,7 @@ class LocalRuntime final : public Runtime {
   const bool user_net_;                    // rootless: slirp4netns (runtime/user_net.h)
   const std::string user_net_nameserver_;  // empty: the sandboxes keep their resolv.conf
   std::vector<std::string> warnings_;
+  const CheckpointSupport checkpoints_;
   std::mutex stopped_mutex_;  // held while the listener runs, so clearing it waits
   StopListener* stopped_listener_ = nullptr;
   std::mutex inits_mutex_;
@@ -476,8 +483,10 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const L
     handoff->push_back(std::move(procs));
     return handoff;
   };
-  auto pid =
-      spawner::start_init({image_.get(), config->get(), listen->get()}, ids.uid_zero, prepare);
+  // Owned by root where CRIU could not read its tasks' rlimits otherwise
+  // (RuntimeConfig::checkpoints).
+  const uid_t owner = config_.checkpoints && !shield_init_ ? 0 : ids.uid_zero;
+  auto pid = spawner::start_init({image_.get(), config->get(), listen->get()}, owner, prepare);
   if (!pid) return pid.error();
   // Until track() hands it to the reaper, init is our unreaped child: its
   // number cannot be reused, so /proc/<pid> is init's.
@@ -640,6 +649,54 @@ Status LocalRuntime::destroy(const SandboxRecord& record) {
   return killed ? cleaned : killed;
 }
 
+// The writable layer lives on the staging tmpfs, which dies with the
+// processes and is not in CRIU's images: saved first, through init's fd.
+Status save_writable_layer(pid_t init, const fs::path& images) {
+  const std::string layer =
+      "/proc/" + std::to_string(init) + "/fd/" + std::to_string(proto::kWritableLayerFd) + "/";
+  struct stat st {};
+  if (::stat(layer.c_str(), &st) != 0) return {};  // a build's layer is a host dir already
+  auto pid = spawn_helper("/usr/bin/tar",
+                          {"tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "-C", layer,
+                           "-cf", (images / "upper.tar").string(), "."},
+                          images / "tar.out");
+  if (!pid) return pid.error();
+  int status = 0;
+  while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Error{"checkpoint: save the writable layer", EIO, (images / "tar.out").string()};
+  return {};
+}
+
+Status LocalRuntime::checkpoint(Sandbox& sandbox, const fs::path& images) {
+  if (!checkpoints_.available) return Error{"checkpoint", ENOTSUP, checkpoints_.reason};
+  auto* local = dynamic_cast<LocalSandbox*>(&sandbox);
+  if (local == nullptr) return Error{"checkpoint", EINVAL, "not a sandbox of this runtime"};
+  if (::mkdir(images.c_str(), 0700) != 0)
+    return Error::from_errno("checkpoint: create the image dir", images.string());
+  if (auto s = local->set_frozen(false); !s) return s;
+  if (auto s = local->prepare_checkpoint(); !s) return s;
+  const std::shared_ptr<InitHandle>& init = local->init();
+  if (auto s = save_writable_layer(init->pid(), images); !s) return s;
+  // Its exit is the dump's, nobody's news; and ours to reap: the reaper,
+  // woken while CRIU still traces it, would find nothing to reap yet and
+  // let it go, leaving a zombie.
+  init->set_destroying();
+  const bool watched = reaper_.forget(init->id());
+  Status dumped = criu_dump(checkpoints_.criu, init->pid(), images);
+  if (!dumped) {
+    if (watched) reaper_.watch(init);  // CRIU let it run on: destroy() reaps it
+    return dumped;
+  }
+  siginfo_t info{};
+  if (init->child() && watched)
+    while (::waitid(kPidfdIdType, static_cast<id_t>(init->pidfd()), &info, WEXITED) != 0 &&
+           errno == EINTR) {
+    }
+  return {};
+}
+
 void LocalRuntime::sweep_orphans(const std::vector<std::string>& live_ids) {
   std::set<std::string> candidates;
   for (const auto& id : cgroup::list(cgroups_)) candidates.insert(id);
@@ -728,7 +785,8 @@ Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config) {
   return std::unique_ptr<Runtime>(std::make_unique<LocalRuntime>(
       std::move(effective), std::move(*image), std::move(*seccomp_bpf), ids, std::move(ranges),
       std::move(cgroups), shield_init, std::move(lxcfs), std::move(networks), std::move(user_net),
-      std::move(warnings)));
+      std::move(warnings),
+      probe_checkpoint(effective.state_dir / "criu-check.log", config.checkpoints)));
 }
 
 }  // namespace abx::runtime

@@ -170,6 +170,18 @@ Status LocalSandbox::close_stdin(int pid) {
   return {};
 }
 
+Status LocalSandbox::prepare_checkpoint() {
+  if (frozen_) return paused_error();
+  proto::Request request{proto::RequestType::kPrepareCheckpoint, {}, 0, 0};
+  std::vector<UniqueFd> received;
+  auto reply = call(request, {}, &received);
+  if (!reply) return reply.error();
+  if (is_older_init(*reply))
+    return Error{"checkpoint", ENOTSUP, "its init predates checkpoints: recreate the sandbox"};
+  if (!reply->ok()) return proto::error_from(*reply);
+  return {};
+}
+
 // An older agent answers a kRead it cannot decode with a plain Reply.
 Result<OutputSlice> LocalSandbox::read_output(int pid, uint64_t offset, size_t max) {
   proto::Request request{proto::RequestType::kRead, {}, pid, 0};

@@ -67,6 +67,10 @@ class LocalSandbox final : public Sandbox {
   Status resize_terminal(int pid, uint16_t cols, uint16_t rows) override;
   Result<std::unique_ptr<OutputFollower>> follow_output(int pid) override;
   Result<std::vector<ListedProcess>> list_processes() override;
+  Status prepare_checkpoint() override;
+  // For Runtime::checkpoint: init's handle (to keep the reaper quiet about
+  // its exit) and the writable layer it keeps.
+  const std::shared_ptr<InitHandle>& init() const { return held_.init; }
 
  private:
   static std::optional<AdoptedProcess> adopted_process(const proto::Supervised& message,

@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/unique_fd.h"
 #include "egress/policy.h"
+#include "runtime/checkpoint.h"
 #include "runtime/file_request.h"
 #include "runtime/layer_copy.h"
 #include "runtime/layer_diff.h"
@@ -276,6 +277,13 @@ class Sandbox {
     return Error{"set egress policy", ENOSYS, "the sandbox has no network"};
   }
 
+  // Asks init to get ready for CRIU (proto::RequestType::kPrepareCheckpoint):
+  // it stops serving and drops the daemon's connections, so nothing may be
+  // asked of the sandbox after this but Runtime::checkpoint or destroy.
+  virtual Status prepare_checkpoint() {
+    return Error{"checkpoint", ENOTSUP, "this runtime cannot checkpoint sandboxes"};
+  }
+
   // Pause: every process of the sandbox stops where it stands (init too, so
   // nothing may be asked of the sandbox until it is thawed); resume goes on.
   virtual Status set_frozen(bool /*frozen*/) {
@@ -416,6 +424,13 @@ struct RuntimeConfig {
   // empty: no lxcfs (sandboxes see the host's meminfo, uptime, ...).
   fs::path lxcfs_dir;
   NetworkConfig network;
+  // Sandboxes may be checkpointed (Runtime::checkpoint). Where host root
+  // lacks CAP_SYS_RESOURCE, CRIU may read the rlimits of a sandbox's tasks
+  // only if root owns its user namespace, so then root owns them all, and
+  // the kernel's per-user counts of what sandboxes make inside (inotify
+  // instances, user namespaces, message queues) are charged to root rather
+  // than to each sandbox's uid, as they are after any restore.
+  bool checkpoints = false;
 };
 
 // Told, from a runtime thread, once for each sandbox whose init exited
@@ -477,6 +492,23 @@ class Runtime {
   // Human-readable notes about degraded features (e.g. "cgroup limits
   // unavailable: not delegated"), logged once at daemon start.
   virtual std::vector<std::string> warnings() const = 0;
+
+  // Whether sandboxes' processes can be checkpointed to disk (CRIU), and if
+  // not, why in one line; probed once when the runtime opens.
+  virtual CheckpointSupport checkpoint_support() const {
+    return {false, "this runtime cannot checkpoint sandboxes", {}};
+  }
+
+  // Checkpoints `sandbox` into `images` (made here, must not exist): init
+  // stops serving (Sandbox::prepare_checkpoint), the writable layer is
+  // saved as images/upper.tar, and CRIU dumps every process, which then
+  // ends, so the sandbox's memory is freed. Its uid range and network slot
+  // stay held. Restore is not there yet (docs/design/criu-checkpoint.md):
+  // afterwards destroy() is all that may be asked. Paused sandboxes are
+  // thawed first.
+  virtual Status checkpoint(Sandbox& /*sandbox*/, const fs::path& /*images*/) {
+    return Error{"checkpoint", ENOTSUP, "this runtime cannot checkpoint sandboxes"};
+  }
 };
 
 Result<std::unique_ptr<Runtime>> open_runtime(const RuntimeConfig& config);

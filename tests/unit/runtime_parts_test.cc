@@ -13,6 +13,7 @@
 
 #include "agent/protocol.h"
 #include "runtime/cgroup.h"
+#include "runtime/checkpoint.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp_policy.h"
 #include "runtime/user.h"
@@ -369,6 +370,54 @@ TEST(User, IdMapTranslatesSandboxIds) {
   EXPECT_EQ(map.host_gid(1000), 201000u);
   user::IdMap single{1001, 1001, 1001, 1001, 1, false};
   EXPECT_EQ(single.host_uid(1000), 1001u);
+}
+
+TEST(CheckpointVerdict, SaysWhyNotInOneLine) {
+  CheckpointFacts facts;
+  EXPECT_NE(checkpoint_verdict(facts).reason.find("no criu binary"), std::string::npos);
+  facts.criu = "/usr/local/sbin/criu";
+  EXPECT_NE(checkpoint_verdict(facts).reason.find("not run as root"), std::string::npos);
+  facts.root = true;
+  facts.check_failure = "Unexpected rt vDSO area bounds";
+  const CheckpointSupport failing = checkpoint_verdict(facts);
+  EXPECT_FALSE(failing.available);
+  EXPECT_NE(failing.reason.find("check' fails: Unexpected rt vDSO"), std::string::npos);
+  facts.check_failure.reset();
+  EXPECT_NE(checkpoint_verdict(facts).reason.find("CAP_SYS_RESOURCE"), std::string::npos);
+  facts.root_owned_userns = true;
+  EXPECT_TRUE(checkpoint_verdict(facts).available);
+  facts.root_owned_userns = false;
+  facts.cap_sys_resource = true;
+  const CheckpointSupport ready = checkpoint_verdict(facts);
+  EXPECT_TRUE(ready.available);
+  EXPECT_EQ(ready.reason, "");
+  EXPECT_EQ(ready.criu, "/usr/local/sbin/criu");
+}
+
+// A sandbox's mount table as the trial saw it (docs/design/criu-checkpoint.md).
+TEST(CheckpointExternals, NamesEveryMountCriuCannotMakeAgain) {
+  const std::string mountinfo =
+      "195 150 0:60 / / rw - overlay overlay rw,lowerdir=/layer0\n"
+      "196 195 8:1 /usr /usr ro - ext4 /dev/sda1 rw\n"
+      "198 195 0:61 / /proc rw - proc proc rw\n"
+      "199 198 0:59 /boot_id /proc/sys/kernel/random/boot_id ro - tmpfs tmpfs rw\n"
+      "201 198 0:61 /sys /proc/sys ro - proc proc rw\n"
+      "202 198 0:5 /null /proc/keys ro - devtmpfs udev rw\n"
+      "203 198 0:50 /proc/meminfo /proc/meminfo rw - fuse.lxcfs lxcfs rw\n"
+      "204 198 0:22 /diskstats /proc/diskstats ro - proc proc rw\n"
+      "215 195 0:59 /dev /dev rw - tmpfs tmpfs rw\n"
+      "216 215 0:5 /null /dev/null rw - devtmpfs udev rw\n"
+      "217 215 0:62 / /dev/pts rw - devpts devpts rw\n"
+      "218 215 0:63 / /dev/shm rw - tmpfs tmpfs rw\n";
+  const std::vector<std::string> expected = {
+      "--external", "mnt[/usr]:m196",
+      "--external", "mnt[/proc/sys/kernel/random/boot_id]:m199",
+      "--external", "mnt[/proc/keys]:m202",
+      "--external", "mnt[/proc/meminfo]:m203",
+      "--external", "mnt[/proc/diskstats]:m204",
+      "--external", "mnt[/dev]:m215",
+      "--external", "mnt[/dev/null]:m216"};
+  EXPECT_EQ(mount_externals(mountinfo), expected);
 }
 
 }  // namespace abx::runtime

@@ -79,11 +79,14 @@ class SandboxTest : public ::testing::Test {
     // Sandbox networks (veths, nftables) are the business of tests/net, which gives them
     // a world of their own; these tests keep to loopback.
     config_.network.enabled = false;
+    configure(config_);
     auto rt = open_runtime(config_);
     ASSERT_TRUE(rt) << rt.error().message();
     runtime_ = std::move(*rt);
     make_rootfs();
   }
+
+  virtual void configure(RuntimeConfig& /*config*/) {}
 
   void TearDown() override {
     sandboxes_.clear();
@@ -1090,6 +1093,48 @@ TEST_F(SandboxTest, SweepRemovesOrphans) {
   runtime_->sweep_orphans({});
   EXPECT_FALSE(fs::exists(record.state_dir));
   EXPECT_NE(::kill(record.init_pid, 0), 0);
+}
+
+// Issue 33's first slice: a checkpoint ends the sandbox's processes and its
+// memory goes to disk (restore is still to come).
+class CheckpointTest : public SandboxTest {
+ protected:
+  void configure(RuntimeConfig& config) override { config.checkpoints = true; }
+};
+
+TEST_F(CheckpointTest, DumpEndsTheProcessesAndFreesTheirMemory) {
+  const CheckpointSupport support = runtime_->checkpoint_support();
+  if (!support.available) GTEST_SKIP() << "checkpoints unavailable: " << support.reason;
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "needs /usr/bin/python3 on the host";
+  Sandbox& sb = create();
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/python3", "-c",
+               "import time\nheld = b'x' * (50 << 20)\nfor i in range(1, 10**9):\n"
+               "    open('/tmp/count', 'w').write(str(i))\n    time.sleep(0.05)\n"};
+  spec.env = {{"PATH", "/usr/bin"}};
+  spec.stdin_pipe = false;
+  auto counter = sb.spawn(spec);
+  ASSERT_TRUE(counter) << counter.error().message();
+  constexpr uint64_t kMiB = 1024 * 1024;
+  for (int i = 0; i < 200 && sb.usage().memory_bytes < 50 * kMiB; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const uint64_t before = sb.usage().memory_bytes;
+  ASSERT_GE(before, 50 * kMiB) << "the counter never held its 50 MiB";
+  const pid_t init = sb.record().init_pid;
+  const fs::path images = dir_ / "images";
+  auto dumped = runtime_->checkpoint(sb, images);
+  ASSERT_TRUE(dumped) << dumped.error().message();
+  // The processes ended: the counter's exit pipe closes without a status.
+  EXPECT_EQ(wait_status(*counter), -1);
+  for (int i = 0; i < 100 && ::kill(init, 0) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_NE(::kill(init, 0), 0) << "init still runs, or is a zombie nobody reaps";
+  EXPECT_LT(sb.usage().memory_bytes, 10 * kMiB) << "before: " << before;
+  uint64_t image_bytes = 0;
+  for (const auto& file : fs::directory_iterator(images))
+    if (file.is_regular_file()) image_bytes += file.file_size();
+  EXPECT_GE(image_bytes, 50 * kMiB) << "the memory is not in the images";
+  EXPECT_GT(fs::file_size(images / "upper.tar"), 0u);  // the writable layer, with /tmp/count
 }
 
 }  // namespace
