@@ -265,6 +265,8 @@ Result<std::vector<ListedProcess>> LocalSandbox::list_processes() {
   std::vector<ListedProcess> out;
   Status listed = supervised_messages(
       proto::RequestType::kList, [&](const proto::Supervised& message, std::vector<UniqueFd>) {
+        if (message.pid <= 1)
+          return;  // not a command's (init is 1): the agent's list is not trusted
         out.push_back({message.pid, message.ended, message.pty, message.label, message.in_band,
                        message.delivered});
       });
