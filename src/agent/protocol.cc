@@ -379,8 +379,10 @@ std::string encode(const Supervised& p) {
   w.str(p.label);
   w.u8(p.done);
   w.u8(p.has_stdin);
-  w.u8(p.in_band);  // absent: what an older agent sends
-  w.u64(p.delivered);
+  if (p.in_band || p.delivered > 0) {  // absent: what an older daemon can read
+    w.u8(p.in_band);
+    w.u64(p.delivered);
+  }
   return w.take();
 }
 

@@ -698,8 +698,15 @@ class Server {
       return false;
     parked_reads_[client] =
         ParkedRead{request, Clock::now() + std::chrono::milliseconds(request.wait_ms)};
-    relays_.at(request.pid).set_follower(client);
+    follow(client, relays_.at(request.pid));
     return true;
+  }
+
+  // A connection follows one command at a time: the one it asked last.
+  void follow(int client, OutputRelay& followed) {
+    for (auto& [pid, relay] : relays_)
+      if (relay.follower() == client) relay.set_follower(-1);
+    followed.set_follower(client);
   }
 
   void answer_parked_reads() {
@@ -719,7 +726,7 @@ class Server {
     proto::ReadReply reply = read_output(request);
     auto relay = relays_.find(request.pid);
     if (relay == relays_.end()) return reply;
-    relay->second.set_follower(client);
+    follow(client, relay->second);
     if (!reply.slice.chunks.empty()) {
       const auto& last = reply.slice.chunks.back();
       relay->second.set_delivered(last.offset + last.bytes.size());
@@ -736,6 +743,8 @@ class Server {
     keep_within(relays_, kKeptBudget);
     for (auto& [pid, relay] : relays_) {
       if (relay.tail_only() || !relay.has_ended() || !relay.finished()) continue;
+      // Its follower has yet to have the end: kept whole until it has.
+      if (relay.follower() >= 0 && relay.delivered() < relay.end()) continue;
       relay.keep_tail(kEndedTail);
       ended_relays_.push_back(pid);
     }
@@ -775,7 +784,8 @@ class Server {
 
   void serve_tcp(const pollfd& ready) {
     const auto closed = tcp_->handle(
-        ready, [this](int fd, const std::string& bytes) { serve_tcp_request(fd, bytes); });
+        ready, [this](int fd, const std::string& bytes) { serve_tcp_request(fd, bytes); },
+        [this](int fd) { return busy(fd); });
     for (const int fd : closed) drop(fd);
   }
 

@@ -46,7 +46,8 @@ bool TcpClients::authenticate(Connection& connection, const std::string& frame) 
 }
 
 std::vector<int> TcpClients::handle(
-    const pollfd& ready, const std::function<void(int fd, const std::string& request)>& serve) {
+    const pollfd& ready, const std::function<void(int fd, const std::string& request)>& serve,
+    const std::function<bool(int)>& paused) {
   if (ready.fd == listen_fd_) {
     accept_one();
     return {};
@@ -66,7 +67,8 @@ std::vector<int> TcpClients::handle(
     const auto next = it->second.frames.next(&frame);
     if (next == proto::FrameReader::Next::kMore) return {};
     const bool hello = !it->second.authenticated;
-    if (next == proto::FrameReader::Next::kTooBig || (hello && !authenticate(it->second, frame))) {
+    if (next == proto::FrameReader::Next::kTooBig || (hello && !authenticate(it->second, frame)) ||
+        (!hello && paused(ready.fd))) {
       connections_.erase(it);
       return {ready.fd};
     }

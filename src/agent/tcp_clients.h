@@ -36,10 +36,13 @@ class TcpClients {
   void add_pollfds(std::vector<pollfd>* fds, const std::function<bool(int)>& paused) const;
   bool owns(int fd) const { return fd == listen_fd_ || connections_.contains(fd); }
   // One ready pollfd of ours: accepts, or reads and hands each request frame
-  // of an authenticated connection to `serve`. Returns the fds it closed
-  // (not those `serve` closed or released).
+  // of an authenticated connection to `serve`. A frame that comes while the
+  // connection is `paused` (its request not answered yet: one at a time) is
+  // a broken client: it is closed. Returns the fds it closed (not those
+  // `serve` closed or released).
   std::vector<int> handle(const pollfd& ready,
-                          const std::function<void(int fd, const std::string& request)>& serve);
+                          const std::function<void(int fd, const std::string& request)>& serve,
+                          const std::function<bool(int)>& paused);
   Status reply(int fd, const std::string& message) const;
   void close(int fd) { connections_.erase(fd); }
   // The connection leaves (a file worker takes it over); bytes it sent past

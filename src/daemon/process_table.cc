@@ -381,6 +381,13 @@ net::awaitable<void> wait_outputs_quiet(Managed& process) {
 // How long after the table's deadline an in-band command's agent kills it.
 constexpr uint32_t kAgentDeadlineGrace = 2000;
 
+// After an answer with no output, before the next read (see follow_in_band).
+constexpr auto kEmptyAnswerPause = std::chrono::milliseconds(10);
+// How often, and how long between, following a command is tried while the
+// agent's backlog of connections is full.
+constexpr int kFollowTries = 50;
+constexpr auto kFollowRetry = std::chrono::milliseconds(20);
+
 // How long one waiting read of an in-band command's output may wait.
 constexpr uint32_t kFollowWaitMs = 30 * 1000;
 
@@ -404,8 +411,11 @@ net::awaitable<Result<runtime::OutputSlice>> next_slice(runtime::OutputFollower&
 net::awaitable<std::string> follow_in_band(Managed& process, runtime::OutputFollower& follower,
                                            uint64_t from, runtime::ExitInfo* exit) {
   const std::string stopped = "the sandbox stopped before the process ended";
-  Descriptor ready(process.strand, ::fcntl(follower.fd(), F_DUPFD_CLOEXEC, 0));
-  if (!ready.is_open()) co_return stopped;
+  const int watched = ::fcntl(follower.fd(), F_DUPFD_CLOEXEC, 0);
+  if (watched < 0)
+    co_return "could not follow the process's output: " + Error::from_errno("dup").message();
+  Descriptor ready(process.strand, watched);
+  net::steady_timer pause(process.strand);
   uint64_t offset = from;
   for (;;) {
     if (!follower.ask(offset, kFollowWaitMs)) co_return stopped;
@@ -424,6 +434,11 @@ net::awaitable<std::string> follow_in_band(Managed& process, runtime::OutputFoll
     if (slice->ended && offset >= slice->end) {
       *exit = runtime::decode_wait_status(slice->wait_status);
       co_return "";
+    }
+    if (slice->chunks.empty()) {  // the wait passed (or an agent answers too soon): not a spin
+      pause.expires_after(kEmptyAnswerPause);
+      boost::system::error_code ignored;
+      co_await pause.async_wait(net::redirect_error(net::use_awaitable, ignored));
     }
     co_await wait_for_slow_streams(process);
   }
@@ -525,6 +540,11 @@ Result<runtime::Process> ProcessTable::spawn(const runtime::ProcessSpec& spec) {
 }
 
 void ProcessTable::adopt_in_band(const std::vector<runtime::ListedProcess>& listed) {
+  const size_t count = static_cast<size_t>(std::count_if(
+      listed.begin(), listed.end(), [](const auto& c) { return c.in_band && !c.ended; }));
+  // What waits for the first attach is bounded per sandbox, as in adopt().
+  const size_t backlog =
+      std::max<size_t>(64 * 1024, 2 * output_buffer_ / std::max<size_t>(1, count));
   for (const auto& command : listed) {
     if (!command.in_band || command.ended) continue;
     {
@@ -542,7 +562,7 @@ void ProcessTable::adopt_in_band(const std::vector<runtime::ListedProcess>& list
     process->stdin_open = !command.pty;  // closing it again is harmless
     // What it writes until someone attaches waits for them, as for adopt().
     process->backlog.emplace();
-    process->backlog_limit = std::max<size_t>(64 * 1024, output_buffer_);
+    process->backlog_limit = backlog;
     std::chrono::milliseconds timeout{0};
     if (label.deadline_ms > 0)
       timeout = std::chrono::milliseconds(std::max<int64_t>(1, label.deadline_ms - unix_ms_now()));
@@ -672,11 +692,20 @@ http::Task<void> ProcessTable::supervise_in_band(std::shared_ptr<Managed> proces
   auto self = shared_from_this();  // the table outlives this coroutine
   arm_deadline(process, timeout);
   runtime::ExitInfo exit{-1, false, "signal: killed"};
-  std::string error;
-  if (auto follower = sandbox_->follow_output(process->pid); !follower)
-    error = "the sandbox stopped before the process ended";
-  else
-    error = co_await follow_in_band(*process, **follower, from, &exit);
+  std::string error = "the sandbox stopped before the process ended";
+  auto follower = sandbox_->follow_output(process->pid);
+  net::steady_timer retry(process->strand);
+  for (int tries = 1; !follower && follower.error().errnum == EAGAIN && tries < kFollowTries;
+       ++tries) {  // the agent's backlog is full (many follow at once, after a restart)
+    retry.expires_after(kFollowRetry);
+    boost::system::error_code ignored;
+    co_await retry.async_wait(net::redirect_error(net::use_awaitable, ignored));
+    follower = sandbox_->follow_output(process->pid);
+  }
+  if (follower) error = co_await follow_in_band(*process, **follower, from, &exit);
+  // Ended without its exit known: no one could reach it again, so it goes.
+  if (!error.empty() && sandbox_->stopped_reason().empty())
+    pool_.post([sandbox = sandbox_, pid = process->pid] { (void)sandbox->signal(pid, SIGKILL); });
   mark_reaped(*process);
   finish(process, exit, std::move(error));
 }

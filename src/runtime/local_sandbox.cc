@@ -253,8 +253,9 @@ Status LocalSandbox::resize_terminal(int pid, uint16_t cols, uint16_t rows) {
   return in_band_call(request, "resize terminal");
 }
 
+// A paused agent's kernel still takes the connection and the read: its
+// answer comes once the sandbox resumes, and nothing waits meanwhile.
 Result<std::unique_ptr<OutputFollower>> LocalSandbox::follow_output(int pid) {
-  if (frozen_) return paused_error();
   auto connection = connect_control(record_.state_dir / kControlSocketName, /*wait=*/false);
   if (!connection) return connection.error();
   return make_control_follower(std::move(*connection), pid);
