@@ -149,11 +149,6 @@ def test_get_metrics_over_time_and_by_range(e2b_env):
 
 
 
-@pytest.mark.skip(reason="out of scope: volumes are not implemented by the local runtime")
-def test_volumes():
-    """Volume.create / Sandbox.create(volume_mounts=...)."""
-
-
 @pytest.mark.skip(reason="out of scope: template builds through the SDK (Template.build); use `abx template build`")
 def test_template_build():
     """Template.build(...)."""
