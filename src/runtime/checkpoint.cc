@@ -234,6 +234,8 @@ CheckpointSupport probe_checkpoint(const fs::path& log, bool root_owned_userns) 
         facts.check_failure = last.empty() ? "exit status " + std::to_string(status) : last;
       }
     }
+    std::error_code ignored;  // read for its last line: nothing of it stays in the state dir
+    fs::remove(log, ignored);
   }
   return checkpoint_verdict(facts);
 }
