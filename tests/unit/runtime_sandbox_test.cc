@@ -125,6 +125,21 @@ class SandboxTest : public ::testing::Test {
     return *sandboxes_.back();
   }
 
+  // A sandbox whose agent also serves TCP `port` to clients with `token`.
+  Sandbox& create_serving_tcp(const std::string& name, uint16_t port, const std::string& token) {
+    SandboxSpec spec;
+    spec.id = "t" + std::to_string(::getpid()) + name;
+    spec.rootfs = rootfs();
+    spec.agent_port = port;
+    spec.agent_token = token;
+    auto sb = runtime_->create(spec);
+    EXPECT_TRUE(sb) << sb.error().message();
+    if (!sb) throw std::runtime_error(sb.error().message());
+    records_.push_back((*sb)->record());
+    sandboxes_.push_back(std::move(*sb));
+    return *sandboxes_.back();
+  }
+
   struct Output {
     std::string out, err;
     int status = -1;
@@ -325,6 +340,16 @@ struct Ended {
 };
 
 // Reads a command's kept output from the agent until it has ended (30 s at most).
+// `script` run by /bin/sh as the sandbox's user.
+ProcessSpec shell(const std::string& script) {
+  ProcessSpec process;
+  process.argv = {"/bin/sh", "-c", script};
+  process.env = {{"PATH", "/usr/bin:/bin"}};
+  process.uid = process.gid = 1000;
+  process.cwd = "/";
+  return process;
+}
+
 Ended read_until_ended(AgentTcpClient& agent, int pid) {
   Ended ended;
   uint64_t offset = 0;
@@ -350,25 +375,9 @@ Ended read_until_ended(AgentTcpClient& agent, int pid) {
 // and signal on a TCP port to a client with the sandbox's token, keeps the
 // output itself and enforces the timeout itself.
 TEST_F(SandboxTest, AgentServesItsTokenOverTcp) {
-  SandboxSpec spec;
-  spec.id = "t" + std::to_string(::getpid()) + "tcp";
-  spec.rootfs = rootfs();
-  spec.agent_port = 7070;
-  spec.agent_token = "a-token-of-this-sandbox";
-  auto made = runtime_->create(spec);
-  ASSERT_TRUE(made) << made.error().message();
-  records_.push_back((*made)->record());
-  Sandbox& sb = **made;
-  sandboxes_.push_back(std::move(*made));
+  const std::string token = "a-token-of-this-sandbox";
+  Sandbox& sb = create_serving_tcp("tcp", 7070, token);
   const pid_t init = sb.record().init_pid;
-  const auto shell = [](const std::string& script) {
-    ProcessSpec process;
-    process.argv = {"/bin/sh", "-c", script};
-    process.env = {{"PATH", "/usr/bin:/bin"}};
-    process.uid = process.gid = 1000;
-    process.cwd = "/";
-    return process;
-  };
 
   // A wrong token runs nothing: the agent closes the connection.
   auto stranger = AgentTcpClient::start(connect_in_sandbox(init, 7070), "a-token-of-another");
@@ -382,7 +391,7 @@ TEST_F(SandboxTest, AgentServesItsTokenOverTcp) {
   // the daemon out: beyond 16 the oldest go.
   std::vector<UniqueFd> squatters;
   for (int i = 0; i < 40; ++i) squatters.push_back(connect_in_sandbox(init, 7070));
-  auto agent = AgentTcpClient::start(connect_in_sandbox(init, 7070), spec.agent_token);
+  auto agent = AgentTcpClient::start(connect_in_sandbox(init, 7070), token);
   ASSERT_TRUE(agent) << agent.error().message();
   auto pid = agent->spawn(shell("echo out; echo err >&2; exit 3"), 0);
   ASSERT_TRUE(pid) << pid.error().message();
@@ -411,25 +420,12 @@ TEST_F(SandboxTest, AgentServesItsTokenOverTcp) {
 // answered when output comes or the command ends, and an idle one after its
 // wait; meanwhile the agent serves the other connections.
 TEST_F(SandboxTest, AgentAnswersAWaitingReadWhenOutputComes) {
-  SandboxSpec spec;
-  spec.id = "t" + std::to_string(::getpid()) + "tcpwait";
-  spec.rootfs = rootfs();
-  spec.agent_port = 7073;
-  spec.agent_token = "the-token-of-the-follower";
-  auto made = runtime_->create(spec);
-  ASSERT_TRUE(made) << made.error().message();
-  records_.push_back((*made)->record());
-  const pid_t init = (*made)->record().init_pid;
-  sandboxes_.push_back(std::move(*made));
-  auto follower = AgentTcpClient::start(connect_in_sandbox(init, 7073), spec.agent_token);
-  auto other = AgentTcpClient::start(connect_in_sandbox(init, 7073), spec.agent_token);
+  const std::string token = "the-token-of-the-follower";
+  const pid_t init = create_serving_tcp("tcpwait", 7073, token).record().init_pid;
+  auto follower = AgentTcpClient::start(connect_in_sandbox(init, 7073), token);
+  auto other = AgentTcpClient::start(connect_in_sandbox(init, 7073), token);
   ASSERT_TRUE(follower && other);
-  ProcessSpec process;
-  process.argv = {"/bin/sh", "-c", "sleep 0.3; echo one; sleep 0.3; echo two; exit 4"};
-  process.env = {{"PATH", "/usr/bin:/bin"}};
-  process.uid = process.gid = 1000;
-  process.cwd = "/";
-  auto pid = other->spawn(process, 0);
+  auto pid = other->spawn(shell("sleep 0.3; echo one; sleep 0.3; echo two; exit 4"), 0);
   ASSERT_TRUE(pid) << pid.error().message();
 
   std::string out;
@@ -454,8 +450,7 @@ TEST_F(SandboxTest, AgentAnswersAWaitingReadWhenOutputComes) {
   EXPECT_TRUE(WIFEXITED(last->wait_status) && WEXITSTATUS(last->wait_status) == 4);
   EXPECT_LE(reads, 4) << "each read should wait for output, not return empty";
 
-  process.argv = {"/bin/sh", "-c", "exec sleep 100"};
-  auto quiet = other->spawn(process, 0);
+  auto quiet = other->spawn(shell("exec sleep 100"), 0);
   ASSERT_TRUE(quiet) << quiet.error().message();
   auto nothing = follower->read(*quiet, 0, proto::kMaxReadBytes, 200);
   ASSERT_TRUE(nothing) << nothing.error().message();
@@ -552,26 +547,10 @@ std::string read_until_shown(AgentTcpClient& agent, int pid, const std::string& 
 // Over TCP the agent also takes a command's stdin, queued as it reads, and
 // drives its terminal: what it shows, what is typed, its size.
 TEST_F(SandboxTest, AgentTakesStdinAndDrivesATerminalOverTcp) {
-  SandboxSpec spec;
-  spec.id = "t" + std::to_string(::getpid()) + "tcpio";
-  spec.rootfs = rootfs();
-  spec.agent_port = 7071;
-  spec.agent_token = "the-token-of-this-sandbox";
-  auto made = runtime_->create(spec);
-  ASSERT_TRUE(made) << made.error().message();
-  records_.push_back((*made)->record());
-  const pid_t init = (*made)->record().init_pid;
-  sandboxes_.push_back(std::move(*made));
-  auto agent = AgentTcpClient::start(connect_in_sandbox(init, 7071), spec.agent_token);
+  const std::string token = "the-token-of-this-sandbox";
+  const pid_t init = create_serving_tcp("tcpio", 7071, token).record().init_pid;
+  auto agent = AgentTcpClient::start(connect_in_sandbox(init, 7071), token);
   ASSERT_TRUE(agent) << agent.error().message();
-  const auto shell = [](const std::string& script) {
-    ProcessSpec process;
-    process.argv = {"/bin/sh", "-c", script};
-    process.env = {{"PATH", "/usr/bin:/bin"}};
-    process.uid = process.gid = 1000;
-    process.cwd = "/";
-    return process;
-  };
 
   // More than a pipe holds arrives whole and in order; EOF once closed. (It
   // stays until read: an ended command keeps only the tail of its output.)
@@ -639,19 +618,11 @@ TEST_F(SandboxTest, AgentTakesStdinAndDrivesATerminalOverTcp) {
 // Files over TCP: each operation on a connection of its own, done by a
 // worker inside the sandbox with the asked user's permissions.
 TEST_F(SandboxTest, AgentServesFilesOverTcp) {
-  SandboxSpec spec;
-  spec.id = "t" + std::to_string(::getpid()) + "tcpfs";
-  spec.rootfs = rootfs();
-  spec.agent_port = 7072;
-  spec.agent_token = "the-file-token";
-  auto made = runtime_->create(spec);
-  ASSERT_TRUE(made) << made.error().message();
-  records_.push_back((*made)->record());
-  Sandbox& sb = **made;
-  sandboxes_.push_back(std::move(*made));
+  const std::string token = "the-file-token";
+  Sandbox& sb = create_serving_tcp("tcpfs", 7072, token);
   const pid_t init = sb.record().init_pid;
   const auto client = [&] {
-    auto started = AgentTcpClient::start(connect_in_sandbox(init, 7072), spec.agent_token);
+    auto started = AgentTcpClient::start(connect_in_sandbox(init, 7072), token);
     EXPECT_TRUE(started) << started.error().message();
     return std::move(*started);
   };
@@ -711,7 +682,7 @@ TEST_F(SandboxTest, AgentServesFilesOverTcp) {
   {
     UniqueFd raw = connect_in_sandbox(init, 7072);
     proto::Hello hello;
-    hello.token = spec.agent_token;
+    hello.token = token;
     ASSERT_TRUE(proto::send_frame(raw.get(), proto::encode(hello)));
     proto::Request upload;
     upload.type = proto::RequestType::kFile;
