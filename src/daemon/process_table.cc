@@ -539,75 +539,77 @@ Result<runtime::Process> ProcessTable::spawn(const runtime::ProcessSpec& spec) {
   return process;
 }
 
+namespace {
+// What waits for the first attach of adopted commands is bounded per
+// sandbox, not per command.
+size_t adoption_backlog(size_t output_buffer, size_t commands) {
+  return std::max<size_t>(64 * 1024, 2 * output_buffer / std::max<size_t>(1, commands));
+}
+// A deadline from a label (the sandbox's words) far beyond any real one
+// would overflow the timer's nanoseconds.
+constexpr int64_t kLongestDeadlineMs = int64_t{1} << 40;
+}  // namespace
+
+std::shared_ptr<Managed> ProcessTable::found_again(int pid, const std::string& label_text,
+                                                   size_t backlog,
+                                                   std::chrono::milliseconds* timeout) {
+  Label label = parse_label(label_text);
+  log_->add("info", "command found again after the daemon restarted (pid " + std::to_string(pid) +
+                        "): " + command_text(label.config));
+  auto process =
+      std::make_shared<Managed>(ioc_, pid, std::move(label.tag), std::move(label.config));
+  process->oom_kills_before = sandbox_->oom_kills();
+  process->backlog.emplace();
+  process->backlog_limit = backlog;
+  *timeout = std::chrono::milliseconds(0);
+  if (label.deadline_ms > 0)  // passed already: killed at once
+    *timeout = std::chrono::milliseconds(
+        std::clamp<int64_t>(label.deadline_ms - unix_ms_now(), 1, kLongestDeadlineMs));
+  return process;
+}
+
 void ProcessTable::adopt_in_band(const std::vector<runtime::ListedProcess>& listed) {
-  const size_t count = static_cast<size_t>(std::count_if(
-      listed.begin(), listed.end(), [](const auto& c) { return c.in_band && !c.ended; }));
-  // What waits for the first attach is bounded per sandbox, as in adopt().
-  const size_t backlog =
-      std::max<size_t>(64 * 1024, 2 * output_buffer_ / std::max<size_t>(1, count));
+  const auto count = std::count_if(listed.begin(), listed.end(),
+                                   [](const auto& c) { return c.in_band && !c.ended; });
+  const size_t backlog = adoption_backlog(output_buffer_, static_cast<size_t>(count));
   for (const auto& command : listed) {
     if (!command.in_band || command.ended) continue;
     {
       std::lock_guard lock(mutex_);
       if (processes_.contains(command.pid)) continue;
     }
-    Label label = parse_label(command.label);
-    log_->add("info", "command found again after the daemon restarted (pid " +
-                          std::to_string(command.pid) + "): " + command_text(label.config));
-    auto process =
-        std::make_shared<Managed>(ioc_, command.pid, std::move(label.tag), std::move(label.config));
-    process->oom_kills_before = sandbox_->oom_kills();
-    process->in_band = true;
+    std::chrono::milliseconds timeout;
+    auto process = found_again(command.pid, command.label, backlog, &timeout);
     process->pty = command.pty;
     process->stdin_open = !command.pty;  // closing it again is harmless
-    // What it writes until someone attaches waits for them, as for adopt().
-    process->backlog.emplace();
-    process->backlog_limit = backlog;
-    std::chrono::milliseconds timeout{0};
-    if (label.deadline_ms > 0)
-      timeout = std::chrono::milliseconds(std::max<int64_t>(1, label.deadline_ms - unix_ms_now()));
-    {
-      std::lock_guard lock(mutex_);
-      processes_[process->pid] = process;
-    }
-    net::co_spawn(process->strand,
-                  shared_from_this()->supervise_in_band(process, command.delivered, timeout),
-                  net::detached);
+    track_in_band(process, command.delivered, timeout);
   }
 }
 
 void ProcessTable::adopt(std::vector<runtime::AdoptedProcess> adopted) {
-  // What waits for the first attach is bounded per sandbox, not per process.
-  const size_t backlog =
-      std::max<size_t>(64 * 1024, 2 * output_buffer_ / std::max<size_t>(1, adopted.size()));
-  for (auto& process : adopted) adopt(std::move(process), backlog);
+  const size_t backlog = adoption_backlog(output_buffer_, adopted.size());
+  for (auto& command : adopted) {
+    std::chrono::milliseconds timeout;
+    auto process = found_again(command.process.pid, command.label, backlog, &timeout);
+    follow(process, command.process, timeout);
+  }
 }
 
-void ProcessTable::adopt(runtime::AdoptedProcess adopted, size_t backlog) {
-  Label label = parse_label(adopted.label);
-  log_->add("info", "command found again after the daemon restarted (pid " +
-                        std::to_string(adopted.process.pid) + "): " + command_text(label.config));
-  auto process = std::make_shared<Managed>(ioc_, adopted.process.pid, std::move(label.tag),
-                                           std::move(label.config));
-  process->oom_kills_before = sandbox_->oom_kills();
-  process->backlog.emplace();
-  process->backlog_limit = backlog;
-  std::chrono::milliseconds timeout{0};
-  if (label.deadline_ms > 0)  // passed already: killed at once
-    timeout = std::chrono::milliseconds(std::max<int64_t>(1, label.deadline_ms - unix_ms_now()));
-  follow(process, adopted.process, timeout);
+void ProcessTable::track_in_band(std::shared_ptr<Managed> process, uint64_t from,
+                                 std::chrono::milliseconds timeout) {
+  process->in_band = true;
+  {
+    std::lock_guard lock(mutex_);
+    processes_[process->pid] = process;
+  }
+  net::co_spawn(process->strand, shared_from_this()->supervise_in_band(process, from, timeout),
+                net::detached);
 }
 
 void ProcessTable::follow(std::shared_ptr<Managed> process, runtime::Process& proc,
                           std::chrono::milliseconds timeout) {
   if (!proc.exit_fd.valid()) {  // in band: the agent holds every fd of it
-    process->in_band = true;
-    {
-      std::lock_guard lock(mutex_);
-      processes_[process->pid] = process;
-    }
-    net::co_spawn(process->strand, shared_from_this()->supervise_in_band(process, 0, timeout),
-                  net::detached);
+    track_in_band(std::move(process), 0, timeout);
     return;
   }
   process->stdin_fd = std::move(proc.stdin_fd);

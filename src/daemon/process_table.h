@@ -155,7 +155,14 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   // Starts forwarding a process's output and waiting for its end.
   void follow(std::shared_ptr<Managed> process, runtime::Process& proc,
               std::chrono::milliseconds timeout);
-  void adopt(runtime::AdoptedProcess adopted, size_t backlog);
+  // A command an earlier daemon started, as its label describes it, what it
+  // writes kept for the first attach (at most `backlog`), its deadline's
+  // time left in `timeout`.
+  std::shared_ptr<Managed> found_again(int pid, const std::string& label, size_t backlog,
+                                       std::chrono::milliseconds* timeout);
+  // Lists an in-band command and follows its output from offset `from`.
+  void track_in_band(std::shared_ptr<Managed> process, uint64_t from,
+                     std::chrono::milliseconds timeout);
   using Output = std::pair<std::shared_ptr<boost::asio::posix::stream_descriptor>, std::string>;
   // Forwards output, enforces the deadline, then sends the end event.
   // SIGKILLs a process past its deadline; in a paused sandbox (EBUSY) it
