@@ -219,12 +219,23 @@ Result<spawner::Handoff> open_rootfs_sources(pid_t pid, const RootfsSpec& rootfs
 // instead of itself; init resets the score for every process it starts.
 // Only after init's exec: before it, init shares the daemon's mm, and the
 // score is per mm. Lowering it needs CAP_SYS_RESOURCE.
+// A privileged write to oom_score_adj also sets the floor
+// (oom_score_adj_min) that init's children inherit and may go down to
+// without privilege: were it -1000, every process of the sandbox could make
+// itself immune to the OOM killer. So the floor is set to 0 (init inherited
+// the daemon's, which a service manager may have lowered) and the score
+// lowered through the legacy oom_adj file (-17 is -1000), which leaves the
+// floor where it is.
 Status protect_from_oom_killer(pid_t pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/oom_score_adj";
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd.valid() || ::write(fd.get(), "-1000", 5) != 5)
-    return Error::from_errno("write oom_score_adj", path);
-  return {};
+  const auto write_proc = [pid](const char* file, std::string_view value) -> Status {
+    const std::string path = "/proc/" + std::to_string(pid) + "/" + file;
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd.valid() || ::write(fd.get(), value.data(), value.size()) != std::ssize(value))
+      return Error::from_errno("write", path);
+    return {};
+  };
+  if (auto s = write_proc("oom_score_adj", "0"); !s) return s;
+  return write_proc("oom_adj", "-17");
 }
 
 bool has_capability(cap_value_t cap) {

@@ -3,10 +3,12 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1004,6 +1006,26 @@ TEST_F(SandboxTest, AnInitKilledFromTheHostIsReportedStopped) {
   EXPECT_EQ(log.wait_for(sb.record().id), "its init was killed (signal: killed)");
   EXPECT_EQ(sb.stopped_reason(), "its init was killed (signal: killed)");
   runtime_->on_stopped(nullptr);
+}
+
+// Init's shield (a privileged lowering of its score, where the daemon has
+// CAP_SYS_RESOURCE) must not become a floor its children inherit: no
+// process of the sandbox, root or user, may make itself immune.
+TEST_F(SandboxTest, NoSandboxProcessMayShieldItselfFromTheOomKiller) {
+  Sandbox& sb = create();
+  for (const uid_t uid : {0u, 1000u}) {
+    Output o = run(sb,
+                   "echo -1000 > /proc/self/oom_score_adj 2>/dev/null; "
+                   "echo -17 > /proc/self/oom_adj 2>/dev/null; "
+                   "cat /proc/self/oom_score_adj",
+                   uid);
+    EXPECT_EQ(o.out, "0\n") << "uid " << uid << ": " << o.err;
+  }
+  const std::string init_score = run(sb, "cat /proc/1/oom_score_adj", 0).out;
+  // The test runs as root: it holds CAP_SYS_RESOURCE wherever the bounding set has it.
+  if (::prctl(PR_CAPBSET_READ, CAP_SYS_RESOURCE) == 1) {
+    EXPECT_EQ(init_score, "-1000\n") << "init is shielded where the daemon may shield it";
+  }
 }
 
 TEST_F(SandboxTest, RootRaisingInitsOomScoreDoesNotMakeInitTheVictim) {
