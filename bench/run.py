@@ -32,6 +32,7 @@ from harness import private_state_dir, start_daemon, stop_daemon  # noqa: E402
 import dashboard  # noqa: E402  (bench/dashboard.py: the dashboard's page load and size)
 import durable  # noqa: E402  (bench/durable.py: command output through init, daemon footprint)
 import events  # noqa: E402  (bench/events.py: the flight recorder's cost on exec and output)
+import in_band  # noqa: E402  (bench/in_band.py: in-band commands against the fd path)
 import net  # noqa: E402  (bench/net.py: the networking figures, in tests/net's test world)
 import phases  # noqa: E402  (bench/phases.py: where a one-shot's time goes, CLI and SDK)
 import sdk  # noqa: E402  (bench/sdk.py: the Python SDK's one-shot and cycles per second)
@@ -576,6 +577,9 @@ def main() -> None:
     ap.add_argument("--only-durable", action="store_true",
                     help="measure just the command output and daemon footprint section and put "
                     "it into --out")
+    ap.add_argument("--only-in-band", action="store_true",
+                    help="measure just in-band commands against the fd path (create, exec "
+                    "true, background output; two daemons of this build) and put it into --out")
     ap.add_argument("--only-events", action="store_true",
                     help="measure just the flight recorder's cost (exec and command output, "
                     "recording vs events.enabled false) and put it into --out")
@@ -685,6 +689,15 @@ def record_durable_only(args) -> None:
     print(section)
 
 
+def record_in_band_only(args) -> None:
+    """--only-in-band: in-band commands against the fd path, into the results."""
+    section = in_band.measure(args.rounds, args.output_mib, args.baseline_template, pct, table)
+    out = Path(args.out)
+    text = out.read_text() if out.exists() else "# Benchmark results\n"
+    out.write_text(splice(text, in_band.HEADER, section))
+    print(section)
+
+
 MEMORY_HEADER = "## Memory per idle sandbox"
 
 
@@ -763,6 +776,8 @@ def run(args) -> None:
         return record_durable_only(args)
     if args.only_events:
         return record_events_only(args)
+    if args.only_in_band:
+        return record_in_band_only(args)
     if args.only_dashboard:
         return record_dashboard_only(args)
     if args.only_snapshots:

@@ -131,6 +131,16 @@ bool OutputRelay::finished() const {
   });
 }
 
+proto::ReadReplyView OutputRelay::slice_views(uint64_t offset, size_t max) const {
+  proto::ReadReplyView reply;
+  reply.start = ring_.start();
+  reply.end = ring_.end();
+  reply.chunks = ring_.views(offset, max);
+  reply.ended = wait_status_.has_value();
+  reply.wait_status = wait_status_.value_or(0);
+  return reply;
+}
+
 OutputSlice OutputRelay::slice(uint64_t offset, size_t max) const {
   OutputSlice slice;
   slice.start = ring_.start();

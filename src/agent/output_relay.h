@@ -45,6 +45,8 @@ class OutputRelay {
   bool finished() const;
   // What a later client reads; an ended command keeps only its tail.
   OutputSlice slice(uint64_t offset, size_t max) const;
+  // The same as a reply of views into the ring (valid until it changes).
+  proto::ReadReplyView slice_views(uint64_t offset, size_t max) const;
   bool has_ended() const { return wait_status_.has_value(); }
   uint64_t end() const { return ring_.end(); }  // one past the newest byte kept
   // Where the command's follower got to (proto::Supervised::delivered).

@@ -6,8 +6,13 @@ namespace abx::agent {
 
 void OutputRing::append(OutputStream stream, std::string_view bytes) {
   while (!bytes.empty()) {
-    if (runs_.empty() || runs_.back().stream != stream || runs_.back().bytes.size() >= kRunBytes)
+    if (runs_.empty() || runs_.back().stream != stream || runs_.back().bytes.size() >= kRunBytes) {
       runs_.push_back({stream, end_, {}});
+      // A command that writes a lot fills its runs whole: one allocation
+      // each rather than a string doubling its way up. Small writes (an
+      // idle or chatty command) grow theirs as they come.
+      if (bytes.size() >= kBulkWrite) runs_.back().bytes.reserve(kRunBytes);
+    }
     OutputChunk& run = runs_.back();
     const size_t take = std::min(bytes.size(), kRunBytes - run.bytes.size());
     run.bytes.append(bytes.substr(0, take));
@@ -33,8 +38,8 @@ void OutputRing::trim_to(size_t bytes) {
   }
 }
 
-std::vector<OutputChunk> OutputRing::read(uint64_t offset, size_t max) const {
-  std::vector<OutputChunk> out;
+std::vector<proto::ChunkView> OutputRing::views(uint64_t offset, size_t max) const {
+  std::vector<proto::ChunkView> out;
   offset = std::max(offset, start());
   for (const OutputChunk& run : runs_) {
     if (max == 0) break;
@@ -42,9 +47,16 @@ std::vector<OutputChunk> OutputRing::read(uint64_t offset, size_t max) const {
     if (run_end <= offset) continue;
     const size_t skip = offset > run.offset ? static_cast<size_t>(offset - run.offset) : 0;
     const size_t take = std::min(max, run.bytes.size() - skip);
-    out.push_back({run.stream, run.offset + skip, run.bytes.substr(skip, take)});
+    out.push_back({run.stream, run.offset + skip, std::string_view(run.bytes).substr(skip, take)});
     max -= take;
   }
+  return out;
+}
+
+std::vector<OutputChunk> OutputRing::read(uint64_t offset, size_t max) const {
+  std::vector<OutputChunk> out;
+  for (const auto& view : views(offset, max))
+    out.push_back({view.stream, view.offset, std::string(view.bytes)});
   return out;
 }
 

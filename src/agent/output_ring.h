@@ -11,6 +11,7 @@
 #include <deque>
 #include <string_view>
 
+#include "agent/protocol.h"
 #include "runtime/runtime.h"
 
 namespace abx::agent {
@@ -33,6 +34,8 @@ class OutputRing {
   // Chunks from `offset` (from start() if that is older), at most `max`
   // bytes in all.
   std::vector<OutputChunk> read(uint64_t offset, size_t max) const;
+  // The same as views of the kept bytes, valid until the ring changes.
+  std::vector<proto::ChunkView> views(uint64_t offset, size_t max) const;
   // The first run of `stream` that ends after `offset`, from `offset` on
   // (empty when there is none yet). Where the relay forwards from.
   std::string_view next_of(OutputStream stream, uint64_t offset, uint64_t* at) const;
@@ -41,6 +44,7 @@ class OutputRing {
   // Runs are merged up to this size, so a command writing small lines costs
   // few allocations, and dropping the oldest never moves much.
   static constexpr size_t kRunBytes = 64 * 1024;
+  static constexpr size_t kBulkWrite = 4096;
   size_t capacity_;
   std::deque<OutputChunk> runs_;
   uint64_t end_ = 0;

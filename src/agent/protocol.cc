@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace abx::agent::proto {
@@ -12,10 +13,12 @@ namespace {
 
 class Writer {
  public:
+  Writer() = default;
+  explicit Writer(size_t expected) { out_.reserve(expected); }
   void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void u32(uint32_t v) { raw(&v, sizeof v); }
   void u64(uint64_t v) { raw(&v, sizeof v); }
-  void str(const std::string& s) {
+  void str(std::string_view s) {
     u32(static_cast<uint32_t>(s.size()));
     out_ += s;
   }
@@ -406,22 +409,32 @@ bool decode(const std::string& bytes, Supervised* p) {
 // Tagged like Supervised, so a daemon tells it from an older init's Reply.
 constexpr uint32_t kReadReplyTag = 0x52494e47;  // "RING"
 
-std::string encode(const ReadReply& p) {
-  Writer w;
+std::string encode(const ReadReplyView& p) {
+  size_t size = 64 + p.step.size();
+  for (const auto& chunk : p.chunks) size += 16 + chunk.bytes.size();
+  Writer w(size);
   w.u32(kReadReplyTag);
   w.u32(static_cast<uint32_t>(p.errnum));
   w.str(p.step);
-  w.u64(p.slice.start);
-  w.u64(p.slice.end);
-  w.u8(p.slice.ended);
-  w.u32(static_cast<uint32_t>(p.slice.wait_status));
-  w.u32(static_cast<uint32_t>(p.slice.chunks.size()));
-  for (const auto& chunk : p.slice.chunks) {
+  w.u64(p.start);
+  w.u64(p.end);
+  w.u8(p.ended);
+  w.u32(static_cast<uint32_t>(p.wait_status));
+  w.u32(static_cast<uint32_t>(p.chunks.size()));
+  for (const auto& chunk : p.chunks) {
     w.u8(static_cast<uint8_t>(chunk.stream));
     w.u64(chunk.offset);
     w.str(chunk.bytes);
   }
   return w.take();
+}
+
+std::string encode(const ReadReply& p) {
+  ReadReplyView view{
+      p.errnum, p.step, p.slice.start, p.slice.end, p.slice.ended, p.slice.wait_status, {}};
+  for (const auto& chunk : p.slice.chunks)
+    view.chunks.push_back({chunk.stream, chunk.offset, chunk.bytes});
+  return encode(view);
 }
 
 bool decode(const std::string& bytes, ReadReply* p) {
@@ -497,7 +510,13 @@ Status send_message(int sock, const std::string& bytes, const std::vector<int>& 
 }
 
 Result<bool> recv_message(int sock, std::string* bytes, std::vector<UniqueFd>* fds) {
-  bytes->resize(kMaxMessage);
+  // The message's size first (a seqpacket socket tells it with MSG_TRUNC), so
+  // that a small request is not received into kMaxMessage zeroed bytes.
+  ssize_t size;
+  do size = ::recv(sock, nullptr, 0, MSG_PEEK | MSG_TRUNC);
+  while (size < 0 && errno == EINTR);
+  if (size < 0) return Error::from_errno("receive from sandbox socket");
+  bytes->resize(std::clamp<size_t>(static_cast<size_t>(size), 1, kMaxMessage));
   iovec iov{bytes->data(), bytes->size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
   msghdr msg{};

@@ -21,7 +21,9 @@
 //           past `offset` yet, the answer waits until output comes, the
 //           command ends or wait_ms pass (then an empty slice): a client
 //           follows a command without polling. The connection is not read
-//           meanwhile (one request at a time on a connection).
+//           meanwhile (one request at a time on a connection). Offset
+//           kFollowOn: from where the last answer to the command's
+//           follower ended (a follower's next read, sent ahead).
 //   kOpen   request: OpenRequest.  reply: Reply; on success the file, opened
 //           O_RDONLY by init as that sandbox user, is passed back.
 //   kFile   request: FileRequest, on a connection of its own; kWrite passes
@@ -84,6 +86,7 @@ using runtime::FileRequest;
 using runtime::FileType;
 using runtime::kMaxProcessLabel;
 using runtime::OutputSlice;
+using runtime::OutputStream;
 using runtime::ProcessSpec;
 }  // namespace abx::agent
 
@@ -203,6 +206,10 @@ struct Request {
   uint16_t rows = 0;
 };
 inline constexpr uint32_t kMaxReadBytes = 128 * 1024;
+// A kRead's offset meaning "where this command's follower was last answered
+// up to" (OutputRelay::delivered), resolved when the agent reads the request:
+// a follower sends its next read before the answer to the last has come.
+inline constexpr uint64_t kFollowOn = UINT64_MAX;
 inline constexpr uint32_t kMaxReadWaitMs = 60 * 1000;
 inline constexpr size_t kMaxInputBytes = 64 * 1024;
 // What waits for a command to read its input, per command: the agent (PID 1,
@@ -288,6 +295,25 @@ struct ReadReply {
   OutputSlice slice;
 };
 std::string encode(const ReadReply& reply);
+// A ReadReply whose chunks are views of where the agent keeps the output:
+// encoded straight into the message, with no copy of the bytes on the way
+// (kRead's answers carry most of a command's output). The same bytes on
+// the wire as encode(ReadReply).
+struct ChunkView {
+  OutputStream stream = OutputStream::kStdout;
+  uint64_t offset = 0;
+  std::string_view bytes;
+};
+struct ReadReplyView {
+  int32_t errnum = 0;
+  std::string step;
+  uint64_t start = 0;
+  uint64_t end = 0;
+  bool ended = false;
+  int32_t wait_status = 0;
+  std::vector<ChunkView> chunks;
+};
+std::string encode(const ReadReplyView& reply);
 bool decode(const std::string& bytes, ReadReply* reply);
 
 // The first frame on a TCP connection. The version lets a later agent

@@ -112,6 +112,7 @@ class Server {
     std::vector<int> reply_fds;
     UniqueFd opened;
     const bool decoded = proto::decode(bytes, &request);
+    if (decoded) resolve_follow_on(&request);
     if (decoded && request.type == proto::RequestType::kFile) {
       start_worker(take(fd), request.file, std::move(fds));
       return;
@@ -669,16 +670,25 @@ class Server {
     }
   }
 
-  proto::ReadReply read_output(const proto::Request& request) {
-    proto::ReadReply reply;
+  // Views into the command's ring: encode it before the ring changes.
+  proto::ReadReplyView read_output(const proto::Request& request) {
     auto it = relays_.find(request.pid);
     if (it == relays_.end()) {
+      proto::ReadReplyView reply;
       reply.errnum = ENOENT;
       reply.step = "no output kept for pid " + std::to_string(request.pid);
       return reply;
     }
-    reply.slice = it->second.slice(request.offset, request.max_bytes);
-    return reply;
+    return it->second.slice_views(request.offset,
+                                  std::min(request.max_bytes, proto::kMaxReadBytes));
+  }
+
+  // A kRead at kFollowOn goes on from where its follower was last answered
+  // up to: read only after that answer went out (busy), so it continues it.
+  void resolve_follow_on(proto::Request* request) const {
+    if (request->type != proto::RequestType::kRead || request->offset != proto::kFollowOn) return;
+    const auto it = relays_.find(request->pid);
+    request->offset = it == relays_.end() ? 0 : it->second.delivered();
   }
 
   // A connection waiting for its spawn or its read is not read meanwhile.
@@ -722,13 +732,13 @@ class Server {
 
   // A waiting kRead is a follower's: what it is answered with is what that
   // follower got (Supervised::delivered, for the next one after a restart).
-  proto::ReadReply follow_output(int client, const proto::Request& request) {
-    proto::ReadReply reply = read_output(request);
+  proto::ReadReplyView follow_output(int client, const proto::Request& request) {
+    proto::ReadReplyView reply = read_output(request);
     auto relay = relays_.find(request.pid);
     if (relay == relays_.end()) return reply;
     follow(client, relay->second);
-    if (!reply.slice.chunks.empty()) {
-      const auto& last = reply.slice.chunks.back();
+    if (!reply.chunks.empty()) {
+      const auto& last = reply.chunks.back();
       relay->second.set_delivered(last.offset + last.bytes.size());
     }
     return reply;
@@ -795,7 +805,7 @@ class Server {
     std::string reply;
     if (!proto::decode(bytes, &request)) {
       reply = proto::encode(proto::reply_from(Error{"decode request", EPROTO, {}}));
-    } else if (park_read(fd, request)) {
+    } else if (resolve_follow_on(&request); park_read(fd, request)) {
       return;  // answered once output comes (answer_parked_reads)
     } else if (auto answered = serve_in_place(fd, request)) {
       reply = std::move(*answered);

@@ -390,6 +390,9 @@ constexpr auto kFollowRetry = std::chrono::milliseconds(20);
 
 // How long one waiting read of an in-band command's output may wait.
 constexpr uint32_t kFollowWaitMs = 30 * 1000;
+// Reads of a command's output in flight at once (proto::kMaxReadBytes each):
+// output keeps coming while this end is slow to wake.
+constexpr int kFollowDepth = 4;
 
 // The next answer of `follower`, once its fd says it has come; an error
 // when the agent went away (the sandbox stopped).
@@ -417,8 +420,12 @@ net::awaitable<std::string> follow_in_band(Managed& process, runtime::OutputFoll
   Descriptor ready(process.strand, watched);
   net::steady_timer pause(process.strand);
   uint64_t offset = from;
+  // kFollowDepth reads in flight: the agent answers the next as soon as it
+  // sent one, while this end takes that one in.
+  if (!follower.ask(offset, kFollowWaitMs)) co_return stopped;
+  for (int i = 1; i < kFollowDepth; ++i)
+    if (!follower.ask_next(kFollowWaitMs)) co_return stopped;
   for (;;) {
-    if (!follower.ask(offset, kFollowWaitMs)) co_return stopped;
     auto slice = co_await next_slice(follower, ready);
     if (!slice) co_return stopped;
     for (const auto& chunk : slice->chunks) {
@@ -441,6 +448,7 @@ net::awaitable<std::string> follow_in_band(Managed& process, runtime::OutputFoll
       co_await pause.async_wait(net::redirect_error(net::use_awaitable, ignored));
     }
     co_await wait_for_slow_streams(process);
+    if (!follower.ask_next(kFollowWaitMs)) co_return stopped;
   }
 }
 

@@ -20,9 +20,11 @@ class ControlFollower final : public OutputFollower {
     request.offset = offset;
     request.max_bytes = proto::kMaxReadBytes;
     request.wait_ms = std::min(wait_ms, proto::kMaxReadWaitMs);
-    // One small message on an otherwise idle connection: the send does not wait.
+    // One small message, and at most two reads in flight: the send does not wait.
     return proto::send_message(fd_.get(), proto::encode(request), {});
   }
+
+  Status ask_next(uint32_t wait_ms) override { return ask(proto::kFollowOn, wait_ms); }
 
   Result<std::optional<OutputSlice>> answer() override {
     std::string bytes;

@@ -197,13 +197,18 @@ inline constexpr const char* kNoInBand =
 // Follows one in-band command's output (Sandbox::follow_output) without
 // holding a thread: ask() sends a read that waits up to `wait_ms` for output
 // past `offset`; fd() becomes readable when its answer has come; answer()
-// takes it without blocking (nullopt while it has not come). One read at a
-// time; a slice with `ended` and nothing past the offset is the last.
+// takes it without blocking (nullopt while it has not come). ask_next()
+// asks for what follows the answer to the read before it, so a second read
+// may be on its way before the first is answered (the agent answers them in
+// order, one after the other, and never waits for the daemon to wake up);
+// answers come in the order asked. A slice with `ended` and nothing past
+// the offset is the last.
 class OutputFollower {
  public:
   virtual ~OutputFollower() = default;
   virtual int fd() const = 0;
   virtual Status ask(uint64_t offset, uint32_t wait_ms) = 0;
+  virtual Status ask_next(uint32_t wait_ms) = 0;
   virtual Result<std::optional<OutputSlice>> answer() = 0;
 };
 
