@@ -83,12 +83,14 @@ def test_contexts_keep_their_state_across_a_restart_and_the_daemon_holds_no_pipe
     assert len(drivers) == 3, drivers  # the default Python context, `made` and `bash`
     assert_daemon_holds_no_pipe_of(drivers, in_band["d"].proc.pid)
 
+    ended: list[object] = []
+
     def run_across_the_restart():
-        try:  # its stream ends with the daemon
-            sb.run_code("import time; open('/tmp/started', 'w').close(); time.sleep(3); "
-                        "z = 'finished'", context=made)
-        except Exception:
-            pass
+        try:
+            ended.append(sb.run_code("import time; open('/tmp/started', 'w').close(); "
+                                     "time.sleep(3); z = 'finished'", context=made))
+        except Exception as error:  # noqa: BLE001 - its stream ends with the daemon
+            ended.append(error)
 
     in_flight = threading.Thread(target=run_across_the_restart, daemon=True)
     in_flight.start()
@@ -98,6 +100,7 @@ def test_contexts_keep_their_state_across_a_restart_and_the_daemon_holds_no_pipe
     d.proc.wait()
     in_band["d"] = start(d.data_dir, monkeypatch)
     in_flight.join(30)
+    assert ended, "the client of the execution in flight still waits"
 
     again = CodeSandbox.connect(sb.sandbox_id)
     assert again.run_code("x + 1").text == "42"
