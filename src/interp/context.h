@@ -39,7 +39,8 @@ std::string new_context_id();
 
 // What a context's driver carries for the next daemon: the sandbox's init
 // keeps it with the driver's pipes (runtime::ProcessSpec::supervise_label)
-// and hands both over after a daemon restart.
+// and hands both over after a daemon restart, or, for an in-band driver,
+// lists it with the driver's pid (runtime::Sandbox::list_processes).
 struct ContextLabel {
   ContextInfo info;
   std::string token;        // the driver's ABX_INTERP_TOKEN
