@@ -28,8 +28,9 @@ inline void add_serve_flags(CLI::App& app, daemon::ServeOptions& options) {
       ->check(CLI::Range(size_t{4096}, size_t{64} * 1024 * 1024))
       ->capture_default_str();
   app.add_flag("--in-band-commands", options.in_band_commands,
-               "Commands' pipes stay in the sandbox's agent and the daemon follows their "
-               "output from it (what a daemon on another host does); experimental")
+               "The pipes of commands and interpreter contexts stay in the sandbox's agent "
+               "and the daemon follows their output from it (what a daemon on another host "
+               "does); experimental")
       ->envname("ABX_IN_BAND_COMMANDS");
   app.add_option("--max-connections", options.max_connections,
                  "Client connections held at once (0: 4096, or half the open-files limit)")

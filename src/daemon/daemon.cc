@@ -170,6 +170,14 @@ Status log_to_file(const ServeOptions& options) {
   return {};
 }
 
+// RuntimeConfig::warm_up, a plain function: a prestarted Python context,
+// in band as the daemon's contexts start.
+template <bool kInBand>
+std::shared_ptr<void> warm_up(runtime::Sandbox& sandbox, const std::string& what) {
+  if (what != interp::kWarmUpPython) return nullptr;
+  return interp::prestart(sandbox, kInBand);
+}
+
 }  // namespace
 
 int serve(const ServeOptions& options) {
@@ -215,10 +223,7 @@ int serve(const ServeOptions& options) {
   config.state_dir = options.data_dir / "sandboxes";
   config.init_binary = options.init_binary.empty() ? default_init_binary() : options.init_binary;
   config.warm_pool_size = options.warm_pool;
-  config.warm_up = [](runtime::Sandbox& sandbox, const std::string& what) {
-    return what == interp::kWarmUpPython ? std::shared_ptr<void>(interp::prestart(sandbox))
-                                         : std::shared_ptr<void>();
-  };
+  config.warm_up = options.in_band_commands ? warm_up<true> : warm_up<false>;
   config.lxcfs_dir = options.data_dir / "lxcfs";
   auto runtime = runtime::open_runtime(config);
   if (!runtime) return fail(runtime.error());

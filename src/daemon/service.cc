@@ -104,6 +104,7 @@ std::shared_ptr<LiveSandbox> Service::make_live(SandboxRow row,
   const size_t output_buffer = row.output_buffer_bytes ? row.output_buffer_bytes : output_buffer_;
   live->processes = std::make_shared<ProcessTable>(
       ioc_, pool_, live->sandbox, live->log, output_buffer, output_buffer_, in_band_commands_);
+  live->in_band_contexts = in_band_commands_;
   live->log->set_journal(tenancy_.events->open(row.id, row.owner));
   live->row = std::move(row);
   live->accounted_ms = now_ms();

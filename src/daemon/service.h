@@ -56,6 +56,7 @@ struct LiveSandbox {
   SandboxRow row;
   int64_t accounted_ms = 0;                          // sandbox-seconds are in the usage up to here
   std::shared_ptr<interp::Interpreter> interpreter;  // created on first use
+  bool in_band_contexts = false;  // its contexts' drivers start in band (--in-band-commands)
   // Python's default context, started in the warm pool; the interpreter
   // takes it on first use if the env vars are still those it started with.
   std::shared_ptr<interp::Prestarted> prestarted;
@@ -190,7 +191,8 @@ class Service : private runtime::StopListener {
   // What each command's stdout and stderr hold while no daemon reads them
   // (ProcessTable); set before restore().
   void set_output_buffer(size_t bytes) { output_buffer_ = bytes; }
-  // Commands run in band (ProcessTable's `in_band`); set before restore().
+  // Commands and interpreter contexts run in band (ProcessTable's `in_band`,
+  // Interpreter::create's); set before restore().
   void set_in_band_commands(bool in_band) { in_band_commands_ = in_band; }
 
   ApiKeys& keys() { return *tenancy_.keys; }

@@ -1,7 +1,6 @@
 #include "interp/context.h"
 
 #include <fmt/format.h>
-#include <poll.h>
 
 #include <algorithm>
 #include <csignal>
@@ -88,9 +87,10 @@ std::optional<ContextLabel> parse_context_label(const std::string& text) {
   return label;
 }
 
-Result<runtime::Process> start_driver(runtime::Sandbox& sandbox, const Language& language,
-                                      const std::map<std::string, std::string>& env,
-                                      const ContextLabel& label) {
+Result<std::unique_ptr<DriverChannel>> start_driver(runtime::Sandbox& sandbox,
+                                                    const Language& language,
+                                                    const std::map<std::string, std::string>& env,
+                                                    const ContextLabel& label, bool in_band) {
   runtime::ProcessSpec spec;
   spec.argv = language.argv;
   spec.env = env;
@@ -100,57 +100,58 @@ Result<runtime::Process> start_driver(runtime::Sandbox& sandbox, const Language&
   spec.gid = 0;
   spec.supervise_label = context_label(label);
   spec.supervise_stdin = true;  // its requests: EOF would end it with the daemon
-  auto process = sandbox.spawn(spec);
-  if (!process) {
-    const Error& e = process.error();
+  const auto failed = [&](const Error& e) {
     return Error{"start " + language.name + " context", e.errnum, e.message()};
+  };
+  if (in_band) {
+    auto pid = sandbox.spawn_in_band(spec);
+    if (!pid) return failed(pid.error());
+    return in_band_channel(sandbox, *pid, 0);
   }
-  if (auto s = make_driver_pipes_nonblocking(*process); !s) {
-    (void)sandbox.signal(process->pid, SIGKILL);
-    return s.error();
-  }
-  return process;
-}
-
-Status make_driver_pipes_nonblocking(const runtime::Process& process) {
-  for (int fd : {process.stdout_fd.get(), process.stderr_fd.get()}) {
-    if (auto s = set_nonblocking(fd); !s) return s;
-  }
-  return {};
+  auto process = sandbox.spawn(spec);
+  if (!process) return failed(process.error());
+  const int pid = process->pid;
+  auto channel = pipe_channel(std::move(*process));
+  if (!channel) (void)sandbox.signal(pid, SIGKILL);
+  return channel;
 }
 
 Context::Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
-                 std::map<std::string, std::string> env, bool is_default)
+                 std::map<std::string, std::string> env, bool is_default, bool in_band)
     : info_(std::move(info)),
       language_(language),
       sandbox_(sandbox),
       env_(std::move(env)),
       token_(new_driver_token()),
-      is_default_(is_default) {}
+      is_default_(is_default),
+      in_band_(in_band) {}
 
 Context::Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
-                 Prestarted&& prestarted)
+                 Prestarted&& prestarted, bool in_band)
     : info_(std::move(info)),
       language_(language),
       sandbox_(sandbox),
       env_(std::move(prestarted.env)),
       token_(std::move(prestarted.token)),
-      is_default_(true) {
-  pid_ = prestarted.process.pid;
-  process_ = std::move(prestarted.process);
+      is_default_(true),
+      in_band_(in_band) {
+  channel_ = take_channel(sandbox_, std::move(prestarted));
+  pid_ = channel_->pid();
 }
 
 Context::Context(const ContextLabel& label, const Language& language, runtime::Sandbox& sandbox,
-                 std::map<std::string, std::string> env, runtime::Process adopted)
+                 std::map<std::string, std::string> env, std::unique_ptr<DriverChannel> adopted,
+                 bool in_band)
     : info_(label.info),
       language_(language),
       sandbox_(sandbox),
       env_(std::move(env)),
       token_(label.token),
       is_default_(label.is_default),
+      in_band_(in_band),
       resync_pending_(true) {
-  pid_ = adopted.pid;
-  process_ = std::move(adopted);
+  pid_ = adopted->pid();
+  channel_ = std::move(adopted);
 }
 
 Context::~Context() {
@@ -162,7 +163,7 @@ void Context::leave_running() { leave_running_ = true; }
 
 Status Context::start() {
   std::lock_guard lock(mutex_);
-  return process_ ? Status{} : start_locked();
+  return channel_ ? Status{} : start_locked();
 }
 
 Status Context::restart() {
@@ -178,16 +179,16 @@ void Context::kill() {
 }
 
 Status Context::start_locked() {
-  auto process = start_driver(sandbox_, language_, env_, label());
-  if (!process) return process.error();
-  pid_ = process->pid;
-  process_ = std::move(process.value());
+  auto channel = start_driver(sandbox_, language_, env_, label(), in_band_);
+  if (!channel) return channel.error();
+  pid_ = channel.value()->pid();
+  channel_ = std::move(channel.value());
   return {};
 }
 
 void Context::stop_locked() {
-  if (process_) (void)sandbox_.signal(process_->pid, SIGKILL);
-  process_.reset();
+  if (channel_) (void)sandbox_.signal(channel_->pid(), SIGKILL);
+  channel_.reset();
   pid_ = 0;
   resync_pending_ = false;
 }
@@ -210,7 +211,7 @@ void Context::report_death(const LineSink& emit, const std::string& how, bool in
 Status Context::execute(const ExecuteRequest& request, const LineSink& emit,
                         const std::atomic<bool>& cancelled, std::chrono::milliseconds timeout) {
   std::lock_guard lock(mutex_);
-  if (!process_) {
+  if (!channel_) {
     if (auto s = start_locked(); !s) return s;
   }
   if (resync_pending_) {
@@ -228,11 +229,11 @@ Status Context::execute(const ExecuteRequest& request, const LineSink& emit,
         return {};
     }
   }
-  if (!write_all(process_->stdin_fd.get(), language_.request_line(request))) {
+  if (!channel_->send(language_.request_line(request))) {
     report_death(emit, "was gone before the code was sent", false);
     return {};
   }
-  ExecutionStream stream(*process_, token_, emit);
+  ExecutionStream stream(*channel_, token_, emit);
   const auto started = Clock::now();
   std::optional<Clock::time_point> interrupted_at;
   while (true) {
@@ -245,7 +246,7 @@ Status Context::execute(const ExecuteRequest& request, const LineSink& emit,
     const auto now = Clock::now();
     const bool timed_out = timeout.count() > 0 && now - started >= timeout;
     if (!interrupted_at && (cancelled.load() || timed_out)) {
-      (void)sandbox_.signal(process_->pid, SIGINT);
+      (void)sandbox_.signal(channel_->pid(), SIGINT);
       interrupted_at = now;
     }
     if (interrupted_at && now - *interrupted_at >= kInterruptGrace) {
@@ -267,20 +268,17 @@ Context::Resync Context::resync_locked(const std::atomic<bool>& cancelled,
   const std::string nonce = "abx-resync-" + ids::random_hex(8);
   ExecuteRequest probe;
   probe.code = fmt::format(fmt::runtime(language_.echo_format), nonce);
-  if (!write_all(process_->stdin_fd.get(), language_.request_line(probe))) return Resync::kDied;
+  if (!channel_->send(language_.request_line(probe))) return Resync::kDied;
   std::string out;  // stdout's tail: the nonce, then the probe's end line
   const auto started = Clock::now();
   std::optional<Clock::time_point> interrupted_at;
   for (;;) {
-    pollfd fds[3] = {{process_->stdout_fd.get(), POLLIN, 0},
-                     {process_->stderr_fd.get(), POLLIN, 0},
-                     {process_->exit_fd.get(), POLLIN, 0}};
-    (void)::poll(fds, 3, static_cast<int>(kPollInterval.count()));
+    const DriverChannel::Ready ready = channel_->wait(kPollInterval);
     std::string dropped;
-    if (fds[1].revents != 0) (void)read_available(process_->stderr_fd.get(), dropped);
-    if (fds[0].revents != 0 && read_available(process_->stdout_fd.get(), out) == ReadState::kEof)
+    if (ready.err) (void)channel_->read(runtime::OutputStream::kStderr, dropped);
+    if (ready.out && channel_->read(runtime::OutputStream::kStdout, out) == ReadState::kEof)
       return Resync::kDied;
-    if (fds[2].revents != 0) return Resync::kDied;
+    if (ready.ended) return Resync::kDied;
     if (const auto at = out.find(nonce); at != std::string::npos) {
       const auto end = out.find("end_of_execution", at);
       if (end != std::string::npos && out.find('\n', end) != std::string::npos) break;
@@ -290,7 +288,7 @@ Context::Resync Context::resync_locked(const std::atomic<bool>& cancelled,
     const auto now = Clock::now();
     const bool timed_out = timeout.count() > 0 && now - started >= timeout;
     if (!interrupted_at && (cancelled.load() || timed_out)) {
-      (void)sandbox_.signal(process_->pid, SIGINT);
+      (void)sandbox_.signal(channel_->pid(), SIGINT);
       interrupted_at = now;
     }
     if (interrupted_at && now - *interrupted_at >= kInterruptGrace) return Resync::kKilled;

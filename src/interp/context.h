@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "interp/driver_channel.h"
 #include "interp/interp.h"
 #include "interp/languages.h"
 #include "runtime/runtime.h"
@@ -38,7 +39,8 @@ std::string new_context_id();
 
 // What a context's driver carries for the next daemon: the sandbox's init
 // keeps it with the driver's pipes (runtime::ProcessSpec::supervise_label)
-// and hands both over after a daemon restart.
+// and hands both over after a daemon restart, or, for an in-band driver,
+// lists it with the driver's pid (runtime::Sandbox::list_processes).
 struct ContextLabel {
   ContextInfo info;
   std::string token;        // the driver's ABX_INTERP_TOKEN
@@ -50,28 +52,32 @@ std::string context_label(const ContextLabel& label);
 std::optional<ContextLabel> parse_context_label(const std::string& text);
 
 // Starts `language`'s driver as a context does: as root (as E2B's kernels),
-// in `label.info.cwd`, with `env` and `label.token`, its output pipes
-// non-blocking, supervised by the sandbox's init (it outlives the daemon).
-Result<runtime::Process> start_driver(runtime::Sandbox& sandbox, const Language& language,
-                                      const std::map<std::string, std::string>& env,
-                                      const ContextLabel& label);
-// An adopted driver's output pipes, as start_driver leaves them.
-Status make_driver_pipes_nonblocking(const runtime::Process& process);
+// in `label.info.cwd`, with `env` and `label.token`, supervised by the
+// sandbox's init (it outlives the daemon). `in_band`: the agent holds its
+// pipes (Sandbox::spawn_in_band), else the daemon does (their read ends
+// non-blocking).
+Result<std::unique_ptr<DriverChannel>> start_driver(runtime::Sandbox& sandbox,
+                                                    const Language& language,
+                                                    const std::map<std::string, std::string>& env,
+                                                    const ContextLabel& label, bool in_band);
 
 class Context {
  public:
+  // `in_band`: its driver starts in band (see start_driver).
   Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
-          std::map<std::string, std::string> env, bool is_default);
+          std::map<std::string, std::string> env, bool is_default, bool in_band);
   // Takes over a driver started ahead of need with the same env (the
   // caller checked), so that the first execution finds it running. It is
   // its language's default context.
   Context(ContextInfo info, const Language& language, runtime::Sandbox& sandbox,
-          Prestarted&& prestarted);
+          Prestarted&& prestarted, bool in_band);
   // Takes over the driver of a context an earlier daemon made (found again
-  // through the sandbox's init), with its state. Its first execution waits
-  // for what the driver was still running for that daemon (resync_locked).
+  // through the sandbox's init, or in its agent's list), with its state.
+  // Its first execution waits for what the driver was still running for
+  // that daemon (resync_locked).
   Context(const ContextLabel& label, const Language& language, runtime::Sandbox& sandbox,
-          std::map<std::string, std::string> env, runtime::Process adopted);
+          std::map<std::string, std::string> env, std::unique_ptr<DriverChannel> adopted,
+          bool in_band);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -104,11 +110,12 @@ class Context {
   const std::map<std::string, std::string> env_;
   const std::string token_;
   const bool is_default_;
+  const bool in_band_;           // a driver it starts runs in band
   bool resync_pending_ = false;  // under mutex_
   std::atomic<bool> leave_running_{false};
-  std::mutex mutex_;  // held for a whole execution
-  std::optional<runtime::Process> process_;
-  std::atomic<int> pid_{0};  // readable without the mutex, to kill a busy context
+  std::mutex mutex_;                        // held for a whole execution
+  std::unique_ptr<DriverChannel> channel_;  // none until started, and once it died
+  std::atomic<int> pid_{0};                 // readable without the mutex, to kill a busy context
 };
 
 }  // namespace abx::interp

@@ -1,14 +1,14 @@
 // One execution's view of a context process: reads its stdout, stderr and
-// exit status, and turns them into E2B lines for the sink, until the driver
-// says end_of_execution or the process dies.
+// exit status from its channel (pipes or in band), and turns them into E2B
+// lines for the sink, until the driver says end_of_execution or it dies.
 #pragma once
 
 #include <chrono>
 #include <string>
 
+#include "interp/driver_channel.h"
 #include "interp/interp.h"
 #include "interp/stream_demux.h"
-#include "runtime/runtime.h"
 
 namespace abx::interp {
 
@@ -16,7 +16,7 @@ class ExecutionStream {
  public:
   enum class State { kRunning, kFinished, kDied };
 
-  ExecutionStream(runtime::Process& process, const std::string& token, const LineSink& sink);
+  ExecutionStream(DriverChannel& channel, const std::string& token, const LineSink& sink);
 
   // Waits up to `wait` for output and forwards it. kFinished: the driver's
   // end_of_execution has been emitted. kDied: the process is gone; nothing
@@ -30,11 +30,11 @@ class ExecutionStream {
 
  private:
   // Forwards what is readable; returns true when end_of_execution arrived.
-  bool forward(int fd, StreamDemux& demux, const char* type, bool& eof);
+  bool forward(runtime::OutputStream stream, StreamDemux& demux, const char* type, bool& eof);
   bool forward_protocol_line(const std::string& json_text, const char* type);
   void read_exit_status();
 
-  runtime::Process& process_;
+  DriverChannel& channel_;
   const LineSink& sink_;
   StreamDemux stdout_demux_;
   StreamDemux stderr_demux_;

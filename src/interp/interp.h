@@ -46,11 +46,14 @@ class Interpreter {
   // its process). `sandbox_env` are the sandbox's environment variables
   // (from create), given to every context. `prestarted` (from the warm pool)
   // becomes the default Python context if it was started with the same
-  // environment, and is killed otherwise.
+  // environment, and is killed otherwise. `in_band`: the drivers of the
+  // contexts it starts run in band (the sandbox's agent holds their pipes,
+  // runtime::Sandbox::spawn_in_band; the daemon's --in-band-commands).
   static std::unique_ptr<Interpreter> create(runtime::Sandbox& sandbox,
                                              std::map<std::string, std::string> sandbox_env,
                                              std::shared_ptr<Prestarted> prestarted = nullptr,
-                                             std::shared_ptr<runtime::Sandbox> owner = nullptr);
+                                             std::shared_ptr<runtime::Sandbox> owner = nullptr,
+                                             bool in_band = false);
   virtual ~Interpreter() = default;
 
   // Errors: unknown language → Error{"context language", EINVAL, "..."}.
@@ -75,7 +78,13 @@ class Interpreter {
   // drivers the sandbox's init handed over whose label is a context's
   // (parse_context_label), with their ids, languages, cwds and state. An
   // execution they were running completes first (Context's resync).
-  virtual void adopt(std::vector<runtime::AdoptedProcess> drivers) = 0;
+  // Returns how many it took.
+  virtual size_t adopt(std::vector<runtime::AdoptedProcess> drivers) = 0;
+  // The same for in-band drivers, as the sandbox's agent lists them (those
+  // with a context's label that still run), each read on from where the
+  // earlier daemon's reads of its output had got to. Those it has already
+  // are left alone. Returns how many it took.
+  virtual size_t adopt_in_band(const std::vector<runtime::ListedProcess>& listed) = 0;
   // The daemon is stopping: the contexts' processes are left running for the
   // next daemon when this Interpreter goes.
   virtual void leave_running() = 0;

@@ -65,26 +65,23 @@ bool sandbox_check_passes(runtime::Sandbox& sandbox, const std::string& check,
 
 namespace {
 
-// Whether a prestarted driver's process is still there to take over.
-bool still_running(const runtime::Process& process) {
-  pollfd exited{process.exit_fd.get(), POLLIN, 0};
-  return ::poll(&exited, 1, 0) == 0;
-}
-
 class SandboxInterpreter final : public Interpreter {
  public:
   SandboxInterpreter(runtime::Sandbox& sandbox, std::map<std::string, std::string> sandbox_env,
                      std::shared_ptr<Prestarted> prestarted,
-                     std::shared_ptr<runtime::Sandbox> owner)
-      : owner_(std::move(owner)), sandbox_(sandbox), env_(context_env(std::move(sandbox_env))) {
+                     std::shared_ptr<runtime::Sandbox> owner, bool in_band)
+      : owner_(std::move(owner)),
+        sandbox_(sandbox),
+        env_(context_env(std::move(sandbox_env))),
+        in_band_(in_band) {
     if (!prestarted) return;
     // Only the very process a first execution would have started: a sandbox
     // created with env vars (or template env) gets its context started on use.
-    if (prestarted->env == env_ && still_running(prestarted->process)) {
+    if (prestarted->env == env_ && still_running(sandbox_, *prestarted)) {
       available_ = prestarted->available;
       prestarted_ = std::move(prestarted);
     } else {
-      (void)sandbox_.signal(prestarted->process.pid, SIGKILL);
+      (void)sandbox_.signal(prestarted->pid, SIGKILL);
     }
   }
 
@@ -93,22 +90,29 @@ class SandboxInterpreter final : public Interpreter {
     for (auto& [id, context] : contexts_) context->kill();
   }
 
-  void adopt(std::vector<runtime::AdoptedProcess> drivers) override {
+  size_t adopt(std::vector<runtime::AdoptedProcess> drivers) override {
     std::lock_guard lock(mutex_);
+    size_t taken = 0;
     for (auto& driver : drivers) {
       auto label = parse_context_label(driver.label);
       if (driver.ended || !label || contexts_.contains(label->info.id) ||
-          !driver.process.stdin_fd.valid() || !make_driver_pipes_nonblocking(driver.process))
+          !driver.process.stdin_fd.valid())
         continue;  // its pipes close here
-      const Language& language = *find_language(label->info.language).value();
-      available_.insert(language.name);  // it ran here already
-      const std::string id = label->info.id;
-      if (label->is_default && !default_ids_.contains(language.name))
-        default_ids_[language.name] = id;
-      contexts_[id] =
-          std::make_shared<Context>(*label, language, sandbox_, env_, std::move(driver.process));
-      order_.push_back(id);
+      auto channel = pipe_channel(std::move(driver.process));
+      if (channel) taken += adopt_locked(*label, std::move(channel.value()));
     }
+    return taken;
+  }
+
+  size_t adopt_in_band(const std::vector<runtime::ListedProcess>& listed) override {
+    std::lock_guard lock(mutex_);
+    size_t taken = 0;
+    for (const auto& driver : listed) {
+      auto label = parse_context_label(driver.label);
+      if (!driver.in_band || driver.ended || !label || contexts_.contains(label->info.id)) continue;
+      taken += adopt_locked(*label, in_band_channel(sandbox_, driver.pid, driver.delivered));
+    }
+    return taken;
   }
 
   void leave_running() override {
@@ -204,7 +208,8 @@ class SandboxInterpreter final : public Interpreter {
     if (!language) return language.error();
     if (auto s = check_available(*language.value()); !s) return s.error();
     ContextInfo info{new_context_id(), language.value()->name, cwd.empty() ? kDefaultCwd : cwd};
-    auto context = std::make_shared<Context>(info, *language.value(), sandbox_, env_, is_default);
+    auto context =
+        std::make_shared<Context>(info, *language.value(), sandbox_, env_, is_default, in_band_);
     if (start) {
       if (auto s = context->start(); !s) return s.error();
     }
@@ -227,13 +232,24 @@ class SandboxInterpreter final : public Interpreter {
     }
   }
 
+  size_t adopt_locked(const ContextLabel& label, std::unique_ptr<DriverChannel> channel) {
+    const Language& language = *find_language(label.info.language).value();
+    available_.insert(language.name);  // it ran here already
+    const std::string id = label.info.id;
+    if (label.is_default && !default_ids_.contains(language.name)) default_ids_[language.name] = id;
+    contexts_[id] =
+        std::make_shared<Context>(label, language, sandbox_, env_, std::move(channel), in_band_);
+    order_.push_back(id);
+    return 1;
+  }
+
   // The default Python context, with the driver the warm pool started.
   Result<std::shared_ptr<Context>> adopt_prestarted_locked() {
     auto language = find_language("python");
     if (!language) return language.error();
     ContextInfo info{prestarted_->context_id, language.value()->name, kDefaultCwd};
-    auto context =
-        std::make_shared<Context>(info, *language.value(), sandbox_, std::move(*prestarted_));
+    auto context = std::make_shared<Context>(info, *language.value(), sandbox_,
+                                             std::move(*prestarted_), in_band_);
     prestarted_.reset();
     contexts_[info.id] = context;
     order_.push_back(info.id);
@@ -254,7 +270,8 @@ class SandboxInterpreter final : public Interpreter {
   const std::shared_ptr<runtime::Sandbox> owner_;
   runtime::Sandbox& sandbox_;
   const std::map<std::string, std::string> env_;
-  std::mutex mutex_;  // guards the maps below, never held during an execution
+  const bool in_band_;  // contexts start their drivers in band
+  std::mutex mutex_;    // guards the maps below, never held during an execution
   std::map<std::string, std::shared_ptr<Context>> contexts_;
   std::vector<std::string> order_;  // context ids in creation order
   bool defaults_added_ = false;
@@ -269,9 +286,10 @@ class SandboxInterpreter final : public Interpreter {
 std::unique_ptr<Interpreter> Interpreter::create(runtime::Sandbox& sandbox,
                                                  std::map<std::string, std::string> sandbox_env,
                                                  std::shared_ptr<Prestarted> prestarted,
-                                                 std::shared_ptr<runtime::Sandbox> owner) {
+                                                 std::shared_ptr<runtime::Sandbox> owner,
+                                                 bool in_band) {
   return std::make_unique<SandboxInterpreter>(sandbox, std::move(sandbox_env),
-                                              std::move(prestarted), std::move(owner));
+                                              std::move(prestarted), std::move(owner), in_band);
 }
 
 }  // namespace abx::interp

@@ -1,5 +1,6 @@
 #include "interp/prestart.h"
 
+#include <algorithm>
 #include <csignal>
 #include <system_error>
 
@@ -21,10 +22,10 @@ constexpr std::chrono::milliseconds kPollInterval{100};
 // runner (IPython) is set up, without counting it as an execution.
 constexpr const char* kWarmUpRequest = "{\"warm_up\":true}\n";
 
-bool wait_until_ready(runtime::Process& process, const std::string& token) {
-  if (!write_all(process.stdin_fd.get(), kWarmUpRequest)) return false;
+bool wait_until_ready(DriverChannel& channel, const std::string& token) {
+  if (!channel.send(kWarmUpRequest)) return false;
   const LineSink ignore = [](const std::string&) {};
-  ExecutionStream stream(process, token, ignore);
+  ExecutionStream stream(channel, token, ignore);
   const auto deadline = std::chrono::steady_clock::now() + kReadyTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
     switch (stream.step(kPollInterval)) {
@@ -48,7 +49,7 @@ bool worth_prestarting(const runtime::RootfsSpec& rootfs) {
   return false;
 }
 
-std::shared_ptr<Prestarted> prestart(runtime::Sandbox& sandbox) {
+std::shared_ptr<Prestarted> prestart(runtime::Sandbox& sandbox, bool in_band) {
   auto python = find_language("python");
   if (!python) return nullptr;
   auto prestarted = std::make_shared<Prestarted>();
@@ -57,13 +58,16 @@ std::shared_ptr<Prestarted> prestart(runtime::Sandbox& sandbox) {
   prestarted->context_id = new_context_id();
   const ContextLabel label{
       {prestarted->context_id, "python", kDefaultCwd}, prestarted->token, true};
-  auto process = start_driver(sandbox, *python.value(), prestarted->env, label);
-  if (!process) return nullptr;
-  if (!wait_until_ready(*process, prestarted->token)) {
-    (void)sandbox.signal(process->pid, SIGKILL);
+  auto channel = start_driver(sandbox, *python.value(), prestarted->env, label, in_band);
+  if (!channel) return nullptr;
+  prestarted->pid = channel.value()->pid();
+  if (!wait_until_ready(**channel, prestarted->token)) {
+    (void)sandbox.signal(prestarted->pid, SIGKILL);
     return nullptr;
   }
-  prestarted->process = std::move(process.value());
+  // An in-band channel holds the sandbox: only where its output got to is kept.
+  prestarted->output_offset = channel.value()->output_offset();
+  if (!in_band) prestarted->pipes = std::move(channel.value());
   // The checks the first listing would run, so that it runs none.
   for (const char* name : kDefaultLanguages) {
     auto language = find_language(name);
@@ -73,6 +77,19 @@ std::shared_ptr<Prestarted> prestart(runtime::Sandbox& sandbox) {
       prestarted->available.insert(name);
   }
   return prestarted;
+}
+
+bool still_running(runtime::Sandbox& sandbox, Prestarted& prestarted) {
+  if (prestarted.pipes) return !prestarted.pipes->wait(std::chrono::milliseconds(0)).ended;
+  auto listed = sandbox.list_processes();
+  return listed && std::any_of(listed->begin(), listed->end(), [&](const auto& process) {
+           return process.pid == prestarted.pid && !process.ended;
+         });
+}
+
+std::unique_ptr<DriverChannel> take_channel(runtime::Sandbox& sandbox, Prestarted&& prestarted) {
+  if (prestarted.pipes) return std::move(prestarted.pipes);
+  return in_band_channel(sandbox, prestarted.pid, prestarted.output_offset);
 }
 
 }  // namespace abx::interp

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "interp/driver_channel.h"
 #include "runtime/runtime.h"
 
 namespace abx::interp {
@@ -20,7 +21,9 @@ inline constexpr const char* kWarmUpPython = "python";
 // Holds no reference to the sandbox: dropping it closes pipes only, and the
 // process dies with its sandbox.
 struct Prestarted {
-  runtime::Process process;
+  int pid = 0;
+  std::unique_ptr<DriverChannel> pipes;    // null: the driver runs in band
+  uint64_t output_offset = 0;              // in band: its output read so far
   std::string token;                       // the driver's ABX_INTERP_TOKEN
   std::map<std::string, std::string> env;  // exactly what the driver was given
   std::set<std::string> available;         // default languages whose check passed
@@ -34,8 +37,14 @@ struct Prestarted {
 bool worth_prestarting(const runtime::RootfsSpec& rootfs);
 
 // Starts the default Python context's driver as a sandbox with no env vars
-// of its own would, and waits until it is ready for code; null when that
-// fails (the context then starts on first use, as without a pool).
-std::shared_ptr<Prestarted> prestart(runtime::Sandbox& sandbox);
+// of its own would (in band or not, as the daemon's contexts start), and
+// waits until it is ready for code; null when that fails (the context then
+// starts on first use, as without a pool).
+std::shared_ptr<Prestarted> prestart(runtime::Sandbox& sandbox, bool in_band);
+
+// Whether its driver still runs, to be taken over.
+bool still_running(runtime::Sandbox& sandbox, Prestarted& prestarted);
+// Its driver's channel, for the context that takes it over.
+std::unique_ptr<DriverChannel> take_channel(runtime::Sandbox& sandbox, Prestarted&& prestarted);
 
 }  // namespace abx::interp

@@ -1,5 +1,7 @@
 // The Interpreter in real runtime sandboxes (a `host`-style rootfs: symlinks
-// plus a read-only bind of the host's /usr). Needs root; skipped otherwise.
+// plus a read-only bind of the host's /usr), its drivers on pipes the test
+// holds and in band (the sandbox's agent holds them). Needs root; skipped
+// otherwise.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,7 +19,7 @@ namespace fs = std::filesystem;
 using testing::run;
 using namespace std::chrono_literals;
 
-class InterpRuntime : public ::testing::Test {
+class InterpRuntime : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root";
@@ -36,7 +38,11 @@ class InterpRuntime : public ::testing::Test {
     auto sandbox = runtime_->create(spec);
     ASSERT_TRUE(sandbox) << sandbox.error().message();
     sandbox_ = std::move(*sandbox);
-    interpreter_ = Interpreter::create(*sandbox_, {{"FROM_SANDBOX", "1"}});
+    interpreter_ = make_interpreter();
+  }
+
+  std::unique_ptr<Interpreter> make_interpreter() {
+    return Interpreter::create(*sandbox_, {{"FROM_SANDBOX", "1"}}, nullptr, nullptr, GetParam());
   }
 
   void TearDown() override {
@@ -72,7 +78,7 @@ class InterpRuntime : public ::testing::Test {
 };
 
 // As E2B's kernels: root (its Jupyter server runs as root), in /home/user.
-TEST_F(InterpRuntime, PythonRunsAsRootInHomeUserWithState) {
+TEST_P(InterpRuntime, PythonRunsAsRootInHomeUserWithState) {
   auto first = run(
       *interpreter_,
       "import os\nprint(os.getuid(), os.getcwd(), os.environ['HOME'], os.environ['FROM_SANDBOX'])\n"
@@ -83,7 +89,7 @@ TEST_F(InterpRuntime, PythonRunsAsRootInHomeUserWithState) {
   EXPECT_EQ(run(*interpreter_, "n * 2").main_text(), "40");
 }
 
-TEST_F(InterpRuntime, PythonTimeoutInterruptsAndKeepsTheContext) {
+TEST_P(InterpRuntime, PythonTimeoutInterruptsAndKeepsTheContext) {
   run(*interpreter_, "kept = 1");
   ExecuteRequest request{.code = "import time\ntime.sleep(30)"};
   auto r = run(*interpreter_, request, 300ms);
@@ -91,14 +97,14 @@ TEST_F(InterpRuntime, PythonTimeoutInterruptsAndKeepsTheContext) {
   EXPECT_EQ(run(*interpreter_, "kept").main_text(), "1");
 }
 
-TEST_F(InterpRuntime, PythonContextDeathIsReported) {
+TEST_P(InterpRuntime, PythonContextDeathIsReported) {
   auto r = run(*interpreter_, "import os\nos._exit(5)");
   EXPECT_EQ(r.first("error")["name"], "ContextDied");
   EXPECT_TRUE(r.ended());
   EXPECT_EQ(run(*interpreter_, "6").main_text(), "6");
 }
 
-TEST_F(InterpRuntime, BashAndJavascriptContexts) {
+TEST_P(InterpRuntime, BashAndJavascriptContexts) {
   auto bash = interpreter_->create_context("bash", "/tmp");
   ASSERT_TRUE(bash) << bash.error().message();
   EXPECT_EQ(run(*interpreter_, "pwd; id -u", bash->id).joined("stdout"), "/tmp\n0\n");
@@ -107,6 +113,33 @@ TEST_F(InterpRuntime, BashAndJavascriptContexts) {
   ASSERT_TRUE(js) << js.error().message();
   EXPECT_EQ(run(*interpreter_, "process.getuid() + 1", js->id).main_text(), "1");
 }
+
+// What a daemon restart does: the contexts are left running, and a new
+// interpreter finds them again (handed over, or in the agent's list) with
+// their state.
+TEST_P(InterpRuntime, ContextsLeftRunningAreFoundAgainWithTheirState) {
+  if (!GetParam())
+    GTEST_SKIP() << "init hands pipes over only once their daemon's connection went: "
+                    "tests/e2e/test_durable_processes.py restarts a daemon for that";
+  auto made = interpreter_->create_context("python", "/tmp");
+  ASSERT_TRUE(made) << made.error().message();
+  ExecuteRequest request{.code = "kept = 41", .context_id = made->id};
+  ASSERT_TRUE(run(*interpreter_, request).ended());
+  interpreter_->leave_running();
+  interpreter_ = make_interpreter();
+  auto handed = sandbox_->adopt_processes();
+  ASSERT_TRUE(handed) << handed.error().message();
+  auto listed = sandbox_->list_processes();
+  ASSERT_TRUE(listed) << listed.error().message();
+  EXPECT_EQ(interpreter_->adopt(std::move(*handed)) + interpreter_->adopt_in_band(*listed), 1u);
+  request.code = "kept + 1";
+  EXPECT_EQ(run(*interpreter_, request).main_text(), "42");
+  EXPECT_EQ(interpreter_->adopt_in_band(*listed), 0u) << "a context it has already";
+}
+
+INSTANTIATE_TEST_SUITE_P(Drivers, InterpRuntime, ::testing::Bool(), [](const auto& param_info) {
+  return param_info.param ? "in_band" : "pipes";
+});
 
 }  // namespace
 }  // namespace abx::interp
