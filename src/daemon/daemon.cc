@@ -286,7 +286,8 @@ int serve(const ServeOptions& options) {
                   std::move(*secrets),
                   std::make_shared<SnapshotStore>(options.data_dir / "snapshots", **store),
                   std::make_shared<EventJournals>(options.data_dir / "events", *event_limits),
-                  std::shared_ptr<Volumes>(std::move(*volumes))};
+                  std::shared_ptr<Volumes>(std::move(*volumes)),
+                  std::make_shared<E2bBuilds>(options.data_dir / "e2b-uploads")};
   boost::asio::io_context ioc(kIoThreads);
   BlockingPool pool(kShortBlockingThreads, kLongBlockingThreads);
   Service service(ioc, pool, **runtime, templates, **store, tenancy);

@@ -123,6 +123,12 @@ Task<void> template_export(ControlCall& call, Exchange& exchange);         // an
 Task<void> template_pull(ControlCall& call, Exchange& exchange);           // from a registry
 // E2B's GET /templates/aliases/{alias}, in the same file: whether a name exists.
 Task<void> template_alias_get(ControlCall& call, Exchange& exchange);
+// routes_e2b_templates.cc: E2B's template builds (Template.build() of the SDKs).
+Task<void> e2b_template_request(ControlCall& call, Exchange& exchange);       // POST /v3/templates
+Task<void> e2b_template_files(ControlCall& call, Exchange& exchange);         // an upload link
+Task<void> e2b_template_upload(ControlCall& call, Exchange& exchange);        // the link's PUT
+Task<void> e2b_template_build_start(ControlCall& call, Exchange& exchange);   // the steps
+Task<void> e2b_template_build_status(ControlCall& call, Exchange& exchange);  // status and log
 // routes_volumes.cc: E2B's /volumes and the volume content API.
 Task<void> volumes_list(ControlCall& call, Exchange& exchange);
 Task<void> volume_create(ControlCall& call, Exchange& exchange);

@@ -19,6 +19,7 @@
 #include "daemon/control_requests.h"
 #include "daemon/dashboard_sessions.h"
 #include "daemon/dir_watch.h"
+#include "daemon/e2b_builds.h"
 #include "daemon/ended_logs.h"
 #include "daemon/metrics_history.h"
 #include "daemon/process_table.h"
@@ -97,6 +98,7 @@ struct Tenancy {
   std::shared_ptr<SnapshotStore> snapshots;
   std::shared_ptr<EventJournals> events;  // each sandbox's flight record
   std::shared_ptr<Volumes> volumes;
+  std::shared_ptr<E2bBuilds> e2b_builds;  // E2B's template builds and their uploads
 };
 
 class Service : private runtime::StopListener {
@@ -200,6 +202,7 @@ class Service : private runtime::StopListener {
   Usage& usage() { return *tenancy_.usage; }
   SecretStore& secrets() { return *tenancy_.secrets; }
   Volumes& volumes() { return *tenancy_.volumes; }
+  E2bBuilds& e2b_builds() { return *tenancy_.e2b_builds; }
   DashboardSessions& dashboard_sessions() { return dashboard_sessions_; }
   // The team whose live sandbox has `address` on its network; empty: none.
   std::string owner_at(uint32_t address) const;
