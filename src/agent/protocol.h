@@ -277,6 +277,11 @@ inline constexpr const char* kReady = "ready";
 // /proc/<init>/fd/N: the dir is reachable nowhere else once init has left
 // the staging root. O_PATH and close-on-exec: no command inherits it.
 inline constexpr int kWritableLayerFd = 250;
+// After kPrepareCheckpoint init's control listener is this fd: an unbound
+// datagram socket of the sandbox's network (never readable, reachable by
+// nobody, dumped by CRIU) that a restore hands back as a new listener of the
+// daemon's (criu restore --inherit-fd fd[N]:socket:[its inode]).
+inline constexpr int kCheckpointListenFd = 249;
 
 std::string encode(const InitConfig& config);
 bool decode(const std::string& bytes, InitConfig* config);
@@ -370,7 +375,7 @@ inline constexpr int kStartBoundMs = 5'000;
 inline constexpr size_t kMaxFds = 160;
 // Init moves what it keeps (status, listen, the handoff's fds) down to 3 and
 // up, so its own fd above stays free whatever numbers the daemon used.
-static_assert(3 + 2 + kMaxFds < static_cast<size_t>(kWritableLayerFd));
+static_assert(3 + 2 + kMaxFds < static_cast<size_t>(kCheckpointListenFd));
 Status send_message(int sock, const std::string& bytes, const std::vector<int>& fds);
 // false on an orderly EOF.
 Result<bool> recv_message(int sock, std::string* bytes, std::vector<UniqueFd>* fds);

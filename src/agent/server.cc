@@ -95,7 +95,11 @@ class Server {
  private:
   void accept_client() {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd >= 0) clients_.emplace_back(fd);
+    if (fd < 0) return;
+    // The first daemon after a restore: undumpable again (prepare_checkpoint
+    // made init dumpable, and sandbox root, same uid, could ptrace it).
+    if (checkpointed_ && ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0) checkpointed_ = false;
+    clients_.emplace_back(fd);
   }
 
   // A client that hangs up (the daemon restarting) is simply dropped.
@@ -164,14 +168,28 @@ class Server {
     else if (tcp_)
       ready = Error{"prepare for checkpoint", EOPNOTSUPP,
                     "the agent serves TCP (a daemon on another host)"};
+    else if (listen_fd_ != proto::kCheckpointListenFd &&
+             ::fcntl(proto::kCheckpointListenFd, F_GETFD) >= 0)
+      ready = Error{"prepare for checkpoint", EBUSY,
+                    "init holds too many files (fd " + std::to_string(proto::kCheckpointListenFd) +
+                        " is taken)"};
     else if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
       ready = Error::from_errno("prepare for checkpoint: make init dumpable");
     const proto::Reply reply = ready ? proto::Reply{} : proto::reply_from(ready.error());
     if (!proto::send_message(fd, proto::encode(reply), {})) drop(fd);
     if (!ready) return;
-    // poll ignores a negative fd: nothing is accepted any more.
-    ::close(listen_fd_);
-    listen_fd_ = -1;
+    // Until a restore puts a listener there, nothing can be accepted: a
+    // datagram socket with no address never polls readable (no spin).
+    UniqueFd stand_in(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!stand_in.valid() || ::dup3(stand_in.get(), proto::kCheckpointListenFd, O_CLOEXEC) !=
+                                 proto::kCheckpointListenFd) {
+      ::close(listen_fd_);
+      listen_fd_ = -1;  // poll ignores a negative fd
+    } else {
+      if (listen_fd_ != proto::kCheckpointListenFd) ::close(listen_fd_);
+      listen_fd_ = proto::kCheckpointListenFd;
+      checkpointed_ = true;
+    }
     // Their followers and waiting reads go with them; erased at the end of this round.
     std::vector<int> open;
     for (const auto& c : clients_)
@@ -877,6 +895,7 @@ class Server {
   }
 
   int listen_fd_;
+  bool checkpointed_ = false;  // prepared for a checkpoint, not yet reached again
   int signal_fd_;
   const proto::InitConfig& config_;
   std::vector<UniqueFd> clients_;

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <vector>
 
+#include "agent/protocol.h"
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
 #include "runtime/helper_spawn.h"
@@ -125,11 +126,60 @@ std::vector<std::string> mount_externals(const std::string& mountinfo) {
   return out;
 }
 
-Result<std::vector<std::string>> file_externals(pid_t init, const std::string& mountinfo) {
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+static std::string unescape(const std::string& field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size()) {
+      out += static_cast<char>(std::stoi(field.substr(i + 1, 3), nullptr, 8));
+      i += 3;
+    } else {
+      out += field[i];
+    }
+  }
+  return out;
+}
+
+std::vector<MountSource> mount_sources(const std::string& mountinfo,
+                                       const std::string& host_mountinfo) {
+  const std::vector<MountLine> host = parse_mountinfo(host_mountinfo);
+  std::vector<MountSource> out;
+  const std::vector<std::string> externals = mount_externals(mountinfo);
+  std::set<std::string> keys;
+  for (size_t i = 1; i < externals.size(); i += 2)
+    keys.insert(externals[i].substr(externals[i].rfind(':') + 1));
+  for (const auto& m : parse_mountinfo(mountinfo)) {
+    if (!keys.contains("m" + m.id)) continue;
+    MountSource source{"m" + m.id, {}, unescape(m.root)};
+    // The host mount of the same filesystem whose root holds this one's, deepest root first.
+    size_t best = 0;
+    for (const auto& h : host) {
+      const std::string root = unescape(h.root);
+      const std::string inner = source.stage_root;
+      const bool holds =
+          h.dev == m.dev && (root == "/" || inner == root || inner.rfind(root + "/", 0) == 0);
+      if (!holds || (!source.host.empty() && root.size() < best)) continue;
+      best = root.size();
+      const std::string rest = root == "/" ? inner : inner.substr(root.size());
+      const std::string at = unescape(h.mountpoint);
+      source.host = at == "/" ? rest : rest == "/" ? at : at + rest;
+    }
+    out.push_back(std::move(source));
+  }
+  return out;
+}
+
+Result<std::vector<FileSource>> file_sources(pid_t init, const std::string& mountinfo) {
   std::set<uint64_t> inside;
   for (const auto& m : parse_mountinfo(mountinfo)) inside.insert(std::stoull(m.id));
-  std::set<std::string> keys;
-  auto consider = [&](const fs::path& link, uint64_t mount_id) {
+  // A file on a mount outside the sandbox's root shows a path from its
+  // mount's root: the host path is that mount's mountpoint (ours) and it.
+  std::map<uint64_t, std::string> host_mounts;
+  auto host = read_file("/proc/self/mountinfo");
+  for (const auto& m : parse_mountinfo(host ? *host : std::string()))
+    host_mounts[std::stoull(m.id)] = unescape(m.mountpoint);
+  std::map<std::string, FileSource> found;
+  auto consider = [&](const fs::path& link, uint64_t mount_id, int flags, bool upper) {
     std::error_code ec;
     const fs::path target = fs::read_symlink(link, ec);
     // Pipes, sockets, anonymous inodes and memfds are CRIU's own business.
@@ -137,24 +187,90 @@ Result<std::vector<std::string>> file_externals(pid_t init, const std::string& m
       return;
     struct stat st {};
     if (mount_id == 0 || inside.contains(mount_id) || ::stat(link.c_str(), &st) != 0) return;
-    keys.insert(file_key(mount_id, st.st_ino));
+    const std::string key = file_key(mount_id, st.st_ino);
+    // The path shown is the host's, or one from its mount's root (a mount
+    // the sandbox's root does not reach): whichever is the same file.
+    std::string path = target.string();
+    struct stat same {};
+    const bool found_as_is =
+        ::stat(path.c_str(), &same) == 0 && same.st_ino == st.st_ino && same.st_dev == st.st_dev;
+    for (const auto& [id, at] : host_mounts) {
+      if (found_as_is) break;
+      if (::stat((at + path).c_str(), &same) == 0 && same.st_ino == st.st_ino &&
+          same.st_dev == st.st_dev) {
+        path = at + path;
+        break;
+      }
+    }
+    found.emplace(key, FileSource{key, upper ? kUpperPath : path, flags});
   };
   for (const pid_t pid : tree_of(init)) {
     const std::string proc = "/proc/" + std::to_string(pid);
     std::error_code ec;
-    for (const auto& fd : fs::directory_iterator(proc + "/fd", ec))
-      consider(fd.path(), fd_mount_id(proc + "/fdinfo/" + fd.path().filename().string()));
+    for (const auto& fd : fs::directory_iterator(proc + "/fd", ec)) {
+      const std::string name = fd.path().filename().string();
+      const std::string fdinfo = proc + "/fdinfo/" + name;
+      auto text = read_file(fdinfo);
+      int flags = 0;
+      if (text && text->find("flags:") != std::string::npos)
+        flags = static_cast<int>(std::strtol(text->c_str() + text->find("flags:") + 6, nullptr, 8));
+      const bool upper = pid == init && name == std::to_string(proto::kWritableLayerFd);
+      consider(fd.path(), fd_mount_id(fdinfo), flags & (O_ACCMODE | O_PATH), upper);
+    }
     // The executable has no fdinfo: opened here, its mount is that of our fd.
     UniqueFd exe(::open((proc + "/exe").c_str(), O_PATH | O_CLOEXEC));
     if (exe.valid())
-      consider(proc + "/exe", fd_mount_id("/proc/self/fdinfo/" + std::to_string(exe.get())));
+      consider(proc + "/exe", fd_mount_id("/proc/self/fdinfo/" + std::to_string(exe.get())),
+               O_RDONLY, false);
   }
+  std::vector<FileSource> out;
+  for (auto& [key, source] : found) out.push_back(std::move(source));
+  return out;
+}
+
+Result<std::vector<std::string>> file_externals(pid_t init, const std::string& mountinfo) {
+  auto sources = file_sources(init, mountinfo);
+  if (!sources) return sources.error();
   std::vector<std::string> out;
-  for (const auto& key : keys) {
+  for (const auto& source : *sources) {
     out.push_back("--external");
-    out.push_back(key);
+    out.push_back(source.key);
   }
   return out;
+}
+
+Status record_restore_sources(pid_t init, const std::string& mountinfo, const fs::path& images) {
+  const std::string proc = "/proc/" + std::to_string(init);
+  auto host = read_file("/proc/self/mountinfo");
+  auto files = file_sources(init, mountinfo);
+  if (!host || !files) return Error::from_errno("checkpoint: read the mounts and files", proc);
+  std::string mounts;
+  for (const auto& m : mount_sources(mountinfo, *host)) {
+    if (m.host.empty())
+      mounts += m.key + "\tstage\t" + m.stage_root + "\n";
+    else
+      mounts += m.key + "\thost\t" + m.host + "\n";
+  }
+  std::string opened;
+  for (const auto& f : *files)
+    opened += f.key + "\t" + std::to_string(f.flags) + "\t" + f.path + "\n";
+  // The listener's stand-in (proto::kCheckpointListenFd), which a restore replaces.
+  std::error_code ec;
+  const fs::path stand_in =
+      fs::read_symlink(proc + "/fd/" + std::to_string(proto::kCheckpointListenFd), ec);
+  if (ec || stand_in.native().rfind("socket:[", 0) != 0)
+    return Error{"checkpoint", EPROTO, "init has no listener stand-in (an agent too old?)"};
+  // The boot id the sandbox saw, not a new one (a bind of the staging tmpfs's file).
+  auto boot_id = read_file(proc + "/root/proc/sys/kernel/random/boot_id");
+  for (const auto& [name, text] :
+       {std::pair{"restore_mounts", mounts}, std::pair{"restore_files", opened},
+        std::pair{"restore_listener", stand_in.string() + "\n"},
+        std::pair{"boot_id", boot_id ? *boot_id : std::string()}}) {
+    UniqueFd fd(::open((images / name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd.valid()) return Error::from_errno("checkpoint: record", (images / name).string());
+    if (auto s = write_all(fd.get(), text, "checkpoint: record", name); !s) return s;
+  }
+  return {};
 }
 
 Status criu_dump(const fs::path& criu, pid_t init, const fs::path& images) {
@@ -163,6 +279,7 @@ Status criu_dump(const fs::path& criu, pid_t init, const fs::path& images) {
   if (!mountinfo) return Error::from_errno("checkpoint: read the sandbox's mounts", proc);
   auto files = file_externals(init, *mountinfo);
   if (!files) return files.error();
+  if (auto s = record_restore_sources(init, *mountinfo, images); !s) return s;
   std::vector<std::string> args = {"criu", "dump", "-t", std::to_string(init), "-D",
                                    images.string(), "-o", "dump.log", "-v4",
                                    "--manage-cgroups=ignore",

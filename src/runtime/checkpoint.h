@@ -54,6 +54,33 @@ std::vector<std::string> mount_externals(const std::string& mountinfo);
 // executable in the state dir), from every process under `init`.
 Result<std::vector<std::string>> file_externals(pid_t init, const std::string& mountinfo);
 
+// Where a restore finds again what each external mount key was
+// (docs/design/criu-checkpoint.md, item 7): a host path (a bind of a host
+// dir or file, an lxcfs view, a device node), found by the mount's device
+// and root among `host_mountinfo`'s (the daemon's); else a path of the
+// sandbox's staging tmpfs, which no host mount shows. Pure.
+struct MountSource {
+  std::string key;         // "m<mount id>"
+  std::string host;        // empty: on the staging tmpfs
+  std::string stage_root;  // the mount's root on the staging tmpfs
+};
+std::vector<MountSource> mount_sources(const std::string& mountinfo,
+                                       const std::string& host_mountinfo);
+
+// A file the sandbox holds on a mount outside it, and how to open it again.
+struct FileSource {
+  std::string key;   // "file[MNT:INODE]"
+  std::string path;  // the host path; kUpperPath: the writable layer
+  int flags = 0;     // O_ACCMODE and O_PATH of the fd
+};
+inline constexpr const char* kUpperPath = "@upper";
+Result<std::vector<FileSource>> file_sources(pid_t init, const std::string& mountinfo);
+
+// The records a restore reads beside the images (restore_sources.*, and
+// boot_id) for the tree under `init`: written before the dump.
+Status record_restore_sources(pid_t init, const std::string& mountinfo,
+                              const std::filesystem::path& images);
+
 // `criu dump` of the tree under `init` into `images` (which exists): its
 // processes end. The log is images/dump.log; an error names CRIU's last
 // "Error" line.

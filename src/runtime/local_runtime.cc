@@ -33,6 +33,7 @@
 #include "runtime/lxcfs.h"
 #include "runtime/networks.h"
 #include "runtime/reaper.h"
+#include "runtime/restore.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp_policy.h"
 #include "runtime/spawner.h"
@@ -46,7 +47,10 @@ namespace {
 constexpr uint64_t kMiB = 1024 * 1024;
 constexpr Limits kBuiltinLimits{512 * kMiB, 256, 1000, 1024 * kMiB};
 constexpr const char* kSocketName = kControlSocketName;
-constexpr const char* kInitFile = "init";            // "<pid> <starttime>", for sweep_orphans
+constexpr const char* kInitFile = "init";  // "<pid> <starttime>", for sweep_orphans
+// The lower layers, one per line, topmost first, for a restore; or one line
+// "unrestorable: <why>" for a sandbox a checkpoint could not bring back.
+constexpr const char* kRootfsFile = "rootfs";
 constexpr const char* kIdLockDir = "/run/abx/uids";  // one lock per region (id_ranges.h)
 constexpr int kDeathTimeoutMs = 5000;
 // Overlay takes the lower dirs as one mount option (a page at most) and
@@ -82,6 +86,19 @@ Status write_init_file(const fs::path& path, pid_t pid, uint64_t start_time) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd.valid()) return Error::from_errno("create init pid file", path.string());
   return write_all(fd.get(), line, "write init pid file", path.string());
+}
+
+Status write_rootfs_file(const fs::path& path, const RootfsSpec& rootfs) {
+  std::string text;
+  if (!rootfs.writable_dir.empty())
+    text = "unrestorable: its writable layer is a host dir (a template build)\n";
+  else if (!rootfs.volumes.empty())
+    text = "unrestorable: it mounts volumes\n";
+  else
+    for (const auto& layer : rootfs.lower_layers) text += layer.string() + "\n";
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Error::from_errno("create rootfs file", path.string());
+  return write_all(fd.get(), text, "write rootfs file", path.string());
 }
 
 Result<UniqueFd> listen_control(const fs::path& path) {
@@ -373,6 +390,8 @@ class LocalRuntime final : public Runtime {
   std::vector<std::string> warnings() const override { return warnings_; }
   CheckpointSupport checkpoint_support() const override { return checkpoints_; }
   Status checkpoint(Sandbox& sandbox, const fs::path& images) override;
+  Result<std::unique_ptr<Sandbox>> restore(const SandboxRecord& record,
+                                           const fs::path& images) override;
   std::shared_ptr<const egress::Policy> egress_policy(uint32_t address) const override {
     return networks_ ? networks_->policy_at(address) : nullptr;
   }
@@ -509,6 +528,7 @@ Result<LocalSandbox::Held> LocalRuntime::start(const SandboxSpec& asked, const L
   if (ready && shield_init_) ready = protect_from_oom_killer(*pid);
   if (ready && net_slot) ready = networks_->attach(net_slot, held->net_ns.get());
   if (ready) ready = write_init_file(state / kInitFile, *pid, start_time);
+  if (ready) ready = write_rootfs_file(state / kRootfsFile, spec.rootfs);
   if (!ready) {
     ::kill(*pid, SIGKILL);
     while (::waitpid(*pid, nullptr, 0) < 0 && errno == EINTR) {
@@ -684,6 +704,16 @@ Status LocalRuntime::checkpoint(Sandbox& sandbox, const fs::path& images) {
   if (!checkpoints_.available) return Error{"checkpoint", ENOTSUP, checkpoints_.reason};
   auto* local = dynamic_cast<LocalSandbox*>(&sandbox);
   if (local == nullptr) return Error{"checkpoint", EINVAL, "not a sandbox of this runtime"};
+  if (slot_of(local->record()) != 0 || user_net_)
+    return Error{"checkpoint", ENOTSUP,
+                 "a sandbox with a network cannot be checkpointed yet (its network would not come "
+                 "back on restore)"};
+  auto rootfs = read_file(state_of(local->record().id) / kRootfsFile);
+  if (!rootfs || rootfs->rfind("unrestorable: ", 0) == 0)
+    return Error{
+        "checkpoint", ENOTSUP,
+        "this sandbox cannot be checkpointed: " +
+            (rootfs ? rootfs->substr(14, rootfs->size() - 15) : "it predates checkpoints")};
   if (::mkdir(images.c_str(), 0700) != 0)
     return Error::from_errno("checkpoint: create the image dir", images.string());
   if (auto s = local->set_frozen(false); !s) return s;
@@ -706,6 +736,74 @@ Status LocalRuntime::checkpoint(Sandbox& sandbox, const fs::path& images) {
            errno == EINTR) {
     }
   return {};
+}
+
+// The staging tmpfs and host sources go under a fresh dir of /run that
+// sandbox root may traverse (CRIU opens mount sources as sandbox root); the
+// restored mounts keep what they need, the dir goes when the restore ends.
+Result<std::unique_ptr<Sandbox>> LocalRuntime::restore(const SandboxRecord& record,
+                                                       const fs::path& images) {
+  if (!checkpoints_.available) return Error{"restore", ENOTSUP, checkpoints_.reason};
+  if (!ids::is_valid_sandbox_id(record.id)) return Error{"restore", EINVAL, "bad id " + record.id};
+  {
+    std::lock_guard lock(inits_mutex_);
+    auto it = inits_.find(record.id);
+    if (it != inits_.end() && !pidfd_exited(it->second->pidfd()))
+      return Error{"restore", EBUSY, "sandbox " + record.id + " is running, not checkpointed"};
+  }
+  const fs::path state = state_of(record.id);
+  auto rootfs = read_file(state / kRootfsFile);
+  if (!rootfs || rootfs->empty() || rootfs->rfind("unrestorable: ", 0) == 0)
+    return Error{"restore", ENOENT, "sandbox " + record.id + " has no restorable rootfs record"};
+  RestoreSpec spec;
+  spec.criu = checkpoints_.criu;
+  spec.images = fs::absolute(images);
+  // CRIU looks for some images as the restored tasks (sandbox root): a
+  // missing one must be ENOENT, not EACCES. The files stay root's 0600.
+  if (::chmod(spec.images.c_str(), 0711) != 0)
+    return Error::from_errno("restore: the image dir", spec.images.string());
+  spec.uid_zero = record.host_uid_base;
+  spec.disk_bytes = record.limits.disk_bytes;
+  std::istringstream layers(*rootfs);
+  for (std::string layer; std::getline(layers, layer);)
+    if (!layer.empty()) spec.layers.emplace_back(layer);
+  if (const uint32_t id_slot = id_slot_of(record)) {
+    auto ns = ranges_->translation(id_slot);
+    if (!ns) return ns.error();
+    spec.translation = *ns;
+  }
+  // A new listener where the daemon looks for init's: the restore hands it
+  // to init in place of the stand-in it kept (proto::kCheckpointListenFd).
+  ::unlink((state / kSocketName).c_str());
+  auto listen = listen_control(state / kSocketName);
+  if (!listen) return listen.error();
+  spec.listener = listen->get();
+  spec.join = [this, &record](pid_t pid) {
+    return cgroups_.version == cgroup::Version::kNone ? Status{}
+                                                      : cgroup::attach(cgroups_, record.id, pid);
+  };
+  char work[] = "/run/abx-restore-XXXXXX";
+  if (::mkdtemp(work) == nullptr || ::chmod(work, 0711) != 0)
+    return Error::from_errno("restore: make a staging dir", work);
+  spec.work = work;
+  auto pid = criu_restore(spec);
+  tear_down_stage(spec.work);
+  listen->reset();
+  if (!pid) return pid.error();
+  SandboxRecord restored = record;
+  restored.init_pid = *pid;
+  restored.init_start_time = process_start_time(*pid);
+  auto pidfd = open_recorded_pidfd(*pid, restored.init_start_time);
+  if (!pidfd) return pidfd.error();
+  auto held = hold_init(record.id, *pid, restored.init_start_time, std::move(*pidfd), false);
+  if (!held) return held.error();
+  if (shield_init_)
+    if (auto s = protect_from_oom_killer(*pid); !s) return s.error();
+  if (auto s = write_init_file(state / kInitFile, *pid, restored.init_start_time); !s)
+    return s.error();
+  auto init = held->init;
+  track(init);
+  return connect(restored, std::move(*held));
 }
 
 void LocalRuntime::sweep_orphans(const std::vector<std::string>& live_ids) {

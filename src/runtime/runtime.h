@@ -508,11 +508,22 @@ class Runtime {
   // stops serving (Sandbox::prepare_checkpoint), the writable layer is
   // saved as images/upper.tar, and CRIU dumps every process, which then
   // ends, so the sandbox's memory is freed. Its uid range and network slot
-  // stay held. Restore is not there yet (docs/design/criu-checkpoint.md):
-  // afterwards destroy() is all that may be asked. Paused sandboxes are
-  // thawed first.
+  // stay held: afterwards restore() or destroy() is all that may be asked
+  // (the Sandbox object is dead). Paused sandboxes are thawed first. A
+  // sandbox with a network, volumes or a host writable dir is refused (they
+  // would not come back yet: docs/design/criu-checkpoint.md).
   virtual Status checkpoint(Sandbox& /*sandbox*/, const fs::path& /*images*/) {
     return Error{"checkpoint", ENOTSUP, "this runtime cannot checkpoint sandboxes"};
+  }
+
+  // Brings the sandbox `record` checkpointed into `images` back under the
+  // same id, uid range and cgroups: its processes go on where they stood,
+  // with their memory and its writable layer. Returns its new handle (a new
+  // init pid in record()); the images may be removed afterwards. Fails
+  // (and the sandbox stays checkpointed) with CRIU's reason.
+  virtual Result<std::unique_ptr<Sandbox>> restore(const SandboxRecord& /*record*/,
+                                                   const fs::path& /*images*/) {
+    return Error{"restore", ENOTSUP, "this runtime cannot checkpoint sandboxes"};
   }
 };
 

@@ -26,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/fd_io.h"
 #include "runtime/agent_tcp_client.h"
 #include "runtime/cgroup.h"
 #include "runtime/runtime.h"
@@ -1128,6 +1129,72 @@ TEST_F(CheckpointTest, DumpEndsTheProcessesAndFreesTheirMemory) {
     if (file.is_regular_file()) image_bytes += file.file_size();
   EXPECT_GE(image_bytes, 50 * kMiB) << "the memory is not in the images";
   EXPECT_GT(fs::file_size(images / "upper.tar"), 0u);  // the writable layer, with /tmp/count
+}
+
+// The counter's value as the sandbox's /tmp/count holds it; 0 if unreadable.
+long count_in(const std::string& out) { return std::atol(out.c_str()); }
+
+// Disabled: criu restore hangs after restoring the tasks (init waits in
+// CRIU's unix-socket stage; the stand-in listener handed back with
+// --inherit-fd is the suspect). See docs/design/criu-checkpoint.md.
+TEST_F(CheckpointTest, DISABLED_RestoreGoesOnWhereItStoodTwice) {
+  const CheckpointSupport support = runtime_->checkpoint_support();
+  if (!support.available) GTEST_SKIP() << "checkpoints unavailable: " << support.reason;
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "needs /usr/bin/python3 on the host";
+  Sandbox* sb = &create();
+  const std::string id = sb->record().id;
+  ASSERT_EQ(run(*sb, "echo kept > /tmp/note").status, 0);
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/python3", "-c",
+               "import time\nheld = b'x' * (50 << 20)\nfor i in range(1, 10**9):\n"
+               "    open('/tmp/count', 'w').write(str(i))\n    time.sleep(0.05)\n"};
+  spec.env = {{"PATH", "/usr/bin"}};
+  spec.stdin_pipe = false;
+  auto counter = sb->spawn(spec);
+  ASSERT_TRUE(counter) << counter.error().message();
+  constexpr uint64_t kMiB = 1024 * 1024;
+  for (int i = 0; i < 200 && (sb->usage().memory_bytes < 50 * kMiB ||
+                              count_in(run(*sb, "cat /tmp/count").out) < 20);
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int cycle = 1; cycle <= 2; ++cycle) {
+    SCOPED_TRACE("cycle " + std::to_string(cycle));
+    const long before = count_in(run(*sb, "cat /tmp/count").out);
+    ASSERT_GE(before, 20) << "the counter does not count";
+    const pid_t old_init = sb->record().init_pid;
+    const fs::path images = dir_ / ("images" + std::to_string(cycle));
+    auto dumped = runtime_->checkpoint(*sb, images);
+    ASSERT_TRUE(dumped) << dumped.error().message();
+    EXPECT_LT(sb->usage().memory_bytes, 10 * kMiB) << "the memory was not freed";
+    auto restored = runtime_->restore(records_.back(), images);
+    ASSERT_TRUE(restored) << restored.error().message();
+    EXPECT_NE((*restored)->record().init_pid, old_init);
+    EXPECT_EQ((*restored)->record().id, id);
+    records_.back() = (*restored)->record();
+    sandboxes_.push_back(std::move(*restored));
+    sb = sandboxes_.back().get();
+    // Went on from where it stood: neither from 1 nor stuck.
+    long after = 0;
+    for (int i = 0; i < 100 && (after = count_in(run(*sb, "cat /tmp/count").out)) <= before; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_GT(after, before);
+    EXPECT_GE(sb->usage().memory_bytes, 50 * kMiB) << "the 50 MiB did not come back";
+    const Output o = run(*sb, "cat /tmp/note; id -u");
+    EXPECT_EQ(o.out, "kept\n1000\n") << o.err;
+    EXPECT_EQ(o.status, 0);
+  }
+  const pid_t init = sb->record().init_pid;
+  ASSERT_TRUE(runtime_->destroy(sb->record()));
+  EXPECT_NE(::kill(init, 0), 0) << "the restored init outlived destroy";
+  auto mounts = read_file("/proc/self/mountinfo");
+  ASSERT_TRUE(mounts);
+  EXPECT_EQ(mounts->find("abx-restore"), std::string::npos) << "a restore's mount is left";
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator("/sys/fs/cgroup", ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() > 4) it.disable_recursion_pending();
+    EXPECT_NE(it->path().filename(), id) << "a cgroup is left: " << it->path();
+  }
 }
 
 }  // namespace
