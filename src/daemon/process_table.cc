@@ -394,17 +394,19 @@ constexpr uint32_t kFollowWaitMs = 30 * 1000;
 // output keeps coming while this end is slow to wake.
 constexpr int kFollowDepth = 4;
 
-// The next answer of `follower`, once its fd says it has come; an error
-// when the agent went away (the sandbox stopped).
+// The next answer of `follower`: one already come is taken at once (with
+// several reads in flight, answers queue up while this end works), else
+// once its fd says it has come; an error when the agent went away (the
+// sandbox stopped).
 net::awaitable<Result<runtime::OutputSlice>> next_slice(runtime::OutputFollower& follower,
                                                         Descriptor& ready) {
   for (;;) {
-    boost::system::error_code ec;
-    co_await ready.async_wait(Descriptor::wait_read, net::redirect_error(net::use_awaitable, ec));
-    if (ec) co_return Error{"follow output", ec.value(), ec.message()};
     auto answer = follower.answer();
     if (!answer) co_return answer.error();
     if (*answer) co_return std::move(**answer);
+    boost::system::error_code ec;
+    co_await ready.async_wait(Descriptor::wait_read, net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return Error{"follow output", ec.value(), ec.message()};
   }
 }
 
