@@ -196,6 +196,21 @@ Result<UniqueFd> open_pty(const ProcessSpec& spec, std::string* slave) {
 // out of: an OOM there never picks init, whatever score sandbox root gives
 // it. Before anything else, so every byte the process uses is charged there.
 // Init runs shielded from the OOM killer (-1000); its children must not be.
+// A restored init's memory was made by CRIU in the host's user namespace:
+// while it is undumpable its /proc files (and those of its children before
+// their exec) are host root's, which no process of the sandbox may open for
+// writing. Such an init runs unshielded (Runtime::restore), so its children
+// start at 0 already. No allocation: this runs in the pre-exec child.
+static bool already_unshielded() {
+  const int saved = errno;
+  const int fd = ::open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+  char value[8] = {};
+  const ssize_t n = fd >= 0 ? ::read(fd, value, sizeof value - 1) : -1;
+  if (fd >= 0) ::close(fd);
+  errno = saved;
+  return n >= 1 && value[0] == '0' && (n == 1 || value[1] == '\n');
+}
+
 Status become_workload(int workload_procs) {
   for (int signo = 1; signo < NSIG; ++signo) ::signal(signo, SIG_DFL);
   sigset_t none;
@@ -204,7 +219,7 @@ Status become_workload(int workload_procs) {
   if (workload_procs >= 0 && ::write(workload_procs, "0", 1) != 1)
     return Error::from_errno("join the sandbox's memory cgroup");
   const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-  const bool reset = fd >= 0 && ::write(fd, "0", 1) == 1;
+  const bool reset = fd >= 0 ? ::write(fd, "0", 1) == 1 : already_unshielded();
   const int saved = errno;
   if (fd >= 0) ::close(fd);
   if (!reset) return Error{"reset oom_score_adj", saved, {}};

@@ -277,11 +277,13 @@ inline constexpr const char* kReady = "ready";
 // /proc/<init>/fd/N: the dir is reachable nowhere else once init has left
 // the staging root. O_PATH and close-on-exec: no command inherits it.
 inline constexpr int kWritableLayerFd = 250;
-// After kPrepareCheckpoint init's control listener is this fd: an unbound
-// datagram socket of the sandbox's network (never readable, reachable by
-// nobody, dumped by CRIU) that a restore hands back as a new listener of the
-// daemon's (criu restore --inherit-fd fd[N]:socket:[its inode]).
+// After kPrepareCheckpoint init has no control listener; it holds the two
+// ends of a stream socketpair of its own instead (reachable by nobody, dumped
+// and restored by CRIU as any pair) and polls the first. After a restore the
+// daemon takes the second from init (pidfd_getfd) and sends its new listener
+// through it (one message, the listener as its only fd): init serves it.
 inline constexpr int kCheckpointListenFd = 249;
+inline constexpr int kCheckpointHandFd = 248;
 
 std::string encode(const InitConfig& config);
 bool decode(const std::string& bytes, InitConfig* config);
@@ -375,7 +377,7 @@ inline constexpr int kStartBoundMs = 5'000;
 inline constexpr size_t kMaxFds = 160;
 // Init moves what it keeps (status, listen, the handoff's fds) down to 3 and
 // up, so its own fd above stays free whatever numbers the daemon used.
-static_assert(3 + 2 + kMaxFds < static_cast<size_t>(kCheckpointListenFd));
+static_assert(3 + 2 + kMaxFds < static_cast<size_t>(kCheckpointHandFd));
 Status send_message(int sock, const std::string& bytes, const std::vector<int>& fds);
 // false on an orderly EOF.
 Result<bool> recv_message(int sock, std::string* bytes, std::vector<UniqueFd>* fds);

@@ -94,12 +94,31 @@ class Server {
 
  private:
   void accept_client() {
+    if (checkpointed_) return take_listener();
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;
-    // The first daemon after a restore: undumpable again (prepare_checkpoint
-    // made init dumpable, and sandbox root, same uid, could ptrace it).
-    if (checkpointed_ && ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0) checkpointed_ = false;
-    clients_.emplace_back(fd);
+    if (fd >= 0) clients_.emplace_back(fd);
+  }
+
+  // After a restore the daemon sends its new listener through the stand-in
+  // pair (proto::kCheckpointHandFd): init serves it from now on, and is
+  // undumpable again (prepare_checkpoint made it dumpable, and sandbox root,
+  // same uid, could ptrace it).
+  void take_listener() {
+    std::string bytes;
+    std::vector<UniqueFd> fds;
+    auto got = proto::recv_message(listen_fd_, &bytes, &fds);
+    int accepting = 0;
+    socklen_t size = sizeof accepting;
+    const bool listener =
+        got && *got && fds.size() == 1 &&
+        ::getsockopt(fds[0].get(), SOL_SOCKET, SO_ACCEPTCONN, &accepting, &size) == 0 &&
+        accepting != 0;
+    if (got && *got && !listener) return;  // not a listener: wait for one
+    ::close(proto::kCheckpointHandFd);
+    ::close(proto::kCheckpointListenFd);
+    listen_fd_ = listener ? fds[0].release() : -1;  // poll ignores a negative fd
+    checkpointed_ = false;
+    if (listener) (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   }
 
   // A client that hangs up (the daemon restarting) is simply dropped.
@@ -158,6 +177,22 @@ class Server {
     if (!proto::send_message(fd, proto::encode(reply), reply_fds)) drop(fd);
   }
 
+  // A seqpacket pair of init's own at proto::kCheckpointListenFd (polled)
+  // and kCheckpointHandFd (for the daemon after a restore). CRIU dumps and
+  // restores it as any pair; nothing in the sandbox can reach it.
+  static Status place_stand_in() {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+      return Error::from_errno("prepare for checkpoint: socketpair");
+    UniqueFd polled(pair[0]), handed(pair[1]);
+    if (::dup3(polled.get(), proto::kCheckpointListenFd, O_CLOEXEC) == proto::kCheckpointListenFd &&
+        ::dup3(handed.get(), proto::kCheckpointHandFd, O_CLOEXEC) == proto::kCheckpointHandFd)
+      return {};
+    Error failed = Error::from_errno("prepare for checkpoint: place the stand-in");
+    ::close(proto::kCheckpointListenFd);
+    return failed;
+  }
+
   // proto::RequestType::kPrepareCheckpoint. After it init serves nothing: it
   // reaps, relays and enforces timeouts until CRIU dumps it (and its
   // processes end), or the sandbox is destroyed.
@@ -168,28 +203,26 @@ class Server {
     else if (tcp_)
       ready = Error{"prepare for checkpoint", EOPNOTSUPP,
                     "the agent serves TCP (a daemon on another host)"};
-    else if (listen_fd_ != proto::kCheckpointListenFd &&
-             ::fcntl(proto::kCheckpointListenFd, F_GETFD) >= 0)
+    else if (::fcntl(proto::kCheckpointListenFd, F_GETFD) >= 0 ||
+             ::fcntl(proto::kCheckpointHandFd, F_GETFD) >= 0)
       ready = Error{"prepare for checkpoint", EBUSY,
-                    "init holds too many files (fd " + std::to_string(proto::kCheckpointListenFd) +
-                        " is taken)"};
-    else if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+                    "init holds too many files (fd " + std::to_string(proto::kCheckpointHandFd) +
+                        " or " + std::to_string(proto::kCheckpointListenFd) + " is taken)"};
+    else if (auto placed = place_stand_in(); !placed)
+      ready = placed;
+    else if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) {
       ready = Error::from_errno("prepare for checkpoint: make init dumpable");
+      ::close(proto::kCheckpointListenFd);
+      ::close(proto::kCheckpointHandFd);
+    }
     const proto::Reply reply = ready ? proto::Reply{} : proto::reply_from(ready.error());
     if (!proto::send_message(fd, proto::encode(reply), {})) drop(fd);
     if (!ready) return;
-    // Until a restore puts a listener there, nothing can be accepted: a
-    // datagram socket with no address never polls readable (no spin).
-    UniqueFd stand_in(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (!stand_in.valid() || ::dup3(stand_in.get(), proto::kCheckpointListenFd, O_CLOEXEC) !=
-                                 proto::kCheckpointListenFd) {
-      ::close(listen_fd_);
-      listen_fd_ = -1;  // poll ignores a negative fd
-    } else {
-      if (listen_fd_ != proto::kCheckpointListenFd) ::close(listen_fd_);
-      listen_fd_ = proto::kCheckpointListenFd;
-      checkpointed_ = true;
-    }
+    // Nothing is accepted until a restore's daemon sends a listener through
+    // the pair (take_listener); the quiet end never polls readable till then.
+    ::close(listen_fd_);
+    listen_fd_ = proto::kCheckpointListenFd;
+    checkpointed_ = true;
     // Their followers and waiting reads go with them; erased at the end of this round.
     std::vector<int> open;
     for (const auto& c : clients_)
@@ -895,7 +928,7 @@ class Server {
   }
 
   int listen_fd_;
-  bool checkpointed_ = false;  // prepared for a checkpoint, not yet reached again
+  bool checkpointed_ = false;  // listen_fd_ is the stand-in pair's polled end
   int signal_fd_;
   const proto::InitConfig& config_;
   std::vector<UniqueFd> clients_;

@@ -254,7 +254,7 @@ Status record_restore_sources(pid_t init, const std::string& mountinfo, const fs
   std::string opened;
   for (const auto& f : *files)
     opened += f.key + "\t" + std::to_string(f.flags) + "\t" + f.path + "\n";
-  // The listener's stand-in (proto::kCheckpointListenFd), which a restore replaces.
+  // The stand-in pair a restore's daemon reaches init through (agent/protocol.h).
   std::error_code ec;
   const fs::path stand_in =
       fs::read_symlink(proc + "/fd/" + std::to_string(proto::kCheckpointListenFd), ec);
@@ -264,7 +264,6 @@ Status record_restore_sources(pid_t init, const std::string& mountinfo, const fs
   auto boot_id = read_file(proc + "/root/proc/sys/kernel/random/boot_id");
   for (const auto& [name, text] :
        {std::pair{"restore_mounts", mounts}, std::pair{"restore_files", opened},
-        std::pair{"restore_listener", stand_in.string() + "\n"},
         std::pair{"boot_id", boot_id ? *boot_id : std::string()}}) {
     UniqueFd fd(::open((images / name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (!fd.valid()) return Error::from_errno("checkpoint: record", (images / name).string());

@@ -255,6 +255,14 @@ Status protect_from_oom_killer(pid_t pid) {
   return write_proc("oom_adj", "-17");
 }
 
+// Score and floor back to 0 (a privileged write sets both).
+Status unshield(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/oom_score_adj";
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid() || ::write(fd.get(), "0", 1) != 1) return Error::from_errno("write", path);
+  return {};
+}
+
 bool has_capability(cap_value_t cap) {
   cap_t current = ::cap_get_proc();
   cap_flag_value_t value = CAP_CLEAR;
@@ -772,12 +780,6 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::restore(const SandboxRecord& reco
     if (!ns) return ns.error();
     spec.translation = *ns;
   }
-  // A new listener where the daemon looks for init's: the restore hands it
-  // to init in place of the stand-in it kept (proto::kCheckpointListenFd).
-  ::unlink((state / kSocketName).c_str());
-  auto listen = listen_control(state / kSocketName);
-  if (!listen) return listen.error();
-  spec.listener = listen->get();
   spec.join = [this, &record](pid_t pid) {
     return cgroups_.version == cgroup::Version::kNone ? Status{}
                                                       : cgroup::attach(cgroups_, record.id, pid);
@@ -788,17 +790,28 @@ Result<std::unique_ptr<Sandbox>> LocalRuntime::restore(const SandboxRecord& reco
   spec.work = work;
   auto pid = criu_restore(spec);
   tear_down_stage(spec.work);
-  listen->reset();
   if (!pid) return pid.error();
   SandboxRecord restored = record;
   restored.init_pid = *pid;
   restored.init_start_time = process_start_time(*pid);
   auto pidfd = open_recorded_pidfd(*pid, restored.init_start_time);
   if (!pidfd) return pidfd.error();
+  // A new listener where the daemon looks for init's, handed to init
+  // through the pair it kept since the checkpoint. A restored tree nobody
+  // can reach is killed (its pid namespace goes with init): the images stay.
+  ::unlink((state / kSocketName).c_str());
+  auto listen = listen_control(state / kSocketName);
+  Status handed = listen ? hand_listener(pidfd->get(), listen->get()) : Status(listen.error());
+  if (!handed) {
+    (void)::syscall(SYS_pidfd_send_signal, pidfd->get(), SIGKILL, nullptr, 0);
+    return handed.error();
+  }
+  listen->reset();
   auto held = hold_init(record.id, *pid, restored.init_start_time, std::move(*pidfd), false);
   if (!held) return held.error();
-  if (shield_init_)
-    if (auto s = protect_from_oom_killer(*pid); !s) return s.error();
+  // CRIU brought init's shield back (-1000), but its children could not reset
+  // theirs (agent/launch.cc already_unshielded): a restored init goes unshielded.
+  if (auto s = unshield(*pid); !s) return s.error();
   if (auto s = write_init_file(state / kInitFile, *pid, restored.init_start_time); !s)
     return s.error();
   auto init = held->init;

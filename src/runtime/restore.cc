@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/protocol.h"
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
 #include "runtime/checkpoint.h"
@@ -266,9 +268,6 @@ Result<pid_t> criu_restore(const RestoreSpec& spec) {
     const bool as_is = upper || (flags & O_PATH) || (flags & O_ACCMODE) == O_WRONLY;
     if (auto s = hand(opened.get(), as_is ? f.key.substr(1) : f.key); !s) return s.error();
   }
-  auto stand_in = read_file(spec.images / "restore_listener");
-  if (!stand_in) return Error::from_errno("restore: read", "restore_listener");
-  if (auto s = hand(spec.listener, stand_in->substr(0, stand_in->find('\n'))); !s) return s.error();
   int gate[2];
   if (::pipe2(gate, O_CLOEXEC) != 0) return Error::from_errno("restore: pipe");
   UniqueFd gate_read(gate[0]), gate_write(gate[1]);
@@ -288,6 +287,12 @@ Result<pid_t> criu_restore(const RestoreSpec& spec) {
   const pid_t init = restored ? std::atoi(restored->c_str()) : 0;
   if (init <= 0) return Error{"restore", EIO, "criu wrote no pid"};
   return init;
+}
+
+Status hand_listener(int pidfd, int listener) {
+  UniqueFd pair(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, proto::kCheckpointHandFd, 0)));
+  if (!pair.valid()) return Error::from_errno("restore: reach init's stand-in pair");
+  return proto::send_message(pair.get(), "listener", {listener});
 }
 
 }  // namespace abx::runtime

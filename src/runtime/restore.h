@@ -28,7 +28,6 @@ struct RestoreSpec {
   uint64_t disk_bytes = 0;
   std::vector<std::filesystem::path> layers;  // topmost first
   int translation = -1;  // user namespace for idmapped layers; -1: not idmapped
-  int listener = -1;     // the daemon's new control listener, init's from now on
   // Puts the helper (a pid) in the sandbox's cgroups before it runs criu.
   std::function<Status(pid_t)> join;
 };
@@ -39,5 +38,10 @@ void tear_down_stage(const std::filesystem::path& work);
 
 // Restores the tree: its init's host pid. The log is images/restore.log.
 Result<pid_t> criu_restore(const RestoreSpec& spec);
+
+// Gives the restored init (`pidfd`) the daemon's new control listener
+// through the stand-in pair init kept since the checkpoint (agent/protocol.h:
+// proto::kCheckpointHandFd, taken from init with pidfd_getfd).
+Status hand_listener(int pidfd, int listener);
 
 }  // namespace abx::runtime
