@@ -44,13 +44,19 @@ bool E2bTags::valid_tag(const std::string& tag) {
   return true;
 }
 
+bool E2bTags::valid_name(const std::string& name) {
+  if (name.empty() || name.size() > 256) return false;
+  return std::none_of(name.begin(), name.end(),
+                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
 Result<E2bTags::Target> E2bTags::split(const std::string& name_and_tag) {
   const size_t colon = name_and_tag.find(':');
   Target target{name_and_tag.substr(0, colon),
                 colon == std::string::npos ? kDefaultTag : name_and_tag.substr(colon + 1)};
-  if (target.name.empty())
+  if (!valid_name(target.name))
     return Error::with_message(
-        "'" + name_and_tag.substr(0, 256) + "': the template name is missing", kErrBadInput);
+        "not a template name (name or name:tag, 1-256 bytes, no control characters)", kErrBadInput);
   if (!valid_tag(target.tag)) return bad_tag(target.tag);
   return target;
 }

@@ -26,8 +26,11 @@ class E2bTags {
 
   // A tag is 1-128 of [A-Za-z0-9._-], starting with a letter or digit.
   static bool valid_tag(const std::string& tag);
-  // "name" or "name:tag" (the tag "default" when none): kErrBadInput for an
-  // empty name or tag.
+  // A template name as tags know it: 1-256 bytes, no control characters (the
+  // store says whether it names a template).
+  static bool valid_name(const std::string& name);
+  // "name" or "name:tag" (the tag "default" when none): kErrBadInput for a
+  // bad name or tag.
   struct Target {
     std::string name, tag;
   };

@@ -302,8 +302,9 @@ Task<void> e2b_template_tags_remove(ControlCall& call, Exchange& exchange) {
   auto tags = tags_of(*request);
   if (!tags) co_return co_await respond_error(exchange, tags.error());
   if (tags->empty()) co_return co_await respond_error(exchange, 400, "tags: name at least one");
-  Status removed = call.service.e2b_builds().tags().remove(call.caller.team,
-                                                           name->substr(0, name->find(':')), *tags);
+  auto target = E2bTags::split(*name);
+  if (!target) co_return co_await respond_error(exchange, target.error());
+  Status removed = call.service.e2b_builds().tags().remove(call.caller.team, target->name, *tags);
   if (!removed) co_return co_await respond_error(exchange, removed.error());
   co_await exchange.respond(204, "application/json", "");
 }
@@ -311,10 +312,10 @@ Task<void> e2b_template_tags_remove(ControlCall& call, Exchange& exchange) {
 // GET /templates/{id}/tags.
 Task<void> e2b_template_tags_list(ControlCall& call, Exchange& exchange) {
   const std::string& name = call.params.at("id");
+  if (!E2bTags::valid_name(name))
+    co_return co_await respond_error(exchange, 400, "not a template name");
   auto tags = call.service.e2b_builds().tags().list(call.caller.team, name);
-  if (!tags)
-    co_return co_await respond_error(exchange, 404,
-                                     "template '" + name.substr(0, 256) + "' has no tags");
+  if (!tags) co_return co_await respond_error(exchange, 404, "template '" + name + "' has no tags");
   co_await respond_json(exchange, 200, *tags);
 }
 

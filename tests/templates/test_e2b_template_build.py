@@ -282,3 +282,8 @@ def test_tags_name_builds_and_sandboxes_start_from_them(e2b: Daemon):
         assert r.status_code == 400
         r = client.post("/v3/templates", json={"name": f"{name}:bad tag"})
         assert r.status_code == 400
+        r = client.post("/templates/tags", json={"target": "a\nb:v1", "tags": ["t"]})
+        assert r.status_code == 400 and "\n" not in r.json()["message"]
+        r = client.request("DELETE", "/templates/tags", json={"name": "a\rb", "tags": ["t"]})
+        assert r.status_code == 400 and "\r" not in r.json()["message"]
+        assert client.get("/templates/a%0Ab/tags").status_code in (400, 404)

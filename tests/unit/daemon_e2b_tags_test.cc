@@ -40,6 +40,8 @@ TEST_F(E2bTagsTest, TagsAreShortWordsAndANameMayCarryOne) {
   EXPECT_FALSE(E2bTags::split(":v2"));
   EXPECT_FALSE(E2bTags::split("app:"));
   EXPECT_FALSE(E2bTags::split("app:v:2"));
+  EXPECT_FALSE(E2bTags::split("a\nb:v1"));
+  EXPECT_FALSE(E2bTags::split(std::string(257, 'a')));
 }
 
 TEST_F(E2bTagsTest, ABuildsTagsNameItUntilAnotherBuildTakesThem) {
