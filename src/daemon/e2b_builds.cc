@@ -33,10 +33,11 @@ json entry_json(int64_t unix_ms, const std::string& level, const std::string& me
 
 }  // namespace
 
-E2bBuilds::E2bBuilds(fs::path uploads_dir) : dir_(std::move(uploads_dir)) {}
+E2bBuilds::E2bBuilds(fs::path uploads_dir)
+    : dir_(std::move(uploads_dir)), tags_(dir_.parent_path() / "e2b-tags.json") {}
 
 std::string E2bBuilds::create(const std::string& team, const std::string& name,
-                              const std::string& id) {
+                              const std::string& id, std::vector<std::string> tags) {
   std::lock_guard lock(mutex_);
   forget_old_builds();
   const std::string build_id = uuid();
@@ -44,6 +45,7 @@ std::string E2bBuilds::create(const std::string& team, const std::string& name,
   build.team = team;
   build.name = name;
   build.id = id;
+  build.tags = std::move(tags);
   build.updated_ms = unix_ms_now();
   return build_id;
 }
@@ -70,13 +72,18 @@ void E2bBuilds::log(const std::string& build_id, const std::string& level,
   it->second.entries.push_back(Entry{unix_ms_now(), level, message.substr(0, kMaxMessageBytes)});
 }
 
-void E2bBuilds::finish(const std::string& build_id, const Status& outcome) {
+void E2bBuilds::finish(const std::string& build_id, const Status& built,
+                       const std::string& failed_step) {
   std::lock_guard lock(mutex_);
   const auto it = builds_.find(build_id);
   if (it == builds_.end()) return;
   Build& build = it->second;
+  // Tags name a build only once it is there to start.
+  const Status outcome =
+      built ? tags_.record_build(build.team, build.name, build_id, build.tags) : built;
   build.status = outcome ? "ready" : "error";
   if (!outcome) build.reason = outcome.error().message();
+  if (!outcome) build.failed_step = built ? "finalize" : failed_step;
   build.updated_ms = unix_ms_now();
 }
 
@@ -98,7 +105,10 @@ std::optional<json> E2bBuilds::status(const std::string& team, const std::string
               {"status", build.status},
               {"logs", json::array()},
               {"logEntries", entries}};
-  if (build.status == "error") out["reason"] = {{"message", build.reason}};
+  if (build.status == "error") {
+    out["reason"] = {{"message", build.reason}};
+    if (!build.failed_step.empty()) out["reason"]["step"] = build.failed_step;
+  }
   return out;
 }
 

@@ -15,23 +15,32 @@
 #include <vector>
 
 #include "common/error.h"
+#include "daemon/e2b_tags.h"
 
 namespace abx::daemon {
 
 class E2bBuilds {
  public:
-  // Uploads live in `uploads_dir` (made on first use), one dir per team.
+  // Uploads live in `uploads_dir` (made on first use), one dir per team;
+  // the tags in e2b-tags.json beside it.
   explicit E2bBuilds(std::filesystem::path uploads_dir);
 
+  E2bTags& tags() { return tags_; }
+
   // A new build of the team's template `name` (as the team names it; `id` is
-  // the store's id for it), waiting for its steps. Returns the build id.
-  std::string create(const std::string& team, const std::string& name, const std::string& id);
+  // the store's id for it), waiting for its steps; `tags` name it once it is
+  // ready (E2bTags::record_build). Returns the build id.
+  std::string create(const std::string& team, const std::string& name, const std::string& id,
+                     std::vector<std::string> tags);
   // The store id of the team's waiting build, which is now building; an
   // error when the team has no such build or it was started already.
   Result<std::string> start(const std::string& team, const std::string& name,
                             const std::string& build_id);
   void log(const std::string& build_id, const std::string& level, const std::string& message);
-  void finish(const std::string& build_id, const Status& outcome);
+  // `failed_step` is E2B's name of the step a failure belongs to ("base",
+  // "1", ..., "finalize"; "" when none): the SDKs show that step's call site.
+  void finish(const std::string& build_id, const Status& outcome,
+              const std::string& failed_step = {});
   // TemplateBuildInfo with the log entries from `offset` (at most `limit`);
   // nothing when the team has no such build.
   std::optional<nlohmann::json> status(const std::string& team, const std::string& name,
@@ -64,6 +73,8 @@ class E2bBuilds {
     std::string status = "waiting";  // waiting, building, ready, error
     std::vector<Entry> entries;
     std::string reason;
+    std::string failed_step;
+    std::vector<std::string> tags;
     int64_t updated_ms = 0;
   };
   struct Grant {
@@ -76,6 +87,7 @@ class E2bBuilds {
   mutable std::mutex mutex_;
   std::map<std::string, Build> builds_;
   std::map<std::string, Grant> tokens_;
+  E2bTags tags_;
 };
 
 }  // namespace abx::daemon

@@ -89,6 +89,7 @@ class Writer {
     auto args = args_of(step, where + " (" + type + ")");
     if (!args) return args.error();
     const std::string at = where + " (" + type + ")";
+    current_ = std::to_string(index + 1);  // E2B counts the base as step 0
     if (type == "RUN") return run(*args, at);
     if (type == "ENV") return env(*args, at);
     if (type == "WORKDIR") return workdir(*args, at);
@@ -99,7 +100,10 @@ class Writer {
   }
 
  private:
-  void line(const std::string& text) { out_.sandboxfile += text + "\n"; }
+  void line(const std::string& text) {
+    out_.sandboxfile += text + "\n";
+    out_.step_names.push_back(current_);
+  }
 
   Status run(const std::vector<std::string>& args, const std::string& at) {
     if (args.empty() || args.size() > 2) return bad(at, "args are [command] or [command, user]");
@@ -109,6 +113,7 @@ class Writer {
       return {};
     }
     if (!valid_user(args[1])) return bad(at, "user '" + args[1] + "' is not a user name");
+    out_.runs_as[current_] = {args[0], args[1]};
     line("USER " + args[1]);
     line("RUN " + exec);
     line("USER " + (user_.empty() ? std::string("root") : user_));
@@ -171,6 +176,7 @@ class Writer {
 
   Translated& out_;
   std::string user_;
+  std::string current_;  // E2B's name of the step being written
 };
 
 Result<std::string> optional_string(const json& request, const char* key) {
@@ -224,6 +230,10 @@ std::string from_of_image(const std::string& image) {
 
 std::string upload_dir_of(const std::string& hash) { return "e2b-files-" + hash; }
 
+std::string step_name(const Translated& steps, size_t index) {
+  return index < steps.step_names.size() ? steps.step_names[index] : "finalize";
+}
+
 Result<Translated> translate(const nlohmann::json& request, const BaseUserFn& base_user) {
   if (!request.is_object()) return bad("body", "must be a JSON object");
   Translated out;
@@ -235,6 +245,7 @@ Result<Translated> translate(const nlohmann::json& request, const BaseUserFn& ba
     return bad("force", "must be true or false");
   out.no_cache = force != request.end() && force->is_boolean() && force->get<bool>();
   out.sandboxfile = "FROM " + out.from + "\n";
+  out.step_names.push_back("base");
   Writer writer(out, base_user ? base_user(out.from) : std::string());
   const auto steps = request.find("steps");
   if (steps != request.end() && !steps->is_null()) {

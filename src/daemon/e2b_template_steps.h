@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,6 +21,11 @@ struct Translated {
   std::string from;                 // what FROM names
   bool no_cache = false;            // the SDK's skip_cache / force
   std::vector<std::string> notes;   // what was accepted but not applied (shown in the log)
+  // Per instruction of `sandboxfile` (FROM first; CMD and READY are not
+  // steps), the E2B step it came from: "base", then "1" for steps[0], ...
+  std::vector<std::string> step_names;
+  // The steps that run a command as a user of their own: step name -> {command, user}.
+  std::map<std::string, std::pair<std::string, std::string>> runs_as;
 };
 
 // The user the base runs as (a template's USER, "" when unknown): RUN steps
@@ -35,6 +41,10 @@ std::string from_of_image(const std::string& image);
 
 // The COPY step of upload `hash` reads from this dir of the build context.
 std::string upload_dir_of(const std::string& hash);
+
+// E2B's name of the step a failure of the Sandboxfile's instruction `index`
+// belongs to (an index past the last instruction: "finalize").
+std::string step_name(const Translated& steps, size_t index);
 
 // kErrBadInput errors name the step ("steps[2] (RUN): ...").
 Result<Translated> translate(const nlohmann::json& request, const BaseUserFn& base_user);

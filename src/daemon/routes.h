@@ -129,6 +129,9 @@ Task<void> e2b_template_files(ControlCall& call, Exchange& exchange);         //
 Task<void> e2b_template_upload(ControlCall& call, Exchange& exchange);        // the link's PUT
 Task<void> e2b_template_build_start(ControlCall& call, Exchange& exchange);   // the steps
 Task<void> e2b_template_build_status(ControlCall& call, Exchange& exchange);  // status and log
+Task<void> e2b_template_tags_assign(ControlCall& call, Exchange& exchange);  // POST /templates/tags
+Task<void> e2b_template_tags_remove(ControlCall& call, Exchange& exchange);  // DELETE the same
+Task<void> e2b_template_tags_list(ControlCall& call, Exchange& exchange);    // GET .../{id}/tags
 // routes_volumes.cc: E2B's /volumes and the volume content API.
 Task<void> volumes_list(ControlCall& call, Exchange& exchange);
 Task<void> volume_create(ControlCall& call, Exchange& exchange);

@@ -30,11 +30,6 @@ constexpr size_t kMaxStepsBody = 4u << 20;
 constexpr size_t kDefaultLogLimit = 100;
 constexpr const char* kUploadPrefix = "/abx/v1/e2b-uploads/";
 
-// "name" or "name:tag": the name (tags are E2B's build labels; see README).
-std::string name_of(const std::string& name_and_tag) {
-  return name_and_tag.substr(0, name_and_tag.find(':'));
-}
-
 // The id under which the caller builds template `name`, or why it may not.
 Result<std::string> build_target(const ControlCall& call, const std::string& name) {
   const auto& store = call.service.templates();
@@ -46,19 +41,33 @@ Result<std::string> build_target(const ControlCall& call, const std::string& nam
   return id;
 }
 
-Result<std::vector<std::string>> tags_of(const json& body) {
+// The body's `key`: an array of at most 32 tags (E2bTags::valid_tag); none when absent.
+Result<std::vector<std::string>> tags_of(const json& body, const char* key = "tags") {
   std::vector<std::string> tags;
-  const auto it = body.find("tags");
+  const auto it = body.find(key);
   if (it == body.end() || it->is_null()) return tags;
   if (!it->is_array() || it->size() > 32)
-    return Error::with_message("tags: an array of at most 32 strings", kErrBadInput);
+    return Error::with_message(std::string(key) + ": an array of at most 32 tags", kErrBadInput);
   for (const auto& tag : *it) {
-    if (!tag.is_string() || tag.get_ref<const std::string&>().empty() ||
-        tag.get_ref<const std::string&>().size() > 128)
-      return Error::with_message("tags: each a non-empty string", kErrBadInput);
+    if (!tag.is_string() || !E2bTags::valid_tag(tag.get<std::string>()))
+      return Error::with_message(
+          std::string(key) +
+              ": each tag 1-128 letters, digits, '.', '_' or '-', starting with a "
+              "letter or digit",
+          kErrBadInput);
     tags.push_back(tag.get<std::string>());
   }
   return tags;
+}
+
+// The body's string `key`, at most 1 KiB.
+Result<std::string> string_of(const json& body, const char* key) {
+  const auto it = body.find(key);
+  if (it == body.end() || !it->is_string() || it->get_ref<const std::string&>().empty() ||
+      it->get_ref<const std::string&>().size() > 1024)
+    return Error::with_message(std::string(key) + ": a template name (name or name:tag)",
+                               kErrBadInput);
+  return it->get<std::string>();
 }
 
 // What the SDK's PUT goes to: this daemon, as the caller reached it.
@@ -95,11 +104,27 @@ e2b_steps::BaseUserFn base_user_of(const ControlCall& call) {
   };
 }
 
+// E2B's words for a RUN whose user the image does not have (the SDKs' users
+// match on them); other failures keep the builder's message.
+Status in_e2b_words(const Status& built, const e2b_steps::Translated& steps,
+                    const std::string& step) {
+  const auto run = steps.runs_as.find(step);
+  if (built || run == steps.runs_as.end() || built.error().step != "user" ||
+      built.error().errnum != ENOENT)
+    return built;
+  return Error::with_message("failed to run command '" + run->second.first +
+                                 "': command failed: unauthenticated: invalid username: '" +
+                                 run->second.second + "'",
+                             kErrBadInput);
+}
+
 // The build, on the long lane: each upload unpacked into the context (tar
-// members may not leave it), then the Sandboxfile built.
+// members may not leave it), then the Sandboxfile built. A failure names
+// the E2B step it belongs to in `failed_step` (the base's, when no step had
+// started: FROM failed).
 Status run_build(templates::TemplateStore& store, E2bBuilds& builds, const std::string& team,
                  const std::string& id, const std::string& build_id,
-                 const e2b_steps::Translated& steps) {
+                 const e2b_steps::Translated& steps, std::string& failed_step) {
   auto dir = store.upload_dir();
   if (!dir) return dir.error();
   templates::SandboxfileRequest request;
@@ -117,10 +142,13 @@ Status run_build(templates::TemplateStore& store, E2bBuilds& builds, const std::
       return st;
   }
   for (const std::string& note : steps.notes) builds.log(build_id, "warn", note);
+  std::string step = "base";
+  request.step_started = [&](size_t index) { step = e2b_steps::step_name(steps, index); };
   auto built = store.build_sandboxfile(
       request, [&](const std::string& line) { builds.log(build_id, "info", line); });
-  if (!built) return built.error();
-  return {};
+  if (built) return {};
+  failed_step = step;
+  return in_e2b_words(built.error(), steps, step);
 }
 
 size_t query_number(const http::Request& request, const std::string& name, size_t fallback) {
@@ -148,11 +176,15 @@ Task<void> e2b_template_request(ControlCall& call, Exchange& exchange) {
     co_return co_await respond_error(exchange, 400, "name: give the template a name");
   auto tags = tags_of(*request);
   if (!tags) co_return co_await respond_error(exchange, tags.error());
-  if (asked.find(':') != std::string::npos) tags->push_back(asked.substr(asked.find(':') + 1));
-  const std::string name = name_of(asked);
+  auto target = E2bTags::split(asked);
+  if (!target) co_return co_await respond_error(exchange, target.error());
+  const std::string& name = target->name;
+  if (asked.find(':') != std::string::npos &&
+      std::find(tags->begin(), tags->end(), target->tag) == tags->end())
+    tags->push_back(target->tag);
   auto id = build_target(call, name);
   if (!id) co_return co_await respond_error(exchange, id.error());
-  const std::string build_id = call.service.e2b_builds().create(call.caller.team, name, *id);
+  const std::string build_id = call.service.e2b_builds().create(call.caller.team, name, *id, *tags);
   json answer = json::object();
   answer["templateID"] = name;
   answer["buildID"] = build_id;
@@ -213,7 +245,9 @@ Task<void> e2b_template_build_start(ControlCall& call, Exchange& exchange) {
   if (!id) co_return co_await respond_error(exchange, id.error());
   service.start_long([&store = service.templates(), &builds, team = call.caller.team, id = *id,
                       build_id, steps = std::move(*steps)] {
-    builds.finish(build_id, run_build(store, builds, team, id, build_id, steps));
+    std::string failed_step;
+    const Status built = run_build(store, builds, team, id, build_id, steps, failed_step);
+    builds.finish(build_id, built, failed_step);
   });
   co_await exchange.respond(202, "application/json", "");
 }
@@ -226,6 +260,63 @@ Task<void> e2b_template_build_status(ControlCall& call, Exchange& exchange) {
                                                  call.params.at("buildID"), offset, limit);
   if (!status) co_return co_await respond_error(exchange, 404, "build not found");
   co_await respond_json(exchange, 200, *status);
+}
+
+}  // namespace abx::daemon::routes
+
+namespace abx::daemon::routes {
+
+// Built outside the coroutine: g++ 12 rejects string literals in braced
+// initializers there.
+json assigned_json(const E2bTags::Assigned& assigned) {
+  return {{"buildID", assigned.build_id}, {"tags", assigned.tags}};
+}
+
+// POST /templates/tags {target: "name[:tag]", tags}: the build the target
+// names gets the tags too.
+Task<void> e2b_template_tags_assign(ControlCall& call, Exchange& exchange) {
+  auto body = co_await read_json_body(exchange, 1 << 16);
+  if (!body) co_return co_await respond_error(exchange, body.error());
+  auto request = json_text::parse_object(*body);
+  if (!request) co_return co_await respond_error(exchange, request.error());
+  auto asked = string_of(*request, "target");
+  if (!asked) co_return co_await respond_error(exchange, asked.error());
+  auto target = E2bTags::split(*asked);
+  if (!target) co_return co_await respond_error(exchange, target.error());
+  auto tags = tags_of(*request);
+  if (!tags) co_return co_await respond_error(exchange, tags.error());
+  if (tags->empty()) co_return co_await respond_error(exchange, 400, "tags: name at least one");
+  auto assigned = call.service.e2b_builds().tags().assign(call.caller.team, *target, *tags);
+  if (!assigned) co_return co_await respond_error(exchange, assigned.error());
+  co_await respond_json(exchange, 201, assigned_json(*assigned));
+}
+
+// DELETE /templates/tags {name, tags}.
+Task<void> e2b_template_tags_remove(ControlCall& call, Exchange& exchange) {
+  auto body = co_await read_json_body(exchange, 1 << 16);
+  if (!body) co_return co_await respond_error(exchange, body.error());
+  auto request = json_text::parse_object(*body);
+  if (!request) co_return co_await respond_error(exchange, request.error());
+  auto name = string_of(*request, "name");
+  if (!name) co_return co_await respond_error(exchange, name.error());
+  auto tags = tags_of(*request);
+  if (!tags) co_return co_await respond_error(exchange, tags.error());
+  if (tags->empty()) co_return co_await respond_error(exchange, 400, "tags: name at least one");
+  auto target = E2bTags::split(*name);
+  if (!target) co_return co_await respond_error(exchange, target.error());
+  Status removed = call.service.e2b_builds().tags().remove(call.caller.team, target->name, *tags);
+  if (!removed) co_return co_await respond_error(exchange, removed.error());
+  co_await exchange.respond(204, "application/json", "");
+}
+
+// GET /templates/{id}/tags.
+Task<void> e2b_template_tags_list(ControlCall& call, Exchange& exchange) {
+  const std::string& name = call.params.at("id");
+  if (!E2bTags::valid_name(name))
+    co_return co_await respond_error(exchange, 400, "not a template name");
+  auto tags = call.service.e2b_builds().tags().list(call.caller.team, name);
+  if (!tags) co_return co_await respond_error(exchange, 404, "template '" + name + "' has no tags");
+  co_await respond_json(exchange, 200, *tags);
 }
 
 }  // namespace abx::daemon::routes

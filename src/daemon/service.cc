@@ -279,6 +279,25 @@ static std::string created_text(const SandboxRow& row, int timeout_sec) {
          " MiB memory";
 }
 
+// "name:tag" (E2B's tags, e2b_tags.h): the template, when the tag names its
+// build; a tag of a build a later one replaced names nothing to start.
+static Result<std::string> tagged_template(const E2bTags& tags, const std::string& asked,
+                                           const std::string& team) {
+  auto target = E2bTags::split(asked);
+  if (!target) return target.error();
+  auto found = tags.find(team, *target);
+  if (!found)
+    return Error::with_message("template '" + target->name + "' has no tag '" + target->tag + "'",
+                               kErrBadInput);
+  if (!found->latest)
+    return Error::with_message("tag '" + target->tag + "' of template '" + target->name +
+                                   "' names build " + found->build_id +
+                                   ", which a later build replaced (only a template's latest "
+                                   "build is kept)",
+                               kErrBadInput);
+  return target->name;
+}
+
 http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, const Caller& caller) {
   std::optional<RootSource> source;
   if (SnapshotStore::is_snapshot_id(request.template_name)) {
@@ -288,6 +307,10 @@ http::Task<Result<SandboxRow>> Service::create(CreateSandboxRequest request, con
           "snapshot " + request.template_name + " not found: `abx snapshot list` shows your team's",
           ENOENT);
     source = std::move(snapshot->root);
+  } else if (request.template_name.find(':') != std::string::npos) {
+    auto name = tagged_template(e2b_builds().tags(), request.template_name, caller.team);
+    if (!name) co_return name.error();
+    request.template_name = *name;
   }
   co_return co_await create_on(std::move(request), caller, std::move(source));
 }

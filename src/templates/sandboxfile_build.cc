@@ -431,11 +431,17 @@ Result<TemplateMeta> run_steps(const sandboxfile::Sandboxfile& file, const Templ
   state.steps = file.steps.size();
   state.key = "FROM";
   for (const auto& layer : from.layers) chain(state, layer);
+  const auto started = [&](size_t index) {
+    if (deps.step_started) deps.step_started(index);
+  };
+  started(0);
   deps.progress("step 1/" + std::to_string(state.steps) + ": " + file.steps.front().text);
   for (size_t i = 1; i < file.steps.size(); ++i) {
     state.step = i + 1;
+    started(i);
     if (auto st = run_step(state, file.steps[i], deps); !st) return st.error();
   }
+  started(file.steps.size());
   // A new start command comes with its own check (or none): the old one may test another
   // service.
   if (file.start_cmd) {

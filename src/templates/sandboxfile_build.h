@@ -19,6 +19,10 @@
 namespace abx::templates {
 
 using LineFn = std::function<void(const std::string&)>;
+// Told the index (in Sandboxfile::steps) of each step as it starts: 0 once
+// FROM's base is ready, steps.size() once every step has run (the template
+// is being finished). A failure belongs to the last index told.
+using StepStartedFn = std::function<void(size_t index)>;
 
 struct StepDeps {
   runtime::Runtime& runtime;
@@ -30,6 +34,7 @@ struct StepDeps {
   LineFn log;                                  // every line, step output included (the build log)
   LineFn progress;                             // what the client sees
   std::chrono::seconds step_timeout{30 * 60};  // a RUN running longer fails (and is killed)
+  StepStartedFn step_started;                  // may be empty
 };
 
 // `from` is what FROM names (its layers and defaults). Returns the template's

@@ -224,6 +224,7 @@ Result<TemplateInfo> TemplateStore::build_sandboxfile(const SandboxfileRequest& 
   StepDeps deps{runtime_,      layers_,         request.context_dir,
                 scratch,       request.network, request.no_cache,
                 log.details(), log.steps(),     std::chrono::seconds(request.step_timeout_s)};
+  deps.step_started = request.step_started;
   auto made = run_steps(*file, *base, deps);
   (void)tree::remove_tree(scratch);
   if (!made) return log.failed(made.error());

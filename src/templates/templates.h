@@ -79,6 +79,9 @@ struct SandboxfileRequest {
   // registry host (registry::Access), and whether plain HTTP is allowed.
   std::map<std::string, std::string> registry_credentials;
   bool registry_insecure = false;
+  // Told each step's index in the parsed Sandboxfile as it starts (see
+  // StepStartedFn in sandboxfile_build.h): who reports a failure by step.
+  std::function<void(size_t index)> step_started;
 };
 
 // A private dir for one upload (a build context, an image); removed with

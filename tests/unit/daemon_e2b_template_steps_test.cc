@@ -37,6 +37,12 @@ TEST(E2bTemplateSteps, StepsBecomeASandboxfile) {
                 "CMD [\"/bin/sh\",\"-c\",\"serve\"]\n"
                 "READY true\n");
   EXPECT_EQ(out->hashes, std::vector<std::string>{kHash});
+  // Each instruction knows its E2B step (the RUN with a user is three), so a failure is named.
+  EXPECT_EQ(out->step_names, (std::vector<std::string>{"base", "1", "2", "2", "2", "3", "4"}));
+  EXPECT_EQ(step_name(*out, 3), "2");
+  EXPECT_EQ(step_name(*out, 7), "finalize");
+  ASSERT_EQ(out->runs_as.count("2"), 1u);
+  EXPECT_EQ(out->runs_as.at("2").second, "root");
 }
 
 TEST(E2bTemplateSteps, HostileStepsAreRefused) {
