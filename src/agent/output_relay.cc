@@ -1,6 +1,7 @@
 #include "agent/output_relay.h"
 
 #include <fcntl.h>  // tee, SPLICE_F_NONBLOCK (_GNU_SOURCE)
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -131,12 +132,23 @@ bool OutputRelay::finished() const {
   });
 }
 
+// FIONREAD on a pipe or a terminal's master; one that cannot say counts as
+// empty (its end is not held back for good).
+bool OutputRelay::end_known() const {
+  if (!wait_status_) return false;
+  return std::all_of(streams_.begin(), streams_.end(), [](const Stream& stream) {
+    int waiting = 0;
+    return !stream.source.valid() || ::ioctl(stream.source.get(), FIONREAD, &waiting) != 0 ||
+           waiting <= 0;
+  });
+}
+
 proto::ReadReplyView OutputRelay::slice_views(uint64_t offset, size_t max) const {
   proto::ReadReplyView reply;
   reply.start = ring_.start();
   reply.end = ring_.end();
   reply.chunks = ring_.views(offset, max);
-  reply.ended = wait_status_.has_value();
+  reply.ended = end_known();
   reply.wait_status = wait_status_.value_or(0);
   return reply;
 }
@@ -146,7 +158,7 @@ OutputSlice OutputRelay::slice(uint64_t offset, size_t max) const {
   slice.start = ring_.start();
   slice.end = ring_.end();
   slice.chunks = ring_.read(offset, max);
-  slice.ended = wait_status_.has_value();
+  slice.ended = end_known();
   slice.wait_status = wait_status_.value_or(0);
   return slice;
 }

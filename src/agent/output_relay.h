@@ -48,6 +48,10 @@ class OutputRelay {
   // The same as a reply of views into the ring (valid until it changes).
   proto::ReadReplyView slice_views(uint64_t offset, size_t max) const;
   bool has_ended() const { return wait_status_.has_value(); }
+  // Ended, and what it wrote before is all in the ring: a source that still
+  // holds bytes (the reading stopped at a follower's window) keeps the end
+  // from a reader until they are in, so no end comes before the last byte.
+  bool end_known() const;
   uint64_t end() const { return ring_.end(); }  // one past the newest byte kept
   // Where the command's follower got to (proto::Supervised::delivered).
   uint64_t delivered() const { return delivered_; }

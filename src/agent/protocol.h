@@ -50,8 +50,9 @@
 //   kRead   as above; the slice's `ended` carries the exit status.
 //   kSignal, kCloseStdin as above.
 //   kInput  request: pid, input (at most kMaxInputBytes). reply: Reply; the
-//           bytes are queued (at most kMaxPendingInput per command) and
-//           written as the command reads them; EAGAIN when the queue is full.
+//           bytes are queued (at most kMaxPendingInput per command,
+//           kMaxPendingInputTotal over all) and written as the command
+//           reads them; EAGAIN when a queue is full.
 //   kResize request: pid, cols, rows. reply: Reply; the pty's new size.
 //   kList   request: nothing. reply: one Supervised per command the agent
 //           supervises (running, or ended and kept for a later client;
@@ -215,6 +216,9 @@ inline constexpr size_t kMaxInputBytes = 64 * 1024;
 // What waits for a command to read its input, per command: the agent (PID 1,
 // outside the sandbox's memory limit) holds no more for it than this.
 inline constexpr size_t kMaxPendingInput = 1024 * 1024;
+// ... and over all its commands together: however many commands an API
+// caller starts and never lets read, the agent holds no more than this.
+inline constexpr size_t kMaxPendingInputTotal = 8 * 1024 * 1024;
 inline constexpr uint32_t kDefaultTcpRingBytes = 1024 * 1024;
 inline constexpr uint32_t kMaxRingBytes = 64 * 1024 * 1024;
 

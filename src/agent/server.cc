@@ -377,6 +377,8 @@ class Server {
       if (start.launched.pty_master.valid())
         start.kept->fds.push_back(std::move(start.launched.pty_master));
       const uint32_t timeout_ms = start.kept->timeout_ms;
+      if (auto old = supervised_.find(pid); old != supervised_.end())  // an ended one's pid again
+        forget_input(old->second);
       Supervised& process = supervised_[pid] =
           Supervised{std::move(*start.kept), held ? client : -1, false, ++supervised_made_};
       process.in_band = start.in_band;
@@ -570,7 +572,7 @@ class Server {
     auto it = supervised_.find(pid);
     if (it == supervised_.end()) return;
     if (it->second.owner >= 0) {
-      supervised_.erase(it);
+      forget_supervised(it);
       return;
     }
     it->second.ended = true;
@@ -579,7 +581,8 @@ class Server {
       if (process.ended) ended.emplace_back(process.made, other);
     if (ended.size() <= kMaxEndedOrphans) return;
     std::sort(ended.begin(), ended.end());
-    for (size_t i = 0; i + kMaxEndedOrphans < ended.size(); ++i) supervised_.erase(ended[i].second);
+    for (size_t i = 0; i + kMaxEndedOrphans < ended.size(); ++i)
+      forget_supervised(supervised_.find(ended[i].second));
   }
 
   // kAdopt: the processes no daemon holds now go to `client`, each with the
@@ -602,7 +605,7 @@ class Server {
         return;
       }
       if (process.ended) {
-        supervised_.erase(orphans[i]);
+        forget_supervised(supervised_.find(orphans[i]));
       } else {
         process.owner = client;
         if (auto relay = relays_.find(orphans[i]); relay != relays_.end())
@@ -616,9 +619,14 @@ class Server {
     size_t left = supervised_.size();
     if (left == 0 && !answer(client, proto::encode(proto::Supervised{}), {})) drop(client);
     for (const auto& [pid, process] : supervised_) {
-      proto::Supervised message{
-          pid,         process.ended,         process.kept.pty, process.kept.label,
-          --left == 0, process.kept.has_stdin};
+      // Its stdin, closed on request once its input is read, is closed
+      // for whoever adopts it.
+      proto::Supervised message{pid,
+                                process.ended,
+                                process.kept.pty,
+                                process.kept.label,
+                                --left == 0,
+                                process.kept.has_stdin && !process.close_after_input};
       message.in_band = process.in_band;
       if (auto relay = relays_.find(pid); relay != relays_.end())
         message.delivered = relay->second.delivered();
@@ -660,7 +668,13 @@ class Server {
                                      who + " has not read its input yet (" +
                                          std::to_string(process.pending_input.size()) +
                                          " bytes wait); send it again"});
+    if (pending_input_ + bytes.size() > proto::kMaxPendingInputTotal)
+      return proto::reply_from(Error{"input", EAGAIN,
+                                     "the sandbox's commands have not read their input yet (" +
+                                         std::to_string(pending_input_) +
+                                         " bytes wait); send it again"});
     process.pending_input += bytes;
+    pending_input_ += bytes.size();
     write_input(pid);
     return {};
   }
@@ -676,15 +690,30 @@ class Server {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return;
       if (n < 0) {  // nobody will read it (EPIPE; EIO: the terminal hung up)
-        pending.clear();
+        forget_input(process);
         break;
       }
+      pending_input_ -= static_cast<size_t>(n);
       pending.erase(0, static_cast<size_t>(n));
     }
     if (process.close_after_input) {
       process.close_after_input = false;
       close_kept_stdin(pid);
     }
+  }
+
+  // What waited for a command that will not read it (or is gone) leaves
+  // the agent's budget with it.
+  void forget_input(Supervised& process) {
+    pending_input_ -= process.pending_input.size();
+    process.pending_input.clear();
+  }
+
+  // Every supervised entry leaves through here, so its pending input
+  // leaves the budget with it.
+  void forget_supervised(std::map<pid_t, Supervised>::iterator it) {
+    forget_input(it->second);
+    supervised_.erase(it);
   }
 
   proto::Reply resize(pid_t pid, uint16_t cols, uint16_t rows) {
@@ -749,7 +778,7 @@ class Server {
   // (the command ended, or no output of it is kept) or not.
   bool read_ready(const proto::Request& request) const {
     auto it = relays_.find(request.pid);
-    return it == relays_.end() || it->second.has_ended() || it->second.end() > request.offset;
+    return it == relays_.end() || it->second.end_known() || it->second.end() > request.offset;
   }
 
   // A kRead that may wait (Request::wait_ms) and has nothing to read yet is
@@ -792,7 +821,16 @@ class Server {
       const auto& last = reply.chunks.back();
       relay->second.set_delivered(last.offset + last.bytes.size());
     }
+    if (reply.ended && relay->second.delivered() >= reply.end) ended_followed(request.pid);
     return reply;
+  }
+
+  // A follower had an in-band command's end: the daemon that follows it
+  // knows it ended, so the next one has nothing to adopt (it is no longer
+  // listed); one that ended unseen stays listed for the next daemon.
+  void ended_followed(pid_t pid) {
+    auto it = supervised_.find(pid);
+    if (it != supervised_.end() && it->second.ended && it->second.in_band) forget_supervised(it);
   }
 
   // A command that ended and whose output all went out keeps only its
@@ -943,6 +981,10 @@ class Server {
   std::map<int, ParkedRead> parked_reads_;
   std::map<pid_t, Supervised> supervised_;
   uint64_t supervised_made_ = 0;
+  // kInput's bytes waiting in all commands' Supervised::pending_input: at
+  // most proto::kMaxPendingInputTotal (the agent's memory is outside the
+  // sandbox's limit).
+  size_t pending_input_ = 0;
   std::map<pid_t, OutputRelay> relays_;  // by pid, also a while after the command ended
   std::deque<pid_t> ended_relays_;       // the ended ones, oldest first
   std::optional<TcpClients> tcp_;        // when InitConfig::tcp_port is set

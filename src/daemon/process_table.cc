@@ -45,6 +45,7 @@ struct ProcessTable::Managed {
     std::lock_guard lock(mutex);
     if (backlog) keep_for_first_attach(event);
     const bool last = event.last;
+    if (last) end_event = event;
     for (size_t i = 0; i < subscribers.size(); ++i) {
       subscribers[i]->add_queued(event.json.size());
       const bool final_copy = i + 1 == subscribers.size();
@@ -101,6 +102,9 @@ struct ProcessTable::Managed {
   bool reaped = false;  // its exit status (or the sandbox's end) has arrived
   // Set for a process adopted from an earlier daemon until its first attach.
   std::optional<std::deque<StreamEvent>> backlog;
+  // Its end, once published: a stream that attaches after it (it found the
+  // process just before it left the table) still gets it.
+  std::optional<StreamEvent> end_event;
   size_t backlog_bytes = 0;
   size_t backlog_limit = 0;
 
@@ -591,7 +595,7 @@ void ProcessTable::adopt_in_band(const std::vector<runtime::ListedProcess>& list
     std::chrono::milliseconds timeout;
     auto process = found_again(command.pid, command.label, backlog, &timeout);
     process->pty = command.pty;
-    process->stdin_open = !command.pty;  // closing it again is harmless
+    process->stdin_open = command.has_stdin && !command.pty;
     track_in_band(process, command.delivered, timeout);
   }
 }
@@ -768,7 +772,13 @@ Result<std::shared_ptr<Subscription>> ProcessTable::attach(const ProcessSelector
   std::lock_guard lock((*process)->mutex);
   if (auto& backlog = (*process)->backlog) {  // what it wrote before anyone attached
     for (auto& event : *backlog) subscription->push(std::move(event));
+    const bool ended_in_backlog = !backlog->empty() && backlog->back().last;
     backlog.reset();
+    if (ended_in_backlog) return subscription;
+  }
+  if (const auto& end = (*process)->end_event) {  // it ended as this stream attached
+    subscription->push(*end);
+    return subscription;
   }
   (*process)->subscribers.push_back(subscription);
   return subscription;

@@ -269,7 +269,7 @@ Result<std::vector<ListedProcess>> LocalSandbox::list_processes() {
         if (message.pid <= 1)
           return;  // not a command's (init is 1): the agent's list is not trusted
         out.push_back({message.pid, message.ended, message.pty, message.label, message.in_band,
-                       message.delivered});
+                       message.delivered, message.has_stdin});
       });
   if (!listed) return listed.error();
   return out;

@@ -221,6 +221,7 @@ struct ListedProcess {
   std::string label;
   bool in_band = false;    // Sandbox::spawn_in_band's (else its fds went to a daemon)
   uint64_t delivered = 0;  // the output offset its last follower got to
+  bool has_stdin = false;  // its stdin is open (a pipe the agent writes kInput to)
 };
 
 class Sandbox {

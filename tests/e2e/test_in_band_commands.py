@@ -107,3 +107,30 @@ def test_a_new_daemon_follows_on_from_where_the_killed_one_was(in_band, monkeypa
     assert seen == list(range(seen[0], seen[0] + len(seen))), "a gap in the output"
     assert again.commands.kill(handle.pid)
     again.kill()
+
+
+def test_after_a_restart_a_commands_stdin_is_as_it_was(in_band, monkeypatch):
+    """The next daemon takes a command's stdin state from the agent: one without stdin, or
+    whose stdin was closed, refuses input as before the restart; an open one takes it."""
+    sb = e2b.Sandbox.create(template="host", timeout=300)
+    deaf = sb.commands.run("sleep 300", background=True, stdin=False, timeout=0)
+    closed = sb.commands.run("cat; sleep 300", background=True, stdin=True, timeout=0)
+    sb.commands.close_stdin(closed.pid)
+    reader = sb.commands.run("read a; echo got $a; sleep 300", background=True, stdin=True,
+                             timeout=0)
+    for pid in (deaf.pid, closed.pid):
+        with pytest.raises(e2b.InvalidArgumentException):
+            sb.commands.send_stdin(pid, "before\n")
+    d = in_band["d"]
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait()
+    in_band["d"] = start(d.data_dir, monkeypatch)
+
+    again = e2b.Sandbox.connect(sb.sandbox_id)
+    for pid in (deaf.pid, closed.pid):
+        with pytest.raises(e2b.InvalidArgumentException):
+            again.commands.send_stdin(pid, "after\n")
+    after = Collector(again.commands.connect(reader.pid))
+    again.commands.send_stdin(reader.pid, "one\n")
+    wait_until(lambda: "got one" in after.text, what="input sent after the restart")
+    again.kill()

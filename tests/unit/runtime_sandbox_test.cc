@@ -535,6 +535,129 @@ TEST_F(SandboxTest, InBandCommandsKeepEveryFdInTheSandbox) {
   EXPECT_FALSE(sb.send_input(999999, "x"));
 }
 
+// An in-band command as the agent lists it (nullopt: not listed).
+std::optional<ListedProcess> listed_as(Sandbox& sb, int pid) {
+  auto listed = sb.list_processes();
+  EXPECT_TRUE(listed) << listed.error().message();
+  if (listed)
+    for (const auto& process : *listed)
+      if (process.pid == pid) return process;
+  return std::nullopt;
+}
+
+// A follower's end comes after the last byte the command wrote, also when
+// the agent had stopped reading it at the follower's window when it exited
+// (the rest still in its pipe); and once a follower had that end, the next
+// daemon has nothing of it to adopt.
+TEST_F(SandboxTest, AnInBandEndComesAfterTheLastByte) {
+  Sandbox& sb = create();
+  // A 64 KiB ring (so a 64 KiB window), a first line, then 96 KiB in small
+  // writes: the agent reads up to the window, the rest waits in the pipe
+  // when the writer exits, and one read answers all the ring holds.
+  constexpr uint64_t kWritten = 6 + 24 * 4096;
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "sleep 0.3; echo first; sleep 0.3; "
+               "for i in $(seq 24); do head -c 4096 /dev/zero; done"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  spec.output_ring_bytes = 64 * 1024;
+  auto pid = sb.spawn_in_band(spec);
+  ASSERT_TRUE(pid) << pid.error().message();
+  auto follower = sb.follow_output(*pid);
+  ASSERT_TRUE(follower) << follower.error().message();
+  ASSERT_TRUE((*follower)->ask(0, 20000));  // waits for the first output: the follower's now
+  pollfd answered{(*follower)->fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&answered, 1, 30000), 1);
+  auto first = (*follower)->answer();
+  ASSERT_TRUE(first && *first);
+  // The follower asks nothing more until the command has exited.
+  for (int i = 0; i < 500; ++i) {
+    const auto listed = listed_as(sb, *pid);
+    if (listed && listed->ended) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(listed_as(sb, *pid)->ended) << "the writer did not end";
+  uint64_t offset = 6;
+  bool ended = false;
+  for (int asked = 0; asked < 100 && !ended; ++asked) {
+    ASSERT_TRUE((*follower)->ask(offset, 20000));
+    ASSERT_EQ(::poll(&answered, 1, 30000), 1);
+    auto slice = (*follower)->answer();
+    ASSERT_TRUE(slice && *slice);
+    for (const auto& chunk : (*slice)->chunks) offset = chunk.offset + chunk.bytes.size();
+    ended = (*slice)->ended && offset >= (*slice)->end;
+  }
+  EXPECT_TRUE(ended);
+  EXPECT_EQ(offset, kWritten) << "the end came before the last byte";
+  EXPECT_FALSE(listed_as(sb, *pid)) << "a command whose end was followed is listed for adoption";
+}
+
+// The agent lists whether an in-band command's stdin is open: a daemon that
+// adopts it knows whether it takes input.
+TEST_F(SandboxTest, TheAgentListsAnInBandCommandsStdin) {
+  Sandbox& sb = create();
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "exec sleep 100"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  spec.stdin_pipe = false;
+  auto deaf = sb.spawn_in_band(spec);
+  spec.stdin_pipe = true;
+  auto reader = sb.spawn_in_band(spec);
+  auto closed = sb.spawn_in_band(spec);
+  ASSERT_TRUE(deaf && reader && closed);
+  ASSERT_TRUE(sb.close_stdin(*closed));
+  EXPECT_FALSE(listed_as(sb, *deaf)->has_stdin);
+  EXPECT_TRUE(listed_as(sb, *reader)->has_stdin);
+  EXPECT_FALSE(listed_as(sb, *closed)->has_stdin);
+  for (const int pid : {*deaf, *reader, *closed}) EXPECT_TRUE(sb.signal(pid, SIGKILL));
+}
+
+// Commands that never read their stdin: the agent holds at most
+// proto::kMaxPendingInputTotal of input for all of them together, then
+// refuses more (EAGAIN, as for one command's full queue).
+TEST_F(SandboxTest, TheAgentBoundsThePendingInputOfAllCommands) {
+  Sandbox& sb = create();
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "exec sleep 100"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  spec.stdin_pipe = true;
+  std::vector<int> deaf;
+  for (int i = 0; i < 12; ++i) {
+    auto pid = sb.spawn_in_band(spec);
+    ASSERT_TRUE(pid) << pid.error().message();
+    deaf.push_back(*pid);
+  }
+  const std::string piece(proto::kMaxInputBytes, 'z');
+  size_t taken = 0;
+  Status refused;
+  for (const int pid : deaf) {
+    Status sent;
+    for (int i = 0; i < 40 && sent; ++i)
+      if ((sent = sb.send_input(pid, piece))) taken += piece.size();
+    ASSERT_FALSE(sent) << "40 x 64 KiB queued for a command that reads nothing";
+    EXPECT_EQ(sent.error().errnum, EAGAIN) << sent.error().message();
+    refused = sent;
+  }
+  // Each pipe holds its 64 KiB besides what the agent keeps.
+  EXPECT_LE(taken, proto::kMaxPendingInputTotal + deaf.size() * 64 * 1024)
+      << "12 commands took " << taken << " bytes of input they never read";
+  EXPECT_NE(refused.error().message().find("sandbox's commands"), std::string::npos)
+      << refused.error().message();
+  for (const int pid : deaf) EXPECT_TRUE(sb.signal(pid, SIGKILL));
+  // Killed, their queues leave the budget: a new command takes input again.
+  for (int i = 0; i < 200; ++i) {
+    const auto listed = listed_as(sb, deaf.back());
+    if (listed && listed->ended) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto fresh = sb.spawn_in_band(spec);
+  ASSERT_TRUE(fresh) << fresh.error().message();
+  for (int i = 0; i < 8; ++i)
+    EXPECT_TRUE(sb.send_input(*fresh, std::string(proto::kMaxInputBytes, 'y')));
+  EXPECT_TRUE(sb.signal(*fresh, SIGKILL));
+}
+
 // A command's kept stdout until it shows `needle` (30 s at most).
 std::string read_until_shown(AgentTcpClient& agent, int pid, const std::string& needle) {
   std::string out;
