@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from durable_helpers import e2b_env
+from durable_helpers import e2b_env, start_in_band
 from harness import start_daemon, stop_daemon
 
 
@@ -24,3 +24,15 @@ def e2b(daemon, monkeypatch):
     e2b_env(monkeypatch, daemon)
     monkeypatch.setenv("E2B_VOLUME_API_URL", daemon.url)
     return daemon
+
+
+@pytest.fixture
+def in_band(state_dir, monkeypatch):
+    """An in-band daemon (durable_helpers.start_in_band) in {"d": ...}: a test that restarts it
+    puts the new one there; stopped at the end (started again first if a test left it dead)."""
+    holder = {"d": start_in_band(state_dir / "state", monkeypatch)}
+    yield holder
+    d = holder["d"]
+    if d.proc.poll() is not None:
+        d = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
+    stop_daemon(d)

@@ -23,6 +23,14 @@ def e2b_env(monkeypatch, d: Daemon) -> None:
     monkeypatch.setenv("E2B_DOMAIN", f"localhost:{urlparse(d.url).port}")
 
 
+def start_in_band(data_dir: Path, monkeypatch) -> Daemon:
+    """A daemon with in-band commands (its flag's variable), no warm pool, the E2B SDK at it."""
+    monkeypatch.setenv("ABX_IN_BAND_COMMANDS", "1")
+    d = start_daemon(data_dir, extra_args=("--warm-pool", "0"))
+    e2b_env(monkeypatch, d)
+    return d
+
+
 def restart(d: Daemon, monkeypatch, how: signal.Signals = signal.SIGKILL) -> Daemon:
     d.proc.send_signal(how)
     d.proc.wait()
@@ -32,7 +40,7 @@ def restart(d: Daemon, monkeypatch, how: signal.Signals = signal.SIGKILL) -> Dae
 
 
 def numbers(text: str, word: str = "line") -> list[int]:
-    return [int(n) for n in re.findall(rf"^{word} (\d+)$", text, re.M)]
+    return [int(n) for n in re.findall(rf"^{word} (\d+)$", text, re.MULTILINE)]
 
 
 class Collector:

@@ -10,29 +10,11 @@ import signal
 from pathlib import Path
 
 import pytest
-from durable_helpers import Collector, e2b_env
-from harness import start_daemon, stop_daemon
+from durable_helpers import Collector, start_in_band
 from helpers import wait_until
 
 pytestmark = pytest.mark.offline
 e2b = pytest.importorskip("e2b", reason="the E2B SDK is installed by make deps")
-
-
-def start(data_dir: Path, monkeypatch):
-    monkeypatch.setenv("ABX_IN_BAND_COMMANDS", "1")  # the daemon reads its flag's variable
-    d = start_daemon(data_dir, extra_args=("--warm-pool", "0"))
-    e2b_env(monkeypatch, d)
-    return d
-
-
-@pytest.fixture
-def in_band(state_dir, monkeypatch):
-    holder = {"d": start(state_dir / "state", monkeypatch)}
-    yield holder
-    d = holder["d"]
-    if d.proc.poll() is not None:
-        d = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
-    stop_daemon(d)
 
 
 def daemon_pipes(pid: int) -> int:
@@ -94,7 +76,7 @@ def test_a_new_daemon_follows_on_from_where_the_killed_one_was(in_band, monkeypa
     d.proc.send_signal(signal.SIGKILL)
     d.proc.wait()
     last_before = before.seen()[-1]
-    in_band["d"] = start(d.data_dir, monkeypatch)
+    in_band["d"] = start_in_band(d.data_dir, monkeypatch)
 
     again = e2b.Sandbox.connect(sb.sandbox_id)
     assert handle.pid in {p.pid for p in again.commands.list()}
@@ -124,7 +106,7 @@ def test_after_a_restart_a_commands_stdin_is_as_it_was(in_band, monkeypatch):
     d = in_band["d"]
     d.proc.send_signal(signal.SIGKILL)
     d.proc.wait()
-    in_band["d"] = start(d.data_dir, monkeypatch)
+    in_band["d"] = start_in_band(d.data_dir, monkeypatch)
 
     again = e2b.Sandbox.connect(sb.sandbox_id)
     for pid in (deaf.pid, closed.pid):

@@ -12,29 +12,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from durable_helpers import e2b_env
-from harness import start_daemon, stop_daemon
+from durable_helpers import start_in_band
 from helpers import sandbox_host_pids, wait_until
 
 pytestmark = pytest.mark.offline
 e2b = pytest.importorskip("e2b", reason="the E2B SDK is installed by make deps")
-
-
-def start(data_dir: Path, monkeypatch):
-    monkeypatch.setenv("ABX_IN_BAND_COMMANDS", "1")  # the daemon reads its flag's variable
-    d = start_daemon(data_dir, extra_args=("--warm-pool", "0"))
-    e2b_env(monkeypatch, d)
-    return d
-
-
-@pytest.fixture
-def in_band(state_dir, monkeypatch):
-    holder = {"d": start(state_dir / "state", monkeypatch)}
-    yield holder
-    d = holder["d"]
-    if d.proc.poll() is not None:
-        d = start_daemon(d.data_dir, extra_args=("--warm-pool", "0"))
-    stop_daemon(d)
 
 
 def pipes_of(pid: int) -> set[str]:
@@ -98,7 +80,7 @@ def test_contexts_keep_their_state_across_a_restart_and_the_daemon_holds_no_pipe
     d = in_band["d"]
     d.proc.send_signal(how)
     d.proc.wait()
-    in_band["d"] = start(d.data_dir, monkeypatch)
+    in_band["d"] = start_in_band(d.data_dir, monkeypatch)
     in_flight.join(30)
     assert ended, "the client of the execution in flight still waits"
 
