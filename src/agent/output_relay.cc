@@ -154,12 +154,10 @@ proto::ReadReplyView OutputRelay::slice_views(uint64_t offset, size_t max) const
 }
 
 OutputSlice OutputRelay::slice(uint64_t offset, size_t max) const {
-  OutputSlice slice;
-  slice.start = ring_.start();
-  slice.end = ring_.end();
-  slice.chunks = ring_.read(offset, max);
-  slice.ended = end_known();
-  slice.wait_status = wait_status_.value_or(0);
+  const proto::ReadReplyView view = slice_views(offset, max);
+  OutputSlice slice{view.start, view.end, {}, view.ended, view.wait_status};
+  for (const auto& chunk : view.chunks)
+    slice.chunks.push_back({chunk.stream, chunk.offset, std::string(chunk.bytes)});
   return slice;
 }
 
